@@ -1,0 +1,318 @@
+// heat3d run orchestration: config -> problem, time loop, checkpoints,
+// validation verdicts, output and summary.
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+#include "heat3d.hpp"
+#include "locus/console.hpp"
+#include "locus/io.hpp"
+
+namespace heat3d {
+
+using locus::Config;
+using locus::Context;
+
+locus::AppInfo app_info() {
+  locus::AppInfo app;
+  app.name = "heat3d";
+  app.description =
+      "3D heat conduction on the unit cube: forward Euler, 7-point stencil, checkerboard\n"
+      "decomposition (the dournac heat3d of the DART locality paper).";
+  auto& s = app.schema;
+  const long big = locus::Schema::kNoMax;
+  s.integer("heat3d.grid.nx", 64, 1, big, "interior grid points in x")
+      .integer("heat3d.grid.ny", 64, 1, big, "interior grid points in y")
+      .integer("heat3d.grid.nz", 64, 1, big, "interior grid points in z")
+      .dims("heat3d.procs", "process grid [px, py, pz], or auto (MPI_Dims_create)")
+      .real("heat3d.physics.k0", 1.0, 0.0, HUGE_VAL, "thermal conductivity", true)
+      .real("heat3d.physics.t_boundary", 10.0, -HUGE_VAL, HUGE_VAL, "fixed boundary temperature")
+      .real("heat3d.physics.t_initial", -10.0, -HUGE_VAL, HUGE_VAL, "initial interior temperature")
+      .real("heat3d.time.dt", 1.0e-3, 0.0, HUGE_VAL,
+            "largest time step; the run uses min(dt, 0.125 h_min^2 / k0)", true)
+      .integer("heat3d.time.max_steps", 10000, 0, big, "stop after this many steps")
+      .real("heat3d.time.tolerance", 1.0e-6, 0.0, HUGE_VAL,
+            "stop when max |T_new - T_old| falls below this (0: run max_steps)")
+      .choice("heat3d.validation.mode", "none", {"none", "sine", "order", "steady"},
+              "check the result: sine (discrete eigenmode), order (convergence order 2),\n"
+              "    steady (field converges to t_boundary); a failed check exits non-zero")
+      .real("heat3d.validation.sine_tol", 1.0e-12, 0.0, 1.0, "sine: largest relative error allowed", true)
+      .real("heat3d.validation.order_time", 0.05, 0.0, HUGE_VAL,
+            "order: physical time at which the three refinements are compared", true)
+      .real("heat3d.validation.order_slack", 0.1, 0.0, 1.0,
+            "order: allowed |observed order - 2|", true)
+      .real("heat3d.validation.steady_tol", 1.0e-4, 0.0, HUGE_VAL,
+            "steady: largest |T - t_boundary| allowed at the end", true)
+      .choice("comm.halo", "p2p", locus::halo_strategies(),
+              "halo exchange: p2p (MPI two-sided, non-blocking, face datatypes)")
+      .integer("checkpoint.every", 0, 0, big, "write a restart file every N steps (0: never)")
+      .string("checkpoint.file", "", "restart file to write (default <output.dir>/<output.name>.restart.h5)")
+      .string("checkpoint.restart", "", "restart file to resume from (empty: start fresh)");
+  locus::add_common_keys(s, "heat3d");
+  return app;
+}
+
+namespace {
+
+struct Settings {
+  Problem problem;
+  locus::Dims procs{};
+  std::string halo;
+  std::string mode;
+  long max_steps = 0;
+  double tolerance = 0;
+  long checkpoint_every = 0;
+  std::string checkpoint_file, restart_file;
+  std::string out_dir, out_name;
+};
+
+Settings read_settings(const Config& c) {
+  Settings s;
+  Problem& p = s.problem;
+  p.n = {c.integer("heat3d.grid.nx"), c.integer("heat3d.grid.ny"), c.integer("heat3d.grid.nz")};
+  p.k0 = c.real("heat3d.physics.k0");
+  p.t_boundary = c.real("heat3d.physics.t_boundary");
+  p.t_initial = c.real("heat3d.physics.t_initial");
+  s.mode = c.string("heat3d.validation.mode");
+  if (s.mode == "sine" || s.mode == "order") {
+    p.init = Init::Sine;
+    p.t_boundary = 0.0;
+  }
+  p.dt = std::min(c.real("heat3d.time.dt"), p.dt_limit());
+  s.procs = c.dims("heat3d.procs");
+  s.halo = c.string("comm.halo");
+  s.max_steps = c.integer("heat3d.time.max_steps");
+  s.tolerance = c.real("heat3d.time.tolerance");
+  s.checkpoint_every = c.integer("checkpoint.every");
+  s.out_dir = c.string("output.dir");
+  s.out_name = c.string("output.name");
+  s.checkpoint_file = c.string("checkpoint.file");
+  if (s.checkpoint_file.empty()) s.checkpoint_file = s.out_dir + "/" + s.out_name + ".restart.h5";
+  s.restart_file = c.string("checkpoint.restart");
+  return s;
+}
+
+// The state a restart file carries besides the field.
+struct History {
+  long step = 0;
+  std::vector<double> residuals;  // one per step, rank 0's copy is written
+};
+
+void write_checkpoint(const Context& ctx, const Solver& solver, const History& h, const std::string& path) {
+  locus::H5Output out(ctx.comm(), path, true);
+  locus::write_provenance(out, ctx);
+  out.write_field("temperature", solver.field(), solver.decomp());
+  out.write_root_vector("residual", h.residuals);
+  out.attribute("", "step", h.step);
+  out.attribute("", "dt", solver.problem().dt);
+  out.attribute("", "validation_mode", ctx.config().string("heat3d.validation.mode"));
+  out.commit();
+}
+
+History read_checkpoint(const Context& ctx, Solver& solver, const std::string& path) {
+  locus::H5Input in(ctx.comm(), path);
+  double dt = in.real_attribute("dt");
+  locus::collective_require(ctx.comm(), dt == solver.problem().dt,
+                            path + ": written with dt " + std::to_string(dt) + ", this run uses dt " +
+                                std::to_string(solver.problem().dt) + " (grid, k0 or time.dt differ)");
+  std::string mode = in.string_attribute("validation_mode");
+  locus::collective_require(ctx.comm(), mode == ctx.config().string("heat3d.validation.mode"),
+                            path + ": written in validation mode '" + mode + "', this run uses '" +
+                                ctx.config().string("heat3d.validation.mode") + "'");
+  History h;
+  h.step = in.integer_attribute("step");
+  h.residuals = in.read_vector("residual");
+  locus::Field3D tmp = locus::make_field("restart", solver.decomp());
+  in.read_field("temperature", tmp, solver.decomp());
+  solver.load_interior(tmp);
+  return h;
+}
+
+struct Outcome {
+  History history;
+  bool converged = false;
+};
+
+// The time loop: from h.step to max_steps or convergence.
+Outcome integrate(const Context& ctx, Solver& solver, const Settings& s, History h, bool show) {
+  locus::ProgressLine progress(show, s.max_steps, s.tolerance);
+  Outcome out;
+  double res = h.residuals.empty() ? HUGE_VAL : h.residuals.back();
+  out.converged = s.tolerance > 0 && res < s.tolerance;
+  while (!out.converged && h.step < s.max_steps) {
+    res = solver.step();
+    ++h.step;
+    h.residuals.push_back(res);
+    progress.update(h.step, res);
+    if (s.checkpoint_every > 0 && h.step % s.checkpoint_every == 0)
+      write_checkpoint(ctx, solver, h, s.checkpoint_file);
+    out.converged = s.tolerance > 0 && res < s.tolerance;
+  }
+  progress.finish();
+  out.history = std::move(h);
+  return out;
+}
+
+double sine_amplitude(const Problem& p, long steps) {
+  double sum = 0.0;
+  for (int d = 0; d < 3; ++d) {
+    double s = std::sin(M_PI * p.h(d) / 2.0);
+    sum += s * s / (p.h(d) * p.h(d));
+  }
+  double g = 1.0 - 4.0 * p.k0 * p.dt * sum;
+  return std::pow(g, static_cast<double>(steps));
+}
+
+// Convergence order against exp(-3 pi^2 k0 t): three grids, each with half
+// the spacing of the one before and a quarter of its time step.
+YAML::Node order_study(const Context& ctx, const Settings& s, locus::Timers& timers, bool& pass) {
+  const double t_end = ctx.config().real("heat3d.validation.order_time");
+  const double slack = ctx.config().real("heat3d.validation.order_slack");
+  Problem base = s.problem;
+  long steps0 = static_cast<long>(std::ceil(t_end / base.dt));
+  YAML::Node out;
+  std::vector<double> errors;
+  for (int level = 0; level < 3; ++level) {
+    Problem p = base;
+    long scale = 1L << level;
+    for (int d = 0; d < 3; ++d) p.n[d] = (base.n[d] + 1) * scale - 1;
+    long steps = steps0 * scale * scale;
+    p.dt = t_end / static_cast<double>(steps);
+    Solver solver(ctx.comm(), p, s.procs, s.halo, timers);
+    solver.initialize();
+    for (long i = 0; i < steps; ++i) solver.step();
+    double exact = std::exp(-3.0 * M_PI * M_PI * p.k0 * t_end);
+    double err = solver.sine_relative_error(exact);
+    errors.push_back(err);
+    YAML::Node lv;
+    lv["grid"] = std::to_string(p.n[0]) + "x" + std::to_string(p.n[1]) + "x" + std::to_string(p.n[2]);
+    lv["steps"] = steps;
+    lv["dt"] = p.dt;
+    lv["max_rel_error"] = err;
+    out["levels"].push_back(lv);
+  }
+  pass = true;
+  for (std::size_t i = 0; i + 1 < errors.size(); ++i) {
+    double order = std::log2(errors[i] / errors[i + 1]);
+    out["observed_order"].push_back(order);
+    pass = pass && std::fabs(order - 2.0) <= slack;
+  }
+  out["expected_order"] = "2 +- " + std::to_string(slack).substr(0, 4);
+  return out;
+}
+
+}  // namespace
+
+int run(Context& ctx) {
+  const Config& cfg = ctx.config();
+  Settings s = read_settings(cfg);
+  const bool show = ctx.rank() == 0 && !ctx.quiet() && locus::stderr_is_terminal();
+  locus::collective_require(ctx.comm(), !(s.mode == "order" && (s.checkpoint_every > 0 || !s.restart_file.empty())),
+                            "checkpoint: not available with heat3d.validation.mode: order (it runs three grids)");
+
+  locus::Timers timers({"total", "compute", "halo", "reduce", "checkpoint", "io"});
+  timers.start("total");
+  const std::string path = s.out_dir + "/" + s.out_name + ".h5";
+  // Created now (as NAME.h5.tmp) so that a clash with an existing output is
+  // reported before the run, not after it.
+  locus::H5Output out(ctx.comm(), path, cfg.boolean("output.overwrite"));
+
+  YAML::Node results, validation;
+  validation["mode"] = s.mode;
+  bool pass = true;
+  std::unique_ptr<Solver> solver;
+  Outcome outcome;
+
+  if (s.mode == "order") {
+    validation["study"] = order_study(ctx, s, timers, pass);
+  } else {
+    solver = std::make_unique<Solver>(ctx.comm(), s.problem, s.procs, s.halo, timers);
+    solver->initialize();
+    History start;
+    if (!s.restart_file.empty()) {
+      auto t = timers.scope("checkpoint");
+      start = read_checkpoint(ctx, *solver, s.restart_file);
+      results["restarted_from"] = s.restart_file;
+      results["restart_step"] = start.step;
+    }
+    outcome = integrate(ctx, *solver, s, std::move(start), show);
+    const Problem& p = solver->problem();
+    const auto& pg = solver->decomp().procs();
+    results["process_grid"] = std::vector<int>{pg[0], pg[1], pg[2]};
+    results["halo"] = solver->halo_name();
+    results["dt"] = p.dt;
+    results["steps"] = outcome.history.step;
+    results["converged"] = outcome.converged;
+    results["final_residual"] = outcome.history.residuals.empty() ? 0.0 : outcome.history.residuals.back();
+    results["min"] = solver->global_min();
+    results["max"] = solver->global_max();
+    results["centre"] = solver->centre_value();
+    double cells = double(p.n[0]) * double(p.n[1]) * double(p.n[2]);
+    double compute = timers.seconds("compute");
+    double mcups = 0.0;
+    MPI_Allreduce(MPI_IN_PLACE, &compute, 1, MPI_DOUBLE, MPI_MAX, ctx.comm());
+    if (compute > 0) mcups = cells * double(outcome.history.step) / compute / 1e6;
+    results["mcell_updates_per_s"] = mcups;
+
+    if (s.mode == "sine") {
+      double amp = sine_amplitude(p, outcome.history.step);
+      double err = solver->sine_relative_error(amp);
+      double tol = cfg.real("heat3d.validation.sine_tol");
+      validation["amplitude"] = amp;
+      validation["max_rel_error"] = err;
+      validation["tolerance"] = tol;
+      pass = err <= tol;
+    } else if (s.mode == "steady") {
+      double dev = std::max(std::fabs(solver->global_max() - p.t_boundary),
+                            std::fabs(solver->global_min() - p.t_boundary));
+      double tol = cfg.real("heat3d.validation.steady_tol");
+      validation["max_abs_deviation"] = dev;
+      validation["tolerance"] = tol;
+      validation["converged"] = outcome.converged;
+      pass = outcome.converged && dev <= tol;
+      if (!outcome.converged) validation["reason"] = "did not reach time.tolerance within max_steps";
+    }
+  }
+  validation["verdict"] = s.mode == "none" ? "not checked" : (pass ? "pass" : "FAIL");
+
+  {
+    auto t = timers.scope("io");
+    locus::write_provenance(out, ctx);
+    if (solver) {
+      if (cfg.boolean("output.write_field")) {
+        out.write_field("temperature", solver->field(), solver->decomp());
+        const Problem& p = solver->problem();
+        out.attribute("temperature", "spacing", std::vector<double>{p.h(0), p.h(1), p.h(2)});
+        out.attribute("temperature", "layout", std::string("(z, y, x), x fastest; interior points only"));
+      }
+      out.write_root_vector("residual", outcome.history.residuals);
+      out.attribute("residual", "meaning", std::string("max |T_new - T_old| after each step"));
+    }
+  }
+  timers.stop("total");
+  locus::Summary summary(ctx, locus::reduce_timers(timers, ctx.comm()));
+  summary.results = results;
+  summary.validation = validation;
+  summary.output = std::filesystem::absolute(path).string();
+  out.write_rank_rows("timers", timers.values());
+  std::string columns;
+  for (const auto& n : timers.names()) columns += (columns.empty() ? "" : ",") + n;
+  out.attribute("timers", "columns", columns);
+  out.attribute("", "summary", summary.yaml());
+  out.commit();
+
+  if (ctx.rank() == 0) {
+    if (solver && cfg.boolean("output.write_field") && cfg.boolean("output.xdmf")) {
+      const Problem& p = solver->problem();
+      std::string xmf = s.out_dir + "/" + s.out_name + ".xmf";
+      locus::write_xdmf(xmf, std::filesystem::path(path).filename().string(), "temperature", p.n,
+                 {p.h(0), p.h(1), p.h(2)}, {p.h(0), p.h(1), p.h(2)},
+                 p.dt * double(outcome.history.step));
+    }
+    std::fputs(summary.yaml().c_str(), stdout);
+    std::fflush(stdout);
+  }
+  return pass ? 0 : 1;
+}
+
+}  // namespace heat3d

@@ -1,0 +1,79 @@
+#pragma once
+// heat3d: 3D heat conduction on the unit cube, forward Euler with the
+// 7-point stencil (the dournac heat3d code of the DART locality paper).
+#include <array>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "locus/decomp.hpp"
+#include "locus/field.hpp"
+#include "locus/halo.hpp"
+#include "locus/profile.hpp"
+#include "locus/runtime.hpp"
+
+namespace heat3d {
+
+locus::AppInfo app_info();
+
+enum class Init { Uniform, Sine };
+
+// One discrete problem: grid, physics, time step.
+struct Problem {
+  std::array<long, 3> n{};  // interior points per dimension (x, y, z)
+  double k0 = 1.0;
+  double t_boundary = 10.0;
+  double t_initial = -10.0;
+  double dt = 0.0;  // the effective step (already limited)
+  Init init = Init::Uniform;
+
+  // h = 1/(n+1) per dimension.
+  double h(int d) const { return 1.0 / static_cast<double>(n[d] + 1); }
+  // Forward Euler stability: dt <= 1 / (2 k0 sum 1/h^2); heat3d uses the
+  // stricter dournac limit 0.125 h_min^2 / k0.
+  double dt_limit() const;
+};
+
+// The grid, its fields and the stepping on one rank.
+class Solver {
+ public:
+  Solver(MPI_Comm comm, const Problem& p, const locus::Dims& procs, const std::string& halo,
+         locus::Timers& timers);
+
+  // Sets the interior from the initial condition and every ghost cell to the
+  // boundary value.
+  void initialize();
+  // Replaces the interior with `f`'s (a restart); ghosts keep boundary values.
+  void load_interior(const locus::Field3D& f);
+  // One forward Euler step; returns the global max |T_new - T_old|, which
+  // is the same on every rank and every decomposition.
+  double step();
+
+  const locus::Field3D& field() const { return u_; }
+  locus::Field3D& field() { return u_; }
+  const locus::CartDecomp& decomp() const { return decomp_; }
+  const Problem& problem() const { return p_; }
+  std::string halo_name() const { return halo_->name(); }
+
+  // Collective reductions over the interior.
+  double global_min() const;
+  double global_max() const;
+  // Temperature at global point (nx/2, ny/2, nz/2).
+  double centre_value() const;
+  // max |u - amplitude * u0| / max|amplitude * u0| for the sine mode.
+  double sine_relative_error(double amplitude) const;
+
+ private:
+  double initial_value(long gi, long gj, long gk) const;
+  MPI_Comm comm_;
+  Problem p_;
+  locus::CartDecomp decomp_;
+  std::unique_ptr<locus::HaloExchange> halo_;
+  locus::Timers& timers_;
+  locus::Field3D u_, un_;
+};
+
+// The app: reads the context's config, runs, validates, writes output.
+int run(locus::Context& ctx);
+
+}  // namespace heat3d

@@ -1,0 +1,54 @@
+# locus_add_mpi_test(NAME name RANKS 1 2 4 COMMAND exe args... [TIMEOUT s] [LABELS l...])
+# registers name.np1, name.np2, ... each run through mpiexec.
+# In COMMAND, the token @NP@ is replaced by the rank count (for scripts that
+# launch mpiexec themselves, use locus_add_script_test).
+function(locus_add_mpi_test)
+  cmake_parse_arguments(T "" "NAME;TIMEOUT" "RANKS;COMMAND;LABELS;ENVIRONMENT" ${ARGN})
+  if(NOT T_TIMEOUT)
+    set(T_TIMEOUT 120)
+  endif()
+  foreach(np IN LISTS T_RANKS)
+    set(cmd)
+    foreach(tok IN LISTS T_COMMAND)
+      string(REPLACE "@NP@" "${np}" tok "${tok}")
+      list(APPEND cmd "${tok}")
+    endforeach()
+    add_test(NAME ${T_NAME}.np${np}
+             COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${np} ${cmd})
+    set_tests_properties(${T_NAME}.np${np} PROPERTIES
+      TIMEOUT ${T_TIMEOUT} PROCESSORS ${np} LABELS "mpi;${T_LABELS}"
+      ENVIRONMENT "${T_ENVIRONMENT}")
+  endforeach()
+endfunction()
+
+# locus_add_script_test(NAME name RANKS 1 2 4 COMMAND script args...)
+# for Python test drivers that call mpiexec themselves; @NP@ in COMMAND
+# is replaced by the rank count.
+function(locus_add_script_test)
+  cmake_parse_arguments(T "" "NAME;TIMEOUT" "RANKS;COMMAND;LABELS" ${ARGN})
+  if(NOT T_TIMEOUT)
+    set(T_TIMEOUT 180)
+  endif()
+  if(NOT T_RANKS)
+    set(T_RANKS 1)
+    set(suffix OFF)
+  else()
+    set(suffix ON)
+  endif()
+  foreach(np IN LISTS T_RANKS)
+    set(cmd)
+    foreach(tok IN LISTS T_COMMAND)
+      string(REPLACE "@NP@" "${np}" tok "${tok}")
+      list(APPEND cmd "${tok}")
+    endforeach()
+    if(suffix)
+      set(tname ${T_NAME}.np${np})
+    else()
+      set(tname ${T_NAME})
+    endif()
+    add_test(NAME ${tname} COMMAND ${cmd})
+    set_tests_properties(${tname} PROPERTIES
+      TIMEOUT ${T_TIMEOUT} PROCESSORS ${np} LABELS "script;${T_LABELS}"
+      ENVIRONMENT "LOCUS_MPIEXEC=${MPIEXEC_EXECUTABLE};LOCUS_BUILD_DIR=${CMAKE_BINARY_DIR};LOCUS_SOURCE_DIR=${CMAKE_SOURCE_DIR}")
+  endforeach()
+endfunction()

@@ -1,0 +1,48 @@
+#pragma once
+// Cartesian (checkerboard) block decomposition of a global grid over ranks.
+// Index 0 is x, 1 is y, 2 is z. Sizes that do not divide evenly are split
+// with the remainder spread over the first blocks (never refused).
+#include <mpi.h>
+
+#include <array>
+
+#include "locus/config.hpp"
+
+namespace locus {
+
+// Extent and start of block `coord` when n points are split into p blocks.
+struct Span {
+  long count;
+  long start;
+};
+Span block_span(long n, int p, int coord);
+
+class CartDecomp {
+ public:
+  // Collective over comm. `requested` is {0,0,0} for MPI_Dims_create, else the
+  // process grid (its product must be the number of ranks). Throws
+  // CollectiveError when the grid does not fit.
+  CartDecomp(MPI_Comm comm, const std::array<long, 3>& global, const Dims& requested,
+             const std::string& key_name);
+  ~CartDecomp();
+  CartDecomp(const CartDecomp&) = delete;
+  CartDecomp& operator=(const CartDecomp&) = delete;
+
+  MPI_Comm comm() const { return cart_; }
+  const std::array<int, 3>& procs() const { return procs_; }
+  const std::array<int, 3>& coords() const { return coords_; }
+  const std::array<long, 3>& global() const { return global_; }
+  const std::array<long, 3>& local() const { return local_; }
+  const std::array<long, 3>& offset() const { return offset_; }
+  // Rank of the neighbour in dimension d, direction -1 or +1; MPI_PROC_NULL at
+  // the domain boundary.
+  int neighbor(int d, int dir) const { return neighbor_[d][dir > 0 ? 1 : 0]; }
+
+ private:
+  MPI_Comm cart_ = MPI_COMM_NULL;
+  std::array<int, 3> procs_{}, coords_{};
+  std::array<long, 3> global_{}, local_{}, offset_{};
+  int neighbor_[3][2] = {};
+};
+
+}  // namespace locus

@@ -1,0 +1,32 @@
+#pragma once
+// locus::Error: every error a user can act on. The runtime turns it into a
+// clean, collective exit (see runtime.hpp).
+#include <stdexcept>
+#include <string>
+
+namespace locus {
+
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// An error every rank of a communicator raises together, with the same
+// message (see collective_require in runtime.hpp). The runtime prints it
+// once and all ranks exit cleanly with a non-zero status; any other Error
+// is local to one rank and aborts the job.
+class CollectiveError : public Error {
+ public:
+  using Error::Error;
+};
+
+// True while a CollectiveError unwinds the stack (every rank is unwinding
+// together, so destructors may still make collective calls).
+bool unwinding_collectively();
+
+// Throws Error(msg) when cond is false.
+inline void require(bool cond, const std::string& msg) {
+  if (!cond) throw Error(msg);
+}
+
+}  // namespace locus

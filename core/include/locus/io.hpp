@@ -1,0 +1,91 @@
+#pragma once
+// Parallel HDF5 output (mpio driver) and input (checkpoints).
+//
+// An H5Output is written as NAME.h5.tmp and renamed to NAME.h5 by commit(),
+// so an aborted run never leaves a half-written file under the final name.
+// An existing NAME.h5 is an error unless overwrite is set.
+#include <hdf5.h>
+#include <mpi.h>
+
+#include <string>
+#include <vector>
+
+#include "locus/decomp.hpp"
+#include "locus/field.hpp"
+
+namespace locus {
+
+class Context;
+
+class H5Output {
+ public:
+  // Collective. Creates the directory if needed. Throws CollectiveError when
+  // the file exists and !overwrite, or cannot be created.
+  H5Output(MPI_Comm comm, const std::string& path, bool overwrite);
+  ~H5Output();
+  H5Output(const H5Output&) = delete;
+  H5Output& operator=(const H5Output&) = delete;
+
+  // All collective, with the same arguments on every rank. `object` is ""
+  // for the file's root group, else a dataset name.
+  void attribute(const std::string& object, const std::string& name, const std::string& value);
+  void attribute(const std::string& object, const std::string& name, double value);
+  void attribute(const std::string& object, const std::string& name, long value);
+  void attribute(const std::string& object, const std::string& name, const std::vector<double>& v);
+
+  // The interior of every rank's block, into one global (nz, ny, nx) dataset.
+  void write_field(const std::string& name, const Field3D& f, const CartDecomp& dc);
+  // A vector only rank 0 holds (other ranks pass anything; its size is taken
+  // from rank 0).
+  void write_root_vector(const std::string& name, const std::vector<double>& v);
+  // One row per rank: a (ranks x row.size()) dataset.
+  void write_rank_rows(const std::string& name, const std::vector<double>& row);
+
+  // Collective: closes the file and renames NAME.h5.tmp to NAME.h5.
+  void commit();
+  const std::string& path() const { return path_; }
+
+ private:
+  hid_t object(const std::string& name) const;
+  MPI_Comm comm_;
+  int rank_ = 0;
+  std::string path_, tmp_;
+  hid_t file_ = -1;
+  hid_t xfer_ = -1;
+  bool committed_ = false;
+};
+
+// Run provenance as root attributes: effective config, locus version, git
+// commit, MPI library, ranks, node map, date, command line.
+void write_provenance(H5Output& out, const Context& ctx);
+
+class H5Input {
+ public:
+  // Collective. Throws CollectiveError when the file cannot be opened.
+  H5Input(MPI_Comm comm, const std::string& path);
+  ~H5Input();
+  H5Input(const H5Input&) = delete;
+  H5Input& operator=(const H5Input&) = delete;
+
+  bool has(const std::string& name) const;
+  // Collective. Throws CollectiveError when the dataset's shape differs from
+  // the decomposition's global grid.
+  void read_field(const std::string& name, Field3D& f, const CartDecomp& dc);
+  std::vector<double> read_vector(const std::string& name);
+  double real_attribute(const std::string& name);
+  long integer_attribute(const std::string& name);
+  std::string string_attribute(const std::string& name);
+
+ private:
+  MPI_Comm comm_;
+  std::string path_;
+  hid_t file_ = -1;
+};
+
+// ParaView-readable XDMF for a (nz, ny, nx) dataset on a uniform grid.
+// Written by rank 0 (tmp + rename). xyz order for dims, origin, spacing.
+void write_xdmf(const std::string& xmf_path, const std::string& h5_file, const std::string& dataset,
+                const std::array<long, 3>& dims, const std::array<double, 3>& origin,
+                const std::array<double, 3>& spacing, double time);
+
+}  // namespace locus

@@ -1,0 +1,72 @@
+#pragma once
+// Named wall-clock timers per rank, their min/avg/max over ranks, and the
+// YAML run summary every app prints at the end.
+#include <mpi.h>
+#include <yaml-cpp/yaml.h>
+
+#include <string>
+#include <vector>
+
+namespace locus {
+
+class Runtime;
+class Context;
+
+class Timers {
+ public:
+  // The same names, in the same order, on every rank.
+  explicit Timers(std::vector<std::string> names);
+
+  void start(const std::string& name);
+  void stop(const std::string& name);
+  double seconds(const std::string& name) const;
+  const std::vector<std::string>& names() const { return names_; }
+  const std::vector<double>& values() const { return total_; }
+
+  // Stops the timer when it goes out of scope.
+  class Scope {
+   public:
+    Scope(Timers& t, const std::string& name) : t_(t), name_(name) { t_.start(name_); }
+    ~Scope() { t_.stop(name_); }
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+
+   private:
+    Timers& t_;
+    std::string name_;
+  };
+  Scope scope(const std::string& name) { return Scope(*this, name); }
+
+ private:
+  std::size_t index(const std::string& name) const;
+  std::vector<std::string> names_;
+  std::vector<double> total_;
+  std::vector<double> started_;
+};
+
+struct TimerStats {
+  std::string name;
+  double min, avg, max;
+};
+
+// Collective.
+std::vector<TimerStats> reduce_timers(const Timers& t, MPI_Comm comm);
+// Collective: every rank's values, rank-major (ranks x timers).
+std::vector<double> gather_timers(const Timers& t, MPI_Comm comm);
+
+// The end-of-run summary: config name, ranks, timers, results, verdict.
+// Apps fill `results` and `validation`; print() writes it on rank 0.
+class Summary {
+ public:
+  Summary(const Context& ctx, const std::vector<TimerStats>& timers);
+  YAML::Node results;     // app figures (steps, residual, ...)
+  YAML::Node validation;  // mode, verdict, figures
+  std::string output;     // path of the output file
+  std::string yaml() const;
+
+ private:
+  YAML::Node head_;
+  YAML::Node timers_;
+};
+
+}  // namespace locus

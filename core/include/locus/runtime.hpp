@@ -1,0 +1,68 @@
+#pragma once
+// locus::run: the one entry point of every locus app.
+//
+// It initialises MPI (MPI_THREAD_MULTIPLE requested) and Kokkos, parses the
+// command line, reads the deck on rank 0, broadcasts it and checks it on
+// every rank against the app's schema, calls the app, and turns errors into
+// a clean exit: a CollectiveError is printed once and every rank returns 1;
+// any other Error is printed by the rank that raised it and aborts the job,
+// so nothing ever hangs.
+#include <mpi.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "locus/config.hpp"
+#include "locus/error.hpp"
+
+namespace locus {
+
+struct AppInfo {
+  std::string name;         // e.g. "heat3d"; also the deck's top section
+  std::string description;  // one line for --help
+  Schema schema;            // app keys plus add_common_keys()
+};
+
+// Keys every app has: name, output.*.
+void add_common_keys(Schema& schema, const std::string& app_name);
+
+// What the app gets from the runtime.
+class Context {
+ public:
+  MPI_Comm comm() const { return comm_; }
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  const Config& config() const { return config_; }
+  const AppInfo& app() const { return *app_; }
+  // The run's name: deck key `name`, else the deck's file stem.
+  const std::string& run_name() const { return run_name_; }
+  // --quiet: no progress line.
+  bool quiet() const { return quiet_; }
+  // Processor name of every rank (index = rank).
+  const std::vector<std::string>& node_names() const { return node_names_; }
+  const std::string& command_line() const { return command_line_; }
+
+ private:
+  friend int run(int, char**, const AppInfo&, const std::function<int(Context&)>&);
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  int rank_ = 0, size_ = 1;
+  Config config_;
+  const AppInfo* app_ = nullptr;
+  std::string run_name_;
+  bool quiet_ = false;
+  std::vector<std::string> node_names_;
+  std::string command_line_;
+};
+
+// Runs `main` as the app `app`; returns the process exit status.
+int run(int argc, char** argv, const AppInfo& app, const std::function<int(Context&)>& main);
+
+// Collective: when `ok` is false on any rank, every rank throws the same
+// CollectiveError carrying the message of the lowest failing rank.
+void collective_require(MPI_Comm comm, bool ok, const std::string& msg);
+
+// Throws a CollectiveError on every rank if fn() throws Error on any rank.
+void collectively(MPI_Comm comm, const std::function<void()>& fn);
+
+}  // namespace locus

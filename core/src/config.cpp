@@ -1,0 +1,480 @@
+#include "locus/config.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace locus {
+
+// ---------------------------------------------------------------- helpers
+
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diag = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] != b[j - 1] ? 1u : 0u)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+std::string closest_match(const std::string& word, const std::vector<std::string>& candidates) {
+  std::string best;
+  std::size_t best_d = std::max<std::size_t>(2, word.size() / 3) + 1;
+  for (const auto& c : candidates) {
+    std::size_t d = edit_distance(word, c);
+    if (d < best_d) {
+      best_d = d;
+      best = c;
+    }
+  }
+  return best;
+}
+
+namespace {
+
+std::string format_real(double v) {
+  char buf[64];
+  auto res = std::to_chars(buf, buf + sizeof buf, v);
+  std::string s(buf, res.ptr);
+  // Keep reals recognisable as reals when echoed (1 -> 1.0).
+  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
+  return s;
+}
+
+std::string format_bound(double v) {
+  if (v == std::floor(v) && std::fabs(v) < 1e15) return std::to_string(static_cast<long>(v));
+  return format_real(v);
+}
+
+std::string describe(const KeySpec& k) {
+  switch (k.kind) {
+    case KeyKind::Integer: {
+      bool has_max = k.max < static_cast<double>(Schema::kNoMax);
+      if (k.min == 1 && !has_max) return "a positive integer";
+      if (k.min == 0 && !has_max) return "a non-negative integer";
+      if (!has_max) return "an integer >= " + format_bound(k.min);
+      return "an integer in [" + format_bound(k.min) + ", " + format_bound(k.max) + "]";
+    }
+    case KeyKind::Real: {
+      bool has_min = std::isfinite(k.min), has_max = std::isfinite(k.max);
+      if (has_min && k.min == 0 && k.min_exclusive && !has_max) return "a positive number";
+      if (has_min && k.min == 0 && !has_max) return "a non-negative number";
+      std::string lo = k.min_exclusive ? "(" : "[";
+      if (has_min && has_max)
+        return "a number in " + lo + format_bound(k.min) + ", " + format_bound(k.max) + "]";
+      if (has_min) return std::string("a number ") + (k.min_exclusive ? "> " : ">= ") + format_bound(k.min);
+      if (has_max) return "a number <= " + format_bound(k.max);
+      return "a number";
+    }
+    case KeyKind::Boolean:
+      return "true or false";
+    case KeyKind::String:
+      return "a string";
+    case KeyKind::Choice: {
+      std::string s = "one of ";
+      for (std::size_t i = 0; i < k.choices.size(); ++i) s += (i ? ", " : "") + k.choices[i];
+      return s;
+    }
+    case KeyKind::Dims:
+      return "auto or a list of three positive integers [px, py, pz]";
+  }
+  return "";
+}
+
+std::string value_text(const Value& v) {
+  struct {
+    std::string operator()(long x) const { return std::to_string(x); }
+    std::string operator()(double x) const { return format_real(x); }
+    std::string operator()(bool x) const { return x ? "true" : "false"; }
+    std::string operator()(const std::string& x) const { return x; }
+    std::string operator()(const Dims& d) const {
+      if (d[0] == 0) return "auto";
+      std::ostringstream os;
+      os << '[' << d[0] << ", " << d[1] << ", " << d[2] << ']';
+      return os.str();
+    }
+  } visit;
+  return std::visit(visit, v);
+}
+
+std::string node_text(const YAML::Node& n) {
+  if (!n.IsDefined() || n.IsNull()) return "nothing";
+  if (n.IsScalar()) return n.Scalar();
+  if (n.IsSequence()) return "a list";
+  return "a mapping";
+}
+
+bool parse_long(const std::string& s, long& out) {
+  const char* b = s.data();
+  const char* e = b + s.size();
+  if (b != e && *b == '+') ++b;
+  auto res = std::from_chars(b, e, out);
+  return res.ec == std::errc() && res.ptr == e && b != e;
+}
+
+bool parse_double(const std::string& s, double& out) {
+  if (s.empty()) return false;
+  char* end = nullptr;
+  errno = 0;
+  out = std::strtod(s.c_str(), &end);
+  return end == s.c_str() + s.size() && errno == 0 && std::isfinite(out);
+}
+
+bool parse_bool(const std::string& s, bool& out) {
+  static const std::set<std::string> yes{"true", "True", "TRUE", "yes", "Yes", "on", "On"};
+  static const std::set<std::string> no{"false", "False", "FALSE", "no", "No", "off", "Off"};
+  if (yes.count(s)) return out = true, true;
+  if (no.count(s)) return out = false, true;
+  return false;
+}
+
+// Converts a YAML node to the key's type; returns an error text or "".
+std::string convert(const KeySpec& k, const YAML::Node& n, Value& out) {
+  const std::string fail = "must be " + describe(k) + " (got " + node_text(n) + ")";
+  if (k.kind == KeyKind::Dims) {
+    if (n.IsScalar() && n.Scalar() == "auto") return out = Dims{0, 0, 0}, "";
+    if (!n.IsSequence() || n.size() != 3) return fail;
+    Dims d{};
+    for (std::size_t i = 0; i < 3; ++i) {
+      long v = 0;
+      if (!n[i].IsScalar() || !parse_long(n[i].Scalar(), v) || v < 1 || v > 1000000) return fail;
+      d[i] = static_cast<int>(v);
+    }
+    return out = d, "";
+  }
+  if (!n.IsScalar()) return fail;
+  const std::string& s = n.Scalar();
+  switch (k.kind) {
+    case KeyKind::Integer: {
+      long v = 0;
+      if (!parse_long(s, v) || v < k.min || static_cast<double>(v) > k.max) return fail;
+      return out = v, "";
+    }
+    case KeyKind::Real: {
+      double v = 0;
+      if (!parse_double(s, v) || v < k.min || v > k.max || (k.min_exclusive && v == k.min))
+        return fail;
+      return out = v, "";
+    }
+    case KeyKind::Boolean: {
+      bool v = false;
+      if (!parse_bool(s, v)) return fail;
+      return out = v, "";
+    }
+    case KeyKind::String:
+      return out = s, "";
+    case KeyKind::Choice: {
+      if (std::find(k.choices.begin(), k.choices.end(), s) != k.choices.end()) return out = s, "";
+      std::string hint = closest_match(s, k.choices);
+      return hint.empty() ? fail : fail + ", did you mean '" + hint + "'?";
+    }
+    case KeyKind::Dims:
+      break;
+  }
+  return fail;
+}
+
+std::string where(const std::string& source, const YAML::Mark& m) {
+  return source + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1) + ": ";
+}
+
+std::string join(const std::string& prefix, const std::string& key) {
+  return prefix.empty() ? key : prefix + "." + key;
+}
+
+// Walks one mapping of the deck, checking every key against the schema.
+class Checker {
+ public:
+  Checker(const Schema& s, const std::string& src, std::map<std::string, Value>& v,
+          std::vector<std::string>& e)
+      : schema_(s), source_(src), values_(v), errors_(e) {}
+
+  void mapping(const YAML::Node& node, const std::string& prefix) {
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      const YAML::Node key = it->first;
+      const YAML::Node val = it->second;
+      std::string at = where(source_, key.Mark());
+      if (!key.IsScalar()) {
+        errors_.push_back(at + "keys must be plain names");
+        continue;
+      }
+      std::string path = join(prefix, key.Scalar());
+      if (!seen_.insert(path).second) {
+        errors_.push_back(at + path + ": given twice");
+        continue;
+      }
+      if (const KeySpec* spec = schema_.find(path)) {
+        Value v;
+        std::string err = convert(*spec, val, v);
+        if (err.empty())
+          values_[path] = v;
+        else
+          errors_.push_back(where(source_, val.IsNull() ? key.Mark() : val.Mark()) + path + ": " + err);
+      } else if (schema_.is_section(path)) {
+        if (val.IsMap())
+          mapping(val, path);
+        else if (!val.IsNull())
+          errors_.push_back(where(source_, val.Mark()) + path + ": must be a section (a mapping of keys: " +
+                            list(schema_.children(path)) + ")");
+      } else {
+        std::string msg = at + path + ": unknown key";
+        std::string hint = closest_match(key.Scalar(), schema_.children(prefix));
+        if (!hint.empty()) msg += " (did you mean '" + hint + "'?)";
+        else msg += " (known here: " + list(schema_.children(prefix)) + ")";
+        errors_.push_back(msg);
+      }
+    }
+  }
+
+  static std::string list(const std::vector<std::string>& v) {
+    std::string s;
+    for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + v[i];
+    return s;
+  }
+
+ private:
+  const Schema& schema_;
+  const std::string& source_;
+  std::map<std::string, Value>& values_;
+  std::vector<std::string>& errors_;
+  std::set<std::string> seen_;
+};
+
+void apply_override(const Schema& schema, const std::string& arg,
+                    std::map<std::string, Value>& values, std::vector<std::string>& errors) {
+  const std::string at = "--set " + arg + ": ";
+  auto eq = arg.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    errors.push_back(at + "expected key=value, e.g. --set heat3d.grid.nx=64");
+    return;
+  }
+  std::string path = arg.substr(0, eq);
+  const KeySpec* spec = schema.find(path);
+  if (!spec) {
+    if (schema.is_section(path)) {
+      errors.push_back(at + path + ": is a section; set one of its keys (" +
+                       Checker::list(schema.children(path)) + ")");
+      return;
+    }
+    std::vector<std::string> all;
+    for (const auto& k : schema.keys()) all.push_back(k.path);
+    std::string hint = closest_match(path, all);
+    errors.push_back(at + path + ": unknown key" + (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
+    return;
+  }
+  YAML::Node node;
+  try {
+    node = YAML::Load(arg.substr(eq + 1));
+  } catch (const YAML::Exception& e) {
+    errors.push_back(at + path + ": cannot parse value: " + e.msg);
+    return;
+  }
+  Value v;
+  std::string err = convert(*spec, node, v);
+  if (err.empty())
+    values[path] = v;
+  else
+    errors.push_back(at + path + ": " + err);
+}
+
+void emit_value(YAML::Emitter& out, const Value& v) {
+  if (const auto* d = std::get_if<Dims>(&v); d && (*d)[0] != 0) {
+    out << YAML::Flow << YAML::BeginSeq << (*d)[0] << (*d)[1] << (*d)[2] << YAML::EndSeq;
+  } else if (const auto* s = std::get_if<std::string>(&v)) {
+    // Quote strings that YAML would otherwise read as another type.
+    bool plain = !s->empty();
+    long l;
+    double x;
+    bool b;
+    if (parse_long(*s, l) || parse_double(*s, x) || parse_bool(*s, b) || *s == "null" || *s == "~")
+      plain = false;
+    if (plain)
+      out << *s;
+    else
+      out << YAML::DoubleQuoted << *s;
+  } else {
+    out << value_text(v);
+  }
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- Schema
+
+Schema& Schema::add(KeySpec spec) {
+  if (find(spec.path) || is_section(spec.path))
+    throw Error("schema: key " + spec.path + " declared twice");
+  keys_.push_back(std::move(spec));
+  return *this;
+}
+
+Schema& Schema::integer(const std::string& path, long fallback, long min, long max,
+                        const std::string& help) {
+  return add({path, KeyKind::Integer, fallback, double(min), double(max), false, {}, help});
+}
+
+Schema& Schema::real(const std::string& path, double fallback, double min, double max,
+                     const std::string& help, bool min_exclusive) {
+  return add({path, KeyKind::Real, fallback, min, max, min_exclusive, {}, help});
+}
+
+Schema& Schema::boolean(const std::string& path, bool fallback, const std::string& help) {
+  return add({path, KeyKind::Boolean, fallback, 0, 0, false, {}, help});
+}
+
+Schema& Schema::string(const std::string& path, const std::string& fallback,
+                       const std::string& help) {
+  return add({path, KeyKind::String, fallback, 0, 0, false, {}, help});
+}
+
+Schema& Schema::choice(const std::string& path, const std::string& fallback,
+                       std::vector<std::string> choices, const std::string& help) {
+  return add({path, KeyKind::Choice, fallback, 0, 0, false, std::move(choices), help});
+}
+
+Schema& Schema::dims(const std::string& path, const std::string& help) {
+  return add({path, KeyKind::Dims, Dims{0, 0, 0}, 0, 0, false, {}, help});
+}
+
+const KeySpec* Schema::find(const std::string& path) const {
+  for (const auto& k : keys_)
+    if (k.path == path) return &k;
+  return nullptr;
+}
+
+bool Schema::is_section(const std::string& path) const {
+  for (const auto& k : keys_)
+    if (k.path.size() > path.size() && k.path.compare(0, path.size(), path) == 0 &&
+        k.path[path.size()] == '.')
+      return true;
+  return false;
+}
+
+std::vector<std::string> Schema::children(const std::string& section) const {
+  std::vector<std::string> out;
+  std::string prefix = section.empty() ? "" : section + ".";
+  for (const auto& k : keys_) {
+    if (k.path.compare(0, prefix.size(), prefix) != 0) continue;
+    std::string rest = k.path.substr(prefix.size());
+    std::string name = rest.substr(0, rest.find('.'));
+    if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
+  }
+  return out;
+}
+
+std::string Schema::help_text() const {
+  std::size_t w = 0;
+  for (const auto& k : keys_) w = std::max(w, k.path.size());
+  std::ostringstream os;
+  for (const auto& k : keys_) {
+    os << "  " << k.path << std::string(w + 2 - k.path.size(), ' ') << k.help << "\n"
+       << std::string(w + 4, ' ') << describe(k) << "; default " << value_text(k.fallback) << "\n";
+  }
+  return os.str();
+}
+
+// ---------------------------------------------------------------- Config
+
+const Value& Config::at(const std::string& path) const {
+  auto it = values_.find(path);
+  if (it == values_.end()) throw Error("internal: config key " + path + " is not in the schema");
+  return it->second;
+}
+
+template <class T>
+static const T& typed(const Value& v, const std::string& path) {
+  if (const T* p = std::get_if<T>(&v)) return *p;
+  throw Error("internal: config key " + path + " read with the wrong type");
+}
+
+long Config::integer(const std::string& path) const { return typed<long>(at(path), path); }
+double Config::real(const std::string& path) const { return typed<double>(at(path), path); }
+bool Config::boolean(const std::string& path) const { return typed<bool>(at(path), path); }
+const std::string& Config::string(const std::string& path) const {
+  return typed<std::string>(at(path), path);
+}
+Dims Config::dims(const std::string& path) const { return typed<Dims>(at(path), path); }
+
+std::string Config::yaml() const {
+  // Emit the flat dotted keys as nested mappings, in schema order.
+  YAML::Emitter out;
+  out << YAML::BeginMap;
+  std::vector<std::string> open;  // currently open sections
+  for (const auto& path : order_) {
+    std::vector<std::string> parts;
+    std::stringstream ss(path);
+    for (std::string p; std::getline(ss, p, '.');) parts.push_back(p);
+    std::size_t common = 0;
+    while (common < open.size() && common + 1 < parts.size() && open[common] == parts[common])
+      ++common;
+    while (open.size() > common) {
+      out << YAML::EndMap;
+      open.pop_back();
+    }
+    for (std::size_t i = common; i + 1 < parts.size(); ++i) {
+      out << YAML::Key << parts[i] << YAML::Value << YAML::BeginMap;
+      open.push_back(parts[i]);
+    }
+    out << YAML::Key << parts.back() << YAML::Value;
+    emit_value(out, values_.at(path));
+  }
+  while (!open.empty()) {
+    out << YAML::EndMap;
+    open.pop_back();
+  }
+  out << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
+std::string read_deck(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ConfigError(path + ": cannot open deck (" + std::strerror(errno) + ")");
+  std::ostringstream os;
+  os << in.rdbuf();
+  return os.str();
+}
+
+Config parse_config(const Schema& schema, const std::string& text, const std::string& source,
+                    const std::vector<std::string>& overrides) {
+  Config cfg;
+  cfg.source_ = source;
+  cfg.overrides_ = overrides;
+  for (const auto& k : schema.keys()) {
+    cfg.order_.push_back(k.path);
+    cfg.values_[k.path] = k.fallback;
+  }
+  std::vector<std::string> errors;
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    throw ConfigError(where(source, e.mark) + "YAML syntax error: " + e.msg);
+  }
+  if (root.IsMap())
+    Checker(schema, source, cfg.values_, errors).mapping(root, "");
+  else if (!root.IsNull())
+    errors.push_back(source + ":1:1: a deck must be a mapping of sections (" +
+                     Checker::list(schema.children("")) + ")");
+  for (const auto& o : overrides) apply_override(schema, o, cfg.values_, errors);
+  if (!errors.empty()) {
+    std::string msg;
+    for (const auto& e : errors) msg += (msg.empty() ? "" : "\n") + e;
+    throw ConfigError(msg);
+  }
+  return cfg;
+}
+
+}  // namespace locus

@@ -1,0 +1,58 @@
+#include "locus/decomp.hpp"
+
+#include <string>
+
+#include "locus/runtime.hpp"
+
+namespace locus {
+
+Span block_span(long n, int p, int coord) {
+  long base = n / p, rem = n % p;
+  return {base + (coord < rem ? 1 : 0), coord * base + std::min<long>(coord, rem)};
+}
+
+CartDecomp::CartDecomp(MPI_Comm comm, const std::array<long, 3>& global, const Dims& requested,
+                       const std::string& key_name)
+    : global_(global) {
+  int size = 1;
+  MPI_Comm_size(comm, &size);
+  if (requested[0] == 0) {
+    int d[3] = {0, 0, 0};
+    MPI_Dims_create(size, 3, d);
+    // MPI_Dims_create orders counts non-increasingly; give the most blocks to
+    // z, the slowest index in memory, so the largest faces stay contiguous.
+    procs_ = {d[2], d[1], d[0]};
+  } else {
+    procs_ = requested;
+  }
+  long product = long(procs_[0]) * procs_[1] * procs_[2];
+  collective_require(comm, product == size,
+                     key_name + ": process grid [" + std::to_string(procs_[0]) + ", " +
+                         std::to_string(procs_[1]) + ", " + std::to_string(procs_[2]) + "] needs " +
+                         std::to_string(product) + " ranks, but the run has " + std::to_string(size));
+  for (int d = 0; d < 3; ++d)
+    collective_require(comm, global_[d] >= procs_[d],
+                       key_name + ": " + std::to_string(procs_[d]) + " blocks in dimension " +
+                           "xyz"[d] + " but only " + std::to_string(global_[d]) +
+                           " grid points; use a smaller process grid or a larger grid");
+  int periods[3] = {0, 0, 0};
+  // MPI dimension order (z, y, x) keeps consecutive ranks adjacent in x.
+  int dims_zyx[3] = {procs_[2], procs_[1], procs_[0]};
+  MPI_Cart_create(comm, 3, dims_zyx, periods, 0, &cart_);
+  int rank = 0, c[3];
+  MPI_Comm_rank(cart_, &rank);
+  MPI_Cart_coords(cart_, rank, 3, c);
+  coords_ = {c[2], c[1], c[0]};
+  for (int d = 0; d < 3; ++d) {
+    Span s = block_span(global_[d], procs_[d], coords_[d]);
+    local_[d] = s.count;
+    offset_[d] = s.start;
+    MPI_Cart_shift(cart_, 2 - d, 1, &neighbor_[d][0], &neighbor_[d][1]);
+  }
+}
+
+CartDecomp::~CartDecomp() {
+  if (cart_ != MPI_COMM_NULL) MPI_Comm_free(&cart_);
+}
+
+}  // namespace locus

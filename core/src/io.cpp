@@ -1,0 +1,353 @@
+#include "locus/io.hpp"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "locus/runtime.hpp"
+#include "locus/version.hpp"
+
+namespace fs = std::filesystem;
+
+namespace locus {
+
+namespace {
+
+// HDF5 identifiers closed with their owner.
+class Id {
+ public:
+  Id(hid_t id, herr_t (*close)(hid_t), const std::string& what) : id_(id), close_(close) {
+    if (id_ < 0) throw Error("HDF5: " + what + " failed");
+  }
+  ~Id() {
+    if (id_ >= 0) close_(id_);
+  }
+  Id(const Id&) = delete;
+  Id& operator=(const Id&) = delete;
+  operator hid_t() const { return id_; }
+
+ private:
+  hid_t id_;
+  herr_t (*close_)(hid_t);
+};
+
+void check(herr_t status, const std::string& what) {
+  if (status < 0) throw Error("HDF5: " + what + " failed");
+}
+
+void quiet_hdf5() {
+  // Errors become locus::Error messages; HDF5's own stack dump only adds noise.
+  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+}
+
+Id open_access(MPI_Comm comm) {
+  Id fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose, "H5Pcreate");
+  check(H5Pset_fapl_mpio(fapl, comm, MPI_INFO_NULL), "H5Pset_fapl_mpio");
+  return Id(H5Pcopy(fapl), H5Pclose, "H5Pcopy");
+}
+
+void write_attr(hid_t obj, const std::string& name, hid_t type, hid_t space, const void* data) {
+  if (H5Aexists(obj, name.c_str()) > 0) check(H5Adelete(obj, name.c_str()), "H5Adelete " + name);
+  Id attr(H5Acreate2(obj, name.c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT), H5Aclose,
+          "creating attribute " + name);
+  check(H5Awrite(attr, type, data), "writing attribute " + name);
+}
+
+// The interior of a rank's block in the field array and in the file.
+void select_block(const CartDecomp& dc, hid_t filespace, hid_t memspace) {
+  const auto& n = dc.local();
+  const auto& o = dc.offset();
+  hsize_t count[3] = {hsize_t(n[2]), hsize_t(n[1]), hsize_t(n[0])};
+  hsize_t fstart[3] = {hsize_t(o[2]), hsize_t(o[1]), hsize_t(o[0])};
+  hsize_t mstart[3] = {1, 1, 1};
+  check(H5Sselect_hyperslab(filespace, H5S_SELECT_SET, fstart, nullptr, count, nullptr), "file hyperslab");
+  check(H5Sselect_hyperslab(memspace, H5S_SELECT_SET, mstart, nullptr, count, nullptr), "memory hyperslab");
+}
+
+Id memory_space(const Field3D& f) {
+  hsize_t m[3] = {f.extent(0), f.extent(1), f.extent(2)};
+  return Id(H5Screate_simple(3, m, nullptr), H5Sclose, "H5Screate_simple");
+}
+
+Id collective_transfer() {
+  Id dxpl(H5Pcreate(H5P_DATASET_XFER), H5Pclose, "H5Pcreate");
+  check(H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_COLLECTIVE), "H5Pset_dxpl_mpio");
+  return Id(H5Pcopy(dxpl), H5Pclose, "H5Pcopy");
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- output
+
+H5Output::H5Output(MPI_Comm comm, const std::string& path, bool overwrite)
+    : comm_(comm), path_(path), tmp_(path + ".tmp") {
+  quiet_hdf5();
+  MPI_Comm_rank(comm, &rank_);
+  std::string problem;
+  if (rank_ == 0) {
+    std::error_code ec;
+    fs::path parent = fs::path(path).parent_path();
+    if (!parent.empty()) fs::create_directories(parent, ec);
+    if (ec)
+      problem = "output: cannot create directory " + parent.string() + " (" + ec.message() + ")";
+    else if (fs::exists(path) && !overwrite)
+      problem = "output: " + path +
+                " exists; set output.overwrite: true (or --set output.overwrite=true) to replace it, "
+                "or choose another output.dir/output.name";
+    else
+      fs::remove(tmp_, ec);  // a stale file from an aborted run
+  }
+  collective_require(comm, problem.empty(), problem);
+  Id fapl = open_access(comm);
+  file_ = H5Fcreate(tmp_.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+  collective_require(comm, file_ >= 0, "output: cannot create " + tmp_);
+  xfer_ = H5Pcreate(H5P_DATASET_XFER);
+  check(H5Pset_dxpl_mpio(xfer_, H5FD_MPIO_COLLECTIVE), "H5Pset_dxpl_mpio");
+}
+
+H5Output::~H5Output() {
+  if (committed_) return;
+  // Closing is collective: only safe when every rank is here. A local error
+  // is followed by MPI_Abort, which leaves NAME.h5.tmp behind, never NAME.h5.
+  if (unwinding_collectively() || std::uncaught_exceptions() == 0) {
+    if (xfer_ >= 0) H5Pclose(xfer_);
+    if (file_ >= 0) H5Fclose(file_);
+    if (rank_ == 0) std::remove(tmp_.c_str());
+  }
+}
+
+hid_t H5Output::object(const std::string& name) const {
+  if (name.empty()) return H5Oopen(file_, "/", H5P_DEFAULT);
+  return H5Oopen(file_, name.c_str(), H5P_DEFAULT);
+}
+
+void H5Output::attribute(const std::string& obj, const std::string& name, const std::string& value) {
+  Id o(object(obj), H5Oclose, "opening " + obj);
+  Id type(H5Tcopy(H5T_C_S1), H5Tclose, "H5Tcopy");
+  check(H5Tset_size(type, H5T_VARIABLE), "H5Tset_size");
+  check(H5Tset_cset(type, H5T_CSET_UTF8), "H5Tset_cset");
+  Id space(H5Screate(H5S_SCALAR), H5Sclose, "H5Screate");
+  const char* p = value.c_str();
+  write_attr(o, name, type, space, &p);
+}
+
+void H5Output::attribute(const std::string& obj, const std::string& name, double value) {
+  Id o(object(obj), H5Oclose, "opening " + obj);
+  Id space(H5Screate(H5S_SCALAR), H5Sclose, "H5Screate");
+  write_attr(o, name, H5T_NATIVE_DOUBLE, space, &value);
+}
+
+void H5Output::attribute(const std::string& obj, const std::string& name, long value) {
+  Id o(object(obj), H5Oclose, "opening " + obj);
+  Id space(H5Screate(H5S_SCALAR), H5Sclose, "H5Screate");
+  write_attr(o, name, H5T_NATIVE_LONG, space, &value);
+}
+
+void H5Output::attribute(const std::string& obj, const std::string& name, const std::vector<double>& v) {
+  Id o(object(obj), H5Oclose, "opening " + obj);
+  hsize_t n = v.size();
+  Id space(H5Screate_simple(1, &n, nullptr), H5Sclose, "H5Screate_simple");
+  write_attr(o, name, H5T_NATIVE_DOUBLE, space, v.data());
+}
+
+void H5Output::write_field(const std::string& name, const Field3D& f, const CartDecomp& dc) {
+  const auto& g = dc.global();
+  hsize_t dims[3] = {hsize_t(g[2]), hsize_t(g[1]), hsize_t(g[0])};
+  Id filespace(H5Screate_simple(3, dims, nullptr), H5Sclose, "H5Screate_simple");
+  Id dset(H5Dcreate2(file_, name.c_str(), H5T_NATIVE_DOUBLE, filespace, H5P_DEFAULT, H5P_DEFAULT,
+                     H5P_DEFAULT),
+          H5Dclose, "creating dataset " + name);
+  Id memspace = memory_space(f);
+  select_block(dc, filespace, memspace);
+  check(H5Dwrite(dset, H5T_NATIVE_DOUBLE, memspace, filespace, xfer_, f.data()), "writing " + name);
+}
+
+void H5Output::write_root_vector(const std::string& name, const std::vector<double>& v) {
+  unsigned long long n = v.size();
+  MPI_Bcast(&n, 1, MPI_UNSIGNED_LONG_LONG, 0, comm_);
+  hsize_t dims = n;
+  Id filespace(H5Screate_simple(1, &dims, nullptr), H5Sclose, "H5Screate_simple");
+  Id dset(H5Dcreate2(file_, name.c_str(), H5T_NATIVE_DOUBLE, filespace, H5P_DEFAULT, H5P_DEFAULT,
+                     H5P_DEFAULT),
+          H5Dclose, "creating dataset " + name);
+  Id memspace(H5Screate_simple(1, &dims, nullptr), H5Sclose, "H5Screate_simple");
+  if (rank_ != 0 || n == 0) {
+    H5Sselect_none(filespace);
+    H5Sselect_none(memspace);
+  }
+  check(H5Dwrite(dset, H5T_NATIVE_DOUBLE, memspace, filespace, xfer_, v.data()), "writing " + name);
+}
+
+void H5Output::write_rank_rows(const std::string& name, const std::vector<double>& row) {
+  int size = 1;
+  MPI_Comm_size(comm_, &size);
+  hsize_t dims[2] = {hsize_t(size), row.size()};
+  Id filespace(H5Screate_simple(2, dims, nullptr), H5Sclose, "H5Screate_simple");
+  Id dset(H5Dcreate2(file_, name.c_str(), H5T_NATIVE_DOUBLE, filespace, H5P_DEFAULT, H5P_DEFAULT,
+                     H5P_DEFAULT),
+          H5Dclose, "creating dataset " + name);
+  hsize_t start[2] = {hsize_t(rank_), 0}, count[2] = {1, row.size()};
+  check(H5Sselect_hyperslab(filespace, H5S_SELECT_SET, start, nullptr, count, nullptr), "hyperslab");
+  Id memspace(H5Screate_simple(2, count, nullptr), H5Sclose, "H5Screate_simple");
+  check(H5Dwrite(dset, H5T_NATIVE_DOUBLE, memspace, filespace, xfer_, row.data()), "writing " + name);
+}
+
+void H5Output::commit() {
+  H5Pclose(xfer_);
+  xfer_ = -1;
+  herr_t st = H5Fclose(file_);
+  file_ = -1;
+  collective_require(comm_, st >= 0, "output: closing " + tmp_ + " failed");
+  std::string problem;
+  if (rank_ == 0 && std::rename(tmp_.c_str(), path_.c_str()) != 0)
+    problem = "output: cannot rename " + tmp_ + " to " + path_ + " (" + std::strerror(errno) + ")";
+  committed_ = true;
+  collective_require(comm_, problem.empty(), problem);
+}
+
+void write_provenance(H5Output& out, const Context& ctx) {
+  out.attribute("", "app", ctx.app().name);
+  out.attribute("", "run_name", ctx.run_name());
+  out.attribute("", "config", ctx.config().yaml());
+  out.attribute("", "deck", ctx.config().source());
+  out.attribute("", "locus_version", std::string(version()));
+  out.attribute("", "git_commit", std::string(git_commit()));
+  out.attribute("", "mpi_library", mpi_library());
+  out.attribute("", "ranks", static_cast<long>(ctx.size()));
+  std::string nodes;
+  for (std::size_t r = 0; r < ctx.node_names().size(); ++r)
+    nodes += std::to_string(r) + ": " + ctx.node_names()[r] + "\n";
+  out.attribute("", "node_map", nodes);
+  // Same date on every rank: attribute values must agree.
+  std::string date = iso_date_now();
+  int len = static_cast<int>(date.size());
+  MPI_Bcast(&len, 1, MPI_INT, 0, ctx.comm());
+  date.resize(static_cast<std::size_t>(len));
+  MPI_Bcast(date.data(), len, MPI_CHAR, 0, ctx.comm());
+  out.attribute("", "date", date);
+  out.attribute("", "command_line", ctx.command_line());
+}
+
+// ---------------------------------------------------------------- input
+
+H5Input::H5Input(MPI_Comm comm, const std::string& path) : comm_(comm), path_(path) {
+  quiet_hdf5();
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  bool exists = fs::exists(path);
+  collective_require(comm, exists, path + ": no such file");
+  Id fapl = open_access(comm);
+  file_ = H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl);
+  collective_require(comm, file_ >= 0, path + ": not an HDF5 file (or unreadable)");
+}
+
+H5Input::~H5Input() {
+  if (file_ >= 0 && (unwinding_collectively() || std::uncaught_exceptions() == 0)) H5Fclose(file_);
+}
+
+bool H5Input::has(const std::string& name) const {
+  return H5Lexists(file_, name.c_str(), H5P_DEFAULT) > 0;
+}
+
+void H5Input::read_field(const std::string& name, Field3D& f, const CartDecomp& dc) {
+  collective_require(comm_, has(name), path_ + ": has no dataset " + name);
+  Id dset(H5Dopen2(file_, name.c_str(), H5P_DEFAULT), H5Dclose, "opening " + name);
+  Id filespace(H5Dget_space(dset), H5Sclose, "H5Dget_space");
+  hsize_t dims[3] = {0, 0, 0};
+  int rank = H5Sget_simple_extent_ndims(filespace);
+  if (rank == 3) H5Sget_simple_extent_dims(filespace, dims, nullptr);
+  const auto& g = dc.global();
+  bool same = rank == 3 && dims[0] == hsize_t(g[2]) && dims[1] == hsize_t(g[1]) && dims[2] == hsize_t(g[0]);
+  std::ostringstream msg;
+  msg << path_ << ": " << name << " is " << dims[2] << "x" << dims[1] << "x" << dims[0]
+      << " but the run's grid is " << g[0] << "x" << g[1] << "x" << g[2];
+  collective_require(comm_, same, msg.str());
+  Id memspace = memory_space(f);
+  select_block(dc, filespace, memspace);
+  Id dxpl = collective_transfer();
+  check(H5Dread(dset, H5T_NATIVE_DOUBLE, memspace, filespace, dxpl, f.data()), "reading " + name);
+}
+
+std::vector<double> H5Input::read_vector(const std::string& name) {
+  collective_require(comm_, has(name), path_ + ": has no dataset " + name);
+  Id dset(H5Dopen2(file_, name.c_str(), H5P_DEFAULT), H5Dclose, "opening " + name);
+  Id space(H5Dget_space(dset), H5Sclose, "H5Dget_space");
+  hssize_t n = H5Sget_simple_extent_npoints(space);
+  std::vector<double> v(static_cast<std::size_t>(n));
+  Id dxpl = collective_transfer();
+  check(H5Dread(dset, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, dxpl, v.data()), "reading " + name);
+  return v;
+}
+
+namespace {
+template <class T>
+T read_scalar_attr(MPI_Comm comm, hid_t file, const std::string& path, const std::string& name,
+                   hid_t type) {
+  bool ok = H5Aexists(file, name.c_str()) > 0;
+  collective_require(comm, ok, path + ": has no attribute " + name);
+  Id attr(H5Aopen(file, name.c_str(), H5P_DEFAULT), H5Aclose, "opening attribute " + name);
+  T v{};
+  check(H5Aread(attr, type, &v), "reading attribute " + name);
+  return v;
+}
+}  // namespace
+
+double H5Input::real_attribute(const std::string& name) {
+  return read_scalar_attr<double>(comm_, file_, path_, name, H5T_NATIVE_DOUBLE);
+}
+
+long H5Input::integer_attribute(const std::string& name) {
+  return read_scalar_attr<long>(comm_, file_, path_, name, H5T_NATIVE_LONG);
+}
+
+std::string H5Input::string_attribute(const std::string& name) {
+  bool ok = H5Aexists(file_, name.c_str()) > 0;
+  collective_require(comm_, ok, path_ + ": has no attribute " + name);
+  Id attr(H5Aopen(file_, name.c_str(), H5P_DEFAULT), H5Aclose, "opening attribute " + name);
+  Id type(H5Tcopy(H5T_C_S1), H5Tclose, "H5Tcopy");
+  check(H5Tset_size(type, H5T_VARIABLE), "H5Tset_size");
+  check(H5Tset_cset(type, H5T_CSET_UTF8), "H5Tset_cset");
+  char* p = nullptr;
+  check(H5Aread(attr, type, &p), "reading attribute " + name);
+  std::string s = p ? p : "";
+  H5free_memory(p);
+  return s;
+}
+
+// ---------------------------------------------------------------- XDMF
+
+void write_xdmf(const std::string& xmf_path, const std::string& h5_file, const std::string& dataset,
+                const std::array<long, 3>& n, const std::array<double, 3>& origin,
+                const std::array<double, 3>& spacing, double time) {
+  std::string tmp = xmf_path + ".tmp";
+  {
+    std::ofstream x(tmp);
+    if (!x) throw Error("output: cannot write " + tmp);
+    x.precision(17);
+    // XDMF lists dimensions slowest first: z y x.
+    x << "<?xml version=\"1.0\" ?>\n"
+      << "<Xdmf Version=\"3.0\">\n <Domain>\n  <Grid Name=\"" << dataset
+      << "\" GridType=\"Uniform\">\n"
+      << "   <Time Value=\"" << time << "\"/>\n"
+      << "   <Topology TopologyType=\"3DCoRectMesh\" Dimensions=\"" << n[2] << " " << n[1] << " "
+      << n[0] << "\"/>\n"
+      << "   <Geometry GeometryType=\"ORIGIN_DXDYDZ\">\n"
+      << "    <DataItem Format=\"XML\" Dimensions=\"3\">" << origin[2] << " " << origin[1] << " "
+      << origin[0] << "</DataItem>\n"
+      << "    <DataItem Format=\"XML\" Dimensions=\"3\">" << spacing[2] << " " << spacing[1] << " "
+      << spacing[0] << "</DataItem>\n"
+      << "   </Geometry>\n"
+      << "   <Attribute Name=\"" << dataset << "\" AttributeType=\"Scalar\" Center=\"Node\">\n"
+      << "    <DataItem Format=\"HDF\" NumberType=\"Float\" Precision=\"8\" Dimensions=\"" << n[2]
+      << " " << n[1] << " " << n[0] << "\">" << h5_file << ":/" << dataset << "</DataItem>\n"
+      << "   </Attribute>\n  </Grid>\n </Domain>\n</Xdmf>\n";
+    if (!x) throw Error("output: writing " + tmp + " failed");
+  }
+  if (std::rename(tmp.c_str(), xmf_path.c_str()) != 0)
+    throw Error("output: cannot rename " + tmp + " to " + xmf_path);
+}
+
+}  // namespace locus

@@ -1,0 +1,99 @@
+#include "locus/profile.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "locus/error.hpp"
+#include "locus/runtime.hpp"
+
+namespace locus {
+
+Timers::Timers(std::vector<std::string> names)
+    : names_(std::move(names)), total_(names_.size(), 0.0), started_(names_.size(), -1.0) {}
+
+std::size_t Timers::index(const std::string& name) const {
+  auto it = std::find(names_.begin(), names_.end(), name);
+  if (it == names_.end()) throw Error("internal: unknown timer " + name);
+  return static_cast<std::size_t>(it - names_.begin());
+}
+
+void Timers::start(const std::string& name) { started_[index(name)] = MPI_Wtime(); }
+
+void Timers::stop(const std::string& name) {
+  std::size_t i = index(name);
+  if (started_[i] < 0) throw Error("internal: timer " + name + " stopped before it started");
+  total_[i] += MPI_Wtime() - started_[i];
+  started_[i] = -1.0;
+}
+
+double Timers::seconds(const std::string& name) const { return total_[index(name)]; }
+
+std::vector<TimerStats> reduce_timers(const Timers& t, MPI_Comm comm) {
+  int size = 1;
+  MPI_Comm_size(comm, &size);
+  const auto& v = t.values();
+  int n = static_cast<int>(v.size());
+  std::vector<double> mn(v.size()), mx(v.size()), sum(v.size());
+  MPI_Allreduce(v.data(), mn.data(), n, MPI_DOUBLE, MPI_MIN, comm);
+  MPI_Allreduce(v.data(), mx.data(), n, MPI_DOUBLE, MPI_MAX, comm);
+  MPI_Allreduce(v.data(), sum.data(), n, MPI_DOUBLE, MPI_SUM, comm);
+  std::vector<TimerStats> out;
+  for (std::size_t i = 0; i < v.size(); ++i) out.push_back({t.names()[i], mn[i], sum[i] / size, mx[i]});
+  return out;
+}
+
+std::vector<double> gather_timers(const Timers& t, MPI_Comm comm) {
+  int size = 1;
+  MPI_Comm_size(comm, &size);
+  const auto& v = t.values();
+  std::vector<double> all(v.size() * static_cast<std::size_t>(size));
+  MPI_Allgather(v.data(), static_cast<int>(v.size()), MPI_DOUBLE, all.data(),
+                static_cast<int>(v.size()), MPI_DOUBLE, comm);
+  return all;
+}
+
+namespace {
+// Six significant digits: timers are not reproducible beyond that anyway.
+std::string short_number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+}  // namespace
+
+Summary::Summary(const Context& ctx, const std::vector<TimerStats>& timers) {
+  head_["app"] = ctx.app().name;
+  head_["name"] = ctx.run_name();
+  head_["deck"] = ctx.config().source();
+  head_["ranks"] = ctx.size();
+  // Distinct nodes, in rank order.
+  YAML::Node nodes(YAML::NodeType::Sequence);
+  std::vector<std::string> seen;
+  for (const auto& n : ctx.node_names())
+    if (std::find(seen.begin(), seen.end(), n) == seen.end()) seen.push_back(n);
+  for (const auto& n : seen) nodes.push_back(n);
+  head_["nodes"] = nodes;
+  head_["config"] = YAML::Load(ctx.config().yaml());
+  for (const auto& s : timers) {
+    YAML::Node t;
+    t["min"] = short_number(s.min);
+    t["avg"] = short_number(s.avg);
+    t["max"] = short_number(s.max);
+    timers_[s.name] = t;
+  }
+}
+
+std::string Summary::yaml() const {
+  YAML::Emitter out;
+  out << YAML::BeginMap << YAML::Key << "locus_summary" << YAML::Value << YAML::BeginMap;
+  for (auto it = head_.begin(); it != head_.end(); ++it)
+    out << YAML::Key << it->first << YAML::Value << it->second;
+  out << YAML::Key << "timers_seconds" << YAML::Value << timers_;
+  out << YAML::Key << "results" << YAML::Value << results;
+  out << YAML::Key << "validation" << YAML::Value << validation;
+  out << YAML::Key << "output" << YAML::Value << output;
+  out << YAML::EndMap << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
+}  // namespace locus

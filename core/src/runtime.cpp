@@ -1,0 +1,227 @@
+#include "locus/runtime.hpp"
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+
+#include "locus/version.hpp"
+
+namespace locus {
+
+void add_common_keys(Schema& s, const std::string& app_name) {
+  s.string("name", "", "run name for summaries (default: the deck's file name without .yaml)")
+      .string("output.dir", "output", "directory for " + app_name + ".h5 and friends (created if missing)")
+      .string("output.name", app_name, "output file stem: <output.dir>/<output.name>.h5")
+      .boolean("output.overwrite", false, "replace an existing output file")
+      .boolean("output.write_field", true, "write the final field(s) into the HDF5 file")
+      .boolean("output.xdmf", true, "write an XDMF file next to grid fields (ParaView)");
+}
+
+namespace {
+bool g_collective_unwind = false;
+}
+
+bool unwinding_collectively() { return g_collective_unwind; }
+
+void collective_require(MPI_Comm comm, bool ok, const std::string& msg) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  int first_bad = ok ? INT32_MAX : rank;
+  MPI_Allreduce(MPI_IN_PLACE, &first_bad, 1, MPI_INT, MPI_MIN, comm);
+  if (first_bad == INT32_MAX) return;
+  int len = rank == first_bad ? static_cast<int>(msg.size()) : 0;
+  MPI_Bcast(&len, 1, MPI_INT, first_bad, comm);
+  std::string text = rank == first_bad ? msg : std::string(len, '\0');
+  MPI_Bcast(text.data(), len, MPI_CHAR, first_bad, comm);
+  g_collective_unwind = true;
+  throw CollectiveError(text);
+}
+
+void collectively(MPI_Comm comm, const std::function<void()>& fn) {
+  std::string msg;
+  bool ok = true;
+  try {
+    fn();
+  } catch (const CollectiveError&) {
+    throw;
+  } catch (const Error& e) {
+    ok = false;
+    msg = e.what();
+  }
+  collective_require(comm, ok, msg);
+}
+
+namespace {
+
+struct CommandLine {
+  std::string deck;
+  std::vector<std::string> overrides;
+  bool quiet = false;
+  bool help = false;
+  bool version = false;
+  bool print_config = false;
+  std::string error;
+};
+
+CommandLine parse_args(int argc, char** argv) {
+  CommandLine cl;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "-h" || a == "--help") {
+      cl.help = true;
+    } else if (a == "--version") {
+      cl.version = true;
+    } else if (a == "-q" || a == "--quiet") {
+      cl.quiet = true;
+    } else if (a == "--print-config") {
+      cl.print_config = true;
+    } else if (a == "--set" || a == "-s") {
+      if (i + 1 >= argc) {
+        cl.error = a + " needs key=value";
+        return cl;
+      }
+      cl.overrides.push_back(argv[++i]);
+    } else if (a.rfind("--set=", 0) == 0) {
+      cl.overrides.push_back(a.substr(6));
+    } else if (!a.empty() && a[0] == '-') {
+      cl.error = "unknown option " + a;
+      return cl;
+    } else if (cl.deck.empty()) {
+      cl.deck = a;
+    } else {
+      cl.error = "more than one deck given (" + cl.deck + ", " + a + ")";
+      return cl;
+    }
+  }
+  if (cl.deck.empty() && !cl.help && !cl.version) cl.error = "no deck given";
+  return cl;
+}
+
+void print_usage(const AppInfo& app, bool full) {
+  std::printf(
+      "usage: %s DECK.yaml [--set key=value]... [--quiet] [--print-config]\n"
+      "       %s --help | --version\n\n"
+      "%s\n\n"
+      "  DECK.yaml          the run's configuration (see docs/config.md)\n"
+      "  --set key=value    override one key, e.g. --set %s.grid.nx=128 (repeatable)\n"
+      "  --quiet, -q        no progress line\n"
+      "  --print-config     print the effective configuration and exit\n"
+      "  --version          print the locus version and exit\n",
+      app.name.c_str(), app.name.c_str(), app.description.c_str(), app.name.c_str());
+  if (full) std::printf("\nkeys:\n%s", app.schema.help_text().c_str());
+}
+
+// Rank 0 reads the deck and broadcasts it; every rank then checks it the same
+// way, so a bad deck is the same CollectiveError everywhere.
+Config load_everywhere(MPI_Comm comm, const AppInfo& app, const CommandLine& cl) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  std::string text, read_error;
+  if (rank == 0) {
+    try {
+      text = read_deck(cl.deck);
+    } catch (const Error& e) {
+      read_error = e.what();
+    }
+  }
+  collective_require(comm, read_error.empty(), read_error);
+  long len = static_cast<long>(text.size());
+  MPI_Bcast(&len, 1, MPI_LONG, 0, comm);
+  text.resize(static_cast<std::size_t>(len));
+  MPI_Bcast(text.data(), static_cast<int>(len), MPI_CHAR, 0, comm);
+  try {
+    return parse_config(app.schema, text, cl.deck, cl.overrides);
+  } catch (const ConfigError& e) {
+    g_collective_unwind = true;
+    throw CollectiveError(e.what());
+  }
+}
+
+std::vector<std::string> gather_node_names(MPI_Comm comm) {
+  int size = 0;
+  MPI_Comm_size(comm, &size);
+  char name[MPI_MAX_PROCESSOR_NAME] = {};
+  int len = 0;
+  MPI_Get_processor_name(name, &len);
+  std::vector<char> all(static_cast<std::size_t>(size) * MPI_MAX_PROCESSOR_NAME);
+  MPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), MPI_MAX_PROCESSOR_NAME,
+                MPI_CHAR, comm);
+  std::vector<std::string> out;
+  for (int r = 0; r < size; ++r) out.emplace_back(&all[static_cast<std::size_t>(r) * MPI_MAX_PROCESSOR_NAME]);
+  return out;
+}
+
+std::string stem_of(const std::string& path) {
+  return std::filesystem::path(path).stem().string();
+}
+
+}  // namespace
+
+int run(int argc, char** argv, const AppInfo& app, const std::function<int(Context&)>& main) {
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+
+  CommandLine cl = parse_args(argc, argv);
+  if (cl.help || cl.version || !cl.error.empty()) {
+    int status = 0;
+    if (rank == 0) {
+      if (!cl.error.empty()) {
+        std::fprintf(stderr, "%s: error: %s\n", app.name.c_str(), cl.error.c_str());
+        std::fprintf(stderr, "try '%s --help'\n", app.name.c_str());
+      } else if (cl.version) {
+        std::printf("%s (locus %s, %s)\n", app.name.c_str(), version(), git_commit());
+      } else {
+        print_usage(app, true);
+      }
+    }
+    if (!cl.error.empty()) status = 2;
+    MPI_Finalize();
+    return status;
+  }
+
+  int status = 1;
+  Kokkos::initialize();
+  {
+    Context ctx;
+    ctx.app_ = &app;
+    ctx.quiet_ = cl.quiet;
+    MPI_Comm_dup(MPI_COMM_WORLD, &ctx.comm_);
+    ctx.rank_ = rank;
+    ctx.size_ = size;
+    for (int i = 0; i < argc; ++i) {
+      if (i) ctx.command_line_ += ' ';
+      ctx.command_line_ += argv[i];
+    }
+    try {
+      ctx.config_ = load_everywhere(ctx.comm_, app, cl);
+      ctx.run_name_ = ctx.config_.string("name").empty() ? stem_of(cl.deck) : ctx.config_.string("name");
+      if (cl.print_config) {
+        if (rank == 0) std::fputs(ctx.config_.yaml().c_str(), stdout);
+        status = 0;
+      } else {
+        ctx.node_names_ = gather_node_names(ctx.comm_);
+        status = main(ctx);
+      }
+    } catch (const CollectiveError& e) {
+      g_collective_unwind = false;
+      if (rank == 0) std::fprintf(stderr, "%s: error: %s\n", app.name.c_str(), e.what());
+      status = 1;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "%s: error on rank %d: %s\n", app.name.c_str(), rank, e.what());
+      std::fflush(stderr);
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    MPI_Comm_free(&ctx.comm_);
+  }
+  Kokkos::finalize();
+  MPI_Finalize();
+  return status;
+}
+
+}  // namespace locus
