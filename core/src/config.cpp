@@ -408,34 +408,46 @@ const std::string& Config::string(const std::string& path) const {
 }
 Dims Config::dims(const std::string& path) const { return typed<Dims>(at(path), path); }
 
-std::string Config::yaml() const {
-  // Emit the flat dotted keys as nested mappings, in schema order.
-  YAML::Emitter out;
-  out << YAML::BeginMap;
-  std::vector<std::string> open;  // currently open sections
-  for (const auto& path : order_) {
-    std::vector<std::string> parts;
-    std::stringstream ss(path);
-    for (std::string p; std::getline(ss, p, '.');) parts.push_back(p);
-    std::size_t common = 0;
-    while (common < open.size() && common + 1 < parts.size() && open[common] == parts[common])
-      ++common;
-    while (open.size() > common) {
-      out << YAML::EndMap;
-      open.pop_back();
+namespace {
+// Keys grouped by section, sections in order of first appearance.
+struct Tree {
+  std::string name;
+  const Value* value = nullptr;
+  std::vector<Tree> children;
+
+  void insert(const std::string& path, const Value* v) {
+    auto dot = path.find('.');
+    std::string head = path.substr(0, dot);
+    auto it = std::find_if(children.begin(), children.end(), [&](const Tree& t) { return t.name == head; });
+    if (it == children.end()) {
+      children.push_back({head, nullptr, {}});
+      it = children.end() - 1;
     }
-    for (std::size_t i = common; i + 1 < parts.size(); ++i) {
-      out << YAML::Key << parts[i] << YAML::Value << YAML::BeginMap;
-      open.push_back(parts[i]);
-    }
-    out << YAML::Key << parts.back() << YAML::Value;
-    emit_value(out, values_.at(path));
+    if (dot == std::string::npos)
+      it->value = v;
+    else
+      it->insert(path.substr(dot + 1), v);
   }
-  while (!open.empty()) {
+
+  void emit(YAML::Emitter& out) const {
+    out << YAML::BeginMap;
+    for (const auto& c : children) {
+      out << YAML::Key << c.name << YAML::Value;
+      if (c.value)
+        emit_value(out, *c.value);
+      else
+        c.emit(out);
+    }
     out << YAML::EndMap;
-    open.pop_back();
   }
-  out << YAML::EndMap;
+};
+}  // namespace
+
+std::string Config::yaml() const {
+  Tree root;
+  for (const auto& path : order_) root.insert(path, &values_.at(path));
+  YAML::Emitter out;
+  root.emit(out);
   return std::string(out.c_str()) + "\n";
 }
 

@@ -1,6 +1,7 @@
 #include "locus/profile.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 
 #include "locus/error.hpp"
@@ -27,6 +28,12 @@ void Timers::stop(const std::string& name) {
 }
 
 double Timers::seconds(const std::string& name) const { return total_[index(name)]; }
+
+YAML::Node yaml_number(double v) {
+  char buf[64];
+  auto res = std::to_chars(buf, buf + sizeof buf, v);
+  return YAML::Node(std::string(buf, res.ptr));
+}
 
 std::vector<TimerStats> reduce_timers(const Timers& t, MPI_Comm comm) {
   int size = 1;

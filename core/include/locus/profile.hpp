@@ -49,6 +49,18 @@ struct TimerStats {
   double min, avg, max;
 };
 
+// A YAML scalar with the shortest text that reads back as the same double
+// (1e-12, not 9.9999999999999998e-13).
+YAML::Node yaml_number(double v);
+// A YAML list shown inline: [1, 2, 4].
+template <class T>
+YAML::Node yaml_flow_list(const std::vector<T>& v) {
+  YAML::Node n(YAML::NodeType::Sequence);
+  for (const auto& x : v) n.push_back(x);
+  n.SetStyle(YAML::EmitterStyle::Flow);
+  return n;
+}
+
 // Collective.
 std::vector<TimerStats> reduce_timers(const Timers& t, MPI_Comm comm);
 // Collective: every rank's values, rank-major (ranks x timers).

@@ -1,0 +1,165 @@
+// Config schema checks: every error kind names file:line:col and the key.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "locus/config.hpp"
+
+using locus::ConfigError;
+using locus::Schema;
+
+namespace {
+
+Schema test_schema() {
+  Schema s;
+  s.integer("app.grid.nx", 8, 1, Schema::kNoMax, "points in x")
+      .integer("app.grid.ny", 8, 1, 100, "points in y")
+      .real("app.dt", 0.1, 0.0, HUGE_VAL, "time step", true)
+      .real("app.theta", 0.5, 0.0, 1.0, "weight")
+      .boolean("app.verbose", false, "chatty")
+      .string("app.label", "run", "a label")
+      .choice("comm.halo", "p2p", {"p2p", "rma"}, "strategy")
+      .dims("app.procs", "process grid");
+  return s;
+}
+
+// The message of the ConfigError that parsing throws.
+std::string error_of(const std::string& text, const std::vector<std::string>& overrides = {}) {
+  try {
+    locus::parse_config(test_schema(), text, "deck.yaml", overrides);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+}  // namespace
+
+TEST(Config, DefaultsWhenDeckIsEmpty) {
+  auto c = locus::parse_config(test_schema(), "", "deck.yaml", {});
+  EXPECT_EQ(c.integer("app.grid.nx"), 8);
+  EXPECT_DOUBLE_EQ(c.real("app.dt"), 0.1);
+  EXPECT_FALSE(c.boolean("app.verbose"));
+  EXPECT_EQ(c.string("comm.halo"), "p2p");
+  EXPECT_EQ(c.dims("app.procs"), (locus::Dims{0, 0, 0}));
+}
+
+TEST(Config, ReadsEveryType) {
+  auto c = locus::parse_config(test_schema(),
+                               "app:\n  grid: {nx: 12, ny: 100}\n  dt: 2.5e-3\n  verbose: yes\n"
+                               "  label: hello\n  procs: [2, 1, 3]\ncomm:\n  halo: rma\n",
+                               "deck.yaml", {});
+  EXPECT_EQ(c.integer("app.grid.nx"), 12);
+  EXPECT_EQ(c.integer("app.grid.ny"), 100);
+  EXPECT_DOUBLE_EQ(c.real("app.dt"), 2.5e-3);
+  EXPECT_TRUE(c.boolean("app.verbose"));
+  EXPECT_EQ(c.string("app.label"), "hello");
+  EXPECT_EQ(c.dims("app.procs"), (locus::Dims{2, 1, 3}));
+  EXPECT_EQ(c.string("comm.halo"), "rma");
+}
+
+TEST(Config, OutOfRangeNamesLineColumnAndKey) {
+  EXPECT_EQ(error_of("app:\n  grid:\n    nx: -3\n"),
+            "deck.yaml:3:9: app.grid.nx: must be a positive integer (got -3)");
+  EXPECT_EQ(error_of("app:\n  grid:\n    ny: 101\n"),
+            "deck.yaml:3:9: app.grid.ny: must be an integer in [1, 100] (got 101)");
+  EXPECT_EQ(error_of("app:\n  dt: 0\n"), "deck.yaml:2:7: app.dt: must be a positive number (got 0)");
+  EXPECT_EQ(error_of("app:\n  theta: 1.5\n"),
+            "deck.yaml:2:10: app.theta: must be a number in [0, 1] (got 1.5)");
+}
+
+TEST(Config, WrongType) {
+  EXPECT_EQ(error_of("app:\n  grid: {nx: 2.5}\n"),
+            "deck.yaml:2:14: app.grid.nx: must be a positive integer (got 2.5)");
+  EXPECT_EQ(error_of("app:\n  dt: fast\n"),
+            "deck.yaml:2:7: app.dt: must be a positive number (got fast)");
+  EXPECT_EQ(error_of("app:\n  verbose: 3\n"),
+            "deck.yaml:2:12: app.verbose: must be true or false (got 3)");
+  EXPECT_EQ(error_of("app:\n  grid: [1, 2]\n"),
+            "deck.yaml:2:9: app.grid: must be a section (a mapping of keys: nx, ny)");
+  EXPECT_EQ(error_of("app:\n  procs: [2, 0, 1]\n"),
+            "deck.yaml:2:10: app.procs: must be auto or a list of three positive integers "
+            "[px, py, pz] (got a list)");
+  EXPECT_EQ(error_of("app:\n  grid:\n    nx:\n"),
+            "deck.yaml:3:5: app.grid.nx: must be a positive integer (got nothing)");
+}
+
+TEST(Config, UnknownKeySuggestsTheClosest) {
+  EXPECT_EQ(error_of("app:\n  grid:\n    nxx: 4\n"),
+            "deck.yaml:3:5: app.grid.nxx: unknown key (did you mean 'nx'?)");
+  EXPECT_EQ(error_of("comms:\n  halo: p2p\n"),
+            "deck.yaml:1:1: comms: unknown key (did you mean 'comm'?)");
+  EXPECT_EQ(error_of("app:\n  zzzzzz: 1\n"),
+            "deck.yaml:2:3: app.zzzzzz: unknown key (known here: grid, dt, theta, verbose, label, procs)");
+}
+
+TEST(Config, ChoiceSuggestsTheClosest) {
+  EXPECT_EQ(error_of("comm:\n  halo: rmma\n"),
+            "deck.yaml:2:9: comm.halo: must be one of p2p, rma (got rmma), did you mean 'rma'?");
+}
+
+TEST(Config, SyntaxErrorHasALine) {
+  std::string e = error_of("app:\n  grid: {nx: 4\n");
+  EXPECT_EQ(e.rfind("deck.yaml:3:", 0), 0u) << e;
+  EXPECT_NE(e.find("YAML syntax error"), std::string::npos) << e;
+}
+
+TEST(Config, DuplicateKey) {
+  EXPECT_EQ(error_of("app:\n  dt: 1\n  dt: 2\n"), "deck.yaml:3:3: app.dt: given twice");
+}
+
+TEST(Config, AllErrorsAreReportedTogether) {
+  std::string e = error_of("app:\n  grid: {nx: 0}\n  dt: -1\n");
+  EXPECT_NE(e.find("deck.yaml:2:14: app.grid.nx"), std::string::npos) << e;
+  EXPECT_NE(e.find("\ndeck.yaml:3:7: app.dt"), std::string::npos) << e;
+}
+
+TEST(Config, MissingFile) {
+  try {
+    locus::read_deck("/nonexistent/deck.yaml");
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()), "/nonexistent/deck.yaml: cannot open deck (No such file or directory)");
+  }
+}
+
+TEST(Config, OverridesAreCheckedLikeTheDeck) {
+  auto c = locus::parse_config(test_schema(), "app:\n  grid: {nx: 4}\n", "deck.yaml",
+                               {"app.grid.nx=64", "app.procs=[1, 2, 1]", "comm.halo=rma"});
+  EXPECT_EQ(c.integer("app.grid.nx"), 64);
+  EXPECT_EQ(c.dims("app.procs"), (locus::Dims{1, 2, 1}));
+  EXPECT_EQ(c.string("comm.halo"), "rma");
+  EXPECT_EQ(error_of("", {"app.grid.nx=-3"}),
+            "--set app.grid.nx=-3: app.grid.nx: must be a positive integer (got -3)");
+  EXPECT_EQ(error_of("", {"app.grid.mx=3"}),
+            "--set app.grid.mx=3: app.grid.mx: unknown key (did you mean 'app.grid.nx'?)");
+  EXPECT_EQ(error_of("", {"app.grid=3"}),
+            "--set app.grid=3: app.grid: is a section; set one of its keys (nx, ny)");
+  EXPECT_EQ(error_of("", {"app.grid.nx"}),
+            "--set app.grid.nx: expected key=value, e.g. --set heat3d.grid.nx=64");
+}
+
+TEST(Config, EffectiveYamlRoundTrips) {
+  auto c = locus::parse_config(test_schema(), "app:\n  dt: 0.1\n  label: '123'\n", "deck.yaml",
+                               {"app.theta=0.3", "app.procs=[2,2,1]"});
+  std::string text = c.yaml();
+  auto again = locus::parse_config(test_schema(), text, "echo.yaml", {});
+  EXPECT_EQ(again.yaml(), text);
+  EXPECT_DOUBLE_EQ(again.real("app.theta"), 0.3);
+  EXPECT_EQ(again.string("app.label"), "123");
+  EXPECT_EQ(again.dims("app.procs"), (locus::Dims{2, 2, 1}));
+  EXPECT_NE(text.find("theta: 0.3"), std::string::npos) << text;
+}
+
+TEST(Config, WrongAccessorIsAnError) {
+  auto c = locus::parse_config(test_schema(), "", "deck.yaml", {});
+  EXPECT_THROW(c.real("app.grid.nx"), locus::Error);
+  EXPECT_THROW(c.integer("app.nothing"), locus::Error);
+}
+
+TEST(Config, EditDistance) {
+  EXPECT_EQ(locus::edit_distance("kitten", "sitting"), 3u);
+  EXPECT_EQ(locus::edit_distance("", "abc"), 3u);
+  EXPECT_EQ(locus::closest_match("tolerence", {"tolerance", "dt"}), "tolerance");
+  EXPECT_EQ(locus::closest_match("qqqqqq", {"tolerance", "dt"}), "");
+}

@@ -1,0 +1,243 @@
+// Decomposition, halo exchange and HDF5 I/O at any rank count.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "locus/decomp.hpp"
+#include "locus/halo.hpp"
+#include "locus/io.hpp"
+#include "locus/profile.hpp"
+#include "locus/runtime.hpp"
+
+namespace fs = std::filesystem;
+using locus::CartDecomp;
+
+namespace {
+
+int world_rank() {
+  int r = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+
+int world_size() {
+  int s = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &s);
+  return s;
+}
+
+// A value only the global position determines.
+double tag(long x, long y, long z) { return 1e6 * double(z) + 1e3 * double(y) + double(x); }
+
+void fill_interior(locus::Field3D& f, const CartDecomp& dc) {
+  const auto& n = dc.local();
+  const auto& o = dc.offset();
+  for (long k = 1; k <= n[2]; ++k)
+    for (long j = 1; j <= n[1]; ++j)
+      for (long i = 1; i <= n[0]; ++i) f(k, j, i) = tag(o[0] + i - 1, o[1] + j - 1, o[2] + k - 1);
+}
+
+std::string scratch(const std::string& name) {
+  std::string dir = "locus_test_io";
+  if (world_rank() == 0) fs::create_directories(dir);
+  MPI_Barrier(MPI_COMM_WORLD);
+  return dir + "/" + name + "_np" + std::to_string(world_size()) + ".h5";
+}
+
+}  // namespace
+
+TEST(BlockSpan, SpreadsRemainderOverFirstBlocks) {
+  EXPECT_EQ(locus::block_span(10, 3, 0).count, 4);
+  EXPECT_EQ(locus::block_span(10, 3, 1).count, 3);
+  EXPECT_EQ(locus::block_span(10, 3, 2).start, 7);
+  long total = 0;
+  for (int c = 0; c < 7; ++c) {
+    auto s = locus::block_span(23, 7, c);
+    EXPECT_EQ(s.start, total);
+    total += s.count;
+  }
+  EXPECT_EQ(total, 23);
+}
+
+TEST(CartDecomp, BlocksTileTheGlobalGrid) {
+  for (auto procs : {locus::Dims{0, 0, 0}, locus::Dims{world_size(), 1, 1}, locus::Dims{1, 1, world_size()}}) {
+    CartDecomp dc(MPI_COMM_WORLD, {13, 7, 5}, procs, "test.procs");
+    long volume = dc.local()[0] * dc.local()[1] * dc.local()[2];
+    MPI_Allreduce(MPI_IN_PLACE, &volume, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    EXPECT_EQ(volume, 13 * 7 * 5);
+    for (int d = 0; d < 3; ++d) {
+      bool low_edge = dc.coords()[d] == 0, high_edge = dc.coords()[d] == dc.procs()[d] - 1;
+      EXPECT_EQ(dc.neighbor(d, -1) == MPI_PROC_NULL, low_edge);
+      EXPECT_EQ(dc.neighbor(d, +1) == MPI_PROC_NULL, high_edge);
+    }
+  }
+}
+
+TEST(CartDecomp, AutoPutsMostBlocksOnZ) {
+  CartDecomp dc(MPI_COMM_WORLD, {8, 8, 8}, {0, 0, 0}, "test.procs");
+  EXPECT_GE(dc.procs()[2], dc.procs()[0]);
+  EXPECT_EQ(dc.procs()[0] * dc.procs()[1] * dc.procs()[2], world_size());
+}
+
+TEST(CartDecomp, WrongProcessGridIsACollectiveError) {
+  try {
+    CartDecomp dc(MPI_COMM_WORLD, {8, 8, 8}, {world_size() + 1, 1, 1}, "test.procs");
+    FAIL() << "no error";
+  } catch (const locus::CollectiveError& e) {
+    EXPECT_NE(std::string(e.what()).find("test.procs: process grid"), std::string::npos) << e.what();
+  }
+  try {
+    CartDecomp dc(MPI_COMM_WORLD, {8, 8, 1}, {1, 1, world_size()}, "test.procs");
+    if (world_size() > 1) FAIL() << "no error";
+  } catch (const locus::CollectiveError& e) {
+    EXPECT_NE(std::string(e.what()).find("blocks in dimension z"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Halo, P2PFillsEveryInnerGhostFace) {
+  for (auto procs : {locus::Dims{0, 0, 0}, locus::Dims{world_size(), 1, 1}, locus::Dims{1, world_size(), 1}}) {
+    CartDecomp dc(MPI_COMM_WORLD, {9, 6, 11}, procs, "test.procs");
+    auto f = locus::make_field("f", dc);
+    Kokkos::deep_copy(f, -1.0);
+    fill_interior(f, dc);
+    auto halo = locus::make_halo("p2p", dc);
+    halo->exchange(f);
+    const auto& n = dc.local();
+    const auto& o = dc.offset();
+    long wrong = 0;
+    for (int d = 0; d < 3; ++d)
+      for (int side = 0; side < 2; ++side) {
+        bool inner = dc.neighbor(d, side ? 1 : -1) != MPI_PROC_NULL;
+        long layer = side ? n[d] + 1 : 0;
+        // Walk the face: the two other dimensions over the interior.
+        int a = (d + 1) % 3, b = (d + 2) % 3;
+        for (long p = 1; p <= n[a]; ++p)
+          for (long q = 1; q <= n[b]; ++q) {
+            long idx[3];
+            idx[d] = layer;
+            idx[a] = p;
+            idx[b] = q;
+            double expect = inner ? tag(o[0] + idx[0] - 1, o[1] + idx[1] - 1, o[2] + idx[2] - 1) : -1.0;
+            if (f(idx[2], idx[1], idx[0]) != expect) ++wrong;
+          }
+      }
+    EXPECT_EQ(wrong, 0);
+  }
+}
+
+TEST(Halo, UnknownStrategyIsAnError) {
+  CartDecomp dc(MPI_COMM_WORLD, {4, 4, 4}, {0, 0, 0}, "test.procs");
+  EXPECT_THROW(locus::make_halo("carrier-pigeon", dc), locus::Error);
+}
+
+TEST(H5, FieldRoundTripsThroughAnotherDecomposition) {
+  std::string path = scratch("roundtrip");
+  {
+    CartDecomp dc(MPI_COMM_WORLD, {7, 5, 6}, {world_size(), 1, 1}, "test.procs");
+    auto f = locus::make_field("f", dc);
+    fill_interior(f, dc);
+    locus::H5Output out(MPI_COMM_WORLD, path, true);
+    out.write_field("field", f, dc);
+    out.write_root_vector("history", world_rank() == 0 ? std::vector<double>{1, 2, 3} : std::vector<double>{});
+    out.write_rank_rows("rows", {double(world_rank()), 7.0});
+    out.attribute("", "note", std::string("hello"));
+    out.attribute("", "step", 42L);
+    out.attribute("", "dt", 0.25);
+    EXPECT_TRUE(fs::exists(path + ".tmp") || world_rank() != 0);
+    out.commit();
+  }
+  EXPECT_TRUE(fs::exists(path));
+  EXPECT_FALSE(fs::exists(path + ".tmp"));
+  CartDecomp dc(MPI_COMM_WORLD, {7, 5, 6}, {1, 1, world_size()}, "test.procs");
+  auto g = locus::make_field("g", dc);
+  locus::H5Input in(MPI_COMM_WORLD, path);
+  in.read_field("field", g, dc);
+  long wrong = 0;
+  const auto& n = dc.local();
+  const auto& o = dc.offset();
+  for (long k = 1; k <= n[2]; ++k)
+    for (long j = 1; j <= n[1]; ++j)
+      for (long i = 1; i <= n[0]; ++i)
+        if (g(k, j, i) != tag(o[0] + i - 1, o[1] + j - 1, o[2] + k - 1)) ++wrong;
+  EXPECT_EQ(wrong, 0);
+  EXPECT_EQ(in.read_vector("history"), (std::vector<double>{1, 2, 3}));
+  auto rows = in.read_vector("rows");
+  ASSERT_EQ(rows.size(), 2u * world_size());
+  for (int r = 0; r < world_size(); ++r) EXPECT_EQ(rows[2 * r], double(r));
+  EXPECT_EQ(in.string_attribute("note"), "hello");
+  EXPECT_EQ(in.integer_attribute("step"), 42);
+  EXPECT_EQ(in.real_attribute("dt"), 0.25);
+}
+
+TEST(H5, ReadingIntoAnotherGridIsACollectiveError) {
+  std::string path = scratch("shape");
+  {
+    CartDecomp dc(MPI_COMM_WORLD, {4, 4, 4}, {0, 0, 0}, "test.procs");
+    auto f = locus::make_field("f", dc);
+    locus::H5Output out(MPI_COMM_WORLD, path, true);
+    out.write_field("field", f, dc);
+    out.commit();
+  }
+  CartDecomp dc(MPI_COMM_WORLD, {4, 4, 5}, {0, 0, 0}, "test.procs");
+  auto g = locus::make_field("g", dc);
+  locus::H5Input in(MPI_COMM_WORLD, path);
+  try {
+    in.read_field("field", g, dc);
+    FAIL() << "no error";
+  } catch (const locus::CollectiveError& e) {
+    EXPECT_NE(std::string(e.what()).find("but the run's grid is 4x4x5"), std::string::npos) << e.what();
+  }
+}
+
+TEST(H5, ExistingOutputIsNotOverwritten) {
+  std::string path = scratch("exists");
+  {
+    locus::H5Output out(MPI_COMM_WORLD, path, true);
+    out.attribute("", "generation", 1L);
+    out.commit();
+  }
+  try {
+    locus::H5Output out(MPI_COMM_WORLD, path, false);
+    FAIL() << "no error";
+  } catch (const locus::CollectiveError& e) {
+    EXPECT_NE(std::string(e.what()).find("exists; set output.overwrite: true"), std::string::npos);
+  }
+  locus::H5Input in(MPI_COMM_WORLD, path);
+  EXPECT_EQ(in.integer_attribute("generation"), 1);
+}
+
+TEST(H5, AnUncommittedOutputLeavesNoFile) {
+  std::string path = scratch("aborted");
+  if (world_rank() == 0) fs::remove(path);
+  try {
+    locus::H5Output out(MPI_COMM_WORLD, path, true);
+    out.attribute("", "half", 1L);
+    locus::collective_require(MPI_COMM_WORLD, world_rank() != 0, "rank 0 fails mid-write");
+  } catch (const locus::CollectiveError& e) {
+    EXPECT_EQ(std::string(e.what()), "rank 0 fails mid-write");
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  EXPECT_FALSE(fs::exists(path));
+  EXPECT_FALSE(fs::exists(path + ".tmp"));
+}
+
+TEST(Timers, ReduceGivesMinAvgMax) {
+  locus::Timers t({"a", "b"});
+  t.start("a");
+  t.stop("a");
+  auto stats = locus::reduce_timers(t, MPI_COMM_WORLD);
+  ASSERT_EQ(stats.size(), 2u);
+  EXPECT_LE(stats[0].min, stats[0].avg);
+  EXPECT_LE(stats[0].avg, stats[0].max);
+  EXPECT_EQ(stats[1].max, 0.0);
+  EXPECT_THROW(t.stop("b"), locus::Error);
+  EXPECT_THROW(t.start("c"), locus::Error);
+  EXPECT_EQ(locus::gather_timers(t, MPI_COMM_WORLD).size(), 2u * world_size());
+}
+
+TEST(Summary, ShortNumbers) {
+  EXPECT_EQ(locus::yaml_number(1e-12).Scalar(), "1e-12");
+  EXPECT_EQ(locus::yaml_number(0.1).Scalar(), "0.1");
+}
