@@ -5,10 +5,18 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 
 namespace locus {
 
-bool stderr_is_terminal() { return isatty(fileno(stderr)) != 0; }
+bool stderr_is_terminal() {
+  // Under mpiexec stderr is a pipe to the launcher; ./locus run passes
+  // LOCUS_TTY=1 when its own stderr is a terminal.
+  const char* env = std::getenv("LOCUS_TTY");
+  if (env && std::string(env) == "1") return true;
+  return isatty(fileno(stderr)) != 0;
+}
 
 ProgressLine::ProgressLine(bool enabled, long max_steps, double tolerance)
     : enabled_(enabled), max_steps_(max_steps), tolerance_(tolerance) {

@@ -28,7 +28,8 @@ class ProgressLine {
   double steps_per_decade_ = 0;
 };
 
-// True when this process's stderr is a terminal.
+// True when this process's stderr is a terminal, or LOCUS_TTY=1 says the
+// launcher's is (mpiexec turns stderr into a pipe).
 bool stderr_is_terminal();
 
 }  // namespace locus

@@ -1,0 +1,54 @@
+"""Bad input ends every rank quickly with one clear file:line message, a
+non-zero exit and no output file."""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+from locus_testlib import check, run_app, scratch  # noqa: E402
+
+BAD = """heat3d:
+  grid:
+    nx: -3
+  time: {dt: fast}
+comm:
+  hallo: p2p
+"""
+
+
+def main():
+    ranks = int(sys.argv[1]) if len(sys.argv) > 1 else 4
+    out = scratch("heat3d_errors_np%d" % ranks)
+    deck = os.path.join(out, "bad.yaml")
+    with open(deck, "w") as f:
+        f.write(BAD + "output:\n  dir: %s\n" % os.path.join(out, "o"))
+    p, secs = run_app("heat3d", deck, ranks, extra=["-q"], expect_ok=False, timeout=60)
+    check(p.returncode != 0, "a broken deck must exit non-zero")
+    check(secs < 30, "took %.1f s" % secs)
+    for line in ("bad.yaml:3:9: heat3d.grid.nx: must be a positive integer (got -3)",
+                 "bad.yaml:4:14: heat3d.time.dt: must be a positive number (got fast)",
+                 "bad.yaml:6:3: comm.hallo: unknown key (did you mean 'halo'?)"):
+        check(p.stderr.count(line) == 1, "expected once: %s\n--- stderr\n%s" % (line, p.stderr))
+    check("Traceback" not in p.stderr and "terminate called" not in p.stderr, "no crash output")
+    check(not os.path.exists(os.path.join(out, "o")), "no output directory or file for a broken deck")
+
+    # Overrides, missing decks and bad options fail the same way.
+    p, _ = run_app("heat3d", deck, ranks, sets=["heat3d.grid.nx=4", "heat3d.time.dt=1e-3", "comm.hallo=x",
+                                                 "heat3d.grid.nz=0"], expect_ok=False)
+    check(p.returncode != 0 and p.stderr.count(
+        "--set heat3d.grid.nz=0: heat3d.grid.nz: must be a positive integer (got 0)") == 1, p.stderr)
+    p, _ = run_app("heat3d", os.path.join(out, "missing.yaml"), ranks, expect_ok=False)
+    check(p.returncode != 0 and p.stderr.count("missing.yaml: cannot open deck") == 1, p.stderr)
+    p, _ = run_app("heat3d", deck, ranks, extra=["--frobnicate"], expect_ok=False)
+    check(p.returncode == 2 and p.stderr.count("unknown option --frobnicate") == 1, p.stderr)
+    # A process grid that does not match the rank count.
+    good = os.path.join(out, "good.yaml")
+    with open(good, "w") as f:
+        f.write("heat3d:\n  procs: [3, 3, 3]\noutput:\n  dir: %s\n" % os.path.join(out, "g"))
+    p, _ = run_app("heat3d", good, ranks, expect_ok=False)
+    check(p.returncode != 0 and p.stderr.count("needs 27 ranks, but the run has %d" % ranks) == 1, p.stderr)
+    check(not os.path.exists(os.path.join(out, "g", "heat3d.h5")) and
+          not os.path.exists(os.path.join(out, "g", "heat3d.h5.tmp")), "no output after a collective error")
+    print("all error cases end cleanly on %d rank(s)" % ranks)
+
+
+main()

@@ -1,0 +1,61 @@
+"""Helpers for locus's Python test drivers (run by CTest with Debian's python3).
+
+CTest passes LOCUS_BUILD_DIR, LOCUS_SOURCE_DIR and LOCUS_MPIEXEC in the
+environment (see cmake/LocusTesting.cmake).
+"""
+import os
+import subprocess
+import sys
+import time
+
+import yaml
+
+BUILD = os.environ.get("LOCUS_BUILD_DIR", os.path.join(os.path.dirname(__file__), "..", "build"))
+SOURCE = os.environ.get("LOCUS_SOURCE_DIR", os.path.join(os.path.dirname(__file__), ".."))
+MPIEXEC = os.environ.get("LOCUS_MPIEXEC", "mpiexec")
+
+
+def fail(msg):
+    print("FAIL: " + msg, file=sys.stderr)
+    sys.exit(1)
+
+
+def check(cond, msg):
+    if not cond:
+        fail(msg)
+
+
+def app_path(app):
+    return os.path.join(BUILD, "apps", app, app)
+
+
+def run_app(app, deck, ranks, sets=(), extra=(), timeout=300, expect_ok=True, env=None):
+    """Runs an app through mpiexec; returns (CompletedProcess, seconds)."""
+    cmd = [MPIEXEC, "-n", str(ranks), app_path(app), deck]
+    for s in sets:
+        cmd += ["--set", s]
+    cmd += list(extra)
+    t0 = time.monotonic()
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        fail("timed out after %ss: %s" % (timeout, " ".join(cmd)))
+    dt = time.monotonic() - t0
+    if expect_ok and p.returncode != 0:
+        fail("exit %d: %s\n--- stdout\n%s\n--- stderr\n%s" % (p.returncode, " ".join(cmd), p.stdout, p.stderr))
+    return p, dt
+
+
+def summary(stdout):
+    """The locus_summary block an app prints at the end."""
+    doc = yaml.safe_load(stdout[stdout.index("locus_summary:"):])
+    return doc["locus_summary"]
+
+
+def scratch(name):
+    """A fresh directory under the current (CTest) working directory."""
+    import shutil
+    path = os.path.abspath(os.path.join("scratch", name))
+    shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(path)
+    return path
