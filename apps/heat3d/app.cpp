@@ -34,13 +34,11 @@ locus::AppInfo app_info() {
       .real("heat3d.time.tolerance", 1.0e-6, 0.0, HUGE_VAL,
             "stop when max |T_new - T_old| falls below this (0: run max_steps)")
       .choice("heat3d.validation.mode", "none", {"none", "sine", "order", "steady"},
-              "check the result: sine (discrete eigenmode), order (convergence order 2),\n"
-              "    steady (field converges to t_boundary); a failed check exits non-zero")
+              "check the result: sine, order or steady (see docs/user-guide.md); failure exits non-zero")
       .real("heat3d.validation.sine_tol", 1.0e-12, 0.0, 1.0, "sine: largest relative error allowed", true)
       .real("heat3d.validation.order_time", 0.05, 0.0, HUGE_VAL,
             "order: physical time at which the three refinements are compared", true)
-      .real("heat3d.validation.order_slack", 0.1, 0.0, 1.0,
-            "order: allowed |observed order - 2|", true)
+      .real("heat3d.validation.order_slack", 0.1, 0.0, 1.0, "order: allowed |observed order - 2|", true)
       .real("heat3d.validation.steady_tol", 1.0e-4, 0.0, HUGE_VAL,
             "steady: largest |T - t_boundary| allowed at the end", true)
       .choice("comm.halo", "p2p", locus::halo_strategies(),
@@ -208,8 +206,9 @@ int run(Context& ctx) {
   const Config& cfg = ctx.config();
   Settings s = read_settings(cfg);
   const bool show = ctx.rank() == 0 && !ctx.quiet() && locus::stderr_is_terminal();
-  locus::collective_require(ctx.comm(), !(s.mode == "order" && (s.checkpoint_every > 0 || !s.restart_file.empty())),
-                            "checkpoint: not available with heat3d.validation.mode: order (it runs three grids)");
+  locus::collective_require(
+      ctx.comm(), !(s.mode == "order" && (s.checkpoint_every > 0 || !s.restart_file.empty())),
+      "checkpoint: not available with heat3d.validation.mode: order (it runs three grids)");
 
   locus::Timers timers({"total", "compute", "halo", "reduce", "checkpoint", "io"});
   timers.start("total");
@@ -308,8 +307,8 @@ int run(Context& ctx) {
       const Problem& p = solver->problem();
       std::string xmf = s.out_dir + "/" + s.out_name + ".xmf";
       locus::write_xdmf(xmf, std::filesystem::path(path).filename().string(), "temperature", p.n,
-                 {p.h(0), p.h(1), p.h(2)}, {p.h(0), p.h(1), p.h(2)},
-                 p.dt * double(outcome.history.step));
+                        {p.h(0), p.h(1), p.h(2)}, {p.h(0), p.h(1), p.h(2)},
+                        p.dt * double(outcome.history.step));
     }
     std::fputs(summary.yaml().c_str(), stdout);
     std::fflush(stdout);

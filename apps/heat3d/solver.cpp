@@ -1,5 +1,4 @@
 #include <Kokkos_Core.hpp>
-
 #include <cmath>
 #include <limits>
 

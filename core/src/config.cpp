@@ -165,8 +165,7 @@ std::string convert(const KeySpec& k, const YAML::Node& n, Value& out) {
     }
     case KeyKind::Real: {
       double v = 0;
-      if (!parse_double(s, v) || v < k.min || v > k.max || (k.min_exclusive && v == k.min))
-        return fail;
+      if (!parse_double(s, v) || v < k.min || v > k.max || (k.min_exclusive && v == k.min)) return fail;
       return out = v, "";
     }
     case KeyKind::Boolean: {
@@ -227,13 +226,15 @@ class Checker {
         if (val.IsMap())
           mapping(val, path);
         else if (!val.IsNull())
-          errors_.push_back(where(source_, val.Mark()) + path + ": must be a section (a mapping of keys: " +
-                            list(schema_.children(path)) + ")");
+          errors_.push_back(where(source_, val.Mark()) + path +
+                            ": must be a section (a mapping of keys: " + list(schema_.children(path)) + ")");
       } else {
         std::string msg = at + path + ": unknown key";
         std::string hint = closest_match(key.Scalar(), schema_.children(prefix));
-        if (!hint.empty()) msg += " (did you mean '" + hint + "'?)";
-        else msg += " (known here: " + list(schema_.children(prefix)) + ")";
+        if (!hint.empty())
+          msg += " (did you mean '" + hint + "'?)";
+        else
+          msg += " (known here: " + list(schema_.children(prefix)) + ")";
         errors_.push_back(msg);
       }
     }
@@ -253,8 +254,8 @@ class Checker {
   std::set<std::string> seen_;
 };
 
-void apply_override(const Schema& schema, const std::string& arg,
-                    std::map<std::string, Value>& values, std::vector<std::string>& errors) {
+void apply_override(const Schema& schema, const std::string& arg, std::map<std::string, Value>& values,
+                    std::vector<std::string>& errors) {
   const std::string at = "--set " + arg + ": ";
   auto eq = arg.find('=');
   if (eq == std::string::npos || eq == 0) {
@@ -315,14 +316,12 @@ void emit_value(YAML::Emitter& out, const Value& v) {
 // ---------------------------------------------------------------- Schema
 
 Schema& Schema::add(KeySpec spec) {
-  if (find(spec.path) || is_section(spec.path))
-    throw Error("schema: key " + spec.path + " declared twice");
+  if (find(spec.path) || is_section(spec.path)) throw Error("schema: key " + spec.path + " declared twice");
   keys_.push_back(std::move(spec));
   return *this;
 }
 
-Schema& Schema::integer(const std::string& path, long fallback, long min, long max,
-                        const std::string& help) {
+Schema& Schema::integer(const std::string& path, long fallback, long min, long max, const std::string& help) {
   return add({path, KeyKind::Integer, fallback, double(min), double(max), false, {}, help});
 }
 
@@ -335,13 +334,12 @@ Schema& Schema::boolean(const std::string& path, bool fallback, const std::strin
   return add({path, KeyKind::Boolean, fallback, 0, 0, false, {}, help});
 }
 
-Schema& Schema::string(const std::string& path, const std::string& fallback,
-                       const std::string& help) {
+Schema& Schema::string(const std::string& path, const std::string& fallback, const std::string& help) {
   return add({path, KeyKind::String, fallback, 0, 0, false, {}, help});
 }
 
-Schema& Schema::choice(const std::string& path, const std::string& fallback,
-                       std::vector<std::string> choices, const std::string& help) {
+Schema& Schema::choice(const std::string& path, const std::string& fallback, std::vector<std::string> choices,
+                       const std::string& help) {
   return add({path, KeyKind::Choice, fallback, 0, 0, false, std::move(choices), help});
 }
 
@@ -375,13 +373,20 @@ std::vector<std::string> Schema::children(const std::string& section) const {
   return out;
 }
 
+namespace {
+std::string shown_default(const Value& v) {
+  std::string s = value_text(v);
+  return s.empty() ? "\"\"" : s;
+}
+}  // namespace
+
 std::string Schema::help_text() const {
   std::size_t w = 0;
   for (const auto& k : keys_) w = std::max(w, k.path.size());
   std::ostringstream os;
   for (const auto& k : keys_) {
     os << "  " << k.path << std::string(w + 2 - k.path.size(), ' ') << k.help << "\n"
-       << std::string(w + 4, ' ') << describe(k) << "; default " << value_text(k.fallback) << "\n";
+       << std::string(w + 4, ' ') << describe(k) << "; default " << shown_default(k.fallback) << "\n";
   }
   return os.str();
 }
@@ -400,13 +405,21 @@ static const T& typed(const Value& v, const std::string& path) {
   throw Error("internal: config key " + path + " read with the wrong type");
 }
 
-long Config::integer(const std::string& path) const { return typed<long>(at(path), path); }
-double Config::real(const std::string& path) const { return typed<double>(at(path), path); }
-bool Config::boolean(const std::string& path) const { return typed<bool>(at(path), path); }
+long Config::integer(const std::string& path) const {
+  return typed<long>(at(path), path);
+}
+double Config::real(const std::string& path) const {
+  return typed<double>(at(path), path);
+}
+bool Config::boolean(const std::string& path) const {
+  return typed<bool>(at(path), path);
+}
 const std::string& Config::string(const std::string& path) const {
   return typed<std::string>(at(path), path);
 }
-Dims Config::dims(const std::string& path) const { return typed<Dims>(at(path), path); }
+Dims Config::dims(const std::string& path) const {
+  return typed<Dims>(at(path), path);
+}
 
 namespace {
 // Keys grouped by section, sections in order of first appearance.

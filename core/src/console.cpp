@@ -23,7 +23,9 @@ ProgressLine::ProgressLine(bool enabled, long max_steps, double tolerance)
   start_ = last_shown_ = MPI_Wtime();
 }
 
-ProgressLine::~ProgressLine() { finish(); }
+ProgressLine::~ProgressLine() {
+  finish();
+}
 
 namespace {
 std::string clock_text(double s) {
@@ -62,8 +64,8 @@ void ProgressLine::update(long step, double residual) {
   last_step_ = step;
   last_residual_ = residual;
   last_shown_ = now;
-  std::fprintf(stderr, "\r  step %ld/%ld  residual %.3e  elapsed %s  eta %s   ", step, max_steps_,
-               residual, clock_text(now - start_).c_str(), eta(step, residual, now - start_).c_str());
+  std::fprintf(stderr, "\r  step %ld/%ld  residual %.3e  elapsed %s  eta %s   ", step, max_steps_, residual,
+               clock_text(now - start_).c_str(), eta(step, residual, now - start_).c_str());
   std::fflush(stderr);
 }
 

@@ -32,8 +32,8 @@ CartDecomp::CartDecomp(MPI_Comm comm, const std::array<long, 3>& global, const D
                          std::to_string(product) + " ranks, but the run has " + std::to_string(size));
   for (int d = 0; d < 3; ++d)
     collective_require(comm, global_[d] >= procs_[d],
-                       key_name + ": " + std::to_string(procs_[d]) + " blocks in dimension " +
-                           "xyz"[d] + " but only " + std::to_string(global_[d]) +
+                       key_name + ": " + std::to_string(procs_[d]) + " blocks in dimension " + "xyz"[d] +
+                           " but only " + std::to_string(global_[d]) +
                            " grid points; use a smaller process grid or a larger grid");
   int periods[3] = {0, 0, 0};
   // MPI dimension order (z, y, x) keeps consecutive ranks adjacent in x.

@@ -91,7 +91,9 @@ class P2PHalo : public HaloExchange {
 
 }  // namespace
 
-std::vector<std::string> halo_strategies() { return {"p2p"}; }
+std::vector<std::string> halo_strategies() {
+  return {"p2p"};
+}
 
 std::unique_ptr<HaloExchange> make_halo(const std::string& strategy, const CartDecomp& decomp) {
   if (strategy == "p2p") return std::make_unique<P2PHalo>(decomp);
@@ -99,4 +101,3 @@ std::unique_ptr<HaloExchange> make_halo(const std::string& strategy, const CartD
 }
 
 }  // namespace locus
-

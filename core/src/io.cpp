@@ -157,9 +157,9 @@ void H5Output::write_field(const std::string& name, const Field3D& f, const Cart
   const auto& g = dc.global();
   hsize_t dims[3] = {hsize_t(g[2]), hsize_t(g[1]), hsize_t(g[0])};
   Id filespace(H5Screate_simple(3, dims, nullptr), H5Sclose, "H5Screate_simple");
-  Id dset(H5Dcreate2(file_, name.c_str(), H5T_NATIVE_DOUBLE, filespace, H5P_DEFAULT, H5P_DEFAULT,
-                     H5P_DEFAULT),
-          H5Dclose, "creating dataset " + name);
+  Id dset(
+      H5Dcreate2(file_, name.c_str(), H5T_NATIVE_DOUBLE, filespace, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+      H5Dclose, "creating dataset " + name);
   Id memspace = memory_space(f);
   select_block(dc, filespace, memspace);
   check(H5Dwrite(dset, H5T_NATIVE_DOUBLE, memspace, filespace, xfer_, f.data()), "writing " + name);
@@ -170,9 +170,9 @@ void H5Output::write_root_vector(const std::string& name, const std::vector<doub
   MPI_Bcast(&n, 1, MPI_UNSIGNED_LONG_LONG, 0, comm_);
   hsize_t dims = n;
   Id filespace(H5Screate_simple(1, &dims, nullptr), H5Sclose, "H5Screate_simple");
-  Id dset(H5Dcreate2(file_, name.c_str(), H5T_NATIVE_DOUBLE, filespace, H5P_DEFAULT, H5P_DEFAULT,
-                     H5P_DEFAULT),
-          H5Dclose, "creating dataset " + name);
+  Id dset(
+      H5Dcreate2(file_, name.c_str(), H5T_NATIVE_DOUBLE, filespace, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+      H5Dclose, "creating dataset " + name);
   Id memspace(H5Screate_simple(1, &dims, nullptr), H5Sclose, "H5Screate_simple");
   if (rank_ != 0 || n == 0) {
     H5Sselect_none(filespace);
@@ -186,9 +186,9 @@ void H5Output::write_rank_rows(const std::string& name, const std::vector<double
   MPI_Comm_size(comm_, &size);
   hsize_t dims[2] = {hsize_t(size), row.size()};
   Id filespace(H5Screate_simple(2, dims, nullptr), H5Sclose, "H5Screate_simple");
-  Id dset(H5Dcreate2(file_, name.c_str(), H5T_NATIVE_DOUBLE, filespace, H5P_DEFAULT, H5P_DEFAULT,
-                     H5P_DEFAULT),
-          H5Dclose, "creating dataset " + name);
+  Id dset(
+      H5Dcreate2(file_, name.c_str(), H5T_NATIVE_DOUBLE, filespace, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+      H5Dclose, "creating dataset " + name);
   hsize_t start[2] = {hsize_t(rank_), 0}, count[2] = {1, row.size()};
   check(H5Sselect_hyperslab(filespace, H5S_SELECT_SET, start, nullptr, count, nullptr), "hyperslab");
   Id memspace(H5Screate_simple(2, count, nullptr), H5Sclose, "H5Screate_simple");
@@ -284,8 +284,7 @@ std::vector<double> H5Input::read_vector(const std::string& name) {
 
 namespace {
 template <class T>
-T read_scalar_attr(MPI_Comm comm, hid_t file, const std::string& path, const std::string& name,
-                   hid_t type) {
+T read_scalar_attr(MPI_Comm comm, hid_t file, const std::string& path, const std::string& name, hid_t type) {
   bool ok = H5Aexists(file, name.c_str()) > 0;
   collective_require(comm, ok, path + ": has no attribute " + name);
   Id attr(H5Aopen(file, name.c_str(), H5P_DEFAULT), H5Aclose, "opening attribute " + name);
@@ -329,20 +328,19 @@ void write_xdmf(const std::string& xmf_path, const std::string& h5_file, const s
     x.precision(17);
     // XDMF lists dimensions slowest first: z y x.
     x << "<?xml version=\"1.0\" ?>\n"
-      << "<Xdmf Version=\"3.0\">\n <Domain>\n  <Grid Name=\"" << dataset
-      << "\" GridType=\"Uniform\">\n"
+      << "<Xdmf Version=\"3.0\">\n <Domain>\n  <Grid Name=\"" << dataset << "\" GridType=\"Uniform\">\n"
       << "   <Time Value=\"" << time << "\"/>\n"
-      << "   <Topology TopologyType=\"3DCoRectMesh\" Dimensions=\"" << n[2] << " " << n[1] << " "
-      << n[0] << "\"/>\n"
+      << "   <Topology TopologyType=\"3DCoRectMesh\" Dimensions=\"" << n[2] << " " << n[1] << " " << n[0]
+      << "\"/>\n"
       << "   <Geometry GeometryType=\"ORIGIN_DXDYDZ\">\n"
-      << "    <DataItem Format=\"XML\" Dimensions=\"3\">" << origin[2] << " " << origin[1] << " "
-      << origin[0] << "</DataItem>\n"
+      << "    <DataItem Format=\"XML\" Dimensions=\"3\">" << origin[2] << " " << origin[1] << " " << origin[0]
+      << "</DataItem>\n"
       << "    <DataItem Format=\"XML\" Dimensions=\"3\">" << spacing[2] << " " << spacing[1] << " "
       << spacing[0] << "</DataItem>\n"
       << "   </Geometry>\n"
       << "   <Attribute Name=\"" << dataset << "\" AttributeType=\"Scalar\" Center=\"Node\">\n"
-      << "    <DataItem Format=\"HDF\" NumberType=\"Float\" Precision=\"8\" Dimensions=\"" << n[2]
-      << " " << n[1] << " " << n[0] << "\">" << h5_file << ":/" << dataset << "</DataItem>\n"
+      << "    <DataItem Format=\"HDF\" NumberType=\"Float\" Precision=\"8\" Dimensions=\"" << n[2] << " "
+      << n[1] << " " << n[0] << "\">" << h5_file << ":/" << dataset << "</DataItem>\n"
       << "   </Attribute>\n  </Grid>\n </Domain>\n</Xdmf>\n";
     if (!x) throw Error("output: writing " + tmp + " failed");
   }

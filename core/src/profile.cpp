@@ -18,7 +18,9 @@ std::size_t Timers::index(const std::string& name) const {
   return static_cast<std::size_t>(it - names_.begin());
 }
 
-void Timers::start(const std::string& name) { started_[index(name)] = MPI_Wtime(); }
+void Timers::start(const std::string& name) {
+  started_[index(name)] = MPI_Wtime();
+}
 
 void Timers::stop(const std::string& name) {
   std::size_t i = index(name);
@@ -27,7 +29,9 @@ void Timers::stop(const std::string& name) {
   started_[i] = -1.0;
 }
 
-double Timers::seconds(const std::string& name) const { return total_[index(name)]; }
+double Timers::seconds(const std::string& name) const {
+  return total_[index(name)];
+}
 
 YAML::Node yaml_number(double v) {
   char buf[64];
@@ -54,8 +58,8 @@ std::vector<double> gather_timers(const Timers& t, MPI_Comm comm) {
   MPI_Comm_size(comm, &size);
   const auto& v = t.values();
   std::vector<double> all(v.size() * static_cast<std::size_t>(size));
-  MPI_Allgather(v.data(), static_cast<int>(v.size()), MPI_DOUBLE, all.data(),
-                static_cast<int>(v.size()), MPI_DOUBLE, comm);
+  MPI_Allgather(v.data(), static_cast<int>(v.size()), MPI_DOUBLE, all.data(), static_cast<int>(v.size()),
+                MPI_DOUBLE, comm);
   return all;
 }
 

@@ -1,7 +1,6 @@
 #include "locus/runtime.hpp"
 
 #include <Kokkos_Core.hpp>
-
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -24,7 +23,9 @@ namespace {
 bool g_collective_unwind = false;
 }
 
-bool unwinding_collectively() { return g_collective_unwind; }
+bool unwinding_collectively() {
+  return g_collective_unwind;
+}
 
 void collective_require(MPI_Comm comm, bool ok, const std::string& msg) {
   int rank = 0;
@@ -147,8 +148,7 @@ std::vector<std::string> gather_node_names(MPI_Comm comm) {
   int len = 0;
   MPI_Get_processor_name(name, &len);
   std::vector<char> all(static_cast<std::size_t>(size) * MPI_MAX_PROCESSOR_NAME);
-  MPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), MPI_MAX_PROCESSOR_NAME,
-                MPI_CHAR, comm);
+  MPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR, comm);
   std::vector<std::string> out;
   for (int r = 0; r < size; ++r) out.emplace_back(&all[static_cast<std::size_t>(r) * MPI_MAX_PROCESSOR_NAME]);
   return out;

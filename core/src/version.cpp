@@ -8,8 +8,12 @@
 
 namespace locus {
 
-const char* version() { return LOCUS_VERSION; }
-const char* git_commit() { return LOCUS_GIT_COMMIT; }
+const char* version() {
+  return LOCUS_VERSION;
+}
+const char* git_commit() {
+  return LOCUS_GIT_COMMIT;
+}
 
 std::string mpi_library() {
   char buf[MPI_MAX_LIBRARY_VERSION_STRING] = {};

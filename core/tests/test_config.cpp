@@ -71,10 +71,8 @@ TEST(Config, OutOfRangeNamesLineColumnAndKey) {
 TEST(Config, WrongType) {
   EXPECT_EQ(error_of("app:\n  grid: {nx: 2.5}\n"),
             "deck.yaml:2:14: app.grid.nx: must be a positive integer (got 2.5)");
-  EXPECT_EQ(error_of("app:\n  dt: fast\n"),
-            "deck.yaml:2:7: app.dt: must be a positive number (got fast)");
-  EXPECT_EQ(error_of("app:\n  verbose: 3\n"),
-            "deck.yaml:2:12: app.verbose: must be true or false (got 3)");
+  EXPECT_EQ(error_of("app:\n  dt: fast\n"), "deck.yaml:2:7: app.dt: must be a positive number (got fast)");
+  EXPECT_EQ(error_of("app:\n  verbose: 3\n"), "deck.yaml:2:12: app.verbose: must be true or false (got 3)");
   EXPECT_EQ(error_of("app:\n  grid: [1, 2]\n"),
             "deck.yaml:2:9: app.grid: must be a section (a mapping of keys: nx, ny)");
   EXPECT_EQ(error_of("app:\n  procs: [2, 0, 1]\n"),
@@ -87,8 +85,7 @@ TEST(Config, WrongType) {
 TEST(Config, UnknownKeySuggestsTheClosest) {
   EXPECT_EQ(error_of("app:\n  grid:\n    nxx: 4\n"),
             "deck.yaml:3:5: app.grid.nxx: unknown key (did you mean 'nx'?)");
-  EXPECT_EQ(error_of("comms:\n  halo: p2p\n"),
-            "deck.yaml:1:1: comms: unknown key (did you mean 'comm'?)");
+  EXPECT_EQ(error_of("comms:\n  halo: p2p\n"), "deck.yaml:1:1: comms: unknown key (did you mean 'comm'?)");
   EXPECT_EQ(error_of("app:\n  zzzzzz: 1\n"),
             "deck.yaml:2:3: app.zzzzzz: unknown key (known here: grid, dt, theta, verbose, label, procs)");
 }

@@ -29,7 +29,9 @@ int world_size() {
 }
 
 // A value only the global position determines.
-double tag(long x, long y, long z) { return 1e6 * double(z) + 1e3 * double(y) + double(x); }
+double tag(long x, long y, long z) {
+  return 1e6 * double(z) + 1e3 * double(y) + double(x);
+}
 
 void fill_interior(locus::Field3D& f, const CartDecomp& dc) {
   const auto& n = dc.local();
@@ -62,7 +64,8 @@ TEST(BlockSpan, SpreadsRemainderOverFirstBlocks) {
 }
 
 TEST(CartDecomp, BlocksTileTheGlobalGrid) {
-  for (auto procs : {locus::Dims{0, 0, 0}, locus::Dims{world_size(), 1, 1}, locus::Dims{1, 1, world_size()}}) {
+  for (auto procs :
+       {locus::Dims{0, 0, 0}, locus::Dims{world_size(), 1, 1}, locus::Dims{1, 1, world_size()}}) {
     CartDecomp dc(MPI_COMM_WORLD, {13, 7, 5}, procs, "test.procs");
     long volume = dc.local()[0] * dc.local()[1] * dc.local()[2];
     MPI_Allreduce(MPI_IN_PLACE, &volume, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
@@ -97,7 +100,8 @@ TEST(CartDecomp, WrongProcessGridIsACollectiveError) {
 }
 
 TEST(Halo, P2PFillsEveryInnerGhostFace) {
-  for (auto procs : {locus::Dims{0, 0, 0}, locus::Dims{world_size(), 1, 1}, locus::Dims{1, world_size(), 1}}) {
+  for (auto procs :
+       {locus::Dims{0, 0, 0}, locus::Dims{world_size(), 1, 1}, locus::Dims{1, world_size(), 1}}) {
     CartDecomp dc(MPI_COMM_WORLD, {9, 6, 11}, procs, "test.procs");
     auto f = locus::make_field("f", dc);
     Kokkos::deep_copy(f, -1.0);
@@ -140,7 +144,8 @@ TEST(H5, FieldRoundTripsThroughAnotherDecomposition) {
     fill_interior(f, dc);
     locus::H5Output out(MPI_COMM_WORLD, path, true);
     out.write_field("field", f, dc);
-    out.write_root_vector("history", world_rank() == 0 ? std::vector<double>{1, 2, 3} : std::vector<double>{});
+    out.write_root_vector("history",
+                          world_rank() == 0 ? std::vector<double>{1, 2, 3} : std::vector<double>{});
     out.write_rank_rows("rows", {double(world_rank()), 7.0});
     out.attribute("", "note", std::string("hello"));
     out.attribute("", "step", 42L);

@@ -48,16 +48,14 @@ class Schema {
  public:
   static constexpr long kNoMax = std::numeric_limits<long>::max();
 
-  Schema& integer(const std::string& path, long fallback, long min, long max,
-                  const std::string& help);
+  Schema& integer(const std::string& path, long fallback, long min, long max, const std::string& help);
   // A real number in [min, max] (or (min, max] when min_exclusive).
-  Schema& real(const std::string& path, double fallback, double min, double max,
-               const std::string& help, bool min_exclusive = false);
+  Schema& real(const std::string& path, double fallback, double min, double max, const std::string& help,
+               bool min_exclusive = false);
   Schema& boolean(const std::string& path, bool fallback, const std::string& help);
-  Schema& string(const std::string& path, const std::string& fallback,
+  Schema& string(const std::string& path, const std::string& fallback, const std::string& help);
+  Schema& choice(const std::string& path, const std::string& fallback, std::vector<std::string> choices,
                  const std::string& help);
-  Schema& choice(const std::string& path, const std::string& fallback,
-                 std::vector<std::string> choices, const std::string& help);
   // `auto` or a list of three positive integers (a process grid).
   Schema& dims(const std::string& path, const std::string& help);
 

@@ -1,7 +1,6 @@
 #pragma once
 // Grid fields: Kokkos views of a rank's block plus one ghost layer.
 #include <Kokkos_Core.hpp>
-
 #include <string>
 
 #include "locus/decomp.hpp"

@@ -6,7 +6,7 @@ namespace locus {
 
 const char* version();     // locus version, e.g. "0.1.0"
 const char* git_commit();  // commit of the source tree at build time ("unknown" outside git; "-dirty" suffix)
-std::string mpi_library(); // MPI_Get_library_version, first line
+std::string mpi_library();   // MPI_Get_library_version, first line
 std::string iso_date_now();  // UTC, ISO 8601
 
 }  // namespace locus
