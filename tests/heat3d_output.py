@@ -73,9 +73,13 @@ def main():
             check(key in a and len(a[key]) > 0, "provenance attribute %s" % key)
         check(int(a["ranks"]) == ranks, "ranks attribute")
         check("MPICH" in a["mpi_library"] or "MPI" in a["mpi_library"], "MPI library string")
-        check(len(a["node_map"].strip().splitlines()) == ranks, "node map has one line per rank")
+        units = sorted(int(u) for line in a["node_map"].strip().splitlines()
+                       for u in line.split("units", 1)[1].split("(")[0].split())
+        check(units == list(range(ranks)), "node map lists every unit once: %r" % a["node_map"])
+        check(int(a["emulated_node_size"]) == 0, "real nodes unless asked")
         check("heat3d.physics.k0=0.7" in a["command_line"], "command line recorded")
         fs = yaml.safe_load(a["summary"])["locus_summary"]
+        check(len(fs["node_map"]["node_of_unit"]) == ranks, "summary node map")
         check(fs["results"]["steps"] == STEPS, "summary in file")
         check(fs["name"] == "h5check", "run name")
         check(abs(fs["results"]["min"] - t.min()) == 0 and abs(fs["results"]["max"] - t.max()) == 0,

@@ -42,7 +42,7 @@ locus::AppInfo app_info() {
       .real("heat3d.validation.steady_tol", 1.0e-4, 0.0, HUGE_VAL,
             "steady: largest |T - t_boundary| allowed at the end", true)
       .choice("comm.halo", "p2p", locus::halo_strategies(),
-              "halo exchange: p2p (MPI two-sided, non-blocking, face datatypes)")
+              "halo exchange: p2p, rma, locus or locus-nb (see docs/user-guide.md)")
       .integer("checkpoint.every", 0, 0, big, "write a restart file every N steps (0: never)")
       .string("checkpoint.file", "", "restart file to write (default <output.dir>/<output.name>.restart.h5)")
       .string("checkpoint.restart", "", "restart file to resume from (empty: start fresh)");
@@ -120,9 +120,9 @@ History read_checkpoint(const Context& ctx, Solver& solver, const std::string& p
   History h;
   h.step = in.integer_attribute("step");
   h.residuals = in.read_vector("residual");
-  locus::Field3D tmp = locus::make_field("restart", solver.decomp());
-  in.read_field("temperature", tmp, solver.decomp());
-  solver.load_interior(tmp);
+  locus::GridField tmp(ctx.runtime().world(), solver.decomp());
+  in.read_field("temperature", tmp.view(), solver.decomp());
+  solver.load_interior(tmp.view());
   return h;
 }
 
@@ -176,7 +176,7 @@ YAML::Node order_study(const Context& ctx, const Settings& s, locus::Timers& tim
     for (int d = 0; d < 3; ++d) p.n[d] = (base.n[d] + 1) * scale - 1;
     long steps = steps0 * scale * scale;
     p.dt = t_end / static_cast<double>(steps);
-    Solver solver(ctx.comm(), p, s.procs, s.halo, timers);
+    Solver solver(ctx.runtime().world(), p, s.procs, s.halo, timers);
     solver.initialize();
     for (long i = 0; i < steps; ++i) solver.step();
     double exact = std::exp(-3.0 * M_PI * M_PI * p.k0 * t_end);
@@ -226,7 +226,7 @@ int run(Context& ctx) {
   if (s.mode == "order") {
     validation["study"] = order_study(ctx, s, timers, pass);
   } else {
-    solver = std::make_unique<Solver>(ctx.comm(), s.problem, s.procs, s.halo, timers);
+    solver = std::make_unique<Solver>(ctx.runtime().world(), s.problem, s.procs, s.halo, timers);
     solver->initialize();
     History start;
     if (!s.restart_file.empty()) {

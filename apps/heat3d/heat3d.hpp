@@ -37,7 +37,8 @@ struct Problem {
 // The grid, its fields and the stepping on one rank.
 class Solver {
  public:
-  Solver(MPI_Comm comm, const Problem& p, const locus::Dims& procs, const std::string& halo,
+  // Collective over the team (the app's units).
+  Solver(locus::Team& team, const Problem& p, const locus::Dims& procs, const std::string& halo,
          locus::Timers& timers);
 
   // Sets the interior from the initial condition and every ghost cell to the
@@ -49,8 +50,7 @@ class Solver {
   // is the same on every rank and every decomposition.
   double step();
 
-  const locus::Field3D& field() const { return u_; }
-  locus::Field3D& field() { return u_; }
+  const locus::Field3D& field() const { return u_.view(); }
   const locus::CartDecomp& decomp() const { return decomp_; }
   const Problem& problem() const { return p_; }
   std::string halo_name() const { return halo_->name(); }
@@ -70,7 +70,7 @@ class Solver {
   locus::CartDecomp decomp_;
   std::unique_ptr<locus::HaloExchange> halo_;
   locus::Timers& timers_;
-  locus::Field3D u_, un_;
+  locus::GridField u_, un_;
 };
 
 // The app: reads the context's config, runs, validates, writes output.

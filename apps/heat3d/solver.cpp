@@ -13,15 +13,15 @@ double Problem::dt_limit() const {
   return 0.125 * hmin * hmin / k0;
 }
 
-Solver::Solver(MPI_Comm comm, const Problem& p, const locus::Dims& procs, const std::string& halo,
+Solver::Solver(locus::Team& team, const Problem& p, const locus::Dims& procs, const std::string& halo,
                locus::Timers& timers)
-    : comm_(comm),
+    : comm_(team.comm()),
       p_(p),
-      decomp_(comm, p.n, procs, "heat3d.procs"),
-      halo_(locus::make_halo(halo, decomp_)),
+      decomp_(team.comm(), p.n, procs, "heat3d.procs"),
+      halo_(locus::make_halo(halo, decomp_, team)),
       timers_(timers),
-      u_(locus::make_field("T", decomp_)),
-      un_(locus::make_field("T_new", decomp_)) {}
+      u_(team, decomp_),
+      un_(team, decomp_) {}
 
 double Solver::initial_value(long gi, long gj, long gk) const {
   if (p_.init == Init::Uniform) return p_.t_initial;
@@ -32,11 +32,11 @@ double Solver::initial_value(long gi, long gj, long gk) const {
 
 void Solver::initialize() {
   // Every cell first: the ghost layers keep the boundary value for good.
-  Kokkos::deep_copy(u_, p_.t_boundary);
-  Kokkos::deep_copy(un_, p_.t_boundary);
+  Kokkos::deep_copy(u_.view(), p_.t_boundary);
+  Kokkos::deep_copy(un_.view(), p_.t_boundary);
   const auto& n = decomp_.local();
   const auto& o = decomp_.offset();
-  Field3D u = u_;
+  Field3D u = u_.view();
   for (long k = 1; k <= n[2]; ++k)
     for (long j = 1; j <= n[1]; ++j)
       for (long i = 1; i <= n[0]; ++i) u(k, j, i) = initial_value(o[0] + i - 1, o[1] + j - 1, o[2] + k - 1);
@@ -44,7 +44,7 @@ void Solver::initialize() {
 
 void Solver::load_interior(const Field3D& f) {
   const auto& n = decomp_.local();
-  Kokkos::deep_copy(Kokkos::subview(u_, std::make_pair(1L, n[2] + 1), std::make_pair(1L, n[1] + 1),
+  Kokkos::deep_copy(Kokkos::subview(u_.view(), std::make_pair(1L, n[2] + 1), std::make_pair(1L, n[1] + 1),
                                     std::make_pair(1L, n[0] + 1)),
                     Kokkos::subview(f, std::make_pair(1L, n[2] + 1), std::make_pair(1L, n[1] + 1),
                                     std::make_pair(1L, n[0] + 1)));
@@ -63,7 +63,7 @@ double Solver::step() {
     const double ry = 1.0 / (p_.h(1) * p_.h(1));
     const double rz = 1.0 / (p_.h(2) * p_.h(2));
     const double a = p_.dt * p_.k0;
-    Field3D u = u_, un = un_;
+    Field3D u = u_.view(), un = un_.view();
     // One z-plane per iteration; the inner x loop vectorises.
     Kokkos::parallel_reduce(
         "heat3d::step", Kokkos::RangePolicy<Kokkos::DefaultHostExecutionSpace>(1, nz + 1),
@@ -103,14 +103,14 @@ double reduce_interior(const Field3D& u, const locus::CartDecomp& dc, double ini
 }  // namespace
 
 double Solver::global_min() const {
-  double v = reduce_interior(u_, decomp_, std::numeric_limits<double>::infinity(),
+  double v = reduce_interior(u_.view(), decomp_, std::numeric_limits<double>::infinity(),
                              [](double m, double x, long, long, long) { return std::min(m, x); });
   MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_DOUBLE, MPI_MIN, comm_);
   return v;
 }
 
 double Solver::global_max() const {
-  double v = reduce_interior(u_, decomp_, -std::numeric_limits<double>::infinity(),
+  double v = reduce_interior(u_.view(), decomp_, -std::numeric_limits<double>::infinity(),
                              [](double m, double x, long, long, long) { return std::max(m, x); });
   MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_DOUBLE, MPI_MAX, comm_);
   return v;
@@ -126,14 +126,14 @@ double Solver::centre_value() const {
     c[d] = p_.n[d] / 2 - o[d] + 1;  // local index with ghosts
     mine = mine && c[d] >= 1 && c[d] <= n[d];
   }
-  if (mine) v = u_(c[2], c[1], c[0]);
+  if (mine) v = u_.view()(c[2], c[1], c[0]);
   MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_DOUBLE, MPI_MAX, comm_);
   return v;
 }
 
 double Solver::sine_relative_error(double amplitude) const {
   const auto& o = decomp_.offset();
-  double err = reduce_interior(u_, decomp_, 0.0, [&](double m, double x, long i, long j, long k) {
+  double err = reduce_interior(u_.view(), decomp_, 0.0, [&](double m, double x, long i, long j, long k) {
     double expect = amplitude * initial_value(o[0] + i - 1, o[1] + j - 1, o[2] + k - 1);
     return std::max(m, std::fabs(x - expect));
   });

@@ -51,6 +51,12 @@ CartDecomp::CartDecomp(MPI_Comm comm, const std::array<long, 3>& global, const D
   }
 }
 
+std::array<long, 3> CartDecomp::neighbor_local(int d, int dir) const {
+  std::array<long, 3> n = local_;
+  n[d] = block_span(global_[d], procs_[d], coords_[d] + (dir > 0 ? 1 : -1)).count;
+  return n;
+}
+
 CartDecomp::~CartDecomp() {
   if (cart_ != MPI_COMM_NULL) MPI_Comm_free(&cart_);
 }

@@ -217,10 +217,8 @@ void write_provenance(H5Output& out, const Context& ctx) {
   out.attribute("", "git_commit", std::string(git_commit()));
   out.attribute("", "mpi_library", mpi_library());
   out.attribute("", "ranks", static_cast<long>(ctx.size()));
-  std::string nodes;
-  for (std::size_t r = 0; r < ctx.node_names().size(); ++r)
-    nodes += std::to_string(r) + ": " + ctx.node_names()[r] + "\n";
-  out.attribute("", "node_map", nodes);
+  out.attribute("", "node_map", ctx.runtime().node_map().describe());
+  out.attribute("", "emulated_node_size", static_cast<long>(ctx.runtime().node_map().emulated_size));
   // Same date on every rank: attribute values must agree.
   std::string date = iso_date_now();
   int len = static_cast<int>(date.size());

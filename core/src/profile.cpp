@@ -84,6 +84,11 @@ Summary::Summary(const Context& ctx, const std::vector<TimerStats>& timers) {
     if (std::find(seen.begin(), seen.end(), n) == seen.end()) seen.push_back(n);
   for (const auto& n : seen) nodes.push_back(n);
   head_["nodes"] = nodes;
+  const NodeMap& nm = ctx.runtime().node_map();
+  YAML::Node map;
+  map["emulated_node_size"] = nm.emulated_size;
+  map["node_of_unit"] = yaml_flow_list(nm.node_of);
+  head_["node_map"] = map;
   head_["config"] = YAML::Load(ctx.config().yaml());
   for (const auto& s : timers) {
     YAML::Node t;

@@ -16,7 +16,11 @@ void add_common_keys(Schema& s, const std::string& app_name) {
       .string("output.name", app_name, "output file stem: <output.dir>/<output.name>.h5")
       .boolean("output.overwrite", false, "replace an existing output file")
       .boolean("output.write_field", true, "write the final field(s) into the HDF5 file")
-      .boolean("output.xdmf", true, "write an XDMF file next to grid fields (ParaView)");
+      .boolean("output.xdmf", true, "write an XDMF file next to grid fields (ParaView)")
+      .integer("runtime.node_size", 0, 0, Schema::kNoMax,
+               "emulate nodes of N consecutive ranks (0: real nodes, or env LOCUS_NODE_SIZE)")
+      .boolean("comm.locality", true, "same-node one-sided transfers by memcpy on shared memory")
+      .boolean("comm.check", false, "check every global pointer and collective call (always on in debug builds)");
 }
 
 namespace {
@@ -160,6 +164,17 @@ std::string stem_of(const std::string& path) {
 
 }  // namespace
 
+CommSettings comm_settings(const Config& c) {
+  CommSettings s;
+  s.node_size = effective_node_size(c.integer("runtime.node_size"));
+  s.locality = c.boolean("comm.locality");
+  s.check = c.boolean("comm.check");
+#ifndef NDEBUG
+  s.check = true;
+#endif
+  return s;
+}
+
 int run(int argc, char** argv, const AppInfo& app, const std::function<int(Context&)>& main) {
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
@@ -206,7 +221,12 @@ int run(int argc, char** argv, const AppInfo& app, const std::function<int(Conte
         status = 0;
       } else {
         ctx.node_names_ = gather_node_names(ctx.comm_);
+        CommSettings settings;
+        collectively(ctx.comm_, [&] { settings = comm_settings(ctx.config_); });
+        Runtime runtime(ctx.comm_, settings);
+        ctx.runtime_ = &runtime;
         status = main(ctx);
+        ctx.runtime_ = nullptr;
       }
     } catch (const CollectiveError& e) {
       g_collective_unwind = false;

@@ -4,6 +4,8 @@
 
 #include <Kokkos_Core.hpp>
 
+#include "locus/team.hpp"
+
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   Kokkos::initialize(argc, argv);
@@ -14,7 +16,15 @@ int main(int argc, char** argv) {
     auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
     delete listeners.Release(listeners.default_result_printer());
   }
-  int failed = RUN_ALL_TESTS();
+  // The one-sided core as apps get it; LOCUS_NODE_SIZE emulates nodes.
+  locus::CommSettings settings;
+  settings.node_size = locus::effective_node_size(0);
+  settings.check = true;
+  int failed = 0;
+  {
+    locus::Runtime runtime(MPI_COMM_WORLD, settings);
+    failed = RUN_ALL_TESTS();
+  }
   // A failure on any rank fails the test everywhere.
   MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   Kokkos::finalize();

@@ -33,7 +33,7 @@ double tag(long x, long y, long z) {
   return 1e6 * double(z) + 1e3 * double(y) + double(x);
 }
 
-void fill_interior(locus::Field3D& f, const CartDecomp& dc) {
+void fill_interior(const locus::Field3D& f, const CartDecomp& dc) {
   const auto& n = dc.local();
   const auto& o = dc.offset();
   for (long k = 1; k <= n[2]; ++k)
@@ -99,15 +99,20 @@ TEST(CartDecomp, WrongProcessGridIsACollectiveError) {
   }
 }
 
-TEST(Halo, P2PFillsEveryInnerGhostFace) {
-  for (auto procs :
-       {locus::Dims{0, 0, 0}, locus::Dims{world_size(), 1, 1}, locus::Dims{1, world_size(), 1}}) {
-    CartDecomp dc(MPI_COMM_WORLD, {9, 6, 11}, procs, "test.procs");
-    auto f = locus::make_field("f", dc);
+class Halo : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Halo, FillsEveryInnerGhostFaceAndNothingElse) {
+  locus::Team& world = locus::Runtime::current().world();
+  for (auto procs : {locus::Dims{0, 0, 0}, locus::Dims{world_size(), 1, 1}, locus::Dims{1, world_size(), 1}}) {
+    // Uneven: neighbours' blocks differ in size.
+    CartDecomp dc(world.comm(), {9, 7, 11}, procs, "test.procs");
+    locus::GridField gf(world, dc);
+    auto& f = gf.view();
     Kokkos::deep_copy(f, -1.0);
     fill_interior(f, dc);
-    auto halo = locus::make_halo("p2p", dc);
-    halo->exchange(f);
+    auto halo = locus::make_halo(GetParam(), dc, world);
+    EXPECT_EQ(halo->name(), GetParam());
+    halo->exchange(gf);
     const auto& n = dc.local();
     const auto& o = dc.offset();
     long wrong = 0;
@@ -127,20 +132,35 @@ TEST(Halo, P2PFillsEveryInnerGhostFace) {
             if (f(idx[2], idx[1], idx[0]) != expect) ++wrong;
           }
       }
-    EXPECT_EQ(wrong, 0);
+    EXPECT_EQ(wrong, 0) << GetParam();
+    // Interior untouched, corners and edges of the ghost layer untouched.
+    long changed = 0;
+    for (long k = 0; k < long(f.extent(0)); ++k)
+      for (long j = 0; j < long(f.extent(1)); ++j)
+        for (long i = 0; i < long(f.extent(2)); ++i) {
+          int ghosts = (k == 0 || k == long(f.extent(0)) - 1) + (j == 0 || j == long(f.extent(1)) - 1) +
+                       (i == 0 || i == long(f.extent(2)) - 1);
+          if (ghosts >= 2 && f(k, j, i) != -1.0) ++changed;
+          if (ghosts == 0 && f(k, j, i) != tag(o[0] + i - 1, o[1] + j - 1, o[2] + k - 1)) ++changed;
+        }
+    EXPECT_EQ(changed, 0) << GetParam();
   }
 }
 
-TEST(Halo, UnknownStrategyIsAnError) {
-  CartDecomp dc(MPI_COMM_WORLD, {4, 4, 4}, {0, 0, 0}, "test.procs");
-  EXPECT_THROW(locus::make_halo("carrier-pigeon", dc), locus::Error);
+INSTANTIATE_TEST_SUITE_P(Strategies, Halo, ::testing::ValuesIn(locus::halo_strategies()));
+
+TEST(HaloPlan, UnknownStrategyIsAnError) {
+  locus::Team& world = locus::Runtime::current().world();
+  CartDecomp dc(world.comm(), {4, 4, 4}, {0, 0, 0}, "test.procs");
+  EXPECT_THROW(locus::make_halo("carrier-pigeon", dc, world), locus::Error);
 }
 
 TEST(H5, FieldRoundTripsThroughAnotherDecomposition) {
   std::string path = scratch("roundtrip");
   {
     CartDecomp dc(MPI_COMM_WORLD, {7, 5, 6}, {world_size(), 1, 1}, "test.procs");
-    auto f = locus::make_field("f", dc);
+    locus::GridField gf(locus::Runtime::current().world(), dc);
+    auto& f = gf.view();
     fill_interior(f, dc);
     locus::H5Output out(MPI_COMM_WORLD, path, true);
     out.write_field("field", f, dc);
@@ -156,7 +176,8 @@ TEST(H5, FieldRoundTripsThroughAnotherDecomposition) {
   EXPECT_TRUE(fs::exists(path));
   EXPECT_FALSE(fs::exists(path + ".tmp"));
   CartDecomp dc(MPI_COMM_WORLD, {7, 5, 6}, {1, 1, world_size()}, "test.procs");
-  auto g = locus::make_field("g", dc);
+  locus::GridField gg(locus::Runtime::current().world(), dc);
+  auto& g = gg.view();
   locus::H5Input in(MPI_COMM_WORLD, path);
   in.read_field("field", g, dc);
   long wrong = 0;
@@ -180,16 +201,16 @@ TEST(H5, ReadingIntoAnotherGridIsACollectiveError) {
   std::string path = scratch("shape");
   {
     CartDecomp dc(MPI_COMM_WORLD, {4, 4, 4}, {0, 0, 0}, "test.procs");
-    auto f = locus::make_field("f", dc);
+    locus::GridField f(locus::Runtime::current().world(), dc);
     locus::H5Output out(MPI_COMM_WORLD, path, true);
-    out.write_field("field", f, dc);
+    out.write_field("field", f.view(), dc);
     out.commit();
   }
   CartDecomp dc(MPI_COMM_WORLD, {4, 4, 5}, {0, 0, 0}, "test.procs");
-  auto g = locus::make_field("g", dc);
+  locus::GridField g(locus::Runtime::current().world(), dc);
   locus::H5Input in(MPI_COMM_WORLD, path);
   try {
-    in.read_field("field", g, dc);
+    in.read_field("field", g.view(), dc);
     FAIL() << "no error";
   } catch (const locus::CollectiveError& e) {
     EXPECT_NE(std::string(e.what()).find("but the run's grid is 4x4x5"), std::string::npos) << e.what();

@@ -37,6 +37,9 @@ class CartDecomp {
   // Rank of the neighbour in dimension d, direction -1 or +1; MPI_PROC_NULL at
   // the domain boundary.
   int neighbor(int d, int dir) const { return neighbor_[d][dir > 0 ? 1 : 0]; }
+  // Block extents of that neighbour (they differ from local() in dimension d
+  // when the grid does not divide evenly).
+  std::array<long, 3> neighbor_local(int d, int dir) const;
 
  private:
   MPI_Comm cart_ = MPI_COMM_NULL;

@@ -15,6 +15,7 @@
 
 #include "locus/config.hpp"
 #include "locus/error.hpp"
+#include "locus/team.hpp"
 
 namespace locus {
 
@@ -24,7 +25,8 @@ struct AppInfo {
   Schema schema;            // app keys plus add_common_keys()
 };
 
-// Keys every app has: name, output.*.
+// Keys every app has: name, output.*, runtime.node_size, comm.locality,
+// comm.check.
 void add_common_keys(Schema& schema, const std::string& app_name);
 
 // What the app gets from the runtime.
@@ -42,6 +44,8 @@ class Context {
   // Processor name of every rank (index = rank).
   const std::vector<std::string>& node_names() const { return node_names_; }
   const std::string& command_line() const { return command_line_; }
+  // The one-sided core: node map, world team, segments.
+  Runtime& runtime() const { return *runtime_; }
 
  private:
   friend int run(int, char**, const AppInfo&, const std::function<int(Context&)>&);
@@ -53,7 +57,12 @@ class Context {
   bool quiet_ = false;
   std::vector<std::string> node_names_;
   std::string command_line_;
+  Runtime* runtime_ = nullptr;
 };
+
+// The core's settings from the common keys (runtime.node_size or env
+// LOCUS_NODE_SIZE, comm.locality, comm.check).
+CommSettings comm_settings(const Config& config);
 
 // Runs `main` as the app `app`; returns the process exit status.
 int run(int argc, char** argv, const AppInfo& app, const std::function<int(Context&)>& main);

@@ -1,0 +1,81 @@
+#pragma once
+// Collective allocation of global memory: nested windows.
+//
+// allocate<T>(team, count) is collective over the team; each unit
+// contributes `count` elements (0 allowed, counts may differ). The memory is
+// a page-rounded MPI_Win_allocate_shared on the team's node communicator
+// (so same-node units can load/store it), attached to the team's dynamic
+// window (so other nodes reach it by MPI RMA). A segment id keys the
+// translation table that maps a global pointer to a shared-memory address
+// (same node) or a window displacement (other node).
+#include <cstddef>
+#include <utility>
+
+#include "locus/gptr.hpp"
+#include "locus/team.hpp"
+
+namespace locus {
+
+namespace detail {
+// Returns the new segment's id. Throws CollectiveError on mismatched calls.
+int allocate_segment(Team& team, std::size_t bytes, std::size_t elem_size);
+// Collective over the segment's team.
+void free_segment(int team, int segment);
+}  // namespace detail
+
+template <class T>
+GlobalPtr<T> allocate(Team& team, std::size_t count) {
+  static_assert(std::is_trivially_copyable_v<T>, "segments hold trivially copyable types");
+  int id = detail::allocate_segment(team, count * sizeof(T), sizeof(T));
+  return GlobalPtr<T>{team.rank(), team.id(), id, 0, 0};
+}
+
+template <class T>
+void free(GlobalPtr<T> p) {
+  detail::free_segment(p.team, p.segment);
+}
+
+// A segment owned by an object: allocated in the constructor, freed
+// (collectively) in the destructor. Move-only.
+template <class T>
+class Array {
+ public:
+  Array() = default;
+  Array(Team& team, std::size_t count) : base_(allocate<T>(team, count)), count_(count) {
+    data_ = base_.local();
+  }
+  ~Array() { reset(); }
+  Array(Array&& o) noexcept { *this = std::move(o); }
+  Array& operator=(Array&& o) noexcept {
+    if (this != &o) {
+      reset();
+      std::swap(base_, o.base_);
+      std::swap(count_, o.count_);
+      std::swap(data_, o.data_);
+    }
+    return *this;
+  }
+  Array(const Array&) = delete;
+  Array& operator=(const Array&) = delete;
+
+  // My part.
+  T* data() const { return data_; }
+  std::size_t size() const { return count_; }
+  // Element 0 of `unit`'s part.
+  GlobalPtr<T> gptr(int unit) const { return base_.at(unit); }
+  GlobalPtr<T> gptr() const { return base_; }
+
+  void reset() {
+    if (!base_.is_null()) free(base_);
+    base_ = GlobalPtr<T>{};
+    count_ = 0;
+    data_ = nullptr;
+  }
+
+ private:
+  GlobalPtr<T> base_{};
+  std::size_t count_ = 0;
+  T* data_ = nullptr;
+};
+
+}  // namespace locus

@@ -1,0 +1,126 @@
+#pragma once
+// Units, nodes and teams of the one-sided core.
+//
+// A Runtime (one per process, created by locus::run) knows the node map —
+// real nodes from MPI_Comm_split_type(SHARED), or *emulated* nodes of N
+// consecutive ranks (`runtime.node_size`, env LOCUS_NODE_SIZE) so that the
+// inter-node paths run on one host — and owns the world team. Every team has
+// one MPI dynamic window, created once and opened with
+// lock_all(MPI_MODE_NOCHECK), into which its segments are attached, and a
+// node communicator over which the segments' shared-memory windows live.
+#include <mpi.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "locus/error.hpp"
+
+namespace locus {
+
+struct CommSettings {
+  int node_size = 0;      // 0: real nodes; N: N consecutive ranks form a node
+  bool locality = true;   // same-node transfers by memcpy on shared memory
+  bool check = false;     // bounds/collective checks on every call
+};
+
+struct NodeMap {
+  std::vector<int> node_of;        // world unit -> node index
+  std::vector<std::string> hosts;  // world unit -> processor name
+  int emulated_size = 0;           // 0: real nodes
+  int nodes() const;
+  // "node 0: units 0-1 (vm); node 1: ..." one line per node.
+  std::string describe() const;
+};
+
+// One collective allocation: the translation-table entry of a segment.
+struct SegmentInfo {
+  int team = 0, id = 0;
+  std::size_t elem_size = 1;
+  MPI_Win shm = MPI_WIN_NULL;     // shared-memory window on the team's node communicator
+  char* base = nullptr;           // my part
+  std::vector<char*> peer;        // team unit -> address of its part if on my node, else nullptr
+  std::vector<MPI_Aint> disp;     // team unit -> address of its part in the dynamic window
+  std::vector<std::size_t> bytes; // team unit -> size of its part
+};
+
+class Team {
+ public:
+  ~Team();
+  Team(const Team&) = delete;
+  Team& operator=(const Team&) = delete;
+
+  int id() const { return id_; }
+  MPI_Comm comm() const { return comm_; }
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  // This team's units on my node, and the rank there of any unit on my node
+  // (-1 for units on other nodes).
+  MPI_Comm node_comm() const { return node_comm_; }
+  int node_rank(int unit) const { return node_rank_[static_cast<std::size_t>(unit)]; }
+  bool same_node(int unit) const { return node_rank(unit) >= 0; }
+  // The team's dynamic window (always in a lock_all epoch).
+  MPI_Win window() const { return win_; }
+  // Collective: units with the same colour form a new team, ordered as here.
+  std::unique_ptr<Team> split(int color) const;
+
+ private:
+  friend class Runtime;
+  friend int next_segment_id(Team&);
+  Team(MPI_Comm comm, int id, int world_rank, const std::vector<int>& node_of_world);
+  MPI_Comm comm_ = MPI_COMM_NULL, node_comm_ = MPI_COMM_NULL;
+  int id_ = 0, rank_ = 0, size_ = 0;
+  std::vector<int> world_unit_;  // team unit -> world unit
+  std::vector<int> node_rank_;   // team unit -> rank in node_comm_ or -1
+  MPI_Win win_ = MPI_WIN_NULL;
+  int next_segment_ = 1;
+  const std::vector<int>* node_of_world_ = nullptr;
+};
+
+class Runtime {
+ public:
+  // Collective over comm (the application units).
+  Runtime(MPI_Comm comm, const CommSettings& settings);
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  // The runtime of this process; Error when none exists.
+  static Runtime& current();
+  static bool exists();
+
+  Team& world() { return *world_; }
+  const NodeMap& node_map() const { return nodes_; }
+  const CommSettings& settings() const { return settings_; }
+
+  // Team registry (for global pointers naming a team by id).
+  Team& team(int id) const;
+  void add_team(Team* t);
+  void remove_team(int id);
+  int max_team_id() const { return max_team_id_; }
+
+  // The translation table: (team id, segment id) -> segment.
+  SegmentInfo& segment(int team, int id);
+  SegmentInfo* find_segment(int team, int id);
+  void add_segment(std::unique_ptr<SegmentInfo> s);
+  std::unique_ptr<SegmentInfo> take_segment(int team, int id);
+  std::size_t segment_count() const { return segments_.size(); }
+  // Collective over the team: frees every segment still allocated on it.
+  void release_segments(int team);
+
+ private:
+  std::map<std::pair<int, int>, std::unique_ptr<SegmentInfo>> segments_;
+  SegmentInfo* last_ = nullptr;  // one-entry lookup cache
+  CommSettings settings_;
+  NodeMap nodes_;
+  std::map<int, Team*> teams_;
+  int max_team_id_ = 0;
+  std::unique_ptr<Team> world_;
+};
+
+// The node size to use: the deck's value when > 0, else LOCUS_NODE_SIZE,
+// else 0 (real nodes). Throws Error for a malformed LOCUS_NODE_SIZE.
+int effective_node_size(long from_deck);
+
+}  // namespace locus

@@ -1,0 +1,126 @@
+#include "locus/segment.hpp"
+
+#include <unistd.h>
+
+#include <cstring>
+
+namespace locus {
+
+namespace {
+
+std::size_t page_round(std::size_t bytes) {
+  static const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  return (bytes + page - 1) / page * page;
+}
+
+// What every unit says about an allocation, gathered to check that the
+// call is the same collective everywhere and to build the table.
+struct Claim {
+  long long disp;
+  long long bytes;
+  int segment;
+  int elem_size;
+};
+
+}  // namespace
+
+namespace detail {
+
+bool locality_enabled() { return Runtime::current().settings().locality; }
+
+void* shared_address(int team, int segment, int unit, std::uint64_t offset) {
+  SegmentInfo& s = Runtime::current().segment(team, segment);
+  if (unit < 0 || static_cast<std::size_t>(unit) >= s.peer.size()) return nullptr;
+  char* base = s.peer[static_cast<std::size_t>(unit)];
+  return base ? base + offset : nullptr;
+}
+
+int allocate_segment(Team& team, std::size_t bytes, std::size_t elem_size) {
+  Runtime& rt = Runtime::current();
+  auto seg = std::make_unique<SegmentInfo>();
+  seg->team = team.id();
+  seg->id = next_segment_id(team);
+  seg->elem_size = elem_size;
+
+  // Shared memory among this team's units on my node. Non-contiguous: each
+  // part starts on its own page, so parts do not share cache lines.
+  MPI_Info info;
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "alloc_shared_noncontig", "true");
+  void* base = nullptr;
+  MPI_Win_allocate_shared(static_cast<MPI_Aint>(page_round(bytes)), 1, info, team.node_comm(), &base,
+                          &seg->shm);
+  MPI_Info_free(&info);
+  // An epoch for MPI_Win_sync and the unified memory model; never closed
+  // before the window is freed.
+  MPI_Win_lock_all(MPI_MODE_NOCHECK, seg->shm);
+  seg->base = static_cast<char*>(base);
+
+  MPI_Aint disp = 0;
+  if (bytes > 0) {
+    MPI_Win_attach(team.window(), seg->base, static_cast<MPI_Aint>(bytes));
+    MPI_Get_address(seg->base, &disp);
+  }
+  Claim mine{static_cast<long long>(disp), static_cast<long long>(bytes), seg->id,
+             static_cast<int>(elem_size)};
+  std::vector<Claim> all(static_cast<std::size_t>(team.size()));
+  MPI_Allgather(&mine, sizeof(Claim), MPI_BYTE, all.data(), sizeof(Claim), MPI_BYTE, team.comm());
+
+  seg->peer.assign(all.size(), nullptr);
+  seg->disp.resize(all.size());
+  seg->bytes.resize(all.size());
+  std::string mismatch;
+  for (int u = 0; u < team.size(); ++u) {
+    const Claim& c = all[static_cast<std::size_t>(u)];
+    seg->disp[static_cast<std::size_t>(u)] = static_cast<MPI_Aint>(c.disp);
+    seg->bytes[static_cast<std::size_t>(u)] = static_cast<std::size_t>(c.bytes);
+    if (c.segment != seg->id || c.elem_size != mine.elem_size)
+      mismatch = "allocate: mismatched collective call on team " + std::to_string(team.id()) + ": unit " +
+                 std::to_string(u) + " allocates segment " + std::to_string(c.segment) + " of " +
+                 std::to_string(c.elem_size) + "-byte elements, unit " + std::to_string(team.rank()) +
+                 " segment " + std::to_string(seg->id) + " of " + std::to_string(mine.elem_size) +
+                 "-byte elements";
+    int nr = team.node_rank(u);
+    if (nr >= 0) {
+      MPI_Aint size = 0;
+      int unit_size = 0;
+      void* peer = nullptr;
+      MPI_Win_shared_query(seg->shm, nr, &size, &unit_size, &peer);
+      seg->peer[static_cast<std::size_t>(u)] = static_cast<char*>(peer);
+    }
+  }
+  int id = seg->id;
+  rt.add_segment(std::move(seg));
+  if (!mismatch.empty()) {
+    // Every unit saw the same gathered claims, so every unit raises this.
+    free_segment(team.id(), id);
+    throw CollectiveError(mismatch);
+  }
+  return id;
+}
+
+void free_segment(int team_id, int segment) {
+  Runtime& rt = Runtime::current();
+  Team& team = rt.team(team_id);
+  if (rt.settings().check) {
+    int ids[2] = {segment, -segment};
+    MPI_Allreduce(MPI_IN_PLACE, ids, 2, MPI_INT, MPI_MAX, team.comm());
+    if (ids[0] != -ids[1])
+      throw CollectiveError("free: mismatched collective call on team " + std::to_string(team_id) +
+                            ": units free different segments (ids " + std::to_string(-ids[1]) + " to " +
+                            std::to_string(ids[0]) + ")");
+  }
+  auto seg = rt.take_segment(team_id, segment);
+  if (!seg)
+    throw Error("free: segment " + std::to_string(segment) + " of team " + std::to_string(team_id) +
+                " is not allocated (freed twice?)");
+  // Nobody may still be reading or writing it.
+  MPI_Barrier(team.comm());
+  if (seg->bytes[static_cast<std::size_t>(team.rank())] > 0) MPI_Win_detach(team.window(), seg->base);
+  MPI_Win_unlock_all(seg->shm);
+  MPI_Win_free(&seg->shm);
+}
+
+}  // namespace detail
+
+}  // namespace locus

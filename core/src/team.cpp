@@ -1,0 +1,224 @@
+#include "locus/team.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <sstream>
+
+#include "locus/rma.hpp"
+#include "locus/segment.hpp"
+
+namespace locus {
+
+namespace {
+Runtime* g_runtime = nullptr;
+
+std::vector<std::string> processor_names(MPI_Comm comm) {
+  int size = 0;
+  MPI_Comm_size(comm, &size);
+  char name[MPI_MAX_PROCESSOR_NAME] = {};
+  int len = 0;
+  MPI_Get_processor_name(name, &len);
+  std::vector<char> all(static_cast<std::size_t>(size) * MPI_MAX_PROCESSOR_NAME);
+  MPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR, comm);
+  std::vector<std::string> out;
+  for (int r = 0; r < size; ++r) out.emplace_back(&all[static_cast<std::size_t>(r) * MPI_MAX_PROCESSOR_NAME]);
+  return out;
+}
+
+// Node index of every unit: real shared-memory nodes, each cut into groups
+// of `emulated` consecutive ranks when emulated > 0.
+std::vector<int> detect_nodes(MPI_Comm comm, int emulated) {
+  int rank = 0, size = 0;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  MPI_Comm shared;
+  MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &shared);
+  int local = 0;
+  MPI_Comm_rank(shared, &local);
+  int leader = rank;  // lowest world rank of my real node
+  MPI_Allreduce(MPI_IN_PLACE, &leader, 1, MPI_INT, MPI_MIN, shared);
+  MPI_Comm_free(&shared);
+  int key[2] = {leader, emulated > 0 ? local / emulated : 0};
+  std::vector<int> all(2 * static_cast<std::size_t>(size));
+  MPI_Allgather(key, 2, MPI_INT, all.data(), 2, MPI_INT, comm);
+  // Number the distinct (leader, group) pairs in order of first appearance.
+  std::vector<std::pair<int, int>> seen;
+  std::vector<int> node_of(static_cast<std::size_t>(size));
+  for (int r = 0; r < size; ++r) {
+    std::pair<int, int> k{all[2 * r], all[2 * r + 1]};
+    auto it = std::find(seen.begin(), seen.end(), k);
+    if (it == seen.end()) {
+      seen.push_back(k);
+      it = seen.end() - 1;
+    }
+    node_of[static_cast<std::size_t>(r)] = static_cast<int>(it - seen.begin());
+  }
+  return node_of;
+}
+}  // namespace
+
+int NodeMap::nodes() const {
+  return node_of.empty() ? 0 : *std::max_element(node_of.begin(), node_of.end()) + 1;
+}
+
+std::string NodeMap::describe() const {
+  std::ostringstream os;
+  for (int n = 0; n < nodes(); ++n) {
+    os << "node " << n << ": units";
+    for (std::size_t u = 0; u < node_of.size(); ++u)
+      if (node_of[u] == n) os << ' ' << u;
+    for (std::size_t u = 0; u < node_of.size(); ++u)
+      if (node_of[u] == n) {
+        os << " (" << hosts[u] << (emulated_size > 0 ? ", emulated" : "") << ")";
+        break;
+      }
+    os << '\n';
+  }
+  return os.str();
+}
+
+int effective_node_size(long from_deck) {
+  if (from_deck > 0) return static_cast<int>(from_deck);
+  const char* env = std::getenv("LOCUS_NODE_SIZE");
+  if (!env || !*env) return 0;
+  char* end = nullptr;
+  long v = std::strtol(env, &end, 10);
+  if (*end != '\0' || v < 0 || v > 1000000)
+    throw Error("LOCUS_NODE_SIZE: must be a non-negative integer (got '" + std::string(env) + "')");
+  return static_cast<int>(v);
+}
+
+// ---------------------------------------------------------------- Team
+
+Team::Team(MPI_Comm comm, int id, int world_rank, const std::vector<int>& node_of_world)
+    : comm_(comm), id_(id) {
+  MPI_Comm_rank(comm_, &rank_);
+  MPI_Comm_size(comm_, &size_);
+  node_of_world_ = &node_of_world;
+  world_unit_.resize(static_cast<std::size_t>(size_));
+  MPI_Allgather(&world_rank, 1, MPI_INT, world_unit_.data(), 1, MPI_INT, comm_);
+  int my_node = node_of_world[static_cast<std::size_t>(world_rank)];
+  MPI_Comm_split(comm_, my_node, rank_, &node_comm_);
+  // Rank in node_comm_ of every same-node unit: split keeps team order.
+  node_rank_.assign(static_cast<std::size_t>(size_), -1);
+  int next = 0;
+  for (int u = 0; u < size_; ++u)
+    if (node_of_world[static_cast<std::size_t>(world_unit_[static_cast<std::size_t>(u)])] == my_node)
+      node_rank_[static_cast<std::size_t>(u)] = next++;
+  MPI_Info info;
+  MPI_Info_create(&info);
+  // Segments are attached with MPI_Win_attach; no accumulate ordering needed
+  // beyond what MPI guarantees for same-op, same-type atomics.
+  MPI_Win_create_dynamic(info, comm_, &win_);
+  MPI_Info_free(&info);
+  MPI_Win_lock_all(MPI_MODE_NOCHECK, win_);
+}
+
+Team::~Team() {
+  // Segments still allocated on this team go with it (collectively: a team
+  // is destroyed by all its units together).
+  if (Runtime::exists()) Runtime::current().release_segments(id_);
+  if (win_ != MPI_WIN_NULL) {
+    MPI_Win_unlock_all(win_);
+    MPI_Win_free(&win_);
+  }
+  if (node_comm_ != MPI_COMM_NULL) MPI_Comm_free(&node_comm_);
+  if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+  if (Runtime::exists() && id_ != 0) Runtime::current().remove_team(id_);
+}
+
+std::unique_ptr<Team> Team::split(int color) const {
+  Runtime& rt = Runtime::current();
+  int id = rt.max_team_id() + 1;
+  // Every member of this team agrees on the new id; disjoint new teams may
+  // share it, which is fine: a unit belongs to only one of them.
+  MPI_Allreduce(MPI_IN_PLACE, &id, 1, MPI_INT, MPI_MAX, comm_);
+  MPI_Comm sub;
+  MPI_Comm_split(comm_, color, rank_, &sub);
+  std::unique_ptr<Team> t(new Team(sub, id, rt.world().rank(), *node_of_world_));
+  rt.add_team(t.get());
+  return t;
+}
+
+int next_segment_id(Team& t) { return t.next_segment_++; }
+
+// ---------------------------------------------------------------- Runtime
+
+Runtime::Runtime(MPI_Comm comm, const CommSettings& settings) : settings_(settings) {
+  if (g_runtime) throw Error("internal: a locus runtime exists already");
+  nodes_.emulated_size = settings.node_size;
+  nodes_.node_of = detect_nodes(comm, settings.node_size);
+  nodes_.hosts = processor_names(comm);
+  g_runtime = this;
+  MPI_Comm dup;
+  MPI_Comm_dup(comm, &dup);
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  world_.reset(new Team(dup, 0, rank, nodes_.node_of));
+  add_team(world_.get());
+}
+
+Runtime::~Runtime() {
+  world_.reset();  // releases the world's segments
+  release_datatype_cache();
+  g_runtime = nullptr;
+}
+
+Runtime& Runtime::current() {
+  if (!g_runtime) throw Error("internal: no locus runtime (create one with locus::run or locus::Runtime)");
+  return *g_runtime;
+}
+
+bool Runtime::exists() { return g_runtime != nullptr; }
+
+Team& Runtime::team(int id) const {
+  auto it = teams_.find(id);
+  if (it == teams_.end()) throw Error("team " + std::to_string(id) + " does not exist (freed?)");
+  return *it->second;
+}
+
+void Runtime::add_team(Team* t) {
+  teams_[t->id()] = t;
+  max_team_id_ = std::max(max_team_id_, t->id());
+}
+
+void Runtime::remove_team(int id) { teams_.erase(id); }
+
+SegmentInfo* Runtime::find_segment(int team, int id) {
+  if (last_ && last_->id == id && last_->team == team) return last_;
+  auto it = segments_.find({team, id});
+  if (it == segments_.end()) return nullptr;
+  last_ = it->second.get();
+  return last_;
+}
+
+SegmentInfo& Runtime::segment(int team, int id) {
+  SegmentInfo* s = find_segment(team, id);
+  if (!s)
+    throw Error("segment " + std::to_string(id) + " of team " + std::to_string(team) +
+                " is not allocated (freed, or a stale global pointer)");
+  return *s;
+}
+
+void Runtime::add_segment(std::unique_ptr<SegmentInfo> s) {
+  auto key = std::make_pair(s->team, s->id);
+  segments_[key] = std::move(s);
+}
+
+std::unique_ptr<SegmentInfo> Runtime::take_segment(int team, int id) {
+  auto it = segments_.find({team, id});
+  if (it == segments_.end()) return nullptr;
+  auto s = std::move(it->second);
+  segments_.erase(it);
+  if (last_ == s.get()) last_ = nullptr;
+  return s;
+}
+
+void Runtime::release_segments(int team) {
+  std::vector<int> ids;
+  for (const auto& [key, seg] : segments_)
+    if (key.first == team) ids.push_back(key.second);
+  for (int id : ids) detail::free_segment(team, id);
+}
+
+}  // namespace locus
