@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "heat3d.hpp"
+#include "locus/wait.hpp"
 
 namespace heat3d {
 
@@ -85,7 +86,7 @@ double Solver::step() {
   double global_max = 0.0;
   {
     auto t = timers_.scope("reduce");
-    MPI_Allreduce(&local_max, &global_max, 1, MPI_DOUBLE, MPI_MAX, comm_);
+    locus::allreduce_yielding(&local_max, &global_max, 1, MPI_DOUBLE, MPI_MAX, comm_);
   }
   return global_max;
 }

@@ -3,6 +3,7 @@
 #include <mpi.h>
 
 #include "locus/error.hpp"
+#include "locus/wait.hpp"
 
 namespace locus {
 
@@ -73,7 +74,7 @@ class P2PHalo : public HaloExchange {
       MPI_Irecv(base, 1, f.recv.get(), f.neighbor, f.recv_tag, comm_, &requests_[r++]);
     for (const auto& f : faces_)
       MPI_Isend(base, 1, f.send.get(), f.neighbor, f.send_tag, comm_, &requests_[r++]);
-    MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE);
+    wait_all_yielding(requests_);
   }
 
   std::string name() const override { return "p2p"; }

@@ -1,5 +1,7 @@
 #include "locus/rma.hpp"
 
+#include "locus/wait.hpp"
+
 #include <atomic>
 #include <climits>
 #include <cstring>
@@ -132,13 +134,15 @@ void get_bytes(void* dst, const Target& t, std::size_t bytes, Route r) {
     std::memcpy(dst, shared_ptr(t), bytes);
     return;
   }
+  // MPI_Rget completed by a yielding wait: the data has arrived.
   MPI_Win win = t.team->window();
   for (std::size_t done = 0; done < bytes; done += kChunk) {
     int n = static_cast<int>(std::min(kChunk, bytes - done));
-    MPI_Get(static_cast<char*>(dst) + done, n, MPI_BYTE, t.unit, displacement(t) + static_cast<MPI_Aint>(done),
-            n, MPI_BYTE, win);
+    MPI_Request req;
+    MPI_Rget(static_cast<char*>(dst) + done, n, MPI_BYTE, t.unit,
+             displacement(t) + static_cast<MPI_Aint>(done), n, MPI_BYTE, win, &req);
+    wait_yielding(req);
   }
-  MPI_Win_flush(t.unit, win);
 }
 
 void put_bytes(const Target& t, const void* src, std::size_t bytes, Route r) {
@@ -232,9 +236,12 @@ void accumulate(const Target& t, const void* src, std::size_t count, MPI_Datatyp
 }
 
 void fetch_and_op(const Target& t, const void* operand, void* result, MPI_Datatype type, Op op) {
-  MPI_Win win = t.team->window();
-  MPI_Fetch_and_op(operand, result, type, t.unit, displacement(t), mpi_op(op), win);
-  MPI_Win_flush(t.unit, win);
+  // MPI_Rget_accumulate is the request form of MPI_Fetch_and_op: its
+  // completion means the old value arrived, so the update was applied.
+  MPI_Request req;
+  MPI_Rget_accumulate(operand, 1, type, result, 1, type, t.unit, displacement(t), 1, type, mpi_op(op),
+                      t.team->window(), &req);
+  wait_yielding(req);
 }
 
 void compare_and_swap(const Target& t, const void* compare, const void* value, void* result,
@@ -251,7 +258,7 @@ void compare_and_swap(const Target& t, const void* compare, const void* value, v
 
 void wait(Handle& h) {
   if (h.done()) return;
-  MPI_Wait(&HandleAccess::req(h), MPI_STATUS_IGNORE);
+  wait_yielding(HandleAccess::req(h));
   // MPI_Wait on an Rput means the origin buffer is free; the flush makes
   // the data visible at the target.
   if (HandleAccess::put(h)) MPI_Win_flush(HandleAccess::target(h), HandleAccess::win(h));
@@ -267,7 +274,7 @@ void wait_all(std::vector<Handle>& hs) {
     if (HandleAccess::put(h)) flushes.insert({HandleAccess::win(h), HandleAccess::target(h)});
     HandleAccess::req(h) = MPI_REQUEST_NULL;
   }
-  if (!reqs.empty()) MPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE);
+  if (!reqs.empty()) wait_all_yielding(reqs);
   for (const auto& [win, target] : flushes) MPI_Win_flush(target, win);
 }
 
@@ -292,7 +299,7 @@ void barrier(Team& team) {
   // MPICH); the fences around MPI_Barrier give the same guarantee for every
   // segment at once.
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  MPI_Barrier(team.comm());
+  barrier_yielding(team.comm());
   std::atomic_thread_fence(std::memory_order_seq_cst);
 }
 

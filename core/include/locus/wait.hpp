@@ -1,0 +1,25 @@
+#pragma once
+// Waiting for MPI requests without starving other ranks.
+//
+// MPICH (ch4:ucx) busy-polls inside MPI_Wait, MPI_Barrier and friends. With
+// more ranks than cores, the rank that must make progress for us may be
+// waiting for our core, and every synchronisation then costs a scheduler
+// time slice (milliseconds). These loops test the request and, after a short
+// spin, give the core away with sched_yield(); on an idle core the yield
+// returns at once, so they cost nothing when ranks <= cores.
+#include <mpi.h>
+
+#include <vector>
+
+namespace locus {
+
+void wait_yielding(MPI_Request& req);
+void wait_all_yielding(std::vector<MPI_Request>& reqs);
+
+// MPI_Barrier and MPI_Allreduce done with their non-blocking forms and a
+// yielding wait.
+void barrier_yielding(MPI_Comm comm);
+void allreduce_yielding(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op,
+                        MPI_Comm comm);
+
+}  // namespace locus

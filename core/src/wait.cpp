@@ -1,0 +1,43 @@
+#include "locus/wait.hpp"
+
+#include <sched.h>
+
+namespace locus {
+
+namespace {
+// Tests before the first yield: enough for a same-node round trip.
+constexpr int kSpins = 64;
+}  // namespace
+
+void wait_yielding(MPI_Request& req) {
+  int flag = 0;
+  for (int spins = 0;; ++spins) {
+    MPI_Test(&req, &flag, MPI_STATUS_IGNORE);
+    if (flag) return;
+    if (spins >= kSpins) sched_yield();
+  }
+}
+
+void wait_all_yielding(std::vector<MPI_Request>& reqs) {
+  int flag = 0;
+  for (int spins = 0;; ++spins) {
+    MPI_Testall(static_cast<int>(reqs.size()), reqs.data(), &flag, MPI_STATUSES_IGNORE);
+    if (flag) return;
+    if (spins >= kSpins) sched_yield();
+  }
+}
+
+void barrier_yielding(MPI_Comm comm) {
+  MPI_Request req;
+  MPI_Ibarrier(comm, &req);
+  wait_yielding(req);
+}
+
+void allreduce_yielding(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op,
+                        MPI_Comm comm) {
+  MPI_Request req;
+  MPI_Iallreduce(send, recv, count, type, op, comm, &req);
+  wait_yielding(req);
+}
+
+}  // namespace locus
