@@ -1,0 +1,267 @@
+// OSU-style one-sided latency and bandwidth: put, get, accumulate and
+// fetch_and_op from unit 0 to the last unit, for plain MPI windows
+// (MPI_Win_create, MPI_Win_allocate, MPI_Win_create_dynamic) and for locus
+// with locality off (all MPI RMA) and on (memcpy on the same node), in one
+// run, with the locus/MPI ratios. Blocking semantics everywhere: each
+// operation is complete (flushed) before the next starts.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <vector>
+
+#include "locus/profile.hpp"
+#include "locus/rma.hpp"
+#include "locus/runtime.hpp"
+#include "locus/segment.hpp"
+#include "locus/wait.hpp"
+
+namespace {
+
+using locus::Context;
+
+locus::AppInfo app_info() {
+  locus::AppInfo app;
+  app.name = "latency";
+  app.description =
+      "OSU-style one-sided latency/bandwidth: plain MPI windows (create, allocate, dynamic)\n"
+      "against locus with locality off and on, unit 0 -> last unit, in one run.";
+  const long big = locus::Schema::kNoMax;
+  app.schema.integer("bench.min_size", 1, 1, big, "smallest message in bytes (powers of two up to max)")
+      .integer("bench.max_size", 4 << 20, 1, big, "largest message in bytes")
+      .integer("bench.iterations", 2000, 1, big, "timed operations per size (fewer for large messages)")
+      .integer("bench.warmup", 100, 0, big, "untimed operations before each measurement")
+      .integer("bench.repeats", 5, 1, 99, "measurements per size; the median is reported")
+      .integer("bench.volume_mib", 256, 1, big, "cap on bytes moved per measurement (MiB)");
+  locus::add_common_keys(app.schema, "latency");
+  return app;
+}
+
+struct Params {
+  long min_size, max_size, iterations, warmup, repeats, volume;
+};
+
+// Median over repeats of the mean time per operation, in microseconds.
+double time_op(const Params& p, long size, const std::function<void()>& op) {
+  long iters = std::max(10L, std::min(p.iterations, p.volume / std::max(size, 1L)));
+  for (long i = 0; i < std::min(p.warmup, iters); ++i) op();
+  std::vector<double> t;
+  for (long r = 0; r < p.repeats; ++r) {
+    double t0 = MPI_Wtime();
+    for (long i = 0; i < iters; ++i) op();
+    t.push_back((MPI_Wtime() - t0) / static_cast<double>(iters) * 1e6);
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+// A plain MPI window of `bytes` at every rank, locked once (passive target,
+// as locus does), exposing `base`.
+struct MpiWindow {
+  std::string kind;
+  MPI_Win win = MPI_WIN_NULL;
+  MPI_Aint target_disp = 0;  // where the target's memory is
+  std::vector<char> owned;   // for MPI_Win_create / dynamic
+
+  MpiWindow(const std::string& k, MPI_Comm comm, std::size_t bytes, int target) : kind(k) {
+    if (k == "allocate") {
+      void* base = nullptr;
+      MPI_Win_allocate(static_cast<MPI_Aint>(bytes), 1, MPI_INFO_NULL, comm, &base, &win);
+      std::memset(base, 0, bytes);
+    } else if (k == "create") {
+      owned.assign(bytes, 0);
+      MPI_Win_create(owned.data(), static_cast<MPI_Aint>(bytes), 1, MPI_INFO_NULL, comm, &win);
+    } else {
+      owned.assign(bytes, 0);
+      MPI_Win_create_dynamic(MPI_INFO_NULL, comm, &win);
+      MPI_Win_attach(win, owned.data(), static_cast<MPI_Aint>(bytes));
+      MPI_Aint a = 0;
+      MPI_Get_address(owned.data(), &a);
+      MPI_Bcast(&a, 1, MPI_AINT, target, comm);
+      target_disp = a;
+    }
+    MPI_Win_lock_all(MPI_MODE_NOCHECK, win);
+  }
+  ~MpiWindow() {
+    MPI_Win_unlock_all(win);
+    if (kind == "dynamic") MPI_Win_detach(win, owned.data());
+    MPI_Win_free(&win);
+  }
+};
+
+struct Row {
+  std::string op;
+  long size;
+  std::map<std::string, double> us;  // column -> microseconds
+};
+
+const std::vector<std::string> kColumns = {"mpi_create", "mpi_allocate", "mpi_dynamic", "locus_off", "locus_on"};
+
+int run(Context& ctx) {
+  const auto& c = ctx.config();
+  Params p{c.integer("bench.min_size"), c.integer("bench.max_size"), c.integer("bench.iterations"),
+           c.integer("bench.warmup"), c.integer("bench.repeats"), c.integer("bench.volume_mib") << 20};
+  locus::collective_require(ctx.comm(), ctx.size() >= 2, "latency: needs at least 2 ranks (origin and target)");
+  locus::Team& world = ctx.runtime().world();
+  const int origin = 0, target = ctx.size() - 1;
+  const bool same_node = world.same_node(target);
+  const bool me = ctx.rank() == origin;
+  const std::size_t bytes = static_cast<std::size_t>(p.max_size);
+
+  std::vector<char> src(bytes, 1), dst(bytes, 0);
+  std::vector<Row> rows;
+  auto row = [&](const std::string& op, long size) -> Row& {
+    for (auto& r : rows)
+      if (r.op == op && r.size == size) return r;
+    rows.push_back({op, size, {}});
+    return rows.back();
+  };
+  std::vector<long> sizes;
+  for (long s = p.min_size; s <= p.max_size; s *= 2) sizes.push_back(s);
+
+  // Plain MPI windows.
+  for (const std::string kind : {"create", "allocate", "dynamic"}) {
+    MpiWindow w(kind, world.comm(), bytes, target);
+    MPI_Aint disp = w.target_disp;
+    if (me) {
+      for (long s : sizes) {
+        int n = static_cast<int>(s);
+        row("put", s).us["mpi_" + kind] = time_op(p, s, [&] {
+          MPI_Put(src.data(), n, MPI_BYTE, target, disp, n, MPI_BYTE, w.win);
+          MPI_Win_flush(target, w.win);
+        });
+        row("get", s).us["mpi_" + kind] = time_op(p, s, [&] {
+          MPI_Get(dst.data(), n, MPI_BYTE, target, disp, n, MPI_BYTE, w.win);
+          MPI_Win_flush(target, w.win);
+        });
+        if (s >= 8) {
+          int cnt = n / 8;
+          row("accumulate", s).us["mpi_" + kind] = time_op(p, s, [&] {
+            MPI_Accumulate(src.data(), cnt, MPI_DOUBLE, target, disp, cnt, MPI_DOUBLE, MPI_SUM, w.win);
+            MPI_Win_flush(target, w.win);
+          });
+        }
+        if (s == 8) {
+          std::int64_t one = 1, old = 0;
+          row("fetch_and_op", s).us["mpi_" + kind] = time_op(p, s, [&] {
+            MPI_Fetch_and_op(&one, &old, MPI_INT64_T, target, disp, MPI_SUM, w.win);
+            MPI_Win_flush(target, w.win);
+          });
+        }
+      }
+    }
+    locus::barrier_yielding(world.comm());
+  }
+
+  // locus, on a segment: locality off (Route::mpi) and on (automatic).
+  {
+    locus::Array<char> seg(world, bytes);
+    std::memset(seg.data(), 0, bytes);
+    locus::barrier(world);
+    if (me) {
+      auto t8 = seg.gptr(target).cast<std::int64_t>();
+      auto td = seg.gptr(target).cast<double>();
+      for (long s : sizes) {
+        for (auto [col, route] : {std::pair{"locus_off", locus::Route::mpi}, {"locus_on", locus::Route::automatic}}) {
+          auto r = route;
+          row("put", s).us[col] = time_op(p, s, [&] { locus::put(seg.gptr(target), src.data(), s, r); });
+          row("get", s).us[col] = time_op(p, s, [&] { locus::get(dst.data(), seg.gptr(target), s, r); });
+          // Atomics take one path (MPI) whatever the locality: same numbers.
+          if (s >= 8)
+            row("accumulate", s).us[col] = time_op(p, s, [&] {
+              locus::accumulate(td, reinterpret_cast<const double*>(src.data()), s / 8, locus::Op::sum);
+            });
+          if (s == 8)
+            row("fetch_and_op", s).us[col] =
+                time_op(p, s, [&] { locus::fetch_and_op(t8, std::int64_t(1), locus::Op::sum); });
+        }
+        row("memcpy", s).us["memcpy"] = time_op(p, s, [&] {
+          std::memcpy(dst.data(), src.data(), static_cast<std::size_t>(s));
+          asm volatile("" ::: "memory");
+        });
+      }
+    }
+    locus::barrier(world);
+  }
+
+  if (!me) return 0;
+  // ---- report (rank 0)
+  const std::string placement = same_node ? "same-node" : "inter-node";
+  std::printf("# locus latency benchmark: unit %d -> unit %d (%s%s), median of %ld repeats\n", origin, target,
+              placement.c_str(), ctx.runtime().node_map().emulated_size ? ", emulated nodes" : "",
+              p.repeats);
+  std::printf("# microseconds per blocking operation (flushed); bandwidth in MB/s for locus_on\n");
+  std::printf("%-13s %9s %11s %12s %11s %10s %10s %9s %10s %10s %10s\n", "op", "bytes", "mpi_create",
+              "mpi_allocate", "mpi_dynamic", "locus_off", "locus_on", "memcpy", "alloc/on", "dyn/off",
+              "MB/s_on");
+  std::map<long, double> memcpy_us;
+  for (const auto& r : rows)
+    if (r.op == "memcpy") memcpy_us[r.size] = r.us.at("memcpy");
+  std::string csv_path = c.string("output.dir") + "/" + c.string("output.name") + "_" + placement + ".csv";
+  std::filesystem::create_directories(c.string("output.dir"));
+  std::ofstream csv(csv_path);
+  csv << "placement,op,bytes";
+  for (const auto& col : kColumns) csv << "," << col << "_us";
+  csv << ",memcpy_us,ratio_allocate_over_locus_on,ratio_locus_off_over_dynamic\n";
+  for (const auto& r : rows) {
+    if (r.op == "memcpy") continue;
+    auto get = [&](const std::string& col) { return r.us.count(col) ? r.us.at(col) : NAN; };
+    double ratio_on = get("mpi_allocate") / get("locus_on");
+    double ratio_off = get("locus_off") / get("mpi_dynamic");
+    double mbs = static_cast<double>(r.size) / get("locus_on");
+    std::printf("%-13s %9ld %11.3f %12.3f %11.3f %10.3f %10.4f %9.4f %10.1f %10.3f %10.0f\n", r.op.c_str(), r.size,
+                get("mpi_create"), get("mpi_allocate"), get("mpi_dynamic"), get("locus_off"), get("locus_on"),
+                memcpy_us[r.size], ratio_on, ratio_off, mbs);
+    csv << placement << "," << r.op << "," << r.size;
+    for (const auto& col : kColumns) csv << "," << get(col);
+    csv << "," << memcpy_us[r.size] << "," << ratio_on << "," << ratio_off << "\n";
+  }
+
+  // The goals of the issue, measured in this run.
+  auto find = [&](const std::string& op, long s) -> const Row* {
+    for (const auto& r : rows)
+      if (r.op == op && r.size == s) return &r;
+    return nullptr;
+  };
+  YAML::Node goals;
+  if (const Row* g8 = find("get", 8)) {
+    double speedup = g8->us.at("mpi_allocate") / g8->us.at("locus_on");
+    double overhead = g8->us.at("locus_off") / g8->us.at("mpi_dynamic");
+    goals["get_8B_mpi_allocate_over_locus_on"] = locus::yaml_number(std::round(speedup * 10) / 10);
+    if (same_node) goals["get_8B_goal_20x"] = speedup >= 20 ? "met" : "missed";
+    goals["get_8B_locus_off_over_mpi_dynamic"] = locus::yaml_number(std::round(overhead * 1000) / 1000);
+    goals["get_8B_goal_within_10pct"] = overhead <= 1.10 ? "met" : "missed";
+  }
+  if (same_node) {
+    double worst = HUGE_VAL;
+    for (const auto& r : rows)
+      if ((r.op == "get" || r.op == "put") && r.size >= (1 << 20))
+        worst = std::min(worst, memcpy_us[r.size] / r.us.at("locus_on"));
+    if (std::isfinite(worst)) {
+      goals["min_locus_on_bandwidth_fraction_of_memcpy_1MiB_up"] = locus::yaml_number(std::round(worst * 1000) / 1000);
+      goals["bandwidth_goal_90pct"] = worst >= 0.9 ? "met" : "missed";
+    }
+  }
+  std::printf("\nlocus_bench:\n  benchmark: latency\n  placement: %s\n  csv: %s\n", placement.c_str(),
+              std::filesystem::absolute(csv_path).c_str());
+  YAML::Emitter e;
+  e << goals;
+  std::string text = e.c_str();
+  std::printf("  goals:\n");
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    std::size_t nl = text.find('\n', pos);
+    if (nl == std::string::npos) nl = text.size();
+    std::printf("    %s\n", text.substr(pos, nl - pos).c_str());
+    pos = nl + 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) { return locus::run(argc, argv, app_info(), run); }
