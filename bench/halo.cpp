@@ -3,6 +3,8 @@
 // exchange is exactly the one heat3d calls each step (barrier included for
 // the one-sided strategies); the stencil is left out so that only
 // communication is timed.
+#include "locus/halo.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -12,7 +14,6 @@
 
 #include "locus/decomp.hpp"
 #include "locus/field.hpp"
-#include "locus/halo.hpp"
 #include "locus/profile.hpp"
 #include "locus/runtime.hpp"
 #include "locus/wait.hpp"
@@ -22,8 +23,7 @@ namespace {
 locus::AppInfo app_info() {
   locus::AppInfo app;
   app.name = "halo";
-  app.description =
-      "heat3d halo exchange per step for p2p, rma, locus and locus-nb on one grid, in one run.";
+  app.description = "heat3d halo exchange per step for p2p, rma, locus and locus-nb on one grid, in one run.";
   const long big = locus::Schema::kNoMax;
   app.schema.integer("bench.nx", 128, 1, big, "global grid points in x")
       .integer("bench.ny", 128, 1, big, "global grid points in y")
@@ -79,8 +79,9 @@ int run(locus::Context& ctx) {
   std::printf("# locus halo benchmark: %ldx%ldx%ld grid, process grid %dx%dx%d, %d ranks, %s%s\n",
               dc.global()[0], dc.global()[1], dc.global()[2], pg[0], pg[1], pg[2], ctx.size(),
               placement.c_str(), ctx.runtime().node_map().emulated_size ? " (emulated nodes)" : "");
-  std::printf("# microseconds per exchange (slowest rank), median of %ld x %ld exchanges; largest face %ld bytes\n",
-              repeats, exchanges, face_bytes);
+  std::printf(
+      "# microseconds per exchange (slowest rank), median of %ld x %ld exchanges; largest face %ld bytes\n",
+      repeats, exchanges, face_bytes);
   std::printf("%-10s %12s %10s %10s\n", "strategy", "us/exchange", "rma/this", "p2p/this");
   std::string csv_path = c.string("output.dir") + "/" + c.string("output.name") + "_" + placement + ".csv";
   std::filesystem::create_directories(c.string("output.dir"));
@@ -100,11 +101,13 @@ int run(locus::Context& ctx) {
   // The goals are about the same-node case, where locality can help; across
   // nodes locus takes the MPI RMA path and matches rma by construction.
   if (all_same_node)
-    std::printf("  goals:\n    goal_2x_over_rma: %s\n    goal_at_least_p2p: %s\n", vs_rma >= 2.0 ? "met" : "missed",
-                vs_p2p >= 1.0 ? "met" : "missed");
+    std::printf("  goals:\n    goal_2x_over_rma: %s\n    goal_at_least_p2p: %s\n",
+                vs_rma >= 2.0 ? "met" : "missed", vs_p2p >= 1.0 ? "met" : "missed");
   return 0;
 }
 
 }  // namespace
 
-int main(int argc, char** argv) { return locus::run(argc, argv, app_info(), run); }
+int main(int argc, char** argv) {
+  return locus::run(argc, argv, app_info(), run);
+}

@@ -99,13 +99,15 @@ struct Row {
   std::map<std::string, double> us;  // column -> microseconds
 };
 
-const std::vector<std::string> kColumns = {"mpi_create", "mpi_allocate", "mpi_dynamic", "locus_off", "locus_on"};
+const std::vector<std::string> kColumns = {"mpi_create", "mpi_allocate", "mpi_dynamic", "locus_off",
+                                           "locus_on"};
 
 int run(Context& ctx) {
   const auto& c = ctx.config();
   Params p{c.integer("bench.min_size"), c.integer("bench.max_size"), c.integer("bench.iterations"),
-           c.integer("bench.warmup"), c.integer("bench.repeats"), c.integer("bench.volume_mib") << 20};
-  locus::collective_require(ctx.comm(), ctx.size() >= 2, "latency: needs at least 2 ranks (origin and target)");
+           c.integer("bench.warmup"),   c.integer("bench.repeats"),  c.integer("bench.volume_mib") << 20};
+  locus::collective_require(ctx.comm(), ctx.size() >= 2,
+                            "latency: needs at least 2 ranks (origin and target)");
   locus::Team& world = ctx.runtime().world();
   const int origin = 0, target = ctx.size() - 1;
   const bool same_node = world.same_node(target);
@@ -166,7 +168,8 @@ int run(Context& ctx) {
       auto t8 = seg.gptr(target).cast<std::int64_t>();
       auto td = seg.gptr(target).cast<double>();
       for (long s : sizes) {
-        for (auto [col, route] : {std::pair{"locus_off", locus::Route::mpi}, {"locus_on", locus::Route::automatic}}) {
+        for (auto [col, route] :
+             {std::pair{"locus_off", locus::Route::mpi}, {"locus_on", locus::Route::automatic}}) {
           auto r = route;
           row("put", s).us[col] = time_op(p, s, [&] { locus::put(seg.gptr(target), src.data(), s, r); });
           row("get", s).us[col] = time_op(p, s, [&] { locus::get(dst.data(), seg.gptr(target), s, r); });
@@ -192,8 +195,7 @@ int run(Context& ctx) {
   // ---- report (rank 0)
   const std::string placement = same_node ? "same-node" : "inter-node";
   std::printf("# locus latency benchmark: unit %d -> unit %d (%s%s), median of %ld repeats\n", origin, target,
-              placement.c_str(), ctx.runtime().node_map().emulated_size ? ", emulated nodes" : "",
-              p.repeats);
+              placement.c_str(), ctx.runtime().node_map().emulated_size ? ", emulated nodes" : "", p.repeats);
   std::printf("# microseconds per blocking operation (flushed); bandwidth in MB/s for locus_on\n");
   std::printf("%-13s %9s %11s %12s %11s %10s %10s %9s %10s %10s %10s\n", "op", "bytes", "mpi_create",
               "mpi_allocate", "mpi_dynamic", "locus_off", "locus_on", "memcpy", "alloc/on", "dyn/off",
@@ -213,9 +215,9 @@ int run(Context& ctx) {
     double ratio_on = get("mpi_allocate") / get("locus_on");
     double ratio_off = get("locus_off") / get("mpi_dynamic");
     double mbs = static_cast<double>(r.size) / get("locus_on");
-    std::printf("%-13s %9ld %11.3f %12.3f %11.3f %10.3f %10.4f %9.4f %10.1f %10.3f %10.0f\n", r.op.c_str(), r.size,
-                get("mpi_create"), get("mpi_allocate"), get("mpi_dynamic"), get("locus_off"), get("locus_on"),
-                memcpy_us[r.size], ratio_on, ratio_off, mbs);
+    std::printf("%-13s %9ld %11.3f %12.3f %11.3f %10.3f %10.4f %9.4f %10.1f %10.3f %10.0f\n", r.op.c_str(),
+                r.size, get("mpi_create"), get("mpi_allocate"), get("mpi_dynamic"), get("locus_off"),
+                get("locus_on"), memcpy_us[r.size], ratio_on, ratio_off, mbs);
     csv << placement << "," << r.op << "," << r.size;
     for (const auto& col : kColumns) csv << "," << get(col);
     csv << "," << memcpy_us[r.size] << "," << ratio_on << "," << ratio_off << "\n";
@@ -242,7 +244,8 @@ int run(Context& ctx) {
       if ((r.op == "get" || r.op == "put") && r.size >= (1 << 20))
         worst = std::min(worst, memcpy_us[r.size] / r.us.at("locus_on"));
     if (std::isfinite(worst)) {
-      goals["min_locus_on_bandwidth_fraction_of_memcpy_1MiB_up"] = locus::yaml_number(std::round(worst * 1000) / 1000);
+      goals["min_locus_on_bandwidth_fraction_of_memcpy_1MiB_up"] =
+          locus::yaml_number(std::round(worst * 1000) / 1000);
       goals["bandwidth_goal_90pct"] = worst >= 0.9 ? "met" : "missed";
     }
   }
@@ -264,4 +267,6 @@ int run(Context& ctx) {
 
 }  // namespace
 
-int main(int argc, char** argv) { return locus::run(argc, argv, app_info(), run); }
+int main(int argc, char** argv) {
+  return locus::run(argc, argv, app_info(), run);
+}

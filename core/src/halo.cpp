@@ -174,7 +174,9 @@ Layout face_layout(const std::array<long, 3>& n, int d) {
   return l;
 }
 
-std::vector<std::string> halo_strategies() { return {"p2p", "rma", "locus", "locus-nb"}; }
+std::vector<std::string> halo_strategies() {
+  return {"p2p", "rma", "locus", "locus-nb"};
+}
 
 std::unique_ptr<HaloExchange> make_halo(const std::string& strategy, const CartDecomp& decomp, Team& team) {
   if (strategy == "p2p") return std::make_unique<P2PHalo>(decomp);

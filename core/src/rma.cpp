@@ -1,13 +1,13 @@
 #include "locus/rma.hpp"
 
-#include "locus/wait.hpp"
-
 #include <atomic>
 #include <climits>
 #include <cstring>
 #include <map>
 #include <set>
 #include <tuple>
+
+#include "locus/wait.hpp"
 
 namespace locus {
 
@@ -52,7 +52,8 @@ MPI_Datatype layout_type(const Layout& l, std::size_t esize) {
   MPI_Datatype block, row, all;
   MPI_Type_contiguous(static_cast<int>(l.block * esize), MPI_BYTE, &block);
   MPI_Type_create_hvector(static_cast<int>(l.count), 1, static_cast<MPI_Aint>(l.stride * esize), block, &row);
-  MPI_Type_create_hvector(static_cast<int>(l.rows), 1, static_cast<MPI_Aint>(l.row_stride * esize), row, &all);
+  MPI_Type_create_hvector(static_cast<int>(l.rows), 1, static_cast<MPI_Aint>(l.row_stride * esize), row,
+                          &all);
   MPI_Type_commit(&all);
   MPI_Type_free(&block);
   MPI_Type_free(&row);
@@ -66,7 +67,9 @@ bool shared_path(const detail::Target& t, Route r) {
          t.seg->peer[static_cast<std::size_t>(t.unit)] != nullptr;
 }
 
-char* shared_ptr(const detail::Target& t) { return t.seg->peer[static_cast<std::size_t>(t.unit)] + t.offset; }
+char* shared_ptr(const detail::Target& t) {
+  return t.seg->peer[static_cast<std::size_t>(t.unit)] + t.offset;
+}
 
 MPI_Aint displacement(const detail::Target& t) {
   return t.seg->disp[static_cast<std::size_t>(t.unit)] + static_cast<MPI_Aint>(t.offset);
@@ -77,8 +80,9 @@ constexpr std::size_t kChunk = std::size_t(1) << 30;
 
 void check_shapes(const Layout& a, const Layout& b) {
   if (a.block != b.block || a.count != b.count || a.rows != b.rows)
-    throw Error("strided transfer: local and remote layouts must have the same block, count and rows "
-                "(strides may differ)");
+    throw Error(
+        "strided transfer: local and remote layouts must have the same block, count and rows "
+        "(strides may differ)");
 }
 
 // Copies between two strided layouts of the same shape.

@@ -20,7 +20,8 @@ void add_common_keys(Schema& s, const std::string& app_name) {
       .integer("runtime.node_size", 0, 0, Schema::kNoMax,
                "emulate nodes of N consecutive ranks (0: real nodes, or env LOCUS_NODE_SIZE)")
       .boolean("comm.locality", true, "same-node one-sided transfers by memcpy on shared memory")
-      .boolean("comm.check", false, "check every global pointer and collective call (always on in debug builds)");
+      .boolean("comm.check", false,
+               "check every global pointer and collective call (always on in debug builds)");
 }
 
 namespace {
@@ -163,6 +164,26 @@ std::string stem_of(const std::string& path) {
 }
 
 }  // namespace
+
+int mpi_thread_level() {
+  int provided = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&provided);
+  return provided;
+}
+
+std::string thread_level_name(int level) {
+  if (level == MPI_THREAD_SINGLE) return "MPI_THREAD_SINGLE";
+  if (level == MPI_THREAD_FUNNELED) return "MPI_THREAD_FUNNELED";
+  if (level == MPI_THREAD_SERIALIZED) return "MPI_THREAD_SERIALIZED";
+  if (level == MPI_THREAD_MULTIPLE) return "MPI_THREAD_MULTIPLE";
+  return "thread level " + std::to_string(level);
+}
+
+void require_thread_level(int needed, const std::string& feature, int provided) {
+  if (provided < needed)
+    throw Error(feature + " needs " + thread_level_name(needed) + ", but the MPI library provides only " +
+                thread_level_name(provided) + " (" + mpi_library() + ")");
+}
 
 CommSettings comm_settings(const Config& c) {
   CommSettings s;

@@ -26,7 +26,9 @@ struct Claim {
 
 namespace detail {
 
-bool locality_enabled() { return Runtime::current().settings().locality; }
+bool locality_enabled() {
+  return Runtime::current().settings().locality;
+}
 
 void* shared_address(int team, int segment, int unit, std::uint64_t offset) {
   SegmentInfo& s = Runtime::current().segment(team, segment);

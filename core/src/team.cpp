@@ -140,7 +140,9 @@ std::unique_ptr<Team> Team::split(int color) const {
   return t;
 }
 
-int next_segment_id(Team& t) { return t.next_segment_++; }
+int next_segment_id(Team& t) {
+  return t.next_segment_++;
+}
 
 // ---------------------------------------------------------------- Runtime
 
@@ -169,7 +171,9 @@ Runtime& Runtime::current() {
   return *g_runtime;
 }
 
-bool Runtime::exists() { return g_runtime != nullptr; }
+bool Runtime::exists() {
+  return g_runtime != nullptr;
+}
 
 Team& Runtime::team(int id) const {
   auto it = teams_.find(id);
@@ -182,7 +186,9 @@ void Runtime::add_team(Team* t) {
   max_team_id_ = std::max(max_team_id_, t->id());
 }
 
-void Runtime::remove_team(int id) { teams_.erase(id); }
+void Runtime::remove_team(int id) {
+  teams_.erase(id);
+}
 
 SegmentInfo* Runtime::find_segment(int team, int id) {
   if (last_ && last_->id == id && last_->team == team) return last_;

@@ -103,7 +103,8 @@ class Halo : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(Halo, FillsEveryInnerGhostFaceAndNothingElse) {
   locus::Team& world = locus::Runtime::current().world();
-  for (auto procs : {locus::Dims{0, 0, 0}, locus::Dims{world_size(), 1, 1}, locus::Dims{1, world_size(), 1}}) {
+  for (auto procs :
+       {locus::Dims{0, 0, 0}, locus::Dims{world_size(), 1, 1}, locus::Dims{1, world_size(), 1}}) {
     // Uneven: neighbours' blocks differ in size.
     CartDecomp dc(world.comm(), {9, 7, 11}, procs, "test.procs");
     locus::GridField gf(world, dc);
@@ -266,4 +267,18 @@ TEST(Timers, ReduceGivesMinAvgMax) {
 TEST(Summary, ShortNumbers) {
   EXPECT_EQ(locus::yaml_number(1e-12).Scalar(), "1e-12");
   EXPECT_EQ(locus::yaml_number(0.1).Scalar(), "0.1");
+}
+
+TEST(Runtime, ThreadLevelIsRequestedAndChecked) {
+  // locus::run and this test's main ask for MPI_THREAD_MULTIPLE; MPICH gives it.
+  EXPECT_NO_THROW(locus::require_thread_level(MPI_THREAD_SERIALIZED, "a test"));
+  try {
+    locus::require_thread_level(MPI_THREAD_MULTIPLE, "the progress thread", MPI_THREAD_FUNNELED);
+    FAIL() << "no error";
+  } catch (const locus::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the progress thread needs MPI_THREAD_MULTIPLE, but the MPI library "
+                                         "provides only MPI_THREAD_FUNNELED"),
+              std::string::npos)
+        << e.what();
+  }
 }

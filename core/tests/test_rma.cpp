@@ -5,8 +5,8 @@
 #include <mpi.h>
 
 #include <algorithm>
-#include <cstring>
 #include <cstdint>
+#include <cstring>
 #include <fstream>
 #include <numeric>
 
@@ -21,7 +21,9 @@ using locus::Team;
 
 namespace {
 
-Team& world() { return Runtime::current().world(); }
+Team& world() {
+  return Runtime::current().world();
+}
 
 // A byte only (owner, index) determines.
 unsigned char pattern(int owner, std::size_t i) {
@@ -163,7 +165,8 @@ TEST_P(Transfer, StridedFacesWithDifferentStridesOnEachSide) {
   for (std::size_t r = 0; r < 5; ++r)
     for (std::size_t c = 0; c < 4; ++c)
       for (std::size_t b = 0; b < 3; ++b)
-        bad += a.data()[2 + r * mine.row_stride + c * mine.stride + b] != 100.0 * left + double(r * 12 + c * 3 + b);
+        bad += a.data()[2 + r * mine.row_stride + c * mine.stride + b] !=
+               100.0 * left + double(r * 12 + c * 3 + b);
   EXPECT_EQ(bad, 0);
   EXPECT_EQ(a.data()[0], me * 1e4) << "strided put wrote outside its layout";
   locus::barrier(world());
@@ -191,8 +194,7 @@ TEST_P(Transfer, LocalAndRemoteMixedInOneWaitAll) {
   // Puts to everyone (into my own slot of their part), completed together.
   std::vector<std::int32_t> v(4, -me - 1);
   hs.clear();
-  for (int u = 0; u < n; ++u)
-    hs.push_back(locus::put_async(a.gptr(u) + 4 * me, v.data(), 4, route));
+  for (int u = 0; u < n; ++u) hs.push_back(locus::put_async(a.gptr(u) + 4 * me, v.data(), 4, route));
   locus::wait_all(hs);
   locus::barrier(world());
   for (int u = 0; u < n; ++u)
@@ -210,7 +212,8 @@ TEST_P(Transfer, ManyOutstandingHandles) {
   const int right = (me + 1) % n;
   std::vector<double> got(count, -1);
   std::vector<locus::Handle> hs;
-  for (std::size_t i = 0; i < count; ++i) hs.push_back(locus::get_async(&got[i], a.gptr(right) + i, 1, route));
+  for (std::size_t i = 0; i < count; ++i)
+    hs.push_back(locus::get_async(&got[i], a.gptr(right) + i, 1, route));
   // Poll a few with test() before completing all.
   for (int spin = 0; spin < 100 && !locus::test(hs[0]); ++spin) {
   }
@@ -247,7 +250,9 @@ void fetch_add_is_exact(int iterations) {
   locus::barrier(world());
 }
 
-TEST(Atomics, FetchAndAddTenThousandPerUnit) { fetch_add_is_exact<std::int64_t>(10000); }
+TEST(Atomics, FetchAndAddTenThousandPerUnit) {
+  fetch_add_is_exact<std::int64_t>(10000);
+}
 TEST(Atomics, FetchAndAddInt32AndDouble) {
   fetch_add_is_exact<std::int32_t>(2000);
   fetch_add_is_exact<double>(2000);

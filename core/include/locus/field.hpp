@@ -3,7 +3,6 @@
 // the one-sided core (so neighbours can get/put its faces) and seen locally
 // as a Kokkos view.
 #include <Kokkos_Core.hpp>
-
 #include <string>
 
 #include "locus/decomp.hpp"
@@ -12,8 +11,8 @@
 namespace locus {
 
 // Indexed (z, y, x) with x fastest; extents local+2 (one ghost layer per side).
-using Field3D = Kokkos::View<double***, Kokkos::LayoutRight, Kokkos::HostSpace,
-                             Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+using Field3D =
+    Kokkos::View<double***, Kokkos::LayoutRight, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
 
 class GridField {
  public:

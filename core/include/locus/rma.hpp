@@ -89,11 +89,17 @@ Target target(const GlobalPtr<T>& p, std::size_t count, const char* what) {
 template <class T>
 MPI_Datatype mpi_type();
 template <>
-inline MPI_Datatype mpi_type<std::int32_t>() { return MPI_INT32_T; }
+inline MPI_Datatype mpi_type<std::int32_t>() {
+  return MPI_INT32_T;
+}
 template <>
-inline MPI_Datatype mpi_type<std::int64_t>() { return MPI_INT64_T; }
+inline MPI_Datatype mpi_type<std::int64_t>() {
+  return MPI_INT64_T;
+}
 template <>
-inline MPI_Datatype mpi_type<double>() { return MPI_DOUBLE; }
+inline MPI_Datatype mpi_type<double>() {
+  return MPI_DOUBLE;
+}
 }  // namespace detail
 
 // ---- blocking: complete (locally and at the target) on return

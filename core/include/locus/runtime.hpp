@@ -71,6 +71,13 @@ int run(int argc, char** argv, const AppInfo& app, const std::function<int(Conte
 // CollectiveError carrying the message of the lowest failing rank.
 void collective_require(MPI_Comm comm, bool ok, const std::string& msg);
 
+// The thread support MPI_Init_thread gave this process.
+int mpi_thread_level();
+// Throws Error naming `feature` when the MPI library's thread support is
+// below `needed` (e.g. MPI_THREAD_MULTIPLE for a progress thread).
+void require_thread_level(int needed, const std::string& feature, int provided = mpi_thread_level());
+std::string thread_level_name(int level);
+
 // Throws a CollectiveError on every rank if fn() throws Error on any rank.
 void collectively(MPI_Comm comm, const std::function<void()>& fn);
 

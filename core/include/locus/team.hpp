@@ -20,9 +20,9 @@
 namespace locus {
 
 struct CommSettings {
-  int node_size = 0;      // 0: real nodes; N: N consecutive ranks form a node
-  bool locality = true;   // same-node transfers by memcpy on shared memory
-  bool check = false;     // bounds/collective checks on every call
+  int node_size = 0;     // 0: real nodes; N: N consecutive ranks form a node
+  bool locality = true;  // same-node transfers by memcpy on shared memory
+  bool check = false;    // bounds/collective checks on every call
 };
 
 struct NodeMap {
@@ -38,11 +38,11 @@ struct NodeMap {
 struct SegmentInfo {
   int team = 0, id = 0;
   std::size_t elem_size = 1;
-  MPI_Win shm = MPI_WIN_NULL;     // shared-memory window on the team's node communicator
-  char* base = nullptr;           // my part
-  std::vector<char*> peer;        // team unit -> address of its part if on my node, else nullptr
-  std::vector<MPI_Aint> disp;     // team unit -> address of its part in the dynamic window
-  std::vector<std::size_t> bytes; // team unit -> size of its part
+  MPI_Win shm = MPI_WIN_NULL;      // shared-memory window on the team's node communicator
+  char* base = nullptr;            // my part
+  std::vector<char*> peer;         // team unit -> address of its part if on my node, else nullptr
+  std::vector<MPI_Aint> disp;      // team unit -> address of its part in the dynamic window
+  std::vector<std::size_t> bytes;  // team unit -> size of its part
 };
 
 class Team {

@@ -19,7 +19,6 @@ void wait_all_yielding(std::vector<MPI_Request>& reqs);
 // MPI_Barrier and MPI_Allreduce done with their non-blocking forms and a
 // yielding wait.
 void barrier_yielding(MPI_Comm comm);
-void allreduce_yielding(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op,
-                        MPI_Comm comm);
+void allreduce_yielding(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm);
 
 }  // namespace locus
