@@ -112,7 +112,7 @@ H5Output::~H5Output() {
   if (committed_) return;
   // Closing is collective: only safe when every rank is here. A local error
   // is followed by MPI_Abort, which leaves NAME.h5.tmp behind, never NAME.h5.
-  if (unwinding_collectively() || std::uncaught_exceptions() == 0) {
+  if (collective_cleanup_allowed()) {
     if (xfer_ >= 0) H5Pclose(xfer_);
     if (file_ >= 0) H5Fclose(file_);
     if (rank_ == 0) std::remove(tmp_.c_str());
@@ -243,7 +243,7 @@ H5Input::H5Input(MPI_Comm comm, const std::string& path) : comm_(comm), path_(pa
 }
 
 H5Input::~H5Input() {
-  if (file_ >= 0 && (unwinding_collectively() || std::uncaught_exceptions() == 0)) H5Fclose(file_);
+  if (file_ >= 0 && collective_cleanup_allowed()) H5Fclose(file_);
 }
 
 bool H5Input::has(const std::string& name) const {

@@ -2,6 +2,7 @@
 
 #include <Kokkos_Core.hpp>
 #include <cstdio>
+#include <exception>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
@@ -31,6 +32,8 @@ bool g_collective_unwind = false;
 bool unwinding_collectively() {
   return g_collective_unwind;
 }
+
+bool collective_cleanup_allowed() { return std::uncaught_exceptions() == 0 || g_collective_unwind; }
 
 void collective_require(MPI_Comm comm, bool ok, const std::string& msg) {
   int rank = 0;
@@ -146,19 +149,6 @@ Config load_everywhere(MPI_Comm comm, const AppInfo& app, const CommandLine& cl)
   }
 }
 
-std::vector<std::string> gather_node_names(MPI_Comm comm) {
-  int size = 0;
-  MPI_Comm_size(comm, &size);
-  char name[MPI_MAX_PROCESSOR_NAME] = {};
-  int len = 0;
-  MPI_Get_processor_name(name, &len);
-  std::vector<char> all(static_cast<std::size_t>(size) * MPI_MAX_PROCESSOR_NAME);
-  MPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR, comm);
-  std::vector<std::string> out;
-  for (int r = 0; r < size; ++r) out.emplace_back(&all[static_cast<std::size_t>(r) * MPI_MAX_PROCESSOR_NAME]);
-  return out;
-}
-
 std::string stem_of(const std::string& path) {
   return std::filesystem::path(path).stem().string();
 }
@@ -241,7 +231,6 @@ int run(int argc, char** argv, const AppInfo& app, const std::function<int(Conte
         if (rank == 0) std::fputs(ctx.config_.yaml().c_str(), stdout);
         status = 0;
       } else {
-        ctx.node_names_ = gather_node_names(ctx.comm_);
         CommSettings settings;
         collectively(ctx.comm_, [&] { settings = comm_settings(ctx.config_); });
         Runtime runtime(ctx.comm_, settings);

@@ -115,6 +115,7 @@ Team::Team(MPI_Comm comm, int id, int world_rank, const std::vector<int>& node_o
 }
 
 Team::~Team() {
+  if (!collective_cleanup_allowed()) return;  // a local error: the job aborts next
   // Segments still allocated on this team go with it (collectively: a team
   // is destroyed by all its units together).
   if (Runtime::exists()) Runtime::current().release_segments(id_);
@@ -161,6 +162,11 @@ Runtime::Runtime(MPI_Comm comm, const CommSettings& settings) : settings_(settin
 }
 
 Runtime::~Runtime() {
+  if (!collective_cleanup_allowed()) {  // a local error: the job aborts next
+    g_runtime = nullptr;
+    (void)world_.release();
+    return;
+  }
   world_.reset();  // releases the world's segments
   release_datatype_cache();
   g_runtime = nullptr;

@@ -24,6 +24,11 @@ class CollectiveError : public Error {
 // together, so destructors may still make collective calls).
 bool unwinding_collectively();
 
+// False while a local (one-rank) error unwinds the stack: destructors must
+// then skip collective calls (the other ranks are not coming; the runtime
+// aborts the job next). True in normal scope exit and collective unwinding.
+bool collective_cleanup_allowed();
+
 // Throws Error(msg) when cond is false.
 inline void require(bool cond, const std::string& msg) {
   if (!cond) throw Error(msg);

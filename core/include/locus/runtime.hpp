@@ -42,7 +42,7 @@ class Context {
   // --quiet: no progress line.
   bool quiet() const { return quiet_; }
   // Processor name of every rank (index = rank).
-  const std::vector<std::string>& node_names() const { return node_names_; }
+  const std::vector<std::string>& node_names() const { return runtime_->node_map().hosts; }
   const std::string& command_line() const { return command_line_; }
   // The one-sided core: node map, world team, segments.
   Runtime& runtime() const { return *runtime_; }
@@ -55,7 +55,6 @@ class Context {
   const AppInfo* app_ = nullptr;
   std::string run_name_;
   bool quiet_ = false;
-  std::vector<std::string> node_names_;
   std::string command_line_;
   Runtime* runtime_ = nullptr;
 };

@@ -66,7 +66,7 @@ class Array {
   GlobalPtr<T> gptr() const { return base_; }
 
   void reset() {
-    if (!base_.is_null()) free(base_);
+    if (!base_.is_null() && collective_cleanup_allowed()) free(base_);
     base_ = GlobalPtr<T>{};
     count_ = 0;
     data_ = nullptr;
