@@ -159,14 +159,17 @@ Runtime::Runtime(MPI_Comm comm, const CommSettings& settings) : settings_(settin
   MPI_Comm_rank(comm, &rank);
   world_.reset(new Team(dup, 0, rank, nodes_.node_of));
   add_team(world_.get());
+  node_ = world_->split(nodes_.node_of[static_cast<std::size_t>(rank)]);
 }
 
 Runtime::~Runtime() {
   if (!collective_cleanup_allowed()) {  // a local error: the job aborts next
     g_runtime = nullptr;
+    (void)node_.release();
     (void)world_.release();
     return;
   }
+  node_.reset();
   world_.reset();  // releases the world's segments
   release_datatype_cache();
   g_runtime = nullptr;

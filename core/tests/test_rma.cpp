@@ -340,6 +340,23 @@ TEST(Teams, SplitAndAllocatePerTeam) {
   locus::barrier(*team);
 }
 
+TEST(Teams, NodeTeamHoldsMyNodesUnits) {
+  Team& node = Runtime::current().node();
+  const auto& nodes = Runtime::current().node_map();
+  int mine = 0;
+  for (int u = 0; u < world().size(); ++u) mine += nodes.node_of[u] == nodes.node_of[world().rank()];
+  EXPECT_EQ(node.size(), mine);
+  // Everyone in it is on my node: all transfers take the shared-memory path.
+  locus::Array<int> a(node, 1);
+  a.data()[0] = world().rank();
+  locus::barrier(node);
+  for (int u = 0; u < node.size(); ++u) {
+    EXPECT_TRUE(node.same_node(u));
+    EXPECT_NE(a.gptr(u).local(), nullptr);
+  }
+  locus::barrier(node);
+}
+
 TEST(Segments, FreeInAnyOrder) {
   auto p1 = locus::allocate<int>(world(), 10);
   auto p2 = locus::allocate<double>(world(), 0);

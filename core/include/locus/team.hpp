@@ -91,6 +91,8 @@ class Runtime {
   static bool exists();
 
   Team& world() { return *world_; }
+  // The application units on my node (real or emulated).
+  Team& node() { return *node_; }
   const NodeMap& node_map() const { return nodes_; }
   const CommSettings& settings() const { return settings_; }
 
@@ -117,6 +119,7 @@ class Runtime {
   std::map<int, Team*> teams_;
   int max_team_id_ = 0;
   std::unique_ptr<Team> world_;
+  std::unique_ptr<Team> node_;
 };
 
 // The node size to use: the deck's value when > 0, else LOCUS_NODE_SIZE,
