@@ -105,12 +105,8 @@ Team::Team(MPI_Comm comm, int id, int world_rank, const std::vector<int>& node_o
   for (int u = 0; u < size_; ++u)
     if (node_of_world[static_cast<std::size_t>(world_unit_[static_cast<std::size_t>(u)])] == my_node)
       node_rank_[static_cast<std::size_t>(u)] = next++;
-  MPI_Info info;
-  MPI_Info_create(&info);
-  // Segments are attached with MPI_Win_attach; no accumulate ordering needed
-  // beyond what MPI guarantees for same-op, same-type atomics.
-  MPI_Win_create_dynamic(info, comm_, &win_);
-  MPI_Info_free(&info);
+  // Segments are attached to it as they are allocated.
+  MPI_Win_create_dynamic(MPI_INFO_NULL, comm_, &win_);
   MPI_Win_lock_all(MPI_MODE_NOCHECK, win_);
 }
 
