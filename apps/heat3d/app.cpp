@@ -41,7 +41,7 @@ locus::AppInfo app_info() {
       .real("heat3d.validation.order_slack", 0.1, 0.0, 1.0, "order: allowed |observed order - 2|", true)
       .real("heat3d.validation.steady_tol", 1.0e-4, 0.0, HUGE_VAL,
             "steady: largest |T - t_boundary| allowed at the end", true)
-      .choice("comm.halo", "p2p", locus::halo_strategies(),
+      .choice("comm.halo", "locus", locus::halo_strategies(),
               "halo exchange: p2p, rma, locus or locus-nb (see docs/user-guide.md)")
       .integer("checkpoint.every", 0, 0, big, "write a restart file every N steps (0: never)")
       .string("checkpoint.file", "", "restart file to write (default <output.dir>/<output.name>.restart.h5)")
