@@ -3,9 +3,10 @@
 //
 // The path is chosen once per call:
 //   same node and comm.locality on -> memcpy on the shared-memory window
-//   otherwise                      -> MPI_Get/MPI_Put (MPI_Rget/MPI_Rput for
-//                                     handles) on the team's dynamic window,
-//                                     completed by a flush
+//   otherwise                      -> MPI_Rget / MPI_Put, MPI_Rput on the
+//                                     team's dynamic window; gets complete
+//                                     by a yielding wait on the request,
+//                                     puts by a flush
 // Route::mpi forces the MPI path for one call (the plain MPI-3 RMA
 // baseline, from the same code); comm.locality: off does it for all calls.
 //
