@@ -41,6 +41,8 @@ int app(locus::Context& ctx) {
 
   // Atomics always go through MPI, so they are atomic with each other.
   locus::Array<std::int64_t> counter(world, 1);
+  counter.data()[0] = 0;  // segments are not zeroed
+  locus::barrier(world);
   std::int64_t ticket = locus::fetch_and_op(counter.gptr(0), std::int64_t(1), locus::Op::sum);
   if (ticket < 0 || ticket >= world.size()) throw locus::Error("tickets are 0 .. units-1");
 

@@ -2,7 +2,8 @@
 // Collective allocation of global memory: nested windows.
 //
 // allocate<T>(team, count) is collective over the team; each unit
-// contributes `count` elements (0 allowed, counts may differ). The memory is
+// contributes `count` elements (0 allowed, counts may differ), not
+// initialised. The memory is
 // a page-rounded MPI_Win_allocate_shared on the team's node communicator
 // (so same-node units can load/store it), attached to the team's dynamic
 // window (so other nodes reach it by MPI RMA). A segment id keys the
