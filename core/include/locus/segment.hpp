@@ -3,12 +3,12 @@
 //
 // allocate<T>(team, count) is collective over the team; each unit
 // contributes `count` elements (0 allowed, counts may differ), not
-// initialised. The memory is
-// a page-rounded MPI_Win_allocate_shared on the team's node communicator
-// (so same-node units can load/store it), attached to the team's dynamic
-// window (so other nodes reach it by MPI RMA). A segment id keys the
-// translation table that maps a global pointer to a shared-memory address
-// (same node) or a window displacement (other node).
+// initialised. The memory is a page-rounded MPI_Win_allocate_shared on the
+// team's node communicator (so same-node units can load/store it),
+// attached to the team's dynamic window (so other nodes reach it by MPI
+// RMA). A segment id keys the translation table that maps a global pointer
+// to a shared-memory address (same node) or a window displacement (other
+// node).
 #include <cstddef>
 #include <utility>
 
