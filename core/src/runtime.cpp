@@ -2,8 +2,8 @@
 
 #include <Kokkos_Core.hpp>
 #include <cstdio>
-#include <exception>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 #include <iostream>
 
@@ -33,7 +33,9 @@ bool unwinding_collectively() {
   return g_collective_unwind;
 }
 
-bool collective_cleanup_allowed() { return std::uncaught_exceptions() == 0 || g_collective_unwind; }
+bool collective_cleanup_allowed() {
+  return std::uncaught_exceptions() == 0 || g_collective_unwind;
+}
 
 void collective_require(MPI_Comm comm, bool ok, const std::string& msg) {
   int rank = 0;

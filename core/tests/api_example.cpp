@@ -18,7 +18,7 @@ int app(locus::Context& ctx) {
 
   // Collective: every unit contributes 1024 doubles (counts may differ, 0 is fine).
   locus::Array<double> a(world, 1024);
-  std::fill(a.data(), a.data() + a.size(), world.rank());   // my part, plain memory
+  std::fill(a.data(), a.data() + a.size(), world.rank());  // my part, plain memory
   locus::barrier(world);
 
   // Blocking get from the right neighbour: memcpy when it is on my node
@@ -54,7 +54,7 @@ int app(locus::Context& ctx) {
   locus::Array<int> b(*half, 4);
   locus::barrier(*half);
   return 0;
-}   // Arrays free their segments (collectively) when they go out of scope
+}  // Arrays free their segments (collectively) when they go out of scope
 // --- docs/core-api.md ends
 
 int main(int argc, char** argv) {

@@ -81,6 +81,27 @@ TEST(GlobalPtr, IsTriviallyCopyableAndHasArithmetic) {
   EXPECT_EQ(r.segment, a.gptr().segment);
 }
 
+TEST(GlobalPtr, CanBeStoredInASegmentAndUsedByAnotherUnit) {
+  // Every unit publishes a pointer to one of its own elements in unit 0's
+  // directory; everyone then reads the directory and follows the pointers.
+  const int me = world().rank(), n = world().size();
+  locus::Array<double> data(world(), 4);
+  data.data()[2] = 10.0 * me + 0.5;
+  locus::Array<GlobalPtr<double>> directory(world(), me == 0 ? static_cast<std::size_t>(n) : 0);
+  GlobalPtr<double> mine = data.gptr(me) + 2;
+  locus::put(directory.gptr(0) + me, &mine, 1);
+  locus::barrier(world());
+  std::vector<GlobalPtr<double>> all(static_cast<std::size_t>(n));
+  locus::get(all.data(), directory.gptr(0), all.size());
+  for (int u = 0; u < n; ++u) {
+    EXPECT_EQ(all[u].unit, u);
+    double v = -1;
+    locus::get(&v, all[u], 1);
+    EXPECT_EQ(v, 10.0 * u + 0.5);
+  }
+  locus::barrier(world());
+}
+
 TEST(GlobalPtr, LocalMatchesTheNodeMap) {
   locus::Array<int> a(world(), 4);
   const auto& nodes = Runtime::current().node_map();
