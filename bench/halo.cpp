@@ -45,8 +45,8 @@ int run(locus::Context& ctx) {
   const long exchanges = c.integer("bench.exchanges");
   const long repeats = c.integer("bench.repeats");
   const auto strategies = locus::halo_strategies();
-  std::vector<std::unique_ptr<locus::HaloExchange>> halos;
-  for (const auto& s : strategies) halos.push_back(locus::make_halo(s, dc, world));
+  std::vector<std::unique_ptr<locus::HaloExchange<double>>> halos;
+  for (const auto& s : strategies) halos.push_back(locus::make_halo<double>(s, dc, world));
 
   // Repeats interleave the strategies so that machine noise hits all alike.
   std::map<std::string, std::vector<double>> samples;

@@ -68,7 +68,7 @@ class Solver {
   MPI_Comm comm_;
   Problem p_;
   locus::CartDecomp decomp_;
-  std::unique_ptr<locus::HaloExchange> halo_;
+  std::unique_ptr<locus::HaloExchange<double>> halo_;
   locus::Timers& timers_;
   locus::GridField u_, un_;
 };

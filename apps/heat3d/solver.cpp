@@ -19,7 +19,7 @@ Solver::Solver(locus::Team& team, const Problem& p, const locus::Dims& procs, co
     : comm_(team.comm()),
       p_(p),
       decomp_(team.comm(), p.n, procs, "heat3d.procs"),
-      halo_(locus::make_halo(halo, decomp_, team)),
+      halo_(locus::make_halo<double>(halo, decomp_, team)),
       timers_(timers),
       u_(team, decomp_),
       un_(team, decomp_) {}

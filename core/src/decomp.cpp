@@ -12,16 +12,20 @@ Span block_span(long n, int p, int coord) {
 }
 
 CartDecomp::CartDecomp(MPI_Comm comm, const std::array<long, 3>& global, const Dims& requested,
-                       const std::string& key_name)
+                       const std::string& key_name, int ndims)
     : global_(global) {
   int size = 1;
   MPI_Comm_size(comm, &size);
   if (requested[0] == 0) {
     int d[3] = {0, 0, 0};
-    MPI_Dims_create(size, 3, d);
+    MPI_Dims_create(size, ndims, d);
     // MPI_Dims_create orders counts non-increasingly; give the most blocks to
-    // z, the slowest index in memory, so the largest faces stay contiguous.
-    procs_ = {d[2], d[1], d[0]};
+    // the slowest index in memory (z, or y in 2D), so the largest faces stay
+    // contiguous.
+    if (ndims == 2)
+      procs_ = {d[1], d[0], 1};
+    else
+      procs_ = {d[2], d[1], d[0]};
   } else {
     procs_ = requested;
   }

@@ -9,6 +9,17 @@ namespace locus {
 
 namespace {
 
+template <class T>
+MPI_Datatype element_type();
+template <>
+MPI_Datatype element_type<float>() {
+  return MPI_FLOAT;
+}
+template <>
+MPI_Datatype element_type<double>() {
+  return MPI_DOUBLE;
+}
+
 // An MPI datatype that is freed with its owner.
 class Datatype {
  public:
@@ -30,33 +41,38 @@ class Datatype {
 
 // One face of the local block (with ghosts) as a subarray type. `layer` is
 // the index along dimension d: 0 or n+1 for ghosts, 1 or n for the faces sent.
-Datatype face_type(const CartDecomp& dc, int d, long layer) {
-  const auto& n = dc.local();
+template <class T>
+Datatype face_type(const BlockShape& s, int d, long layer) {
   // Array order (z, y, x); dimension d of the grid is array axis 2 - d.
-  int sizes[3] = {int(n[2] + 2), int(n[1] + 2), int(n[0] + 2)};
-  int sub[3] = {int(n[2]), int(n[1]), int(n[0])};
-  int start[3] = {1, 1, 1};
+  int sizes[3], sub[3], start[3];
+  for (int k = 0; k < 3; ++k) {
+    sizes[2 - k] = static_cast<int>(s.extent(k));
+    sub[2 - k] = static_cast<int>(s.n[k]);
+    start[2 - k] = static_cast<int>(s.g[k]);
+  }
   sub[2 - d] = 1;
   start[2 - d] = static_cast<int>(layer);
   MPI_Datatype t;
-  MPI_Type_create_subarray(3, sizes, sub, start, MPI_ORDER_C, MPI_DOUBLE, &t);
+  MPI_Type_create_subarray(3, sizes, sub, start, MPI_ORDER_C, element_type<T>(), &t);
   return Datatype(t);
 }
 
 // MPI two-sided: non-blocking receives into the ghost faces and sends of the
 // boundary faces, described by subarray datatypes (no packing copies).
-class P2PHalo : public HaloExchange {
+// Message matching orders the exchanges, so no barrier is needed.
+template <class T>
+class P2PHalo : public HaloExchange<T> {
  public:
-  explicit P2PHalo(const CartDecomp& dc) : comm_(dc.comm()) {
+  P2PHalo(const CartDecomp& dc, const BlockShape& shape) : comm_(dc.comm()) {
     for (int d = 0; d < 3; ++d) {
-      long n = dc.local()[d];
+      long n = shape.n[d];
       for (int side = 0; side < 2; ++side) {
         int nb = dc.neighbor(d, side ? +1 : -1);
         if (nb == MPI_PROC_NULL) continue;
         Face f;
         f.neighbor = nb;
-        f.send = face_type(dc, d, side ? n : 1);
-        f.recv = face_type(dc, d, side ? n + 1 : 0);
+        f.send = face_type<T>(shape, d, side ? n : 1);
+        f.recv = face_type<T>(shape, d, side ? n + 1 : 0);
         // A face sent towards +d arrives at the neighbour's -d ghost: tag by
         // the direction of travel so the two faces of one pair never mix.
         f.send_tag = 2 * d + side;
@@ -67,8 +83,8 @@ class P2PHalo : public HaloExchange {
     requests_.resize(2 * faces_.size());
   }
 
-  void exchange(GridField& field) override {
-    double* base = field.view().data();
+  void exchange(GridFieldT<T>& field) override {
+    T* base = field.data();
     std::size_t r = 0;
     for (const auto& f : faces_)
       MPI_Irecv(base, 1, f.recv.get(), f.neighbor, f.recv_tag, comm_, &requests_[r++]);
@@ -91,46 +107,69 @@ class P2PHalo : public HaloExchange {
 };
 
 // One-sided: every unit gets its ghost faces from its neighbours' boundary
-// faces. The barrier first makes sure the neighbours finished writing the
-// field in the previous step; the gets of this step complete before the
-// unit reaches the next step's barrier, so the neighbours cannot overwrite
-// the faces while they are read (one barrier per exchange).
-class GetHalo : public HaloExchange {
+// faces, or puts its boundary faces into its neighbours' ghosts; the
+// barriers are explained in halo.hpp.
+template <class T>
+class OneSidedHalo : public HaloExchange<T> {
  public:
-  GetHalo(const CartDecomp& dc, Team& team, std::string name, Route route, bool nonblocking)
-      : team_(team), name_(std::move(name)), route_(route), nonblocking_(nonblocking) {
-    const auto& n = dc.local();
+  OneSidedHalo(const CartDecomp& dc, const BlockShape& shape, Team& team, std::string name, Route route,
+               bool nonblocking, const HaloOptions& o)
+      : team_(team),
+        name_(std::move(name)),
+        route_(route),
+        nonblocking_(nonblocking),
+        put_(o.direction == Direction::put) {
+    const auto& n = shape.n;
     for (int d = 0; d < 3; ++d)
       for (int side = 0; side < 2; ++side) {
         int dir = side ? +1 : -1;
         int nb = dc.neighbor(d, dir);
         if (nb == MPI_PROC_NULL) continue;
-        auto m = dc.neighbor_local(d, dir);
-        // My ghost layer on this side is the neighbour's boundary layer on
-        // the other side.
+        const BlockShape other{dc.neighbor_local(d, dir), shape.g};
+        const auto& m = other.n;
         Face f;
         f.unit = nb;
-        f.local_offset = face_offset(n, d, side ? n[d] + 1 : 0);
-        f.remote_offset = face_offset(m, d, side ? 1 : m[d]);
-        f.local = face_layout(n, d);
-        f.remote = face_layout(m, d);
+        if (put_) {
+          // My boundary layer on this side lands in the neighbour's ghost
+          // layer on the other side.
+          f.local_offset = face_offset(shape, d, side ? n[d] : 1);
+          f.remote_offset = face_offset(other, d, side ? 0 : m[d] + 1);
+        } else {
+          // My ghost layer on this side is the neighbour's boundary layer on
+          // the other side.
+          f.local_offset = face_offset(shape, d, side ? n[d] + 1 : 0);
+          f.remote_offset = face_offset(other, d, side ? 1 : m[d]);
+        }
+        f.local = face_layout(shape, d);
+        f.remote = face_layout(other, d);
         faces_.push_back(f);
       }
+    barrier_before_ = o.in_place || !put_;
+    barrier_after_ = o.in_place || put_;
     handles_.reserve(faces_.size());
   }
 
-  void exchange(GridField& field) override {
-    barrier(team_);
-    double* base = field.view().data();
+  void exchange(GridFieldT<T>& field) override {
+    if (barrier_before_) barrier(team_);
+    T* base = field.data();
     handles_.clear();
     for (const auto& f : faces_) {
-      GlobalPtr<double> src = field.gptr(f.unit) + static_cast<std::ptrdiff_t>(f.remote_offset);
-      if (nonblocking_)
-        handles_.push_back(get_async(base + f.local_offset, f.local, src, f.remote, route_));
-      else
-        get(base + f.local_offset, f.local, src, f.remote, route_);
+      GlobalPtr<T> remote = field.gptr(f.unit) + static_cast<std::ptrdiff_t>(f.remote_offset);
+      T* local = base + f.local_offset;
+      if (put_) {
+        if (nonblocking_)
+          handles_.push_back(put_async(remote, f.remote, local, f.local, route_));
+        else
+          put(remote, f.remote, local, f.local, route_);
+      } else {
+        if (nonblocking_)
+          handles_.push_back(get_async(local, f.local, remote, f.remote, route_));
+        else
+          get(local, f.local, remote, f.remote, route_);
+      }
     }
     if (nonblocking_) wait_all(handles_);
+    if (barrier_after_) barrier(team_);
   }
 
   std::string name() const override { return name_; }
@@ -145,24 +184,25 @@ class GetHalo : public HaloExchange {
   std::string name_;
   Route route_;
   bool nonblocking_;
+  bool put_;
+  bool barrier_before_ = true, barrier_after_ = false;
   std::vector<Face> faces_;
   std::vector<Handle> handles_;
 };
 
 }  // namespace
 
-std::size_t face_offset(const std::array<long, 3>& n, int d, long layer) {
-  const std::size_t sy = static_cast<std::size_t>(n[0] + 2);
-  const std::size_t sz = static_cast<std::size_t>((n[0] + 2) * (n[1] + 2));
-  std::size_t idx[3] = {1, 1, 1};
-  idx[d] = static_cast<std::size_t>(layer);
-  return idx[2] * sz + idx[1] * sy + idx[0];
+std::size_t face_offset(const BlockShape& s, int d, long layer) {
+  std::array<long, 3> idx = s.g;
+  idx[d] = layer;
+  return s.offset(idx[0], idx[1], idx[2]);
 }
 
-Layout face_layout(const std::array<long, 3>& n, int d) {
-  const auto nx = static_cast<std::size_t>(n[0]), ny = static_cast<std::size_t>(n[1]),
-             nz = static_cast<std::size_t>(n[2]);
-  const std::size_t sy = nx + 2, sz = (nx + 2) * (ny + 2);
+Layout face_layout(const BlockShape& s, int d) {
+  const auto nx = static_cast<std::size_t>(s.n[0]), ny = static_cast<std::size_t>(s.n[1]),
+             nz = static_cast<std::size_t>(s.n[2]);
+  const auto sy = static_cast<std::size_t>(s.extent(0));
+  const auto sz = static_cast<std::size_t>(s.extent(0) * s.extent(1));
   Layout l;
   if (d == 2) {  // a z-plane: ny rows of nx
     l.block = nx, l.count = ny, l.stride = sy;
@@ -174,17 +214,35 @@ Layout face_layout(const std::array<long, 3>& n, int d) {
   return l;
 }
 
-std::vector<std::string> halo_strategies() {
-  return {"p2p", "rma", "locus", "locus-nb"};
+std::size_t face_offset(const std::array<long, 3>& n, int d, long layer) {
+  return face_offset(BlockShape{n, {1, 1, 1}}, d, layer);
 }
 
-std::unique_ptr<HaloExchange> make_halo(const std::string& strategy, const CartDecomp& decomp, Team& team) {
-  if (strategy == "p2p") return std::make_unique<P2PHalo>(decomp);
-  if (strategy == "rma") return std::make_unique<GetHalo>(decomp, team, strategy, Route::mpi, false);
-  if (strategy == "locus") return std::make_unique<GetHalo>(decomp, team, strategy, Route::automatic, false);
+Layout face_layout(const std::array<long, 3>& n, int d) { return face_layout(BlockShape{n, {1, 1, 1}}, d); }
+
+std::vector<std::string> halo_strategies() { return {"p2p", "rma", "locus", "locus-nb"}; }
+
+template <class T>
+std::unique_ptr<HaloExchange<T>> make_halo(const std::string& strategy, const CartDecomp& decomp, Team& team,
+                                           const HaloOptions& options) {
+  const BlockShape shape{decomp.local(), options.ghosts};
+  for (int d = 0; d < 3; ++d)
+    if (decomp.procs()[d] > 1 && shape.g[d] != 1)
+      throw Error(std::string("halo: the grid is decomposed in ") + "xyz"[d] +
+                  " but the field has no ghost layer there");
+  if (strategy == "p2p") return std::make_unique<P2PHalo<T>>(decomp, shape);
+  if (strategy == "rma")
+    return std::make_unique<OneSidedHalo<T>>(decomp, shape, team, strategy, Route::mpi, false, options);
+  if (strategy == "locus")
+    return std::make_unique<OneSidedHalo<T>>(decomp, shape, team, strategy, Route::automatic, false, options);
   if (strategy == "locus-nb")
-    return std::make_unique<GetHalo>(decomp, team, strategy, Route::automatic, true);
+    return std::make_unique<OneSidedHalo<T>>(decomp, shape, team, strategy, Route::automatic, true, options);
   throw Error("comm.halo: unknown strategy '" + strategy + "'");
 }
+
+template std::unique_ptr<HaloExchange<float>> make_halo<float>(const std::string&, const CartDecomp&, Team&,
+                                                               const HaloOptions&);
+template std::unique_ptr<HaloExchange<double>> make_halo<double>(const std::string&, const CartDecomp&,
+                                                                 Team&, const HaloOptions&);
 
 }  // namespace locus

@@ -56,20 +56,39 @@ void write_attr(hid_t obj, const std::string& name, hid_t type, hid_t space, con
   check(H5Awrite(attr, type, data), "writing attribute " + name);
 }
 
-// The interior of a rank's block in the field array and in the file.
-void select_block(const CartDecomp& dc, hid_t filespace, hid_t memspace) {
+// The interior of a rank's block in the field array and in the file. The
+// file space has `ndims` dimensions (z dropped for 2D); memory is always the
+// stored 3D block.
+void select_block(const CartDecomp& dc, const BlockShape& s, int ndims, hid_t filespace, hid_t memspace) {
   const auto& n = dc.local();
   const auto& o = dc.offset();
   hsize_t count[3] = {hsize_t(n[2]), hsize_t(n[1]), hsize_t(n[0])};
   hsize_t fstart[3] = {hsize_t(o[2]), hsize_t(o[1]), hsize_t(o[0])};
-  hsize_t mstart[3] = {1, 1, 1};
-  check(H5Sselect_hyperslab(filespace, H5S_SELECT_SET, fstart, nullptr, count, nullptr), "file hyperslab");
+  hsize_t mstart[3] = {hsize_t(s.g[2]), hsize_t(s.g[1]), hsize_t(s.g[0])};
+  const int skip = 3 - ndims;
+  check(H5Sselect_hyperslab(filespace, H5S_SELECT_SET, fstart + skip, nullptr, count + skip, nullptr),
+        "file hyperslab");
   check(H5Sselect_hyperslab(memspace, H5S_SELECT_SET, mstart, nullptr, count, nullptr), "memory hyperslab");
 }
 
-Id memory_space(const Field3D& f) {
-  hsize_t m[3] = {f.extent(0), f.extent(1), f.extent(2)};
+Id memory_space(const BlockShape& s) {
+  hsize_t m[3] = {hsize_t(s.extent(2)), hsize_t(s.extent(1)), hsize_t(s.extent(0))};
   return Id(H5Screate_simple(3, m, nullptr), H5Sclose, "H5Screate_simple");
+}
+
+BlockShape shape_of(const Field3D& f) {
+  return BlockShape{{long(f.extent(2)) - 2, long(f.extent(1)) - 2, long(f.extent(0)) - 2}, {1, 1, 1}};
+}
+
+template <class T>
+hid_t native_type();
+template <>
+hid_t native_type<float>() {
+  return H5T_NATIVE_FLOAT;
+}
+template <>
+hid_t native_type<double>() {
+  return H5T_NATIVE_DOUBLE;
 }
 
 Id collective_transfer() {
@@ -153,17 +172,34 @@ void H5Output::attribute(const std::string& obj, const std::string& name, const 
   write_attr(o, name, H5T_NATIVE_DOUBLE, space, v.data());
 }
 
-void H5Output::write_field(const std::string& name, const Field3D& f, const CartDecomp& dc) {
+void H5Output::write_block(const std::string& name, const void* data, hid_t type, const BlockShape& shape,
+                           const CartDecomp& dc, int ndims) {
+  if (ndims != 2 && ndims != 3) throw Error("output: " + name + ": ndims must be 2 or 3");
   const auto& g = dc.global();
+  if (ndims == 2 && g[2] != 1) throw Error("output: " + name + ": a 2D dataset needs a grid of z extent 1");
   hsize_t dims[3] = {hsize_t(g[2]), hsize_t(g[1]), hsize_t(g[0])};
-  Id filespace(H5Screate_simple(3, dims, nullptr), H5Sclose, "H5Screate_simple");
-  Id dset(
-      H5Dcreate2(file_, name.c_str(), H5T_NATIVE_DOUBLE, filespace, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
-      H5Dclose, "creating dataset " + name);
-  Id memspace = memory_space(f);
-  select_block(dc, filespace, memspace);
-  check(H5Dwrite(dset, H5T_NATIVE_DOUBLE, memspace, filespace, xfer_, f.data()), "writing " + name);
+  const int skip = 3 - ndims;
+  Id filespace(H5Screate_simple(ndims, dims + skip, nullptr), H5Sclose, "H5Screate_simple");
+  Id dset(H5Dcreate2(file_, name.c_str(), type, filespace, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Dclose,
+          "creating dataset " + name);
+  Id memspace = memory_space(shape);
+  select_block(dc, shape, ndims, filespace, memspace);
+  check(H5Dwrite(dset, type, memspace, filespace, xfer_, data), "writing " + name);
 }
+
+void H5Output::write_field(const std::string& name, const Field3D& f, const CartDecomp& dc) {
+  write_block(name, f.data(), H5T_NATIVE_DOUBLE, shape_of(f), dc, 3);
+}
+
+template <class T>
+void H5Output::write_field(const std::string& name, const GridFieldT<T>& f, const CartDecomp& dc, int ndims) {
+  write_block(name, f.data(), native_type<T>(), f.shape(), dc, ndims);
+}
+
+template void H5Output::write_field<float>(const std::string&, const GridFieldT<float>&, const CartDecomp&,
+                                           int);
+template void H5Output::write_field<double>(const std::string&, const GridFieldT<double>&, const CartDecomp&,
+                                            int);
 
 void H5Output::write_root_vector(const std::string& name, const std::vector<double>& v) {
   unsigned long long n = v.size();
@@ -263,8 +299,9 @@ void H5Input::read_field(const std::string& name, Field3D& f, const CartDecomp& 
   msg << path_ << ": " << name << " is " << dims[2] << "x" << dims[1] << "x" << dims[0]
       << " but the run's grid is " << g[0] << "x" << g[1] << "x" << g[2];
   collective_require(comm_, same, msg.str());
-  Id memspace = memory_space(f);
-  select_block(dc, filespace, memspace);
+  const BlockShape shape = shape_of(f);
+  Id memspace = memory_space(shape);
+  select_block(dc, shape, 3, filespace, memspace);
   Id dxpl = collective_transfer();
   check(H5Dread(dset, H5T_NATIVE_DOUBLE, memspace, filespace, dxpl, f.data()), "reading " + name);
 }
@@ -318,27 +355,33 @@ std::string H5Input::string_attribute(const std::string& name) {
 
 void write_xdmf(const std::string& xmf_path, const std::string& h5_file, const std::string& dataset,
                 const std::array<long, 3>& n, const std::array<double, 3>& origin,
-                const std::array<double, 3>& spacing, double time) {
+                const std::array<double, 3>& spacing, double time, int ndims, int precision) {
   std::string tmp = xmf_path + ".tmp";
   {
     std::ofstream x(tmp);
     if (!x) throw Error("output: cannot write " + tmp);
     x.precision(17);
-    // XDMF lists dimensions slowest first: z y x.
+    // XDMF lists dimensions slowest first: z y x (or y x).
+    auto zyx = [ndims](const auto& v) {
+      std::ostringstream o;
+      o.precision(17);
+      if (ndims == 3) o << v[2] << " ";
+      o << v[1] << " " << v[0];
+      return o.str();
+    };
+    const std::string mesh = ndims == 3 ? "3DCoRectMesh" : "2DCoRectMesh";
+    const std::string geometry = ndims == 3 ? "ORIGIN_DXDYDZ" : "ORIGIN_DXDY";
     x << "<?xml version=\"1.0\" ?>\n"
       << "<Xdmf Version=\"3.0\">\n <Domain>\n  <Grid Name=\"" << dataset << "\" GridType=\"Uniform\">\n"
       << "   <Time Value=\"" << time << "\"/>\n"
-      << "   <Topology TopologyType=\"3DCoRectMesh\" Dimensions=\"" << n[2] << " " << n[1] << " " << n[0]
-      << "\"/>\n"
-      << "   <Geometry GeometryType=\"ORIGIN_DXDYDZ\">\n"
-      << "    <DataItem Format=\"XML\" Dimensions=\"3\">" << origin[2] << " " << origin[1] << " " << origin[0]
-      << "</DataItem>\n"
-      << "    <DataItem Format=\"XML\" Dimensions=\"3\">" << spacing[2] << " " << spacing[1] << " "
-      << spacing[0] << "</DataItem>\n"
+      << "   <Topology TopologyType=\"" << mesh << "\" Dimensions=\"" << zyx(n) << "\"/>\n"
+      << "   <Geometry GeometryType=\"" << geometry << "\">\n"
+      << "    <DataItem Format=\"XML\" Dimensions=\"" << ndims << "\">" << zyx(origin) << "</DataItem>\n"
+      << "    <DataItem Format=\"XML\" Dimensions=\"" << ndims << "\">" << zyx(spacing) << "</DataItem>\n"
       << "   </Geometry>\n"
       << "   <Attribute Name=\"" << dataset << "\" AttributeType=\"Scalar\" Center=\"Node\">\n"
-      << "    <DataItem Format=\"HDF\" NumberType=\"Float\" Precision=\"8\" Dimensions=\"" << n[2] << " "
-      << n[1] << " " << n[0] << "\">" << h5_file << ":/" << dataset << "</DataItem>\n"
+      << "    <DataItem Format=\"HDF\" NumberType=\"Float\" Precision=\"" << precision << "\" Dimensions=\""
+      << zyx(n) << "\">" << h5_file << ":/" << dataset << "</DataItem>\n"
       << "   </Attribute>\n  </Grid>\n </Domain>\n</Xdmf>\n";
     if (!x) throw Error("output: writing " + tmp + " failed");
   }

@@ -111,7 +111,7 @@ TEST_P(Halo, FillsEveryInnerGhostFaceAndNothingElse) {
     auto& f = gf.view();
     Kokkos::deep_copy(f, -1.0);
     fill_interior(f, dc);
-    auto halo = locus::make_halo(GetParam(), dc, world);
+    auto halo = locus::make_halo<double>(GetParam(), dc, world);
     EXPECT_EQ(halo->name(), GetParam());
     halo->exchange(gf);
     const auto& n = dc.local();
@@ -153,7 +153,7 @@ INSTANTIATE_TEST_SUITE_P(Strategies, Halo, ::testing::ValuesIn(locus::halo_strat
 TEST(HaloPlan, UnknownStrategyIsAnError) {
   locus::Team& world = locus::Runtime::current().world();
   CartDecomp dc(world.comm(), {4, 4, 4}, {0, 0, 0}, "test.procs");
-  EXPECT_THROW(locus::make_halo("carrier-pigeon", dc, world), locus::Error);
+  EXPECT_THROW(locus::make_halo<double>("carrier-pigeon", dc, world), locus::Error);
 }
 
 TEST(H5, FieldRoundTripsThroughAnotherDecomposition) {

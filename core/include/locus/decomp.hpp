@@ -20,10 +20,12 @@ Span block_span(long n, int p, int coord);
 class CartDecomp {
  public:
   // Collective over comm. `requested` is {0,0,0} for MPI_Dims_create, else the
-  // process grid (its product must be the number of ranks). Throws
-  // CollectiveError when the grid does not fit.
+  // process grid (its product must be the number of ranks). With ndims 2
+  // the automatic grid splits x and y only (z must then be 1 point).
+  // Throws CollectiveError when the grid does not fit; `key_name` names the
+  // deck key in the message.
   CartDecomp(MPI_Comm comm, const std::array<long, 3>& global, const Dims& requested,
-             const std::string& key_name);
+             const std::string& key_name, int ndims = 3);
   ~CartDecomp();
   CartDecomp(const CartDecomp&) = delete;
   CartDecomp& operator=(const CartDecomp&) = delete;

@@ -1,8 +1,14 @@
 #pragma once
-// Grid fields: a rank's block plus one ghost layer, stored in a segment of
-// the one-sided core (so neighbours can get/put its faces) and seen locally
-// as a Kokkos view.
+// Grid fields: a rank's block plus ghost layers, stored in a segment of the
+// one-sided core (so neighbours can get/put its faces) and seen locally as a
+// Kokkos view.
+//
+// Every field is stored as a 3D block indexed (z, y, x), x fastest. The
+// ghost width is 1 or 0 per dimension: heat3d uses {1, 1, 1}; a 2D app
+// (poisson5pt) uses a grid of z extent 1 with ghosts {1, 1, 0}, so the same
+// decomposition, halo and I/O code serve both.
 #include <Kokkos_Core.hpp>
+#include <array>
 #include <string>
 
 #include "locus/decomp.hpp"
@@ -10,29 +16,50 @@
 
 namespace locus {
 
-// Indexed (z, y, x) with x fastest; extents local+2 (one ghost layer per side).
-using Field3D =
-    Kokkos::View<double***, Kokkos::LayoutRight, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+template <class T>
+using FieldView =
+    Kokkos::View<T***, Kokkos::LayoutRight, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+using Field3D = FieldView<double>;
 
-class GridField {
+// Interior extents n (x, y, z) and ghost widths g of one rank's block.
+struct BlockShape {
+  std::array<long, 3> n{};
+  std::array<long, 3> g{1, 1, 1};
+  // Stored extent in dimension d (ghosts included).
+  long extent(int d) const { return n[d] + 2 * g[d]; }
+  std::size_t cells() const { return static_cast<std::size_t>(extent(0) * extent(1) * extent(2)); }
+  // Element offset of (x, y, z) in stored coordinates (ghost layer at 0).
+  std::size_t offset(long x, long y, long z) const {
+    return static_cast<std::size_t>((z * extent(1) + y) * extent(0) + x);
+  }
+};
+
+template <class T>
+class GridFieldT {
  public:
   // Collective over the team (the decomposition's units, same order).
-  GridField(Team& team, const CartDecomp& d)
-      : storage_(team, cells(d.local())),
-        view_(storage_.data(), d.local()[2] + 2, d.local()[1] + 2, d.local()[0] + 2) {}
+  // `ghosts` is the ghost width per dimension (x, y, z), 0 or 1.
+  GridFieldT(Team& team, const CartDecomp& d, const std::array<long, 3>& ghosts = {1, 1, 1})
+      : shape_{d.local(), ghosts},
+        storage_(team, shape_.cells()),
+        view_(storage_.data(), shape_.extent(2), shape_.extent(1), shape_.extent(0)) {}
 
-  Field3D& view() { return view_; }
-  const Field3D& view() const { return view_; }
+  FieldView<T>& view() { return view_; }
+  const FieldView<T>& view() const { return view_; }
+  T* data() { return storage_.data(); }
+  const T* data() const { return storage_.data(); }
+  const BlockShape& shape() const { return shape_; }
   // Element (0, 0, 0) of `unit`'s block (ghosts included).
-  GlobalPtr<double> gptr(int unit) const { return storage_.gptr(unit); }
+  GlobalPtr<T> gptr(int unit) const { return storage_.gptr(unit); }
 
-  static std::size_t cells(const std::array<long, 3>& n) {
-    return static_cast<std::size_t>((n[0] + 2) * (n[1] + 2) * (n[2] + 2));
-  }
+  static std::size_t cells(const std::array<long, 3>& n) { return BlockShape{n, {1, 1, 1}}.cells(); }
 
  private:
-  Array<double> storage_;
-  Field3D view_;
+  BlockShape shape_;
+  Array<T> storage_;
+  FieldView<T> view_;
 };
+
+using GridField = GridFieldT<double>;
 
 }  // namespace locus

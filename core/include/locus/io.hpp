@@ -35,6 +35,11 @@ class H5Output {
 
   // The interior of every rank's block, into one global (nz, ny, nx) dataset.
   void write_field(const std::string& name, const Field3D& f, const CartDecomp& dc);
+  // The same for a field of any ghost width and element type (float or
+  // double, stored as such); ndims 2 writes a (ny, nx) dataset of a grid
+  // whose z extent is 1.
+  template <class T>
+  void write_field(const std::string& name, const GridFieldT<T>& f, const CartDecomp& dc, int ndims = 3);
   // A vector only rank 0 holds (other ranks pass anything; its size is taken
   // from rank 0).
   void write_root_vector(const std::string& name, const std::vector<double>& v);
@@ -47,6 +52,8 @@ class H5Output {
 
  private:
   hid_t object(const std::string& name) const;
+  void write_block(const std::string& name, const void* data, hid_t type, const BlockShape& shape,
+                   const CartDecomp& dc, int ndims);
   MPI_Comm comm_;
   int rank_ = 0;
   std::string path_, tmp_;
@@ -82,10 +89,12 @@ class H5Input {
   hid_t file_ = -1;
 };
 
-// ParaView-readable XDMF for a (nz, ny, nx) dataset on a uniform grid.
-// Written by rank 0 (tmp + rename). xyz order for dims, origin, spacing.
+// ParaView-readable XDMF for a (nz, ny, nx) dataset on a uniform grid, or a
+// (ny, nx) one with ndims 2 (dims[2], origin[2] and spacing[2] unused).
+// `precision` is the element size in bytes (4 or 8). Written by rank 0
+// (tmp + rename). xyz order for dims, origin, spacing.
 void write_xdmf(const std::string& xmf_path, const std::string& h5_file, const std::string& dataset,
                 const std::array<long, 3>& dims, const std::array<double, 3>& origin,
-                const std::array<double, 3>& spacing, double time);
+                const std::array<double, 3>& spacing, double time, int ndims = 3, int precision = 8);
 
 }  // namespace locus
