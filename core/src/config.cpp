@@ -70,14 +70,21 @@ std::string describe(const KeySpec& k) {
     }
     case KeyKind::Real: {
       bool has_min = std::isfinite(k.min), has_max = std::isfinite(k.max);
-      if (has_min && k.min == 0 && k.min_exclusive && !has_max) return "a positive number";
-      if (has_min && k.min == 0 && !has_max) return "a non-negative number";
-      std::string lo = k.min_exclusive ? "(" : "[";
-      if (has_min && has_max)
-        return "a number in " + lo + format_bound(k.min) + ", " + format_bound(k.max) + "]";
-      if (has_min) return std::string("a number ") + (k.min_exclusive ? "> " : ">= ") + format_bound(k.min);
-      if (has_max) return "a number <= " + format_bound(k.max);
-      return "a number";
+      std::string text;
+      if (has_min && k.min == 0 && k.min_exclusive && !has_max)
+        text = "a positive number";
+      else if (has_min && k.min == 0 && !has_max)
+        text = "a non-negative number";
+      else if (has_min && has_max)
+        text = std::string("a number in ") + (k.min_exclusive ? "(" : "[") + format_bound(k.min) + ", " +
+               format_bound(k.max) + (k.max_exclusive ? ")" : "]");
+      else if (has_min)
+        text = std::string("a number ") + (k.min_exclusive ? "> " : ">= ") + format_bound(k.min);
+      else if (has_max)
+        text = std::string("a number ") + (k.max_exclusive ? "< " : "<= ") + format_bound(k.max);
+      else
+        text = "a number";
+      return k.allow_auto ? "auto or " + text : text;
     }
     case KeyKind::Boolean:
       return "true or false";
@@ -97,7 +104,7 @@ std::string describe(const KeySpec& k) {
 std::string value_text(const Value& v) {
   struct {
     std::string operator()(long x) const { return std::to_string(x); }
-    std::string operator()(double x) const { return format_real(x); }
+    std::string operator()(double x) const { return std::isnan(x) ? "auto" : format_real(x); }
     std::string operator()(bool x) const { return x ? "true" : "false"; }
     std::string operator()(const std::string& x) const { return x; }
     std::string operator()(const Dims& d) const {
@@ -165,7 +172,10 @@ std::string convert(const KeySpec& k, const YAML::Node& n, Value& out) {
     }
     case KeyKind::Real: {
       double v = 0;
-      if (!parse_double(s, v) || v < k.min || v > k.max || (k.min_exclusive && v == k.min)) return fail;
+      if (k.allow_auto && s == "auto") return out = std::numeric_limits<double>::quiet_NaN(), "";
+      if (!parse_double(s, v) || v < k.min || v > k.max || (k.min_exclusive && v == k.min) ||
+          (k.max_exclusive && v == k.max))
+        return fail;
       return out = v, "";
     }
     case KeyKind::Boolean: {
@@ -198,8 +208,8 @@ std::string join(const std::string& prefix, const std::string& key) {
 class Checker {
  public:
   Checker(const Schema& s, const std::string& src, std::map<std::string, Value>& v,
-          std::vector<std::string>& e)
-      : schema_(s), source_(src), values_(v), errors_(e) {}
+          std::map<std::string, std::string>& origins, std::vector<std::string>& e)
+      : schema_(s), source_(src), values_(v), origins_(origins), errors_(e) {}
 
   void mapping(const YAML::Node& node, const std::string& prefix) {
     for (auto it = node.begin(); it != node.end(); ++it) {
@@ -218,10 +228,13 @@ class Checker {
       if (const KeySpec* spec = schema_.find(path)) {
         Value v;
         std::string err = convert(*spec, val, v);
-        if (err.empty())
+        const std::string loc = where(source_, val.IsNull() ? key.Mark() : val.Mark());
+        if (err.empty()) {
           values_[path] = v;
-        else
-          errors_.push_back(where(source_, val.IsNull() ? key.Mark() : val.Mark()) + path + ": " + err);
+          origins_[path] = loc.substr(0, loc.size() - 2);
+        } else {
+          errors_.push_back(loc + path + ": " + err);
+        }
       } else if (schema_.is_section(path)) {
         if (val.IsMap())
           mapping(val, path);
@@ -250,12 +263,13 @@ class Checker {
   const Schema& schema_;
   const std::string& source_;
   std::map<std::string, Value>& values_;
+  std::map<std::string, std::string>& origins_;
   std::vector<std::string>& errors_;
   std::set<std::string> seen_;
 };
 
 void apply_override(const Schema& schema, const std::string& arg, std::map<std::string, Value>& values,
-                    std::vector<std::string>& errors) {
+                    std::map<std::string, std::string>& origins, std::vector<std::string>& errors) {
   const std::string at = "--set " + arg + ": ";
   auto eq = arg.find('=');
   if (eq == std::string::npos || eq == 0) {
@@ -285,9 +299,10 @@ void apply_override(const Schema& schema, const std::string& arg, std::map<std::
   }
   Value v;
   std::string err = convert(*spec, node, v);
-  if (err.empty())
+  if (err.empty()) {
     values[path] = v;
-  else
+    origins[path] = "--set " + arg;
+  } else
     errors.push_back(at + path + ": " + err);
 }
 
@@ -328,6 +343,14 @@ Schema& Schema::integer(const std::string& path, long fallback, long min, long m
 Schema& Schema::real(const std::string& path, double fallback, double min, double max,
                      const std::string& help, bool min_exclusive) {
   return add({path, KeyKind::Real, fallback, min, max, min_exclusive, {}, help});
+}
+
+Schema& Schema::real_or_auto(const std::string& path, double min, double max, bool min_exclusive,
+                             bool max_exclusive, const std::string& help) {
+  KeySpec k{path, KeyKind::Real, std::numeric_limits<double>::quiet_NaN(), min, max, min_exclusive, {}, help};
+  k.max_exclusive = max_exclusive;
+  k.allow_auto = true;
+  return add(std::move(k));
 }
 
 Schema& Schema::boolean(const std::string& path, bool fallback, const std::string& help) {
@@ -403,6 +426,13 @@ template <class T>
 static const T& typed(const Value& v, const std::string& path) {
   if (const T* p = std::get_if<T>(&v)) return *p;
   throw Error("internal: config key " + path + " read with the wrong type");
+}
+
+std::string Config::locate(const std::string& path) const {
+  at(path);
+  auto it = origins_.find(path);
+  if (it == origins_.end()) return path + " (default)";
+  return it->second + ": " + path;
 }
 
 long Config::integer(const std::string& path) const {
@@ -489,11 +519,11 @@ Config parse_config(const Schema& schema, const std::string& text, const std::st
     throw ConfigError(where(source, e.mark) + "YAML syntax error: " + e.msg);
   }
   if (root.IsMap())
-    Checker(schema, source, cfg.values_, errors).mapping(root, "");
+    Checker(schema, source, cfg.values_, cfg.origins_, errors).mapping(root, "");
   else if (!root.IsNull())
     errors.push_back(source + ":1:1: a deck must be a mapping of sections (" +
                      Checker::list(schema.children("")) + ")");
-  for (const auto& o : overrides) apply_override(schema, o, cfg.values_, errors);
+  for (const auto& o : overrides) apply_override(schema, o, cfg.values_, cfg.origins_, errors);
   if (!errors.empty()) {
     std::string msg;
     for (const auto& e : errors) msg += (msg.empty() ? "" : "\n") + e;

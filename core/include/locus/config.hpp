@@ -42,6 +42,8 @@ struct KeySpec {
   bool min_exclusive = false;
   std::vector<std::string> choices;
   std::string help;
+  bool max_exclusive = false;
+  bool allow_auto = false;  // reals: the word `auto` (read back as NaN)
 };
 
 class Schema {
@@ -52,6 +54,10 @@ class Schema {
   // A real number in [min, max] (or (min, max] when min_exclusive).
   Schema& real(const std::string& path, double fallback, double min, double max, const std::string& help,
                bool min_exclusive = false);
+  // `auto` (the default) or a real number between min and max, each bound
+  // open or closed; Config::real() returns NaN for auto.
+  Schema& real_or_auto(const std::string& path, double min, double max, bool min_exclusive,
+                       bool max_exclusive, const std::string& help);
   Schema& boolean(const std::string& path, bool fallback, const std::string& help);
   Schema& string(const std::string& path, const std::string& fallback, const std::string& help);
   Schema& choice(const std::string& path, const std::string& fallback, std::vector<std::string> choices,
@@ -80,6 +86,11 @@ class Config {
   const std::string& string(const std::string& path) const;
   Dims dims(const std::string& path) const;
 
+  // Where a key's value came from, followed by the key, for error messages
+  // about values that pass the schema but not the app's own checks:
+  //   "deck.yaml:12:8: poisson5pt.grid.n", "--set a.b=3: a.b" or "a.b (default)".
+  std::string locate(const std::string& path) const;
+
   // Where the deck came from (file name) and the overrides applied.
   const std::string& source() const { return source_; }
   const std::vector<std::string>& overrides() const { return overrides_; }
@@ -92,6 +103,7 @@ class Config {
   const Value& at(const std::string& path) const;
   std::vector<std::string> order_;  // schema order, for yaml()
   std::map<std::string, Value> values_;
+  std::map<std::string, std::string> origins_;  // key -> file:line:col or --set argument
   std::string source_;
   std::vector<std::string> overrides_;
 };

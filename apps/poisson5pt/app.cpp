@@ -1,0 +1,389 @@
+// poisson5pt run orchestration: config -> problem, solve loop, validation
+// studies, output and summary.
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <limits>
+
+#include "locus/console.hpp"
+#include "locus/io.hpp"
+#include "locus/wait.hpp"
+#include "poisson5pt.hpp"
+
+namespace poisson5pt {
+
+using locus::Config;
+using locus::Context;
+
+locus::AppInfo app_info() {
+  locus::AppInfo app;
+  app.name = "poisson5pt";
+  app.description =
+      "2D Poisson equation -Laplace(u) = f on the unit square, 5-point stencil, red-black\n"
+      "Gauss-Seidel / SOR / Jacobi (the DART-MPI Poisson kernel of the MPI-3 shared-memory paper).";
+  auto& s = app.schema;
+  const long big = locus::Schema::kNoMax;
+  s.integer("poisson5pt.grid.n", 255, 1, big, "interior grid points per dimension (N x N, h = 1/(N+1))")
+      .choice("poisson5pt.setup", "manufactured", {"manufactured", "paper", "boundary"},
+              "manufactured: u = sin(pi x) sin(pi y); paper: constant source, zero boundary; "
+              "boundary: f = 0 with the edge values below")
+      .real("poisson5pt.paper.source", 1.0, -HUGE_VAL, HUGE_VAL, "paper: the constant source f")
+      .real("poisson5pt.boundary.left", 0.0, -HUGE_VAL, HUGE_VAL, "boundary: u on the edge x = 0")
+      .real("poisson5pt.boundary.right", 0.0, -HUGE_VAL, HUGE_VAL, "boundary: u on the edge x = 1")
+      .real("poisson5pt.boundary.bottom", 0.0, -HUGE_VAL, HUGE_VAL, "boundary: u on the edge y = 0")
+      .real("poisson5pt.boundary.top", 1.0, -HUGE_VAL, HUGE_VAL, "boundary: u on the edge y = 1")
+      .choice("poisson5pt.solver.method", "gauss-seidel", {"gauss-seidel", "sor", "jacobi"},
+              "red-black Gauss-Seidel, red-black SOR, or Jacobi (reference)")
+      .real_or_auto("poisson5pt.solver.omega", 0.0, 2.0, true, true,
+                    "sor: relaxation factor; auto is the optimal 2 / (1 + sin(pi h))")
+      .choice("poisson5pt.solver.precision", "float64", {"float32", "float64"},
+              "floating-point type of the grid and the sweeps (float32 is the paper's)")
+      .real("poisson5pt.solver.tolerance", 1.0e-8, 0.0, HUGE_VAL,
+            "stop when max|f + Laplace(u)| / (its initial value) falls below this (0: run max_iterations)")
+      .integer("poisson5pt.solver.max_iterations", 100000, 1, big,
+               "stop after this many iterations; not converged by then is a failure")
+      .integer("poisson5pt.solver.check_every", 10, 1, big, "compute the residual every k iterations")
+      .choice("poisson5pt.decomposition", "rows", {"rows", "blocks"},
+              "rows: one block of rows per rank (the paper's); blocks: a 2D process grid")
+      .dims("poisson5pt.procs", "blocks: process grid [px, py, 1], or auto (MPI_Dims_create)")
+      .choice("poisson5pt.validation.mode", "none", {"none", "order", "iterations"},
+              "order: error falls as h^2 over refined grids; iterations: growth of the iteration "
+              "count with N (see docs/user-guide.md); failure exits non-zero")
+      .integer("poisson5pt.validation.levels", 4, 2, 8, "order, iterations: grids N, 2N+1, 4N+3, ...")
+      .real("poisson5pt.validation.order_slack", 0.05, 0.0, 1.0, "order: allowed |observed order - 2|", true)
+      .real("poisson5pt.validation.exponent_slack", 0.25, 0.0, 1.0,
+            "iterations: allowed |observed exponent - expected| (2 for Gauss-Seidel and Jacobi, 1 for SOR)",
+            true)
+      .choice("comm.halo", "locus", locus::halo_strategies(),
+              "halo exchange: p2p, rma, locus or locus-nb (see docs/user-guide.md)");
+  locus::add_common_keys(s, "poisson5pt");
+  return app;
+}
+
+namespace {
+
+struct Settings {
+  Problem problem;
+  Options options;
+  bool omega_auto = true;
+  std::string precision;
+  std::string decomposition;
+  locus::Dims procs_key{};
+  std::string mode;
+  double tolerance = 0;
+  long max_iterations = 0;
+  long check_every = 1;
+};
+
+Setup parse_setup(const std::string& s) {
+  if (s == "paper") return Setup::paper;
+  if (s == "boundary") return Setup::boundary;
+  return Setup::manufactured;
+}
+
+// The process grid for `n` points: rows (1 x P) or blocks (the deck's, or
+// MPI_Dims_create's). The problems the schema cannot see are reported here
+// with the deck line of the key concerned, on every rank.
+locus::Dims process_grid(const Context& ctx, const Settings& s, long n) {
+  const Config& c = ctx.config();
+  const int size = ctx.size();
+  const locus::Dims req = s.procs_key;
+  const bool given = req[0] != 0;
+  if (given)
+    locus::collective_require(ctx.comm(), req[2] == 1,
+                              c.locate("poisson5pt.procs") + ": a 2D grid needs pz = 1 (got [" +
+                                  std::to_string(req[0]) + ", " + std::to_string(req[1]) + ", " +
+                                  std::to_string(req[2]) + "])");
+  locus::Dims p{};
+  if (s.decomposition == "rows") {
+    locus::collective_require(ctx.comm(), !given || (req[0] == 1 && req[2] == 1),
+                              c.locate("poisson5pt.procs") + ": decomposition rows uses [1, ranks, 1]; " +
+                                  "set poisson5pt.decomposition: blocks for another process grid");
+    p = {1, size, 1};
+  } else if (given) {
+    p = req;
+  } else {
+    int d[2] = {0, 0};
+    MPI_Dims_create(size, 2, d);
+    p = {d[1], d[0], 1};
+  }
+  const long product = long(p[0]) * p[1];
+  locus::collective_require(ctx.comm(), product == size,
+                            c.locate("poisson5pt.procs") + ": process grid [" + std::to_string(p[0]) + ", " +
+                                std::to_string(p[1]) + ", 1] needs " + std::to_string(product) +
+                                " ranks, but the run has " + std::to_string(size));
+  for (int d = 0; d < 2; ++d)
+    locus::collective_require(ctx.comm(), n >= p[d],
+                              c.locate("poisson5pt.grid.n") + ": N = " + std::to_string(n) + " is too small for " +
+                                  std::to_string(p[d]) + " blocks in " + "xy"[d] + " (" +
+                                  std::to_string(size) + " ranks, decomposition " + s.decomposition +
+                                  "); every rank needs at least one row and one column");
+  return p;
+}
+
+Settings read_settings(const Context& ctx) {
+  const Config& c = ctx.config();
+  Settings s;
+  Problem& p = s.problem;
+  p.n = c.integer("poisson5pt.grid.n");
+  p.setup = parse_setup(c.string("poisson5pt.setup"));
+  p.source = c.real("poisson5pt.paper.source");
+  p.edges = {c.real("poisson5pt.boundary.left"), c.real("poisson5pt.boundary.right"),
+             c.real("poisson5pt.boundary.bottom"), c.real("poisson5pt.boundary.top")};
+  s.options.method = parse_method(c.string("poisson5pt.solver.method"));
+  const double omega = c.real("poisson5pt.solver.omega");
+  s.omega_auto = std::isnan(omega);
+  s.options.omega = s.omega_auto ? optimal_omega(p.h()) : omega;
+  s.options.halo = c.string("comm.halo");
+  s.precision = c.string("poisson5pt.solver.precision");
+  s.decomposition = c.string("poisson5pt.decomposition");
+  s.procs_key = c.dims("poisson5pt.procs");
+  s.mode = c.string("poisson5pt.validation.mode");
+  s.tolerance = c.real("poisson5pt.solver.tolerance");
+  s.max_iterations = c.integer("poisson5pt.solver.max_iterations");
+  s.check_every = c.integer("poisson5pt.solver.check_every");
+
+  locus::collective_require(ctx.comm(),
+                            s.options.method == Method::sor || s.omega_auto,
+                            c.locate("poisson5pt.solver.omega") + ": only used by method sor (the method is " +
+                                c.string("poisson5pt.solver.method") + "); remove it or set method: sor");
+  locus::collective_require(
+      ctx.comm(), s.mode != "order" || p.setup == Setup::manufactured,
+      c.locate("poisson5pt.validation.mode") + ": order needs setup: manufactured (the one with a known solution)");
+  locus::collective_require(ctx.comm(), s.mode == "none" || s.tolerance > 0,
+                            c.locate("poisson5pt.solver.tolerance") + ": validation mode " + s.mode +
+                                " compares converged solves; set a tolerance > 0");
+  locus::collective_require(ctx.comm(), s.mode != "iterations" || s.options.method != Method::sor || s.omega_auto,
+                            c.locate("poisson5pt.solver.omega") +
+                                ": validation mode iterations expects O(N) only for the optimal omega; "
+                                "use omega: auto");
+  return s;
+}
+
+struct SolveResult {
+  long iterations = 0;
+  bool converged = false;
+  double initial_residual = 0;   // max |f + Laplace(u0)|
+  double relative_residual = 0;  // final, relative to the initial one
+  std::vector<double> history;   // relative residual at each check
+  std::vector<double> history_iterations;
+  double seconds = 0;            // wall time of the iterations (max over ranks)
+  double max_error = -1;         // against the exact solution, when known
+};
+
+SolveResult solve(const Context& ctx, SolverBase& solver, const Problem& p, const Settings& s, bool show) {
+  SolveResult r;
+  solver.initialize();
+  r.initial_residual = solver.residual();
+  r.history.push_back(1.0);
+  r.history_iterations.push_back(0);
+  const double res0 = r.initial_residual;
+  r.converged = res0 == 0.0;  // already exact (e.g. f = 0 and zero edges)
+  double rel = res0 == 0.0 ? 0.0 : 1.0;
+  locus::ProgressLine progress(show, s.max_iterations, s.tolerance);
+  locus::barrier_yielding(ctx.comm());
+  const double t0 = MPI_Wtime();
+  while (!r.converged && r.iterations < s.max_iterations) {
+    solver.iterate();
+    ++r.iterations;
+    if (r.iterations % s.check_every == 0 || r.iterations == s.max_iterations) {
+      rel = solver.residual() / res0;
+      r.history.push_back(rel);
+      r.history_iterations.push_back(double(r.iterations));
+      progress.update(r.iterations, rel);
+      r.converged = s.tolerance > 0 && rel <= s.tolerance;
+    }
+  }
+  double elapsed = MPI_Wtime() - t0;
+  progress.finish();
+  locus::allreduce_yielding(&elapsed, &r.seconds, 1, MPI_DOUBLE, MPI_MAX, ctx.comm());
+  r.relative_residual = rel;
+  if (s.tolerance == 0) r.converged = true;  // asked for a fixed number of iterations
+  if (p.has_exact()) r.max_error = solver.max_error();
+  return r;
+}
+
+// Why a run did not converge, for the warning: stalled or still falling.
+std::string diagnosis(const SolveResult& r, const Settings& s, const SolverBase& solver, double umax) {
+  (void)solver;
+  const auto& h = r.history;
+  std::string text;
+  if (h.size() >= 10) {
+    const std::size_t cut = h.size() * 4 / 5;
+    double before = h[0], after = h[cut];
+    for (std::size_t i = 0; i < cut; ++i) before = std::min(before, h[i]);
+    for (std::size_t i = cut; i < h.size(); ++i) after = std::min(after, h[i]);
+    if (after > 0.9 * before)
+      text = "the residual has stalled (the last 20% of the iterations lowered it by less than 10%)";
+    else
+      text = "the residual was still falling; raise poisson5pt.solver.max_iterations";
+  }
+  if (s.precision == "float32" && r.initial_residual > 0) {
+    const double h2 = s.problem.h() * s.problem.h();
+    const double floor =
+        std::numeric_limits<float>::epsilon() * 4.0 * std::max(umax, 1e-300) / h2 / r.initial_residual;
+    char buf[200];
+    std::snprintf(buf, sizeof buf,
+                  "; float32 resolves relative residuals down to about %.1e on this grid: use "
+                  "precision: float64 or a tolerance above that",
+                  floor);
+    text += buf;
+  }
+  return text;
+}
+
+YAML::Node number(double v) { return locus::yaml_number(v); }
+
+std::string grid_text(long n) { return std::to_string(n) + "x" + std::to_string(n); }
+
+// The refinement studies: one converged solve per grid N, 2N+1, 4N+3, ...
+// (h halves each time).
+YAML::Node refinement_study(const Context& ctx, const Settings& s, locus::Timers& timers, bool& pass) {
+  const Config& c = ctx.config();
+  const long levels = c.integer("poisson5pt.validation.levels");
+  const bool order = s.mode == "order";
+  YAML::Node out;
+  std::vector<double> figure;  // max error (order) or iterations
+  bool all_converged = true;
+  for (long level = 0; level < levels; ++level) {
+    Settings ls = s;
+    ls.problem.n = (s.problem.n + 1) * (1L << level) - 1;
+    if (ls.omega_auto) ls.options.omega = optimal_omega(ls.problem.h());
+    ls.options.procs = process_grid(ctx, ls, ls.problem.n);
+    auto solver = make_solver(s.precision, ctx.runtime().world(), ls.problem, ls.options, timers);
+    SolveResult r = solve(ctx, *solver, ls.problem, ls, false);
+    all_converged = all_converged && r.converged;
+    YAML::Node lv;
+    lv["grid"] = grid_text(ls.problem.n);
+    lv["h"] = number(ls.problem.h());
+    if (ls.options.method == Method::sor) lv["omega"] = number(ls.options.omega);
+    lv["iterations"] = r.iterations;
+    lv["converged"] = r.converged;
+    lv["relative_residual"] = number(r.relative_residual);
+    if (r.max_error >= 0) lv["max_error"] = number(r.max_error);
+    out["levels"].push_back(lv);
+    figure.push_back(order ? r.max_error : double(r.iterations));
+  }
+  pass = all_converged;
+  if (!all_converged) out["reason"] = "a grid did not converge within max_iterations";
+  const double expected = order ? 2.0 : (s.options.method == Method::sor ? 1.0 : 2.0);
+  const double slack = order ? c.real("poisson5pt.validation.order_slack")
+                             : c.real("poisson5pt.validation.exponent_slack");
+  const char* key = order ? "observed_order" : "observed_exponent";
+  for (std::size_t i = 0; i + 1 < figure.size(); ++i) {
+    // Errors fall as h^p; iteration counts grow as N^p (h halves per level).
+    const double obs = order ? std::log2(figure[i] / figure[i + 1]) : std::log2(figure[i + 1] / figure[i]);
+    out[key].push_back(number(obs));
+    pass = pass && std::isfinite(obs) && std::fabs(obs - expected) <= slack;
+  }
+  out[order ? "expected_order" : "expected_exponent"] = number(expected);
+  out["allowed_deviation"] = number(slack);
+  return out;
+}
+
+}  // namespace
+
+int run(Context& ctx) {
+  const Config& cfg = ctx.config();
+  Settings s = read_settings(ctx);
+  s.options.procs = process_grid(ctx, s, s.problem.n);
+  const bool show = ctx.rank() == 0 && !ctx.quiet() && locus::stderr_is_terminal();
+
+  locus::Timers timers({"total", "compute", "halo", "residual", "io"});
+  timers.start("total");
+  const std::string path = cfg.string("output.dir") + "/" + cfg.string("output.name") + ".h5";
+  locus::H5Output out(ctx.comm(), path, cfg.boolean("output.overwrite"));
+
+  YAML::Node results(YAML::NodeType::Map), validation;
+  validation["mode"] = s.mode;
+  bool pass = true;
+  std::unique_ptr<SolverBase> solver;
+  SolveResult r;
+  std::string warning;
+  const Problem& p = s.problem;
+
+  results["grid"] = grid_text(p.n);
+  results["h"] = number(p.h());
+  results["setup"] = cfg.string("poisson5pt.setup");
+  results["method"] = method_name(s.options.method);
+  if (s.options.method == Method::sor) results["omega"] = number(s.options.omega);
+  results["precision"] = s.precision;
+  results["decomposition"] = s.decomposition;
+  const auto& pg = s.options.procs;
+  results["process_grid"] = locus::yaml_flow_list(std::vector<int>{pg[0], pg[1]});
+  results["halo"] = s.options.halo;
+
+  if (s.mode != "none") {
+    validation["study"] = refinement_study(ctx, s, timers, pass);
+  } else {
+    solver = make_solver(s.precision, ctx.runtime().world(), p, s.options, timers);
+    r = solve(ctx, *solver, p, s, show);
+    const auto range = solver->range();
+    results["iterations"] = r.iterations;
+    results["converged"] = r.converged;
+    results["initial_residual"] = number(r.initial_residual);
+    results["relative_residual"] = number(r.relative_residual);
+    results["tolerance"] = number(s.tolerance);
+    const double per_it = r.iterations > 0 ? r.seconds / double(r.iterations) : 0.0;
+    results["time_per_iteration"] = number(per_it);
+    const double updates = double(p.n) * double(p.n) * double(r.iterations);
+    results["mpoint_updates_per_s"] = number(r.seconds > 0 ? std::round(updates / r.seconds / 1e5) / 10 : 0.0);
+    if (r.max_error >= 0) results["max_error"] = number(r.max_error);
+    results["min"] = number(range[0]);
+    results["max"] = number(range[1]);
+    results["centre"] = number(solver->centre_value());
+    validation["converged"] = r.converged;
+    pass = r.converged;
+    if (!r.converged) {
+      char buf[300];
+      std::snprintf(buf, sizeof buf,
+                    "not converged: relative residual %.3e after %ld iterations (tolerance %.3e); ",
+                    r.relative_residual, r.iterations, s.tolerance);
+      warning = buf + diagnosis(r, s, *solver, std::max(std::fabs(range[0]), std::fabs(range[1])));
+      validation["reason"] = warning;
+    }
+  }
+  validation["verdict"] = pass ? "pass" : "FAIL";
+
+  {
+    auto t = timers.scope("io");
+    locus::write_provenance(out, ctx);
+    if (solver) {
+      if (cfg.boolean("output.write_field")) {
+        solver->write(out, p.has_exact());
+        out.attribute("solution", "spacing", std::vector<double>{p.h(), p.h()});
+        out.attribute("solution", "layout", std::string("(y, x), x fastest; interior points only"));
+      }
+      out.write_root_vector("residual", r.history);
+      out.attribute("residual", "meaning",
+                    std::string("max |f + Laplace_h(u)| relative to its initial value, at each check"));
+      out.write_root_vector("residual_iterations", r.history_iterations);
+    }
+  }
+  timers.stop("total");
+  locus::Summary summary(ctx, locus::reduce_timers(timers, ctx.comm()));
+  summary.results = results;
+  summary.validation = validation;
+  summary.output = std::filesystem::absolute(path).string();
+  out.write_rank_rows("timers", timers.values());
+  std::string columns;
+  for (const auto& n : timers.names()) columns += (columns.empty() ? "" : ",") + n;
+  out.attribute("timers", "columns", columns);
+  out.attribute("", "summary", summary.yaml());
+  out.commit();
+
+  if (ctx.rank() == 0) {
+    if (solver && cfg.boolean("output.write_field") && cfg.boolean("output.xdmf")) {
+      std::string xmf = cfg.string("output.dir") + "/" + cfg.string("output.name") + ".xmf";
+      const double h = p.h();
+      locus::write_xdmf(xmf, std::filesystem::path(path).filename().string(), "solution", {p.n, p.n, 1},
+                        {h, h, 0.0}, {h, h, 0.0}, 0.0, 2, s.precision == "float32" ? 4 : 8);
+    }
+    std::fputs(summary.yaml().c_str(), stdout);
+    std::fflush(stdout);
+    if (!warning.empty()) std::fprintf(stderr, "poisson5pt: warning: %s\n", warning.c_str());
+  }
+  return pass ? 0 : 1;
+}
+
+}  // namespace poisson5pt

@@ -1,0 +1,83 @@
+#pragma once
+// poisson5pt: -Laplace(u) = f on the unit square with Dirichlet boundary
+// values, 5-point stencil, iterative relaxation (the DART-MPI Poisson kernel
+// of the MPI-3 shared-memory paper: Gauss-Seidel, row decomposition,
+// halos by blocking put, float32).
+#include <array>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "locus/decomp.hpp"
+#include "locus/field.hpp"
+#include "locus/halo.hpp"
+#include "locus/io.hpp"
+#include "locus/profile.hpp"
+#include "locus/runtime.hpp"
+
+namespace poisson5pt {
+
+locus::AppInfo app_info();
+int run(locus::Context& ctx);
+
+enum class Setup { manufactured, paper, boundary };
+enum class Method { gauss_seidel, sor, jacobi };
+
+Method parse_method(const std::string& name);
+std::string method_name(Method m);
+
+// One discrete problem: N x N interior points, h = 1/(N+1).
+struct Problem {
+  long n = 0;
+  Setup setup = Setup::manufactured;
+  double source = 1.0;                  // paper: the constant f
+  std::array<double, 4> edges{};        // boundary: u at x=0, x=1, y=0, y=1
+  double h() const { return 1.0 / static_cast<double>(n + 1); }
+  // Source at grid point (i, j), 0 <= i, j <= n+1 (0 and n+1: boundary).
+  double f(long i, long j) const;
+  // Dirichlet value at a boundary point (i or j is 0 or n+1).
+  double boundary(long i, long j) const;
+  bool has_exact() const { return setup == Setup::manufactured; }
+  // sin(pi x) sin(pi y) for the manufactured setup.
+  double exact(long i, long j) const;
+};
+
+// The optimal SOR parameter for the model problem, 2 / (1 + sin(pi h)).
+double optimal_omega(double h);
+
+struct Options {
+  Method method = Method::gauss_seidel;
+  double omega = 1.0;        // SOR only (already resolved from auto)
+  std::string halo = "locus";
+  locus::Dims procs{1, 1, 1};  // the process grid (x, y, 1), already resolved
+};
+
+// The grid, its fields and the sweeps on one rank, in precision T.
+class SolverBase {
+ public:
+  virtual ~SolverBase() = default;
+  // u = 0 inside, boundary values in the ghosts at the domain edge.
+  virtual void initialize() = 0;
+  // One iteration: both colours (Gauss-Seidel, SOR) or one Jacobi sweep.
+  virtual void iterate() = 0;
+  // Collective: max |f + Laplace_h(u)| over the interior, computed in double
+  // from the current iterate (exchanging ghosts first when they are stale).
+  virtual double residual() = 0;
+  // Collective: max |u - exact| (manufactured setup only).
+  virtual double max_error() = 0;
+  // Collective: min and max of u over the interior.
+  virtual std::array<double, 2> range() = 0;
+  // Collective: u at the grid point nearest to the centre.
+  virtual double centre_value() = 0;
+  // The solution (and its error against the exact one when with_error) as
+  // global (N, N) datasets.
+  virtual void write(locus::H5Output& out, bool with_error) = 0;
+  virtual const locus::CartDecomp& decomp() const = 0;
+  virtual std::string halo_name() const = 0;
+};
+
+// precision: "float32" or "float64". Collective over the team.
+std::unique_ptr<SolverBase> make_solver(const std::string& precision, locus::Team& team, const Problem& p,
+                                        const Options& o, locus::Timers& timers);
+
+}  // namespace poisson5pt

@@ -1,0 +1,308 @@
+// The poisson5pt sweeps. Every point update and every reduction is written
+// so that the result does not depend on the decomposition: red-black
+// colours follow the global index, each colour's update reads only the
+// other colour, and residuals and errors are max norms (exact to reduce).
+#include <cmath>
+#include <limits>
+
+#include "locus/error.hpp"
+#include "locus/io.hpp"
+#include "locus/wait.hpp"
+#include "poisson5pt.hpp"
+
+namespace poisson5pt {
+
+Method parse_method(const std::string& name) {
+  if (name == "gauss-seidel") return Method::gauss_seidel;
+  if (name == "sor") return Method::sor;
+  if (name == "jacobi") return Method::jacobi;
+  throw locus::Error("poisson5pt.solver.method: unknown method '" + name + "'");
+}
+
+std::string method_name(Method m) {
+  switch (m) {
+    case Method::gauss_seidel:
+      return "gauss-seidel";
+    case Method::sor:
+      return "sor";
+    case Method::jacobi:
+      return "jacobi";
+  }
+  return "";
+}
+
+double Problem::f(long i, long j) const {
+  switch (setup) {
+    case Setup::manufactured:
+      return 2.0 * M_PI * M_PI * exact(i, j);
+    case Setup::paper:
+      return source;
+    case Setup::boundary:
+      return 0.0;
+  }
+  return 0.0;
+}
+
+double Problem::boundary(long i, long j) const {
+  if (setup != Setup::boundary) return 0.0;
+  // Corners belong to the x edges; the 5-point stencil never reads them.
+  if (i == 0) return edges[0];
+  if (i == n + 1) return edges[1];
+  if (j == 0) return edges[2];
+  return edges[3];
+}
+
+double Problem::exact(long i, long j) const {
+  return std::sin(M_PI * double(i) * h()) * std::sin(M_PI * double(j) * h());
+}
+
+double optimal_omega(double h) { return 2.0 / (1.0 + std::sin(M_PI * h)); }
+
+namespace {
+
+constexpr std::array<long, 3> kGhosts{1, 1, 0};
+constexpr int kRed = 0, kBlack = 1;
+
+template <class T>
+class Solver final : public SolverBase {
+ public:
+  Solver(locus::Team& team, const Problem& p, const Options& o, locus::Timers& timers)
+      : team_(team),
+        comm_(team.comm()),
+        p_(p),
+        o_(o),
+        decomp_(team.comm(), {p.n, p.n, 1}, o.procs, "poisson5pt.procs", 2),
+        halo_(locus::make_halo<T>(
+            o.halo, decomp_, team,
+            locus::HaloOptions{locus::Direction::put, o.method != Method::jacobi, kGhosts})),
+        timers_(timers),
+        a_(team, decomp_, kGhosts) {
+    if (o.method == Method::jacobi) b_field_ = std::make_unique<locus::GridFieldT<T>>(team, decomp_, kGhosts);
+    u_ = &a_;
+    const auto& n = decomp_.local();
+    nx_ = n[0];
+    ny_ = n[1];
+    sx_ = nx_ + 2;
+    ox_ = decomp_.offset()[0];
+    oy_ = decomp_.offset()[1];
+    for (int d = 0; d < 2; ++d)
+      for (int s = 0; s < 2; ++s) nb_[d][s] = decomp_.neighbor(d, s ? +1 : -1) != MPI_PROC_NULL;
+    int size = 1;
+    MPI_Comm_size(comm_, &size);
+    exchanges_ = size > 1;
+  }
+
+  void initialize() override {
+    const std::size_t cells = static_cast<std::size_t>((ny_ + 2) * sx_);
+    rhs_.assign(cells, T(0));
+    f_.assign(cells, 0.0);
+    const double h2 = p_.h() * p_.h();
+    for (locus::GridFieldT<T>* g : {&a_, b_field_.get()}) {
+      if (!g) continue;
+      T* u = g->data();
+      for (long j = 0; j <= ny_ + 1; ++j)
+        for (long i = 0; i <= nx_ + 1; ++i) {
+          const long gi = ox_ + i, gj = oy_ + j;
+          const bool edge = gi == 0 || gi == p_.n + 1 || gj == 0 || gj == p_.n + 1;
+          u[idx(i, j)] = edge ? T(p_.boundary(gi, gj)) : T(0);
+        }
+    }
+    for (long j = 1; j <= ny_; ++j)
+      for (long i = 1; i <= nx_; ++i) {
+        const double f = p_.f(ox_ + i, oy_ + j);
+        f_[idx(i, j)] = f;
+        rhs_[idx(i, j)] = static_cast<T>(h2 * f);
+      }
+    u_ = &a_;
+    stale_ = true;
+  }
+
+  void iterate() override {
+    if (o_.method == Method::jacobi)
+      jacobi();
+    else if (o_.method == Method::sor)
+      red_black<true>();
+    else
+      red_black<false>();
+  }
+
+  double residual() override {
+    refresh();
+    auto t = timers_.scope("residual");
+    const T* u = u_->data();
+    const double r = 1.0 / (p_.h() * p_.h());
+    double m = 0.0;
+    for (long j = 1; j <= ny_; ++j)
+      for (long i = 1; i <= nx_; ++i) {
+        const std::size_t k = idx(i, j);
+        const double lap = (double(u[k - 1]) + double(u[k + 1]) + double(u[k - sx_]) + double(u[k + sx_]) -
+                            4.0 * double(u[k])) *
+                           r;
+        m = std::max(m, std::fabs(f_[k] + lap));
+      }
+    return global(m, MPI_MAX);
+  }
+
+  double max_error() override {
+    const T* u = u_->data();
+    double m = 0.0;
+    for (long j = 1; j <= ny_; ++j)
+      for (long i = 1; i <= nx_; ++i)
+        m = std::max(m, std::fabs(double(u[idx(i, j)]) - p_.exact(ox_ + i, oy_ + j)));
+    return global(m, MPI_MAX);
+  }
+
+  std::array<double, 2> range() override {
+    const T* u = u_->data();
+    double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+    for (long j = 1; j <= ny_; ++j)
+      for (long i = 1; i <= nx_; ++i) {
+        lo = std::min(lo, double(u[idx(i, j)]));
+        hi = std::max(hi, double(u[idx(i, j)]));
+      }
+    return {global(lo, MPI_MIN), global(hi, MPI_MAX)};
+  }
+
+  double centre_value() override {
+    const long ci = (p_.n + 1) / 2 - ox_, cj = (p_.n + 1) / 2 - oy_;
+    double v = -std::numeric_limits<double>::infinity();
+    if (ci >= 1 && ci <= nx_ && cj >= 1 && cj <= ny_) v = double(u_->data()[idx(ci, cj)]);
+    return global(v, MPI_MAX);
+  }
+
+  void write(locus::H5Output& out, bool with_error) override {
+    out.write_field("solution", *u_, decomp_, 2);
+    if (!with_error) return;
+    locus::GridFieldT<T> e(team_, decomp_, kGhosts);
+    const T* u = u_->data();
+    T* d = e.data();
+    for (long j = 1; j <= ny_; ++j)
+      for (long i = 1; i <= nx_; ++i)
+        d[idx(i, j)] = static_cast<T>(double(u[idx(i, j)]) - p_.exact(ox_ + i, oy_ + j));
+    out.write_field("error", e, decomp_, 2);
+  }
+
+  const locus::CartDecomp& decomp() const override { return decomp_; }
+  std::string halo_name() const override { return halo_->name(); }
+
+ private:
+  std::size_t idx(long i, long j) const { return static_cast<std::size_t>(j * sx_ + i); }
+
+  double global(double v, MPI_Op op) {
+    double out = 0.0;
+    locus::allreduce_yielding(&v, &out, 1, MPI_DOUBLE, op, comm_);
+    return out;
+  }
+
+  void exchange() {
+    if (!exchanges_) return;
+    auto t = timers_.scope("halo");
+    halo_->exchange(*u_);
+  }
+  // Brings the ghosts up to date unless nothing changed since the last exchange.
+  void refresh() {
+    if (stale_) exchange();
+    stale_ = false;
+  }
+
+  // Relaxes the points of `colour` in row j, columns i0..i1.
+  template <bool Sor>
+  void relax(long j, long i0, long i1, int colour) {
+    T* r = u_->data() + j * sx_;
+    const T* dn = r - sx_;
+    const T* up = r + sx_;
+    const T* b = rhs_.data() + j * sx_;
+    const T quarter = T(0.25), w = T(o_.omega);
+    long i = i0 + (((ox_ + i0 + oy_ + j) & 1) != colour ? 1 : 0);
+    for (; i <= i1; i += 2) {
+      const T g = quarter * (((r[i - 1] + r[i + 1]) + (dn[i] + up[i])) + b[i]);
+      if constexpr (Sor)
+        r[i] = r[i] + w * (g - r[i]);
+      else
+        r[i] = g;
+    }
+  }
+
+  // One red-black iteration as one pass over the block: red row j, then
+  // black row j-1 (whose red neighbours are final by then). Black points
+  // next to another rank need that rank's new red values: they wait for the
+  // second exchange. Same updates, same order per colour, as two full
+  // sweeps, so the result is identical; the block is streamed once.
+  template <bool Sor>
+  void red_black() {
+    refresh();
+    const bool down = nb_[1][0], upn = nb_[1][1], left = nb_[0][0], right = nb_[0][1];
+    auto deferred_row = [&](long r) { return (r == 1 && down) || (r == ny_ && upn); };
+    const long c0 = left ? 2 : 1, c1 = right ? nx_ - 1 : nx_;
+    {
+      auto t = timers_.scope("compute");
+      for (long j = 1; j <= ny_; ++j) {
+        relax<Sor>(j, 1, nx_, kRed);
+        if (j >= 2 && !deferred_row(j - 1)) relax<Sor>(j - 1, c0, c1, kBlack);
+      }
+      if (!deferred_row(ny_)) relax<Sor>(ny_, c0, c1, kBlack);
+    }
+    exchange();
+    {
+      auto t = timers_.scope("compute");
+      for (long j = 1; j <= ny_; ++j) {
+        if (deferred_row(j)) {
+          relax<Sor>(j, 1, nx_, kBlack);
+          continue;
+        }
+        if (left) relax<Sor>(j, 1, 1, kBlack);
+        if (right && !(left && nx_ == 1)) relax<Sor>(j, nx_, nx_, kBlack);
+      }
+    }
+    stale_ = true;
+  }
+
+  void jacobi() {
+    refresh();
+    {
+      auto t = timers_.scope("compute");
+      locus::GridFieldT<T>* next = u_ == &a_ ? b_field_.get() : &a_;
+      const T* u = u_->data();
+      T* un = next->data();
+      const T quarter = T(0.25);
+      for (long j = 1; j <= ny_; ++j) {
+        const T* r = u + j * sx_;
+        const T* dn = r - sx_;
+        const T* up = r + sx_;
+        const T* b = rhs_.data() + j * sx_;
+        T* out = un + j * sx_;
+        for (long i = 1; i <= nx_; ++i) out[i] = quarter * (((r[i - 1] + r[i + 1]) + (dn[i] + up[i])) + b[i]);
+      }
+      u_ = next;
+    }
+    stale_ = true;
+  }
+
+  locus::Team& team_;
+  MPI_Comm comm_;
+  Problem p_;
+  Options o_;
+  locus::CartDecomp decomp_;
+  std::unique_ptr<locus::HaloExchange<T>> halo_;
+  locus::Timers& timers_;
+  locus::GridFieldT<T> a_;
+  std::unique_ptr<locus::GridFieldT<T>> b_field_;  // Jacobi's second field
+  locus::GridFieldT<T>* u_ = nullptr;              // the current iterate
+  std::vector<T> rhs_;                             // h^2 f, in the solver's precision
+  std::vector<double> f_;                          // f, for the residual
+  long nx_ = 0, ny_ = 0, sx_ = 0, ox_ = 0, oy_ = 0;
+  bool nb_[2][2] = {};
+  bool exchanges_ = false;
+  bool stale_ = true;
+};
+
+}  // namespace
+
+std::unique_ptr<SolverBase> make_solver(const std::string& precision, locus::Team& team, const Problem& p,
+                                        const Options& o, locus::Timers& timers) {
+  if (precision == "float32") return std::make_unique<Solver<float>>(team, p, o, timers);
+  if (precision == "float64") return std::make_unique<Solver<double>>(team, p, o, timers);
+  throw locus::Error("poisson5pt.solver.precision: unknown precision '" + precision + "'");
+}
+
+}  // namespace poisson5pt
