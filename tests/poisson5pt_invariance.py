@@ -1,0 +1,83 @@
+"""poisson5pt results do not depend on the decomposition: red-black
+Gauss-Seidel (and SOR, Jacobi, float32) give bitwise the same solution,
+residual history and iteration count on 1 rank and on NP ranks, rows and 2D
+blocks (uneven sizes), every halo strategy, real and emulated nodes."""
+import os
+import sys
+
+import h5py
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(__file__))
+from locus_testlib import SOURCE, check, run_app, scratch, summary  # noqa: E402
+
+DECK = os.path.join(SOURCE, "inputs", "poisson5pt", "default.yaml")
+# 21 points over 2 or 4 ranks: blocks of 11/10 or 6/5 rows and columns.
+BASE = ["poisson5pt.grid.n=21", "poisson5pt.solver.tolerance=1e-6", "poisson5pt.solver.check_every=1",
+        "output.xdmf=false"]
+STRATEGIES = ["p2p", "rma", "locus", "locus-nb"]
+
+
+def result(d, s):
+    with h5py.File(os.path.join(d, "default.h5"), "r") as f:
+        return f["solution"][...], f["residual"][...], s["results"]["iterations"]
+
+
+def run(ranks, out, name, sets):
+    d = os.path.join(out, name)
+    p, _ = run_app("poisson5pt", DECK, ranks, BASE + sets + ["output.dir=" + d], extra=["-q"])
+    s = summary(p.stdout)
+    check(s["validation"]["verdict"] == "pass", "%s converged" % name)
+    return result(d, s), s
+
+
+def same(a, b, what):
+    ua, ra, ia = a
+    ub, rb, ib = b
+    check(ia == ib, "%s: %d iterations, reference %d" % (what, ia, ib))
+    check(ua.dtype == ub.dtype and ua.shape == ub.shape, "%s: dataset type/shape" % what)
+    diff = np.count_nonzero(ua != ub)
+    check(diff == 0, "%s: %d of %d points differ from 1 rank (max %g)" %
+          (what, diff, ua.size, np.max(np.abs(ua.astype(float) - ub.astype(float)))))
+    check(np.array_equal(ra, rb), "%s: residual history differs" % what)
+
+
+def main():
+    ranks = int(sys.argv[1])
+    out = scratch("poisson5pt_invariance_np%d" % ranks)
+    blocks = "[2, 1, 1]" if ranks == 2 else "auto"
+    refs = {}
+    for variant, sets in (("gs", []),
+                          ("sor", ["poisson5pt.solver.method=sor"]),
+                          ("jacobi", ["poisson5pt.solver.method=jacobi", "poisson5pt.solver.tolerance=1e-3"]),
+                          ("gs32", ["poisson5pt.solver.precision=float32",
+                                    "poisson5pt.solver.tolerance=1e-4"])):
+        refs[variant], _ = run(1, out, "ref_" + variant, sets)
+        check(refs[variant][2] > 10, "%s iterates" % variant)
+    checked = 0
+    for decomposition in ("rows", "blocks"):
+        dsets = ["poisson5pt.decomposition=" + decomposition]
+        if decomposition == "blocks":
+            dsets.append("poisson5pt.procs=" + blocks)
+        for node_size in (0, 1):
+            for halo in STRATEGIES:
+                name = "gs_%s_%s_node%d" % (decomposition, halo, node_size)
+                r, s = run(ranks, out, name, dsets + ["comm.halo=" + halo, "runtime.node_size=%d" % node_size])
+                pg = s["results"]["process_grid"]
+                check(pg[0] * pg[1] == ranks and (decomposition == "blocks") == (pg[0] > 1),
+                      "%s: process grid %s" % (name, pg))
+                check(s["results"]["halo"] == halo and s["node_map"]["emulated_node_size"] == node_size,
+                      "%s: settings recorded" % name)
+                same(r, refs["gs"], name)
+                checked += 1
+        for variant, sets in (("sor", ["poisson5pt.solver.method=sor"]),
+                              ("jacobi", ["poisson5pt.solver.method=jacobi", "poisson5pt.solver.tolerance=1e-3"]),
+                              ("gs32", ["poisson5pt.solver.precision=float32", "poisson5pt.solver.tolerance=1e-4"])):
+            name = "%s_%s" % (variant, decomposition)
+            r, _ = run(ranks, out, name, dsets + sets + ["runtime.node_size=1"])
+            same(r, refs[variant], name)
+            checked += 1
+    print("%d runs on %d ranks bitwise identical to 1 rank" % (checked, ranks))
+
+
+main()
