@@ -35,7 +35,8 @@ locus::AppInfo app_info() {
       .integer("bench.roofline_n", 4096, 0, big, "grid for the roofline (well beyond the caches); 0: skip")
       .integer("bench.roofline_iterations", 10, 1, big, "timed iterations per roofline measurement")
       .integer("bench.repeats", 5, 1, 99, "measurements per strategy (interleaved); the median is reported")
-      .choice("bench.precision", "float32", {"float32", "float64"}, "floating-point type (the paper: float32)")
+      .choice("bench.precision", "float32", {"float32", "float64"},
+              "floating-point type (the paper: float32)")
       .choice("bench.method", "gauss-seidel", {"gauss-seidel", "sor", "jacobi"}, "relaxation method")
       .choice("bench.decomposition", "rows", {"rows", "blocks"}, "rows (the paper's) or 2D blocks");
   locus::add_common_keys(app.schema, "poisson");
@@ -156,13 +157,15 @@ int run(locus::Context& ctx) {
     csv.open(csv_path);
     csv << "placement,emulated,ranks,oversubscribed,n,precision,method,decomposition,strategy,halo_us,"
            "iteration_us,compute_us,halo_rma_over_this,iteration_rma_over_this\n";
-    std::printf("# locus poisson benchmark: %s, %s, %s, process grid %dx%d, %d ranks, %s%s%s\n",
-                c.string("bench.method").c_str(), precision.c_str(), decomposition.c_str(), o.procs[0],
-                o.procs[1], ctx.size(), placement.c_str(), emulated ? " (emulated nodes)" : "",
-                oversubscribed ? ", OVER-SUBSCRIBED (more ranks than cores: timings include scheduling)" : "");
-    std::printf("# microseconds per iteration, median of %ld interleaved measurements; iteration and compute:\n"
-                "# slowest rank; halo: the rank that spent least in it (the others add their wait for it)\n",
-                repeats);
+    std::printf(
+        "# locus poisson benchmark: %s, %s, %s, process grid %dx%d, %d ranks, %s%s%s\n",
+        c.string("bench.method").c_str(), precision.c_str(), decomposition.c_str(), o.procs[0], o.procs[1],
+        ctx.size(), placement.c_str(), emulated ? " (emulated nodes)" : "",
+        oversubscribed ? ", OVER-SUBSCRIBED (more ranks than cores: timings include scheduling)" : "");
+    std::printf(
+        "# microseconds per iteration, median of %ld interleaved measurements; iteration and compute:\n"
+        "# slowest rank; halo: the rank that spent least in it (the others add their wait for it)\n",
+        repeats);
     std::printf("%-6s %-9s %10s %12s %10s %12s %12s\n", "N", "strategy", "halo_us", "iteration_us",
                 "compute_us", "halo rma/x", "iter rma/x");
   }
@@ -191,8 +194,8 @@ int run(locus::Context& ctx) {
     for (const auto& s : strategies) {
       const Sample& m = med[s];
       const double hr = med["rma"].halo_us / m.halo_us, ir = med["rma"].iteration_us / m.iteration_us;
-      std::printf("%-6ld %-9s %10.2f %12.2f %10.2f %12.2f %12.2f\n", k.n, s.c_str(), m.halo_us, m.iteration_us,
-                  m.compute_us, hr, ir);
+      std::printf("%-6ld %-9s %10.2f %12.2f %10.2f %12.2f %12.2f\n", k.n, s.c_str(), m.halo_us,
+                  m.iteration_us, m.compute_us, hr, ir);
       csv << placement << "," << (emulated ? 1 : 0) << "," << ctx.size() << "," << (oversubscribed ? 1 : 0)
           << "," << k.n << "," << precision << "," << c.string("bench.method") << "," << decomposition << ","
           << s << "," << m.halo_us << "," << m.iteration_us << "," << m.compute_us << "," << hr << "," << ir
@@ -227,24 +230,29 @@ int run(locus::Context& ctx) {
     stream_gbs = 3.0 * esize * double(cells) / stream_t * 1e-3;
     fraction = sweep_gbs / stream_gbs;
     if (ctx.rank() == 0) {
-      std::printf("\n# roofline: %ldx%ld grid, %s; traffic 3 x %g B per point per iteration (u read+write, b)\n",
-                  rn, rn, precision.c_str(), esize);
-      std::printf("%-28s %10.2f GB/s per rank (%.1f us per iteration)\n", "sweep (red-black, fused)", sweep_gbs,
-                  sweep_us);
-      std::printf("%-28s %10.2f GB/s per rank (u = a u + b, same arrays' size)\n", "stream kernel", stream_gbs);
+      std::printf(
+          "\n# roofline: %ldx%ld grid, %s; traffic 3 x %g B per point per iteration (u read+write, b)\n", rn,
+          rn, precision.c_str(), esize);
+      std::printf("%-28s %10.2f GB/s per rank (%.1f us per iteration)\n", "sweep (red-black, fused)",
+                  sweep_gbs, sweep_us);
+      std::printf("%-28s %10.2f GB/s per rank (u = a u + b, same arrays' size)\n", "stream kernel",
+                  stream_gbs);
       std::printf("%-28s %10.1f %%\n", "sweep / roofline", 100.0 * fraction);
     }
   }
   if (ctx.rank() != 0) return 0;
-  std::printf("\nlocus_bench:\n  benchmark: poisson\n  placement: %s\n  emulated_nodes: %s\n  ranks: %d\n"
-              "  oversubscribed: %s\n  csv: %s\n",
-              placement.c_str(), emulated ? "true" : "false", ctx.size(), oversubscribed ? "true" : "false",
-              std::filesystem::absolute(csv_path).c_str());
+  std::printf(
+      "\nlocus_bench:\n  benchmark: poisson\n  placement: %s\n  emulated_nodes: %s\n  ranks: %d\n"
+      "  oversubscribed: %s\n  csv: %s\n",
+      placement.c_str(), emulated ? "true" : "false", ctx.size(), oversubscribed ? "true" : "false",
+      std::filesystem::absolute(csv_path).c_str());
   for (const auto& [n, g] : halo_gain) std::printf("  halo_locus_speedup_over_rma_n%ld: %.2f\n", n, g);
   const long small = c.integer("bench.small_n");
   if (fraction >= 0)
-    std::printf("  sweep_roofline_fraction: %.3f\n  sweep_gb_per_s_per_rank: %.2f\n  stream_gb_per_s_per_rank: %.2f\n",
-                fraction, sweep_gbs, stream_gbs);
+    std::printf(
+        "  sweep_roofline_fraction: %.3f\n  sweep_gb_per_s_per_rank: %.2f\n  stream_gb_per_s_per_rank: "
+        "%.2f\n",
+        fraction, sweep_gbs, stream_gbs);
   // The halo goal is the paper's figure (about 35% over MPI on its 64x64
   // grid), on one node: locality can only help there; across nodes locus
   // takes the MPI path and matches rma.

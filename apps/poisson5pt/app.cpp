@@ -118,9 +118,9 @@ locus::Dims process_grid(const Context& ctx, const Settings& s, long n) {
                                 " ranks, but the run has " + std::to_string(size));
   for (int d = 0; d < 2; ++d)
     locus::collective_require(ctx.comm(), n >= p[d],
-                              c.locate("poisson5pt.grid.n") + ": N = " + std::to_string(n) + " is too small for " +
-                                  std::to_string(p[d]) + " blocks in " + "xy"[d] + " (" +
-                                  std::to_string(size) + " ranks, decomposition " + s.decomposition +
+                              c.locate("poisson5pt.grid.n") + ": N = " + std::to_string(n) +
+                                  " is too small for " + std::to_string(p[d]) + " blocks in " + "xy"[d] +
+                                  " (" + std::to_string(size) + " ranks, decomposition " + s.decomposition +
                                   "); every rank needs at least one row and one column");
   return p;
 }
@@ -148,17 +148,18 @@ Settings read_settings(const Context& ctx) {
   s.check_every = c.integer("poisson5pt.solver.check_every");
   s.stall_checks = c.integer("poisson5pt.solver.stall_checks");
 
-  locus::collective_require(ctx.comm(),
-                            s.options.method == Method::sor || s.omega_auto,
-                            c.locate("poisson5pt.solver.omega") + ": only used by method sor (the method is " +
+  locus::collective_require(ctx.comm(), s.options.method == Method::sor || s.omega_auto,
+                            c.locate("poisson5pt.solver.omega") +
+                                ": only used by method sor (the method is " +
                                 c.string("poisson5pt.solver.method") + "); remove it or set method: sor");
-  locus::collective_require(
-      ctx.comm(), s.mode != "order" || p.setup == Setup::manufactured,
-      c.locate("poisson5pt.validation.mode") + ": order needs setup: manufactured (the one with a known solution)");
+  locus::collective_require(ctx.comm(), s.mode != "order" || p.setup == Setup::manufactured,
+                            c.locate("poisson5pt.validation.mode") +
+                                ": order needs setup: manufactured (the one with a known solution)");
   locus::collective_require(ctx.comm(), s.mode == "none" || s.tolerance > 0,
                             c.locate("poisson5pt.solver.tolerance") + ": validation mode " + s.mode +
                                 " compares converged solves; set a tolerance > 0");
-  locus::collective_require(ctx.comm(), s.mode != "iterations" || s.options.method != Method::sor || s.omega_auto,
+  locus::collective_require(ctx.comm(),
+                            s.mode != "iterations" || s.options.method != Method::sor || s.omega_auto,
                             c.locate("poisson5pt.solver.omega") +
                                 ": validation mode iterations expects O(N) only for the optimal omega; "
                                 "use omega: auto");
@@ -174,8 +175,8 @@ struct SolveResult {
   double relative_residual = 0;  // final, relative to the initial one
   std::vector<double> history;   // relative residual at each check
   std::vector<double> history_iterations;
-  double seconds = 0;            // wall time of the iterations (max over ranks)
-  double max_error = -1;         // against the exact solution, when known
+  double seconds = 0;     // wall time of the iterations (max over ranks)
+  double max_error = -1;  // against the exact solution, when known
 };
 
 SolveResult solve(const Context& ctx, SolverBase& solver, const Problem& p, const Settings& s, bool show) {
@@ -250,9 +251,13 @@ std::string diagnosis(const SolveResult& r, const Settings& s, double umax) {
   return text;
 }
 
-YAML::Node number(double v) { return locus::yaml_number(v); }
+YAML::Node number(double v) {
+  return locus::yaml_number(v);
+}
 
-std::string grid_text(long n) { return std::to_string(n) + "x" + std::to_string(n); }
+std::string grid_text(long n) {
+  return std::to_string(n) + "x" + std::to_string(n);
+}
 
 // The refinement studies: one converged solve per grid N, 2N+1, 4N+3, ...
 // (h halves each time).
@@ -285,8 +290,8 @@ YAML::Node refinement_study(const Context& ctx, const Settings& s, locus::Timers
   pass = all_converged;
   if (!all_converged) out["reason"] = "a grid did not converge within max_iterations";
   const double expected = order ? 2.0 : (s.options.method == Method::sor ? 1.0 : 2.0);
-  const double slack = order ? c.real("poisson5pt.validation.order_slack")
-                             : c.real("poisson5pt.validation.exponent_slack");
+  const double slack =
+      order ? c.real("poisson5pt.validation.order_slack") : c.real("poisson5pt.validation.exponent_slack");
   const char* key = order ? "observed_order" : "observed_exponent";
   for (std::size_t i = 0; i + 1 < figure.size(); ++i) {
     // Errors fall as h^p; iteration counts grow as N^p (h halves per level).
@@ -346,7 +351,8 @@ int run(Context& ctx) {
     const double per_it = r.iterations > 0 ? r.seconds / double(r.iterations) : 0.0;
     results["time_per_iteration"] = number(per_it);
     const double updates = double(p.n) * double(p.n) * double(r.iterations);
-    results["mpoint_updates_per_s"] = number(r.seconds > 0 ? std::round(updates / r.seconds / 1e5) / 10 : 0.0);
+    results["mpoint_updates_per_s"] =
+        number(r.seconds > 0 ? std::round(updates / r.seconds / 1e5) / 10 : 0.0);
     if (r.max_error >= 0) results["max_error"] = number(r.max_error);
     results["min"] = number(range[0]);
     results["max"] = number(range[1]);

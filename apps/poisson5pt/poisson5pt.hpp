@@ -30,8 +30,8 @@ std::string method_name(Method m);
 struct Problem {
   long n = 0;
   Setup setup = Setup::manufactured;
-  double source = 1.0;                  // paper: the constant f
-  std::array<double, 4> edges{};        // boundary: u at x=0, x=1, y=0, y=1
+  double source = 1.0;            // paper: the constant f
+  std::array<double, 4> edges{};  // boundary: u at x=0, x=1, y=0, y=1
   double h() const { return 1.0 / static_cast<double>(n + 1); }
   // Source at grid point (i, j), 0 <= i, j <= n+1 (0 and n+1: boundary).
   double f(long i, long j) const;
@@ -47,7 +47,7 @@ double optimal_omega(double h);
 
 struct Options {
   Method method = Method::gauss_seidel;
-  double omega = 1.0;        // SOR only (already resolved from auto)
+  double omega = 1.0;  // SOR only (already resolved from auto)
   std::string halo = "locus";
   locus::Dims procs{1, 1, 1};  // the process grid (x, y, 1), already resolved
 };

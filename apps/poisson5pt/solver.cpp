@@ -56,7 +56,9 @@ double Problem::exact(long i, long j) const {
   return std::sin(M_PI * double(i) * h()) * std::sin(M_PI * double(j) * h());
 }
 
-double optimal_omega(double h) { return 2.0 / (1.0 + std::sin(M_PI * h)); }
+double optimal_omega(double h) {
+  return 2.0 / (1.0 + std::sin(M_PI * h));
+}
 
 namespace {
 

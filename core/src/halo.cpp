@@ -144,13 +144,14 @@ class OneSidedHalo : public HaloExchange<T> {
         f.remote = face_layout(other, d);
         faces_.push_back(f);
       }
-    barrier_before_ = o.in_place || !put_;
+    // Always a barrier first: nobody still reads (or, before the first
+    // exchange, initialises) what the transfers overwrite.
     barrier_after_ = o.in_place || put_;
     handles_.reserve(faces_.size());
   }
 
   void exchange(GridFieldT<T>& field) override {
-    if (barrier_before_) barrier(team_);
+    barrier(team_);
     T* base = field.data();
     handles_.clear();
     for (const auto& f : faces_) {
@@ -185,7 +186,7 @@ class OneSidedHalo : public HaloExchange<T> {
   Route route_;
   bool nonblocking_;
   bool put_;
-  bool barrier_before_ = true, barrier_after_ = false;
+  bool barrier_after_ = false;
   std::vector<Face> faces_;
   std::vector<Handle> handles_;
 };
@@ -218,9 +219,13 @@ std::size_t face_offset(const std::array<long, 3>& n, int d, long layer) {
   return face_offset(BlockShape{n, {1, 1, 1}}, d, layer);
 }
 
-Layout face_layout(const std::array<long, 3>& n, int d) { return face_layout(BlockShape{n, {1, 1, 1}}, d); }
+Layout face_layout(const std::array<long, 3>& n, int d) {
+  return face_layout(BlockShape{n, {1, 1, 1}}, d);
+}
 
-std::vector<std::string> halo_strategies() { return {"p2p", "rma", "locus", "locus-nb"}; }
+std::vector<std::string> halo_strategies() {
+  return {"p2p", "rma", "locus", "locus-nb"};
+}
 
 template <class T>
 std::unique_ptr<HaloExchange<T>> make_halo(const std::string& strategy, const CartDecomp& decomp, Team& team,
@@ -242,7 +247,7 @@ std::unique_ptr<HaloExchange<T>> make_halo(const std::string& strategy, const Ca
 
 template std::unique_ptr<HaloExchange<float>> make_halo<float>(const std::string&, const CartDecomp&, Team&,
                                                                const HaloOptions&);
-template std::unique_ptr<HaloExchange<double>> make_halo<double>(const std::string&, const CartDecomp&,
-                                                                 Team&, const HaloOptions&);
+template std::unique_ptr<HaloExchange<double>> make_halo<double>(const std::string&, const CartDecomp&, Team&,
+                                                                 const HaloOptions&);
 
 }  // namespace locus

@@ -160,3 +160,32 @@ TEST(Config, EditDistance) {
   EXPECT_EQ(locus::closest_match("tolerence", {"tolerance", "dt"}), "tolerance");
   EXPECT_EQ(locus::closest_match("qqqqqq", {"tolerance", "dt"}), "");
 }
+
+TEST(Config, RealOrAutoAndOpenBounds) {
+  locus::Schema schema;
+  schema.real_or_auto("s.omega", 0.0, 2.0, true, true, "relaxation");
+  auto cfg = locus::parse_config(schema, "s: {omega: auto}\n", "d.yaml", {});
+  EXPECT_TRUE(std::isnan(cfg.real("s.omega")));
+  EXPECT_NE(cfg.yaml().find("omega: auto"), std::string::npos) << cfg.yaml();
+  EXPECT_TRUE(std::isnan(locus::parse_config(schema, "", "d.yaml", {}).real("s.omega")));
+  EXPECT_EQ(locus::parse_config(schema, "s: {omega: 1.5}\n", "d.yaml", {}).real("s.omega"), 1.5);
+  for (const char* bad : {"0", "2", "2.5", "-1", "fast"}) {
+    try {
+      locus::parse_config(schema, std::string("s:\n  omega: ") + bad + "\n", "d.yaml", {});
+      ADD_FAILURE() << bad << " accepted";
+    } catch (const locus::ConfigError& e) {
+      EXPECT_EQ(std::string(e.what()),
+                std::string("d.yaml:2:10: s.omega: must be auto or a number in (0, 2) (got ") + bad + ")");
+    }
+  }
+}
+
+TEST(Config, LocateNamesWhereAValueCameFrom) {
+  locus::Schema schema;
+  schema.integer("a.n", 4, 1, 100, "n").integer("a.m", 4, 1, 100, "m").integer("a.k", 4, 1, 100, "k");
+  auto cfg = locus::parse_config(schema, "a:\n  n: 7\n", "deck.yaml", {"a.m=9"});
+  EXPECT_EQ(cfg.locate("a.n"), "deck.yaml:2:6: a.n");
+  EXPECT_EQ(cfg.locate("a.m"), "--set a.m=9: a.m");
+  EXPECT_EQ(cfg.locate("a.k"), "a.k (default)");
+  EXPECT_THROW(cfg.locate("a.zz"), locus::Error);
+}

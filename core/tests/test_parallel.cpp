@@ -150,6 +150,56 @@ TEST_P(Halo, FillsEveryInnerGhostFaceAndNothingElse) {
 
 INSTANTIATE_TEST_SUITE_P(Strategies, Halo, ::testing::ValuesIn(locus::halo_strategies()));
 
+// 2D float fields (z extent 1, no z ghosts), both one-sided directions,
+// with and without in-place synchronisation: the ghost faces that border
+// another rank get the neighbour's boundary values, nothing else changes.
+TEST_P(Halo, TwoDimensionalFloatFieldsInEveryDirection) {
+  locus::Team& world = locus::Runtime::current().world();
+  int d2[2] = {0, 0};
+  MPI_Dims_create(world_size(), 2, d2);
+  for (auto procs :
+       {locus::Dims{d2[1], d2[0], 1}, locus::Dims{world_size(), 1, 1}, locus::Dims{1, world_size(), 1}})
+    for (auto direction : {locus::Direction::get, locus::Direction::put})
+      for (bool in_place : {false, true}) {
+        CartDecomp dc(world.comm(), {9, 7, 1}, procs, "test.procs", 2);
+        locus::GridFieldT<float> gf(world, dc, {1, 1, 0});
+        const auto& s = gf.shape();
+        ASSERT_EQ(s.cells(), std::size_t((dc.local()[0] + 2) * (dc.local()[1] + 2)));
+        const auto& n = dc.local();
+        const auto& o = dc.offset();
+        float* f = gf.data();
+        auto value = [&](long i, long j) { return float(1000 * (o[1] + j) + (o[0] + i)); };
+        for (long j = 0; j <= n[1] + 1; ++j)
+          for (long i = 0; i <= n[0] + 1; ++i) {
+            bool interior = i >= 1 && i <= n[0] && j >= 1 && j <= n[1];
+            f[s.offset(i, j, 0)] = interior ? value(i, j) : -1.0f;
+          }
+        auto halo = locus::make_halo<float>(GetParam(), dc, world, {direction, in_place, {1, 1, 0}});
+        halo->exchange(gf);
+        long wrong = 0;
+        for (long j = 0; j <= n[1] + 1; ++j)
+          for (long i = 0; i <= n[0] + 1; ++i) {
+            const bool xghost = (i == 0 || i == n[0] + 1) && j >= 1 && j <= n[1];
+            const bool yghost = (j == 0 || j == n[1] + 1) && i >= 1 && i <= n[0];
+            float expect = -1.0f;
+            if (xghost && dc.neighbor(0, i == 0 ? -1 : 1) != MPI_PROC_NULL) expect = value(i, j);
+            if (yghost && dc.neighbor(1, j == 0 ? -1 : 1) != MPI_PROC_NULL) expect = value(i, j);
+            if (i >= 1 && i <= n[0] && j >= 1 && j <= n[1]) expect = value(i, j);
+            if (f[s.offset(i, j, 0)] != expect) ++wrong;
+          }
+        EXPECT_EQ(wrong, 0) << GetParam() << (direction == locus::Direction::put ? " put" : " get")
+                            << (in_place ? " in place" : "") << " procs " << procs[0] << "x" << procs[1];
+      }
+}
+
+TEST(HaloPlan, DecomposedDimensionWithoutGhostsIsAnError) {
+  locus::Team& world = locus::Runtime::current().world();
+  if (world_size() < 2) GTEST_SKIP() << "needs a decomposed dimension";
+  CartDecomp dc(world.comm(), {8, 8, 1}, {world_size(), 1, 1}, "test.procs", 2);
+  EXPECT_THROW(locus::make_halo<float>("locus", dc, world, {locus::Direction::put, true, {0, 1, 0}}),
+               locus::Error);
+}
+
 TEST(HaloPlan, UnknownStrategyIsAnError) {
   locus::Team& world = locus::Runtime::current().world();
   CartDecomp dc(world.comm(), {4, 4, 4}, {0, 0, 0}, "test.procs");

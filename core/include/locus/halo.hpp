@@ -17,14 +17,16 @@
 // The one-sided strategies either get the neighbours' boundary faces into
 // the own ghosts (Direction::get, heat3d) or put the own boundary faces into
 // the neighbours' ghosts (Direction::put, the DART Poisson kernel). How many
-// barriers an exchange needs depends on whether the app updates the field in
-// place (Gauss-Seidel) or into a second field (double buffering):
-//   get, double-buffered: barrier, gets                (1 barrier)
-//   put, double-buffered: puts, barrier                (1 barrier)
-//   in place, either way: barrier, transfers, barrier  (2 barriers)
+// barriers an exchange needs depends on the direction and on whether the
+// app updates the field in place (Gauss-Seidel) or into a second field
+// (double buffering):
+//   get, double-buffered:        barrier, gets                (1 barrier)
+//   put, or in place either way: barrier, transfers, barrier  (2 barriers)
 // The first barrier guarantees the faces (or ghosts) are no longer being
-// written (or read) by the previous step; the last one that the transfers
-// are complete before anybody computes with or overwrites them.
+// written (or read, or initialised) by the previous step; the last one that
+// the transfers are complete before anybody computes with or overwrites
+// them. A double-buffered get needs no second barrier: the faces it reads
+// are not written again before everybody has passed the next barrier.
 #include <memory>
 #include <string>
 #include <vector>
@@ -71,7 +73,7 @@ Layout face_layout(const std::array<long, 3>& n, int d);
 // decomposed dimension. `team` holds the decomposition's units in the same
 // order (the world team for apps). Instantiated for float and double.
 template <class T>
-std::unique_ptr<HaloExchange<T>> make_halo(const std::string& strategy, const CartDecomp& decomp,
-                                           Team& team, const HaloOptions& options = {});
+std::unique_ptr<HaloExchange<T>> make_halo(const std::string& strategy, const CartDecomp& decomp, Team& team,
+                                           const HaloOptions& options = {});
 
 }  // namespace locus
