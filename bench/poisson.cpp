@@ -38,7 +38,8 @@ locus::AppInfo app_info() {
       .choice("bench.precision", "float32", {"float32", "float64"},
               "floating-point type (the paper: float32)")
       .choice("bench.method", "gauss-seidel", {"gauss-seidel", "sor", "jacobi"}, "relaxation method")
-      .choice("bench.decomposition", "rows", {"rows", "blocks"}, "rows (the paper's) or 2D blocks");
+      .choice("bench.decomposition", "rows", {"rows", "blocks"}, "rows (the paper's) or 2D blocks")
+      .choice("bench.direction", "put", {"put", "get"}, "one-sided halos: put (the paper's) or get");
   locus::add_common_keys(app.schema, "poisson");
   return app;
 }
@@ -138,6 +139,7 @@ int run(locus::Context& ctx) {
   poisson5pt::Options o;
   o.method = poisson5pt::parse_method(c.string("bench.method"));
   o.procs = grid_for(ctx, decomposition);
+  o.direction = c.string("bench.direction") == "get" ? locus::Direction::get : locus::Direction::put;
 
   struct Case {
     long n, iterations;
@@ -155,12 +157,13 @@ int run(locus::Context& ctx) {
   if (ctx.rank() == 0) {
     std::filesystem::create_directories(c.string("output.dir"));
     csv.open(csv_path);
-    csv << "placement,emulated,ranks,oversubscribed,n,precision,method,decomposition,strategy,halo_us,"
-           "iteration_us,compute_us,halo_rma_over_this,iteration_rma_over_this\n";
+    csv << "placement,emulated,ranks,oversubscribed,n,precision,method,decomposition,direction,strategy,"
+           "halo_us,iteration_us,compute_us,halo_rma_over_this,iteration_rma_over_this\n";
     std::printf(
-        "# locus poisson benchmark: %s, %s, %s, process grid %dx%d, %d ranks, %s%s%s\n",
-        c.string("bench.method").c_str(), precision.c_str(), decomposition.c_str(), o.procs[0], o.procs[1],
-        ctx.size(), placement.c_str(), emulated ? " (emulated nodes)" : "",
+        "# locus poisson benchmark: %s, %s, %s, one-sided by %s, process grid %dx%d, %d ranks, %s%s%s\n",
+        c.string("bench.method").c_str(), precision.c_str(), decomposition.c_str(),
+        c.string("bench.direction").c_str(), o.procs[0], o.procs[1], ctx.size(), placement.c_str(),
+        emulated ? " (emulated nodes)" : "",
         oversubscribed ? ", OVER-SUBSCRIBED (more ranks than cores: timings include scheduling)" : "");
     std::printf(
         "# microseconds per iteration, median of %ld interleaved measurements; iteration and compute:\n"
@@ -198,8 +201,8 @@ int run(locus::Context& ctx) {
                   m.iteration_us, m.compute_us, hr, ir);
       csv << placement << "," << (emulated ? 1 : 0) << "," << ctx.size() << "," << (oversubscribed ? 1 : 0)
           << "," << k.n << "," << precision << "," << c.string("bench.method") << "," << decomposition << ","
-          << s << "," << m.halo_us << "," << m.iteration_us << "," << m.compute_us << "," << hr << "," << ir
-          << "\n";
+          << c.string("bench.direction") << "," << s << "," << m.halo_us << "," << m.iteration_us << ","
+          << m.compute_us << "," << hr << "," << ir << "\n";
     }
   }
 

@@ -60,9 +60,11 @@ def main():
         if decomposition == "blocks":
             dsets.append("poisson5pt.procs=" + blocks)
         for node_size in (0, 1):
-            for halo in STRATEGIES:
+            for halo in STRATEGIES + ["locus-get"]:
                 name = "gs_%s_%s_node%d" % (decomposition, halo, node_size)
-                r, s = run(ranks, out, name, dsets + ["comm.halo=" + halo, "runtime.node_size=%d" % node_size])
+                hsets = ["comm.halo=locus", "comm.direction=get"] if halo == "locus-get" else ["comm.halo=" + halo]
+                r, s = run(ranks, out, name, dsets + hsets + ["runtime.node_size=%d" % node_size])
+                halo = halo.replace("-get", "")
                 pg = s["results"]["process_grid"]
                 check(pg[0] * pg[1] == ranks and (decomposition == "blocks") == (pg[0] > 1),
                       "%s: process grid %s" % (name, pg))

@@ -58,7 +58,10 @@ locus::AppInfo app_info() {
             "iterations: allowed |observed exponent - expected| (2 for Gauss-Seidel and Jacobi, 1 for SOR)",
             true)
       .choice("comm.halo", "locus", locus::halo_strategies(),
-              "halo exchange: p2p, rma, locus or locus-nb (see docs/user-guide.md)");
+              "halo exchange: p2p, rma, locus or locus-nb (see docs/user-guide.md)")
+      .choice("comm.direction", "put", {"put", "get"},
+              "one-sided halos (rma, locus, locus-nb): put own boundary rows into the neighbours' ghosts "
+              "(the paper's) or get theirs");
   locus::add_common_keys(s, "poisson5pt");
   return app;
 }
@@ -139,6 +142,7 @@ Settings read_settings(const Context& ctx) {
   s.omega_auto = std::isnan(omega);
   s.options.omega = s.omega_auto ? optimal_omega(p.h()) : omega;
   s.options.halo = c.string("comm.halo");
+  s.options.direction = c.string("comm.direction") == "get" ? locus::Direction::get : locus::Direction::put;
   s.precision = c.string("poisson5pt.solver.precision");
   s.decomposition = c.string("poisson5pt.decomposition");
   s.procs_key = c.dims("poisson5pt.procs");
@@ -335,6 +339,7 @@ int run(Context& ctx) {
   const auto& pg = s.options.procs;
   results["process_grid"] = locus::yaml_flow_list(std::vector<int>{pg[0], pg[1]});
   results["halo"] = s.options.halo;
+  if (s.options.halo != "p2p") results["direction"] = cfg.string("comm.direction");
 
   if (s.mode != "none") {
     validation["study"] = refinement_study(ctx, s, timers, pass);

@@ -49,6 +49,9 @@ struct Options {
   Method method = Method::gauss_seidel;
   double omega = 1.0;  // SOR only (already resolved from auto)
   std::string halo = "locus";
+  // One-sided halos: put the own boundary into the neighbours' ghosts (the
+  // paper's) or get the neighbours' boundary into the own ghosts.
+  locus::Direction direction = locus::Direction::put;
   locus::Dims procs{1, 1, 1};  // the process grid (x, y, 1), already resolved
 };
 

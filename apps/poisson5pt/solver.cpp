@@ -74,9 +74,8 @@ class Solver final : public SolverBase {
         p_(p),
         o_(o),
         decomp_(team.comm(), {p.n, p.n, 1}, o.procs, "poisson5pt.procs", 2),
-        halo_(locus::make_halo<T>(
-            o.halo, decomp_, team,
-            locus::HaloOptions{locus::Direction::put, o.method != Method::jacobi, kGhosts})),
+        halo_(locus::make_halo<T>(o.halo, decomp_, team,
+                                  locus::HaloOptions{o.direction, o.method != Method::jacobi, kGhosts})),
         timers_(timers),
         a_(team, decomp_, kGhosts) {
     if (o.method == Method::jacobi) b_field_ = std::make_unique<locus::GridFieldT<T>>(team, decomp_, kGhosts);
