@@ -59,7 +59,7 @@ std::string format_bound(double v) {
   return format_real(v);
 }
 
-std::string describe(const KeySpec& k) {
+std::string describe_key(const KeySpec& k) {
   switch (k.kind) {
     case KeyKind::Integer: {
       bool has_max = k.max < static_cast<double>(Schema::kNoMax);
@@ -150,7 +150,7 @@ bool parse_bool(const std::string& s, bool& out) {
 
 // Converts a YAML node to the key's type; returns an error text or "".
 std::string convert(const KeySpec& k, const YAML::Node& n, Value& out) {
-  const std::string fail = "must be " + describe(k) + " (got " + node_text(n) + ")";
+  const std::string fail = "must be " + describe_key(k) + " (got " + node_text(n) + ")";
   if (k.kind == KeyKind::Dims) {
     if (n.IsScalar() && n.Scalar() == "auto") return out = Dims{0, 0, 0}, "";
     if (!n.IsSequence() || n.size() != 3) return fail;
@@ -409,9 +409,31 @@ std::string Schema::help_text() const {
   std::ostringstream os;
   for (const auto& k : keys_) {
     os << "  " << k.path << std::string(w + 2 - k.path.size(), ' ') << k.help << "\n"
-       << std::string(w + 4, ' ') << describe(k) << "; default " << shown_default(k.fallback) << "\n";
+       << std::string(w + 4, ' ') << describe_key(k) << "; default " << shown_default(k.fallback) << "\n";
   }
   return os.str();
+}
+
+std::string Schema::describe(const KeySpec& k) {
+  return describe_key(k);
+}
+
+std::string Schema::default_text(const KeySpec& k) {
+  return shown_default(k.fallback);
+}
+
+std::string Schema::yaml_text() const {
+  YAML::Emitter out;
+  out << YAML::BeginSeq;
+  for (const auto& k : keys_) {
+    out << YAML::BeginMap << YAML::Key << "path" << YAML::Value << k.path << YAML::Key << "type"
+        << YAML::Value << describe_key(k) << YAML::Key << "default" << YAML::Value << YAML::DoubleQuoted
+        << shown_default(k.fallback) << YAML::Key << "help" << YAML::Value << k.help;
+    if (!k.choices.empty()) out << YAML::Key << "choices" << YAML::Value << YAML::Flow << k.choices;
+    out << YAML::EndMap;
+  }
+  out << YAML::EndSeq;
+  return out.c_str();
 }
 
 // ---------------------------------------------------------------- Config

@@ -1,5 +1,7 @@
 #include "locus/runtime.hpp"
 
+#include <yaml-cpp/yaml.h>
+
 #include <Kokkos_Core.hpp>
 #include <cstdio>
 #include <cstring>
@@ -74,6 +76,7 @@ struct CommandLine {
   bool help = false;
   bool version = false;
   bool print_config = false;
+  bool print_schema = false;
   std::string error;
 };
 
@@ -89,6 +92,8 @@ CommandLine parse_args(int argc, char** argv) {
       cl.quiet = true;
     } else if (a == "--print-config") {
       cl.print_config = true;
+    } else if (a == "--print-schema") {
+      cl.print_schema = true;
     } else if (a == "--set" || a == "-s") {
       if (i + 1 >= argc) {
         cl.error = a + " needs key=value";
@@ -107,19 +112,20 @@ CommandLine parse_args(int argc, char** argv) {
       return cl;
     }
   }
-  if (cl.deck.empty() && !cl.help && !cl.version) cl.error = "no deck given";
+  if (cl.deck.empty() && !cl.help && !cl.version && !cl.print_schema) cl.error = "no deck given";
   return cl;
 }
 
 void print_usage(const AppInfo& app, bool full) {
   std::printf(
       "usage: %s DECK.yaml [--set key=value]... [--quiet] [--print-config]\n"
-      "       %s --help | --version\n\n"
+      "       %s --help | --version | --print-schema\n\n"
       "%s\n\n"
       "  DECK.yaml          the run's configuration (see docs/config.md)\n"
       "  --set key=value    override one key, e.g. --set %s.grid.nx=128 (repeatable)\n"
       "  --quiet, -q        no progress line\n"
       "  --print-config     print the effective configuration and exit\n"
+      "  --print-schema     print every deck key (type, default, help) as YAML and exit\n"
       "  --version          print the locus version and exit\n",
       app.name.c_str(), app.name.c_str(), app.description.c_str(), app.name.c_str());
   if (full) std::printf("\nkeys:\n%s", app.schema.help_text().c_str());
@@ -196,7 +202,7 @@ int run(int argc, char** argv, const AppInfo& app, const std::function<int(Conte
   MPI_Comm_size(MPI_COMM_WORLD, &size);
 
   CommandLine cl = parse_args(argc, argv);
-  if (cl.help || cl.version || !cl.error.empty()) {
+  if (cl.help || cl.version || cl.print_schema || !cl.error.empty()) {
     int status = 0;
     if (rank == 0) {
       if (!cl.error.empty()) {
@@ -204,6 +210,11 @@ int run(int argc, char** argv, const AppInfo& app, const std::function<int(Conte
         std::fprintf(stderr, "try '%s --help'\n", app.name.c_str());
       } else if (cl.version) {
         std::printf("%s (locus %s, %s)\n", app.name.c_str(), version(), git_commit());
+      } else if (cl.print_schema && !cl.help) {
+        YAML::Emitter head;
+        head << YAML::BeginMap << YAML::Key << "app" << YAML::Value << app.name << YAML::Key << "description"
+             << YAML::Value << app.description << YAML::EndMap;
+        std::printf("%s\nkeys:\n%s\n", head.c_str(), app.schema.yaml_text().c_str());
       } else {
         print_usage(app, true);
       }

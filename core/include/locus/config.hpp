@@ -72,6 +72,11 @@ class Schema {
   const std::vector<KeySpec>& keys() const { return keys_; }
   // A table of every key for --help.
   std::string help_text() const;
+  // Every key as YAML (path, type, default, help, choices) for --print-schema.
+  std::string yaml_text() const;
+  // "a positive integer", "one of p2p, rma", ... and the default as text.
+  static std::string describe(const KeySpec& k);
+  static std::string default_text(const KeySpec& k);
 
  private:
   Schema& add(KeySpec spec);

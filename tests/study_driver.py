@@ -1,0 +1,100 @@
+"""./locus study on a tiny study: runs, CSV/HDF5 rows, plots, report, resume
+without re-running, a failing run recorded as failed, clear study-file errors."""
+import csv
+import json
+import os
+import subprocess
+import sys
+
+import h5py
+
+sys.path.insert(0, os.path.dirname(__file__))
+from locus_testlib import SOURCE, check, scratch  # noqa: E402
+
+TOOL = os.path.join(SOURCE, "tools", "study.py")
+STUDY = """app: heat3d
+deck: inputs/heat3d/default.yaml
+scaling: strong
+ranks: [1, 2]
+repeats: 1
+set:
+  heat3d.grid.nx: 12
+  heat3d.grid.ny: 10
+  heat3d.grid.nz: 8
+  heat3d.time.max_steps: 5
+  heat3d.time.tolerance: 0
+  heat3d.validation.mode: none
+  output.write_field: false
+sweep:
+  comm.halo: [p2p, locus]
+  heat3d.procs: [auto, [2, 1, 1]]   # [2, 1, 1] cannot run on 1 rank: recorded as failed
+baseline: {comm.halo: p2p}
+"""
+
+
+def study(path, *extra):
+    return subprocess.run([sys.executable, TOOL, path] + list(extra), capture_output=True, text=True,
+                          timeout=600, cwd=os.path.dirname(path))
+
+
+def main():
+    out = scratch("study_driver")
+    path = os.path.join(out, "tiny.yaml")
+    with open(path, "w") as f:
+        f.write(STUDY)
+    p = study(path)
+    check(p.returncode == 1, "a study with a failed run exits 1: %d\n%s\n%s" % (p.returncode, p.stdout, p.stderr))
+    res = os.path.join(out, "results", "tiny")
+    with open(os.path.join(res, "results.csv")) as f:
+        rows = list(csv.DictReader(f))
+    check(len(rows) == 8, "8 runs (2 halos x 2 grids x 2 rank counts): %d" % len(rows))
+    failed = [r for r in rows if r["status"] == "failed"]
+    check(len(failed) == 2 and all(r["ranks"] == "1" and r["heat3d.procs"] == "[2, 1, 1]" for r in failed),
+          "the two 1-rank [2, 1, 1] runs failed: %s" % [(r["ranks"], r["heat3d.procs"]) for r in failed])
+    check(all("needs 2 ranks, but the run has 1" in r["error"] for r in failed), "error recorded: %s" % failed[0])
+    ok = [r for r in rows if r["status"] == "ok"]
+    check(all(float(r["timer_total_max"]) > 0 and float(r["timer_halo_avg"]) >= 0 and r["results_steps"] == "5"
+              for r in ok), "timers and results in every ok row")
+    check({r["oversubscribed"] for r in ok} == {"0"}, "1 and 2 ranks are not over-subscribed")
+    with h5py.File(os.path.join(res, "results.h5"), "r") as h:
+        check(len(h["run_id"]) == 8 and h["timer_total_max"].shape == (8,), "results.h5 has one row per run")
+    for name in ("time", "speedup", "breakdown", "ratio"):
+        for ext in ("png", "svg"):
+            f = os.path.join(res, "%s.%s" % (name, ext))
+            check(os.path.exists(f) and os.path.getsize(f) > 1000, "plot %s written" % f)
+    report = open(os.path.join(res, "report.md")).read()
+    check("## Failed runs" in report and "needs 2 ranks" in report and "![time](time.png)" in report, report)
+    run_dirs = [d for d in os.listdir(os.path.join(res, "runs"))]
+    check(len(run_dirs) == 8, "a directory per run")
+    one = os.path.join(res, "runs", sorted(run_dirs)[0])
+    check(os.path.exists(os.path.join(one, "deck.yaml")) and os.path.exists(os.path.join(one, "run.json")),
+          "each run keeps its effective deck")
+    stamps = {d: os.path.getmtime(os.path.join(res, "runs", d, "run.json")) for d in run_dirs}
+
+    # Resume: nothing runs again.
+    p = study(path)
+    check(p.stdout.count("done before") == 8 and " in " not in p.stdout.replace("done before", ""),
+          "resume skips finished runs:\n" + p.stdout)
+    check(all(os.path.getmtime(os.path.join(res, "runs", d, "run.json")) == t for d, t in stamps.items()),
+          "no run rewritten")
+    with open(os.path.join(res, "runs", sorted(run_dirs)[0], "run.json")) as f:
+        check(json.load(f)["id"] == sorted(run_dirs)[0], "run ids are the directory names")
+
+    # Study-file errors: one clear line naming the file and line, exit 2.
+    for text, expect in (
+            (STUDY.replace("repeats: 1", "repeat: 1"), "tiny_bad.yaml:5: repeat: unknown study key (did you mean 'repeats'?)"),
+            (STUDY.replace("comm.halo: [p2p, locus]", "comm.halo: []"), "tiny_bad.yaml:15: sweep: comm.halo: must be a non-empty list"),
+            (STUDY.replace("comm.halo: [p2p, locus]", "comm.hallo: [p2p]"), "tiny_bad.yaml:15: sweep: comm.hallo is not a heat3d deck key (did you mean 'comm.halo'?)"),
+            (STUDY.replace("ranks: [1, 2]", "ranks: []"), "tiny_bad.yaml:4: ranks: must be a non-empty list"),
+            (STUDY.replace("baseline: {comm.halo: p2p}", "baseline: {comm.halo: rma}"), "tiny_bad.yaml:17: baseline: comm.halo=rma is not one of the swept values"),
+            (STUDY.replace("scaling: strong", "scaling: weak"), "weak scaling needs weak_size")):
+        bad = os.path.join(out, "tiny_bad.yaml")
+        with open(bad, "w") as f:
+            f.write(text)
+        p = study(bad)
+        check(p.returncode == 2 and expect in p.stderr and "Traceback" not in p.stderr,
+              "expected '%s' (exit 2), got %d:\n%s" % (expect, p.returncode, p.stderr))
+    print("study driver: 8 runs, 2 failed and recorded, plots and report written, resume skipped all")
+
+
+main()

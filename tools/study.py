@@ -1,0 +1,567 @@
+#!/usr/bin/python3
+"""locus study: weak and strong scaling studies from a YAML study file.
+
+    ./locus study STUDY.yaml [--results DIR] [--retry-failed] [--dry-run] [--plots-only]
+
+Runs every combination of ranks and swept keys `repeats` times, keeps each
+run's effective deck and summary, gathers results.csv and results.h5, and
+draws the plots and report.md under results/<study>/ (see docs/user-guide.md).
+An interrupted study resumes: runs already finished (keyed by a hash of
+their effective config, ranks and repeat) are not run again.
+"""
+import argparse
+import csv
+import itertools
+import json
+import math
+import os
+import statistics
+import sys
+
+import yaml
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from locuslib import (ROOT, Located, UserError, app_keys, closest, config_hash, dig,  # noqa: E402
+                      effective_config, parse_summary, run_app, yaml_value)
+
+STUDY_KEYS = {
+    "name": "study name (default: the file stem); results go to results/<name>/",
+    "app": "the app to run (heat3d, poisson5pt)",
+    "deck": "base deck, relative to the study file or the repository",
+    "scaling": "strong (fixed problem) or weak (fixed size per rank)",
+    "ranks": "list of rank counts",
+    "repeats": "runs per point (median and spread are reported); default 3",
+    "set": "overrides for every run: {key: value}",
+    "sweep": "swept keys: {key: [values]}",
+    "baseline": "ratios are taken against this variant: {swept key: value}; swept keys it leaves out "
+                "keep each variant's own value (e.g. {comm.halo: rma} compares per node size)",
+    "weak_size": "weak: the problem per rank (heat3d: [nx, ny, nz] per rank; poisson5pt: [n])",
+    "metric": "timer for the time plots (slowest rank); default total",
+    "timeout": "seconds per run before it counts as failed; default 900",
+}
+
+
+# ---------------------------------------------------------------- weak scaling rules per app
+
+def dims_create(n, nd):
+    """Balanced factorisation of n into nd factors, non-increasing (what
+    MPI_Dims_create returns)."""
+    dims = [1] * nd
+    f, rest, primes = 2, n, []
+    while f * f <= rest:
+        while rest % f == 0:
+            primes.append(f)
+            rest //= f
+        f += 1
+    if rest > 1:
+        primes.append(rest)
+    for p in sorted(primes, reverse=True):
+        dims[dims.index(min(dims))] *= p
+    return sorted(dims, reverse=True)
+
+
+def weak_heat3d(size, ranks):
+    if len(size) != 3:
+        raise UserError("heat3d: weak_size is [nx, ny, nz] per rank")
+    d = dims_create(ranks, 3)
+    procs = [d[2], d[1], d[0]]  # as heat3d: most blocks on z
+    out = [("heat3d.procs", yaml_value(procs))]
+    for i, axis in enumerate("xyz"):
+        out.append(("heat3d.grid.n" + axis, str(size[i] * procs[i])))
+    return out
+
+
+def weak_poisson5pt(size, ranks):
+    if len(size) != 1:
+        raise UserError("poisson5pt: weak_size is [n]: n x n points per rank")
+    # N^2 / ranks = n^2 points per rank (rounded): N = n sqrt(ranks).
+    return [("poisson5pt.grid.n", str(int(round(size[0] * math.sqrt(ranks)))))]
+
+
+# A new app joins studies by adding its rule here (and a deck).
+WEAK_RULES = {"heat3d": weak_heat3d, "poisson5pt": weak_poisson5pt}
+
+
+# ---------------------------------------------------------------- the study file
+
+class Study:
+    def __init__(self, path):
+        doc = Located(path)
+        self.path = path
+        d = doc.data
+        if not isinstance(d, dict):
+            raise UserError("%s: a study file is a mapping of: %s" % (path, ", ".join(STUDY_KEYS)))
+        for k in d:
+            if k not in STUDY_KEYS:
+                hint = closest(str(k), list(STUDY_KEYS))
+                raise UserError("%s: %s: unknown study key%s (known: %s)" % (
+                    doc.where(k), k, " (did you mean '%s'?)" % hint if hint else "", ", ".join(STUDY_KEYS)))
+        for k in ("app", "deck", "ranks"):
+            if k not in d:
+                raise UserError("%s: missing study key '%s' (%s)" % (path, k, STUDY_KEYS[k]))
+        self.name = str(d.get("name") or os.path.splitext(os.path.basename(path))[0])
+        self.app = str(d["app"])
+        if self.app not in WEAK_RULES:
+            raise UserError("%s: app: unknown app '%s' (known: %s)" % (doc.where("app"), self.app,
+                                                                   ", ".join(WEAK_RULES)))
+        deck = str(d["deck"])
+        for base in (os.path.dirname(os.path.abspath(path)), ROOT, os.getcwd()):
+            if os.path.exists(os.path.join(base, deck)):
+                deck = os.path.join(base, deck)
+                break
+        else:
+            raise UserError("%s: deck: %s not found (relative to the study file or the repository)" %
+                            (doc.where("deck"), deck))
+        self.deck = os.path.abspath(deck)
+        self.scaling = str(d.get("scaling", "strong"))
+        if self.scaling not in ("strong", "weak"):
+            raise UserError("%s: scaling: must be strong or weak (got %s)" % (doc.where("scaling"), self.scaling))
+        ranks = d["ranks"]
+        if not isinstance(ranks, list) or not ranks or not all(isinstance(r, int) and r > 0 for r in ranks):
+            raise UserError("%s: ranks: must be a non-empty list of positive integers (got %s)" %
+                            (doc.where("ranks"), ranks))
+        self.ranks = sorted(set(ranks))
+        self.repeats = d.get("repeats", 3)
+        if not isinstance(self.repeats, int) or self.repeats < 1:
+            raise UserError("%s: repeats: must be a positive integer (got %s)" % (doc.where("repeats"), self.repeats))
+        self.timeout = d.get("timeout", 900)
+        self.metric = str(d.get("metric", "total"))
+        keys = {k["path"]: k for k in app_keys(self.app)}
+
+        def check_key(section, key):
+            if key not in keys:
+                hint = closest(key, list(keys))
+                raise UserError("%s: %s: %s is not a %s deck key%s" % (
+                    doc.where(section + "/" + key), section, key, self.app,
+                    " (did you mean '%s'?)" % hint if hint else ""))
+
+        fixed = d.get("set") or {}
+        if not isinstance(fixed, dict):
+            raise UserError("%s: set: must be a mapping {key: value}" % doc.where("set"))
+        for k in fixed:
+            check_key("set", k)
+        self.fixed = [(k, yaml_value(v)) for k, v in fixed.items()]
+        sweep = d.get("sweep") or {}
+        if not isinstance(sweep, dict):
+            raise UserError("%s: sweep: must be a mapping {key: [values]}" % doc.where("sweep"))
+        for k, v in sweep.items():
+            check_key("sweep", k)
+            if not isinstance(v, list) or not v:
+                raise UserError("%s: sweep: %s: must be a non-empty list of values (got %s)" %
+                                (doc.where("sweep/" + k), k, v))
+        self.sweep = {k: list(v) for k, v in sweep.items()}
+        self.baseline = d.get("baseline")
+        if self.baseline is not None:
+            if not isinstance(self.baseline, dict) or not self.baseline:
+                raise UserError("%s: baseline: must be a mapping {swept key: value}" % doc.where("baseline"))
+            for k, v in self.baseline.items():
+                if k not in self.sweep or v not in self.sweep[k]:
+                    raise UserError("%s: baseline: %s=%s is not one of the swept values" %
+                                    (doc.where("baseline/" + k), k, v))
+        self.weak_size = d.get("weak_size")
+        if self.scaling == "weak":
+            if not isinstance(self.weak_size, list) or not all(isinstance(x, int) and x > 0 for x in self.weak_size):
+                raise UserError("%s: weak scaling needs weak_size: a list of positive integers (%s)" %
+                                (doc.where("weak_size") if self.weak_size is not None else path,
+                                 STUDY_KEYS["weak_size"]))
+            WEAK_RULES[self.app](self.weak_size, 1)  # checks the length
+
+    def variants(self):
+        """Every combination of swept values, as a tuple of (key, value)."""
+        keys = list(self.sweep)
+        return [tuple((k, hashable(v)) for k, v in zip(keys, combo))
+                for combo in itertools.product(*(self.sweep[k] for k in keys))]
+
+    def sets_for(self, variant, ranks):
+        sets = list(self.fixed)
+        if self.scaling == "weak":
+            sets += WEAK_RULES[self.app](self.weak_size, ranks)
+        sets += [(k, yaml_value(v)) for k, v in variant]
+        return sets
+
+
+def hashable(v):
+    """Swept values as they are compared and shown: lists as their deck text."""
+    return yaml_value(v) if isinstance(v, (list, dict)) else v
+
+
+def baseline_of(study, variant):
+    """The variant a variant is compared with, or None without a baseline."""
+    if not study.baseline:
+        return None
+    own = dict(variant)
+    return tuple((k, hashable(study.baseline[k]) if k in study.baseline else own[k]) for k in study.sweep)
+
+
+def label(variant):
+    return ", ".join("%s=%s" % (k.split(".")[-1], v) for k, v in variant) or "run"
+
+
+# ---------------------------------------------------------------- running
+
+def run_all(study, results, retry_failed, dry_run):
+    cores = os.cpu_count() or 1
+    runs_dir = os.path.join(results, "runs")
+    os.makedirs(runs_dir, exist_ok=True)
+    records = []
+    plan = [(v, r, rep) for v in study.variants() for r in study.ranks for rep in range(study.repeats)]
+    configs = {}
+    for i, (variant, ranks, rep) in enumerate(plan):
+        sets = study.sets_for(variant, ranks)
+        key = (tuple(sets),)
+        if key not in configs:
+            try:
+                configs[key] = effective_config(study.app, study.deck, sets)
+            except UserError as e:
+                raise UserError("%s: variant %s at %d ranks: %s" % (study.path, label(variant), ranks, e))
+        config = configs[key]
+        run_id = "%s-np%d-r%d" % (config_hash(config), ranks, rep)
+        rdir = os.path.join(runs_dir, run_id)
+        rec_path = os.path.join(rdir, "run.json")
+        rec = None
+        if os.path.exists(rec_path):
+            with open(rec_path) as f:
+                rec = json.load(f)
+            if rec["status"] != "ok" and retry_failed:
+                rec = None
+        tag = "[%d/%d] %s, %d rank%s, repeat %d" % (i + 1, len(plan), label(variant), ranks,
+                                                    "" if ranks == 1 else "s", rep + 1)
+        if rec is not None:
+            print("%s: done before (%s), skipped" % (tag, rec["status"]), flush=True)
+        elif dry_run:
+            print("%s: would run %s" % (tag, run_id), flush=True)
+            continue
+        else:
+            os.makedirs(rdir, exist_ok=True)
+            with open(os.path.join(rdir, "deck.yaml"), "w") as f:
+                yaml.safe_dump(config, f, sort_keys=False)
+            out_sets = sets + [("output.dir", os.path.join(rdir, "out")), ("output.overwrite", "true"),
+                               ("name", "%s-%s" % (study.name, run_id))]
+            rc, out, err, secs = run_app(study.app, study.deck, ranks, out_sets, study.timeout,
+                                         log_prefix=os.path.join(rdir, "run"))
+            summary = parse_summary(out)
+            status, error = "ok", ""
+            if rc != 0 or summary is None:
+                status = "failed"
+                lines = [l for l in err.strip().splitlines() if l.strip()]
+                error = lines[-1] if lines else "exit status %d, no summary" % rc
+                if summary is not None and dig(summary, "validation.verdict") == "FAIL":
+                    error = "verdict FAIL: " + error
+            if summary is not None:
+                with open(os.path.join(rdir, "summary.yaml"), "w") as f:
+                    yaml.safe_dump(summary, f, sort_keys=False)
+            rec = {"id": run_id, "ranks": ranks, "repeat": rep, "variant": [[k, v] for k, v in variant],
+                   "status": status, "error": error, "seconds": round(secs, 3), "exit": rc}
+            with open(rec_path, "w") as f:
+                json.dump(rec, f, indent=1)
+            print("%s: %s in %.1f s%s" % (tag, status, secs, (" (" + error + ")") if error else ""), flush=True)
+        rec["variant"] = tuple((k, hashable(v)) for k, v in rec["variant"])
+        rec["oversubscribed"] = ranks > cores
+        summ_path = os.path.join(rdir, "summary.yaml")
+        rec["summary"] = None
+        if os.path.exists(summ_path):
+            with open(summ_path) as f:
+                rec["summary"] = yaml.safe_load(f)
+        records.append(rec)
+    return records
+
+
+# ---------------------------------------------------------------- gathering
+
+def flatten_results(tree, prefix="results_"):
+    out = {}
+    for k, v in (tree or {}).items():
+        if isinstance(v, bool):
+            out[prefix + k] = int(v)
+        elif isinstance(v, (int, float)):
+            out[prefix + k] = v
+        elif isinstance(v, str):
+            out[prefix + k] = v
+    return out
+
+
+def rows_of(study, records):
+    rows, timer_names = [], []
+    for rec in records:
+        row = {"run_id": rec["id"], "ranks": rec["ranks"], "oversubscribed": int(rec["oversubscribed"]),
+               "repeat": rec["repeat"], "variant": label(rec["variant"])}
+        for k, v in rec["variant"]:
+            row[k] = v
+        row["status"] = rec["status"]
+        row["error"] = rec["error"]
+        s = rec["summary"] or {}
+        row["verdict"] = dig(s, "validation.verdict") or ""
+        for name, t in (s.get("timers_seconds") or {}).items():
+            if name not in timer_names:
+                timer_names.append(name)
+            for stat in ("min", "avg", "max"):
+                row["timer_%s_%s" % (name, stat)] = t.get(stat)
+        row.update(flatten_results(s.get("results")))
+        rows.append(row)
+    columns = []
+    for r in rows:
+        for k in r:
+            if k not in columns:
+                columns.append(k)
+    return rows, columns, timer_names
+
+
+def write_tables(results, rows, columns):
+    with open(os.path.join(results, "results.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=columns)
+        w.writeheader()
+        for r in rows:
+            w.writerow({c: r.get(c, "") for c in columns})
+    import h5py
+    import numpy as np
+    tmp = os.path.join(results, "results.h5.tmp")
+    with h5py.File(tmp, "w") as h:
+        h.attrs["columns"] = ",".join(columns)
+        for c in columns:
+            vals = [r.get(c) for r in rows]
+            if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vals if v is not None) and \
+                    any(v is not None for v in vals):
+                h[c] = np.array([np.nan if v is None else float(v) for v in vals])
+            else:
+                h[c] = np.array(["" if v is None else str(v) for v in vals], dtype=h5py.string_dtype())
+    os.replace(tmp, os.path.join(results, "results.h5"))
+
+
+def aggregate(study, records):
+    """{(variant, ranks): {'median', 'min', 'max', 'n', 'failed', 'timers'}} of the metric."""
+    agg = {}
+    for rec in records:
+        a = agg.setdefault((rec["variant"], rec["ranks"]), {"values": [], "failed": [], "timers": {}})
+        if rec["status"] != "ok":
+            a["failed"].append(rec)
+            continue
+        t = dig(rec["summary"], "timers_seconds.%s.max" % study.metric)
+        if t is None:
+            a["failed"].append(dict(rec, error="no timer '%s' in the summary" % study.metric))
+            continue
+        a["values"].append(float(t))
+        for name, v in (rec["summary"].get("timers_seconds") or {}).items():
+            a["timers"].setdefault(name, []).append(float(v["avg"]))
+    for a in agg.values():
+        v = a["values"]
+        a["n"] = len(v)
+        a["median"] = statistics.median(v) if v else None
+        a["min"] = min(v) if v else None
+        a["max"] = max(v) if v else None
+        a["timer_median"] = {k: statistics.median(x) for k, x in a["timers"].items()}
+    return agg
+
+
+# ---------------------------------------------------------------- plots and report
+
+def plots(study, agg, results, timer_names):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    cores = os.cpu_count() or 1
+    variants = study.variants()
+    files = []
+
+    def save(fig, name):
+        for ext in ("png", "svg"):
+            fig.savefig(os.path.join(results, "%s.%s" % (name, ext)), dpi=110, bbox_inches="tight")
+        plt.close(fig)
+        files.append(name)
+
+    def mark_oversubscribed(ax):
+        if max(study.ranks) > cores:
+            ax.axvspan(cores + 0.5 if cores + 0.5 < max(study.ranks) else cores, max(study.ranks) * 1.15,
+                       color="0.9", zorder=0)
+            ax.text(max(study.ranks), ax.get_ylim()[1], "over-subscribed\n(ranks > %d cores)" % cores,
+                    ha="right", va="top", fontsize=8, color="0.4")
+
+    def series(variant, f):
+        xs, ys = [], []
+        for r in study.ranks:
+            a = agg.get((variant, r))
+            if a and a["median"] is not None:
+                y = f(a, r)
+                if y is not None:
+                    xs.append(r)
+                    ys.append(y)
+        return xs, ys
+
+    def style(ax, ylabel, title):
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(study.ranks)
+        ax.set_xticklabels([str(r) for r in study.ranks])
+        ax.set_xlabel("ranks")
+        ax.set_ylabel(ylabel)
+        ax.set_title(title, fontsize=10)
+        ax.grid(True, alpha=0.3)
+
+    # Time vs ranks, with the spread of the repeats.
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for v in variants:
+        xs, ys = series(v, lambda a, r: a["median"])
+        if not xs:
+            continue
+        lo = [ys[i] - agg[(v, x)]["min"] for i, x in enumerate(xs)]
+        hi = [agg[(v, x)]["max"] - ys[i] for i, x in enumerate(xs)]
+        ax.errorbar(xs, ys, yerr=[lo, hi], marker="o", capsize=3, label=label(v))
+    style(ax, "%s time, slowest rank [s]" % study.metric, "%s: %s scaling, median of %d" %
+          (study.name, study.scaling, study.repeats))
+    ax.set_yscale("log")
+    mark_oversubscribed(ax)
+    ax.legend(fontsize=8)
+    save(fig, "time")
+
+    # Speedup and efficiency (strong) or efficiency (weak), against each
+    # variant's smallest rank count.
+    r0 = study.ranks[0]
+    fig, axes = plt.subplots(1, 2 if study.scaling == "strong" else 1, figsize=(11 if study.scaling == "strong" else 6, 4))
+    axes = list(axes) if study.scaling == "strong" else [axes]
+    for v in variants:
+        base = agg.get((v, r0))
+        if not base or base["median"] is None:
+            continue
+        t0 = base["median"]
+        if study.scaling == "strong":
+            xs, ys = series(v, lambda a, r: t0 / a["median"])
+            axes[0].plot(xs, ys, marker="o", label=label(v))
+            xs, ys = series(v, lambda a, r: t0 * r0 / (a["median"] * r))
+            axes[1].plot(xs, ys, marker="o", label=label(v))
+        else:
+            xs, ys = series(v, lambda a, r: t0 / a["median"])
+            axes[0].plot(xs, ys, marker="o", label=label(v))
+    if study.scaling == "strong":
+        axes[0].plot(study.ranks, [r / r0 for r in study.ranks], "k--", lw=0.8, label="ideal")
+        style(axes[0], "speedup vs %d rank%s" % (r0, "" if r0 == 1 else "s"), "strong scaling: speedup")
+        style(axes[1], "parallel efficiency", "strong scaling: efficiency")
+    else:
+        style(axes[0], "weak efficiency T(%d)/T(p)" % r0, "weak scaling: efficiency")
+    for ax in axes:
+        mark_oversubscribed(ax)
+        ax.legend(fontsize=8)
+    save(fig, "speedup" if study.scaling == "strong" else "efficiency")
+
+    # Stacked timer breakdown (rank average, median over repeats).
+    parts = [n for n in timer_names if n != "total"]
+    bars = [(v, r) for v in variants for r in study.ranks if agg.get((v, r)) and agg[(v, r)]["median"] is not None]
+    if parts and bars:
+        fig, ax = plt.subplots(figsize=(max(6, 0.45 * len(bars) + 2), 4))
+        bottom = [0.0] * len(bars)
+        for p in parts:
+            vals = [agg[b]["timer_median"].get(p, 0.0) for b in bars]
+            ax.bar(range(len(bars)), vals, bottom=bottom, label=p)
+            bottom = [x + y for x, y in zip(bottom, vals)]
+        ax.set_xticks(range(len(bars)))
+        ax.set_xticklabels(["%s\n%d%s" % (label(v), r, "*" if r > cores else "") for v, r in bars],
+                           fontsize=7, rotation=60, ha="right")
+        ax.set_ylabel("time, rank average [s]")
+        ax.set_title("timer breakdown (* over-subscribed)", fontsize=10)
+        ax.legend(fontsize=8)
+        ax.grid(True, axis="y", alpha=0.3)
+        save(fig, "breakdown")
+
+    # Each variant against the baseline.
+    if study.baseline:
+        fig, ax = plt.subplots(figsize=(6, 4))
+        for v in variants:
+            base_v = baseline_of(study, v)
+            if v == base_v:
+                continue
+            xs, ys = series(v, lambda a, r: (agg[(base_v, r)]["median"] / a["median"])
+                            if agg.get((base_v, r)) and agg[(base_v, r)]["median"] else None)
+            ax.plot(xs, ys, marker="o", label=label(v))
+        ax.axhline(1.0, color="k", lw=0.8)
+        what = ", ".join("%s=%s" % (k.split(".")[-1], v) for k, v in study.baseline.items())
+        style(ax, "baseline time / variant time", "against %s (above 1: faster)" % what)
+        mark_oversubscribed(ax)
+        ax.legend(fontsize=8)
+        save(fig, "ratio")
+    return files
+
+
+def report(study, agg, records, results, files, rows):
+    cores = os.cpu_count() or 1
+    variants = study.variants()
+    has_base = bool(study.baseline)
+    r0 = study.ranks[0]
+    lines = ["# Study %s" % study.name, "",
+             "App `%s`, deck `%s`, %s scaling, ranks %s, %d repeat%s per point; metric: `%s` time of the "
+             "slowest rank (median, with the min–max spread of the repeats). Machine: %d cores; rank counts "
+             "above that are over-subscribed (marked *)." % (
+                 study.app, os.path.relpath(study.deck, ROOT), study.scaling, study.ranks, study.repeats,
+                 "" if study.repeats == 1 else "s", study.metric, cores), "",
+             "Regenerate: `./locus study %s`" % os.path.relpath(os.path.abspath(study.path), ROOT), "",
+             "| variant | ranks | runs ok | median [s] | spread [s] | %s | %s |" % (
+                 "speedup" if study.scaling == "strong" else "weak efficiency",
+                 "efficiency" if study.scaling == "strong" else "-") +
+             (" baseline/this |" if has_base else ""),
+             "|---|---:|---:|---:|---:|---:|---:|" + ("---:|" if has_base else "")]
+    for v in variants:
+        t0 = (agg.get((v, r0)) or {}).get("median")
+        for r in study.ranks:
+            a = agg.get((v, r))
+            if not a:
+                continue
+            n_all = a["n"] + len(a["failed"])
+            if a["median"] is None:
+                cells = ["–"] * 4
+            else:
+                sp = t0 / a["median"] if t0 else None
+                eff = sp * r0 / r if sp is not None and study.scaling == "strong" else None
+                cells = ["%.4g" % a["median"], "%.3g–%.3g" % (a["min"], a["max"]),
+                         "%.2f" % sp if sp is not None else "–", "%.2f" % eff if eff is not None else "–"]
+            line = "| %s | %d%s | %d/%d | %s |" % (label(v), r, "*" if r > cores else "", a["n"], n_all,
+                                                   " | ".join(cells))
+            if has_base:
+                b = (agg.get((baseline_of(study, v), r)) or {}).get("median")
+                line += " %s |" % ("%.2f" % (b / a["median"]) if b and a["median"] else "–")
+            lines.append(line)
+    failed = [r for r in records if r["status"] != "ok"]
+    if failed:
+        lines += ["", "## Failed runs (left out of the plots)", "", "| run | variant | ranks | error |",
+                  "|---|---|---:|---|"]
+        for r in failed:
+            lines.append("| `%s` | %s | %d | %s |" % (r["id"], label(r["variant"]), r["ranks"],
+                                                      r["error"].replace("|", "\\|")))
+    lines += [""]
+    for f in files:
+        lines += ["![%s](%s.png)" % (f, f), ""]
+    lines += ["Tables: `results.csv`, `results.h5` (one row per run: swept keys, timers min/avg/max, "
+              "results, verdict). Each run's effective deck, summary and logs: `runs/<id>/`.", ""]
+    with open(os.path.join(results, "report.md"), "w") as f:
+        f.write("\n".join(lines))
+
+
+def main():
+    ap = argparse.ArgumentParser(prog="./locus study", description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog="Study file keys:\n" + "\n".join("  %-10s %s" % kv for kv in STUDY_KEYS.items()))
+    ap.add_argument("study", help="the study file (YAML)")
+    ap.add_argument("--results", help="results directory (default: results/<name>)")
+    ap.add_argument("--retry-failed", action="store_true", help="run failed runs again (default: keep them)")
+    ap.add_argument("--dry-run", action="store_true", help="check the study and list the runs; run nothing")
+    ap.add_argument("--plots-only", action="store_true", help="redraw tables and plots from finished runs")
+    args = ap.parse_args()
+    try:
+        study = Study(args.study)
+        results = os.path.abspath(args.results or os.path.join("results", study.name))
+        print("study %s: %s, %s scaling, %d variant%s x ranks %s x %d repeat%s -> %s" % (
+            study.name, study.app, study.scaling, len(study.variants()), "" if len(study.variants()) == 1 else "s",
+            study.ranks, study.repeats, "" if study.repeats == 1 else "s", results), flush=True)
+        records = run_all(study, results, args.retry_failed, args.dry_run or False)
+        if args.dry_run:
+            return 0
+        rows, columns, timer_names = rows_of(study, records)
+        write_tables(results, rows, columns)
+        agg = aggregate(study, records)
+        files = plots(study, agg, results, timer_names)
+        report(study, agg, records, results, files, rows)
+        failed = sum(1 for r in records if r["status"] != "ok")
+        print("results: %s/report.md (%d runs, %d failed)" % (results, len(records), failed))
+        return 1 if failed else 0
+    except UserError as e:
+        print("locus study: error: %s" % e, file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
