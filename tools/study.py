@@ -199,7 +199,7 @@ def label(variant):
 
 # ---------------------------------------------------------------- running
 
-def run_all(study, results, retry_failed, dry_run):
+def run_all(study, results, retry_failed, dry_run, plots_only=False):
     cores = os.cpu_count() or 1
     runs_dir = os.path.join(results, "runs")
     os.makedirs(runs_dir, exist_ok=True)
@@ -230,6 +230,9 @@ def run_all(study, results, retry_failed, dry_run):
             print("%s: done before (%s), skipped" % (tag, rec["status"]), flush=True)
         elif dry_run:
             print("%s: would run %s" % (tag, run_id), flush=True)
+            continue
+        elif plots_only:
+            print("%s: not run yet, left out" % tag, flush=True)
             continue
         else:
             os.makedirs(rdir, exist_ok=True)
@@ -547,7 +550,9 @@ def main():
         print("study %s: %s, %s scaling, %d variant%s x ranks %s x %d repeat%s -> %s" % (
             study.name, study.app, study.scaling, len(study.variants()), "" if len(study.variants()) == 1 else "s",
             study.ranks, study.repeats, "" if study.repeats == 1 else "s", results), flush=True)
-        records = run_all(study, results, args.retry_failed, args.dry_run or False)
+        records = run_all(study, results, args.retry_failed, args.dry_run, args.plots_only)
+        if not records and not args.dry_run:
+            raise UserError("no finished runs in %s" % results)
         if args.dry_run:
             return 0
         rows, columns, timer_names = rows_of(study, records)
