@@ -204,7 +204,9 @@ def run_all(study, results, retry_failed, dry_run, plots_only=False):
     runs_dir = os.path.join(results, "runs")
     os.makedirs(runs_dir, exist_ok=True)
     records = []
-    plan = [(v, r, rep) for v in study.variants() for r in study.ranks for rep in range(study.repeats)]
+    # Repeats outermost and variants innermost: machine noise hits every
+    # variant alike, as in the benchmarks.
+    plan = [(v, r, rep) for rep in range(study.repeats) for r in study.ranks for v in study.variants()]
     configs = {}
     for i, (variant, ranks, rep) in enumerate(plan):
         sets = study.sets_for(variant, ranks)
