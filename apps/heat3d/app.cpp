@@ -290,17 +290,7 @@ int run(Context& ctx) {
       out.attribute("residual", "meaning", std::string("max |T_new - T_old| after each step"));
     }
   }
-  timers.stop("total");
-  locus::Summary summary(ctx, locus::reduce_timers(timers, ctx.comm()));
-  summary.results = results;
-  summary.validation = validation;
-  summary.output = std::filesystem::absolute(path).string();
-  out.write_rank_rows("timers", timers.values());
-  std::string columns;
-  for (const auto& n : timers.names()) columns += (columns.empty() ? "" : ",") + n;
-  out.attribute("timers", "columns", columns);
-  out.attribute("", "summary", summary.yaml());
-  out.commit();
+  const std::string summary = locus::finish_output(out, ctx, timers, results, validation);
 
   if (ctx.rank() == 0) {
     if (solver && cfg.boolean("output.write_field") && cfg.boolean("output.xdmf")) {
@@ -310,7 +300,7 @@ int run(Context& ctx) {
                         {p.h(0), p.h(1), p.h(2)}, {p.h(0), p.h(1), p.h(2)},
                         p.dt * double(outcome.history.step));
     }
-    std::fputs(summary.yaml().c_str(), stdout);
+    std::fputs(summary.c_str(), stdout);
     std::fflush(stdout);
   }
   return pass ? 0 : 1;

@@ -390,17 +390,7 @@ int run(Context& ctx) {
       out.write_root_vector("residual_iterations", r.history_iterations);
     }
   }
-  timers.stop("total");
-  locus::Summary summary(ctx, locus::reduce_timers(timers, ctx.comm()));
-  summary.results = results;
-  summary.validation = validation;
-  summary.output = std::filesystem::absolute(path).string();
-  out.write_rank_rows("timers", timers.values());
-  std::string columns;
-  for (const auto& n : timers.names()) columns += (columns.empty() ? "" : ",") + n;
-  out.attribute("timers", "columns", columns);
-  out.attribute("", "summary", summary.yaml());
-  out.commit();
+  const std::string summary = locus::finish_output(out, ctx, timers, results, validation);
 
   if (ctx.rank() == 0) {
     if (solver && cfg.boolean("output.write_field") && cfg.boolean("output.xdmf")) {
@@ -409,7 +399,7 @@ int run(Context& ctx) {
       locus::write_xdmf(xmf, std::filesystem::path(path).filename().string(), "solution", {p.n, p.n, 1},
                         {h, h, 0.0}, {h, h, 0.0}, 0.0, 2, s.precision == "float32" ? 4 : 8);
     }
-    std::fputs(summary.yaml().c_str(), stdout);
+    std::fputs(summary.c_str(), stdout);
     std::fflush(stdout);
     if (!warning.empty()) std::fprintf(stderr, "poisson5pt: warning: %s\n", warning.c_str());
   }

@@ -389,4 +389,21 @@ void write_xdmf(const std::string& xmf_path, const std::string& h5_file, const s
     throw Error("output: cannot rename " + tmp + " to " + xmf_path);
 }
 
+std::string finish_output(H5Output& out, const Context& ctx, Timers& timers, const YAML::Node& results,
+                          const YAML::Node& validation) {
+  timers.stop("total");
+  Summary summary(ctx, reduce_timers(timers, ctx.comm()));
+  summary.results = results;
+  summary.validation = validation;
+  summary.output = fs::absolute(out.path()).string();
+  out.write_rank_rows("timers", timers.values());
+  std::string columns;
+  for (const auto& n : timers.names()) columns += (columns.empty() ? "" : ",") + n;
+  out.attribute("timers", "columns", columns);
+  const std::string text = summary.yaml();
+  out.attribute("", "summary", text);
+  out.commit();
+  return text;
+}
+
 }  // namespace locus
