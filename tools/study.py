@@ -363,6 +363,7 @@ def plots(study, agg, results, timer_names):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
     cores = os.cpu_count() or 1
     variants = study.variants()
     files = []
@@ -412,6 +413,10 @@ def plots(study, agg, results, timer_names):
     style(ax, "%s time, slowest rank [s]" % study.metric, "%s: %s scaling, median of %d" %
           (study.name, study.scaling, study.repeats))
     ax.set_yscale("log")
+    fmt = matplotlib.ticker.FormatStrFormatter("%.3g")
+    ax.yaxis.set_major_formatter(fmt)
+    ax.yaxis.set_minor_formatter(fmt)
+    ax.tick_params(axis="y", which="minor", labelsize=7)
     mark_oversubscribed(ax)
     ax.legend(fontsize=8)
     save(fig, "time")
@@ -495,11 +500,11 @@ def report(study, agg, records, results, files, rows):
                  study.app, os.path.relpath(study.deck, ROOT), study.scaling, study.ranks, study.repeats,
                  "" if study.repeats == 1 else "s", study.metric, cores), "",
              "Regenerate: `./locus study %s`" % os.path.relpath(os.path.abspath(study.path), ROOT), "",
-             "| variant | ranks | runs ok | median [s] | spread [s] | %s | %s |" % (
-                 "speedup" if study.scaling == "strong" else "weak efficiency",
-                 "efficiency" if study.scaling == "strong" else "-") +
+             "| variant | ranks | runs ok | median [s] | spread [s] | %s |" % (
+                 "speedup | efficiency" if study.scaling == "strong" else "weak efficiency") +
              (" baseline/this |" if has_base else ""),
-             "|---|---:|---:|---:|---:|---:|---:|" + ("---:|" if has_base else "")]
+             "|---|---:|---:|---:|---:|---:|" + ("---:|" if study.scaling == "strong" else "") +
+             ("---:|" if has_base else "")]
     for v in variants:
         t0 = (agg.get((v, r0)) or {}).get("median")
         for r in study.ranks:
@@ -507,13 +512,14 @@ def report(study, agg, records, results, files, rows):
             if not a:
                 continue
             n_all = a["n"] + len(a["failed"])
+            strong = study.scaling == "strong"
             if a["median"] is None:
-                cells = ["–"] * 4
+                cells = ["–"] * (4 if strong else 3)
             else:
                 sp = t0 / a["median"] if t0 else None
-                eff = sp * r0 / r if sp is not None and study.scaling == "strong" else None
-                cells = ["%.4g" % a["median"], "%.3g–%.3g" % (a["min"], a["max"]),
-                         "%.2f" % sp if sp is not None else "–", "%.2f" % eff if eff is not None else "–"]
+                cells = ["%.4g" % a["median"], "%.3g–%.3g" % (a["min"], a["max"]), "%.2f" % sp if sp is not None else "–"]
+                if strong:
+                    cells.append("%.2f" % (sp * r0 / r) if sp is not None else "–")
             line = "| %s | %d%s | %d/%d | %s |" % (label(v), r, "*" if r > cores else "", a["n"], n_all,
                                                    " | ".join(cells))
             if has_base:
