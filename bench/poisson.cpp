@@ -34,6 +34,9 @@ locus::AppInfo app_info() {
       .integer("bench.large_iterations", 50, 1, big, "timed iterations per measurement on the large grid")
       .integer("bench.roofline_n", 4096, 0, big, "grid for the roofline (well beyond the caches); 0: skip")
       .integer("bench.roofline_iterations", 10, 1, big, "timed iterations per roofline measurement")
+      .real("bench.solve_tolerance", 1.0e-4, 0.0, 1.0,
+            "small grid: also solve to this relative residual (the paper's runs to convergence); 0: skip",
+            true)
       .integer("bench.repeats", 5, 1, 99, "measurements per strategy (interleaved); the median is reported")
       .choice("bench.precision", "float32", {"float32", "float64"},
               "floating-point type (the paper: float32)")
@@ -94,6 +97,25 @@ Sample measure(const locus::Context& ctx, const poisson5pt::Problem& p, const po
   s.halo_us = min_over_ranks(ctx.comm(), timers.seconds("halo")) * scale;
   s.compute_us = max_over_ranks(ctx.comm(), timers.seconds("compute")) * scale;
   return s;
+}
+
+// A whole solve on a fresh solver, as the paper times it: iterations until
+// the relative residual (checked every 10) reaches `tol`. Milliseconds of
+// the slowest rank and the iteration count.
+std::pair<double, long> solve_ms(const locus::Context& ctx, const poisson5pt::Problem& p,
+                                 const poisson5pt::Options& o, const std::string& precision, double tol) {
+  locus::Timers timers({"total", "compute", "halo", "residual", "io"});
+  auto solver = poisson5pt::make_solver(precision, ctx.runtime().world(), p, o, timers);
+  solver->initialize();
+  const double r0 = solver->residual();
+  locus::barrier_yielding(ctx.comm());
+  const double t0 = MPI_Wtime();
+  long it = 0;
+  for (bool done = r0 == 0.0; !done && it < 1000000;) {
+    solver->iterate();
+    if (++it % 10 == 0) done = solver->residual() / r0 <= tol;
+  }
+  return {max_over_ranks(ctx.comm(), MPI_Wtime() - t0) * 1e3, it};
 }
 
 // The stream kernel with the sweep's traffic: u read and written in place,
@@ -173,6 +195,7 @@ int run(locus::Context& ctx) {
                 "compute_us", "halo rma/x", "iter rma/x");
   }
   std::map<long, double> halo_gain;  // rma / locus halo time per grid
+  double solve_gain = -1;            // rma / locus whole-solve time, small grid
   for (const auto& k : cases) {
     poisson5pt::Problem p;
     p.n = k.n;
@@ -203,6 +226,33 @@ int run(locus::Context& ctx) {
           << "," << k.n << "," << precision << "," << c.string("bench.method") << "," << decomposition << ","
           << c.string("bench.direction") << "," << s << "," << m.halo_us << "," << m.iteration_us << ","
           << m.compute_us << "," << hr << "," << ir << "\n";
+    }
+  }
+
+  // The paper's measure: the whole solve until convergence, on the small grid.
+  const double solve_tol = c.real("bench.solve_tolerance");
+  if (solve_tol > 0) {
+    poisson5pt::Problem p;
+    p.n = cases[0].n;
+    p.setup = poisson5pt::Setup::paper;
+    std::map<std::string, std::vector<double>> ms;
+    long iterations = 0;
+    for (long r = 0; r < repeats; ++r)
+      for (const auto& s : strategies) {
+        o.halo = s;
+        auto [t, it] = solve_ms(ctx, p, o, precision, solve_tol);
+        ms[s].push_back(t);
+        iterations = it;
+      }
+    if (ctx.rank() == 0) {
+      std::printf(
+          "\n# whole solve of the %ldx%ld paper problem to a relative residual of %g: %ld iterations\n", p.n,
+          p.n, solve_tol, iterations);
+      std::printf("%-9s %10s %10s\n", "strategy", "solve_ms", "rma/x");
+      const double rma = median(ms["rma"]);
+      for (const auto& s : strategies)
+        std::printf("%-9s %10.2f %10.2f\n", s.c_str(), median(ms[s]), rma / median(ms[s]));
+      solve_gain = rma / median(ms["locus"]);
     }
   }
 
@@ -251,6 +301,7 @@ int run(locus::Context& ctx) {
       std::filesystem::absolute(csv_path).c_str());
   for (const auto& [n, g] : halo_gain) std::printf("  halo_locus_speedup_over_rma_n%ld: %.2f\n", n, g);
   const long small = c.integer("bench.small_n");
+  if (solve_gain > 0) std::printf("  solve_locus_speedup_over_rma_n%ld: %.2f\n", small, solve_gain);
   if (fraction >= 0)
     std::printf(
         "  sweep_roofline_fraction: %.3f\n  sweep_gb_per_s_per_rank: %.2f\n  stream_gb_per_s_per_rank: "
