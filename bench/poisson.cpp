@@ -35,8 +35,7 @@ locus::AppInfo app_info() {
       .integer("bench.roofline_n", 4096, 0, big, "grid for the roofline (well beyond the caches); 0: skip")
       .integer("bench.roofline_iterations", 10, 1, big, "timed iterations per roofline measurement")
       .real("bench.solve_tolerance", 1.0e-4, 0.0, 1.0,
-            "small grid: also solve to this relative residual (the paper's runs to convergence); 0: skip",
-            true)
+            "small grid: also solve to this relative residual (the paper's runs to convergence); 0: skip")
       .integer("bench.repeats", 5, 1, 99, "measurements per strategy (interleaved); the median is reported")
       .choice("bench.precision", "float32", {"float32", "float64"},
               "floating-point type (the paper: float32)")
