@@ -7,7 +7,6 @@
 
 #include "locus/console.hpp"
 #include "locus/io.hpp"
-#include "locus/wait.hpp"
 #include "poisson5pt.hpp"
 
 namespace poisson5pt {
@@ -76,10 +75,7 @@ struct Settings {
   std::string decomposition;
   locus::Dims procs_key{};
   std::string mode;
-  double tolerance = 0;
-  long max_iterations = 0;
-  long check_every = 1;
-  long stall_checks = 0;
+  StopRule stop;
 };
 
 Setup parse_setup(const std::string& s) {
@@ -147,10 +143,10 @@ Settings read_settings(const Context& ctx) {
   s.decomposition = c.string("poisson5pt.decomposition");
   s.procs_key = c.dims("poisson5pt.procs");
   s.mode = c.string("poisson5pt.validation.mode");
-  s.tolerance = c.real("poisson5pt.solver.tolerance");
-  s.max_iterations = c.integer("poisson5pt.solver.max_iterations");
-  s.check_every = c.integer("poisson5pt.solver.check_every");
-  s.stall_checks = c.integer("poisson5pt.solver.stall_checks");
+  s.stop.tolerance = c.real("poisson5pt.solver.tolerance");
+  s.stop.max_iterations = c.integer("poisson5pt.solver.max_iterations");
+  s.stop.check_every = c.integer("poisson5pt.solver.check_every");
+  s.stop.stall_checks = c.integer("poisson5pt.solver.stall_checks");
 
   locus::collective_require(ctx.comm(), s.options.method == Method::sor || s.omega_auto,
                             c.locate("poisson5pt.solver.omega") +
@@ -159,7 +155,7 @@ Settings read_settings(const Context& ctx) {
   locus::collective_require(ctx.comm(), s.mode != "order" || p.setup == Setup::manufactured,
                             c.locate("poisson5pt.validation.mode") +
                                 ": order needs setup: manufactured (the one with a known solution)");
-  locus::collective_require(ctx.comm(), s.mode == "none" || s.tolerance > 0,
+  locus::collective_require(ctx.comm(), s.mode == "none" || s.stop.tolerance > 0,
                             c.locate("poisson5pt.solver.tolerance") + ": validation mode " + s.mode +
                                 " compares converged solves; set a tolerance > 0");
   locus::collective_require(ctx.comm(),
@@ -170,60 +166,10 @@ Settings read_settings(const Context& ctx) {
   return s;
 }
 
-struct SolveResult {
-  long iterations = 0;
-  bool converged = false;
-  bool stalled = false;          // stopped because the residual stopped falling
-  double best = 0;               // lowest relative residual seen
-  double initial_residual = 0;   // max |f + Laplace(u0)|
-  double relative_residual = 0;  // final, relative to the initial one
-  std::vector<double> history;   // relative residual at each check
-  std::vector<double> history_iterations;
-  double seconds = 0;     // wall time of the iterations (max over ranks)
-  double max_error = -1;  // against the exact solution, when known
-};
-
-SolveResult solve(const Context& ctx, SolverBase& solver, const Problem& p, const Settings& s, bool show) {
-  SolveResult r;
-  solver.initialize();
-  r.initial_residual = solver.residual();
-  r.history.push_back(1.0);
-  r.history_iterations.push_back(0);
-  const double res0 = r.initial_residual;
-  r.converged = res0 == 0.0;  // already exact (e.g. f = 0 and zero edges)
-  double rel = res0 == 0.0 ? 0.0 : 1.0;
-  // The best value counts from the first check: the max-norm residual of
-  // Gauss-Seidel first rises above the initial one, then falls steadily.
-  r.best = HUGE_VAL;
-  long since_best = 0;
-  locus::ProgressLine progress(show, s.max_iterations, s.tolerance);
-  locus::barrier_yielding(ctx.comm());
-  const double t0 = MPI_Wtime();
-  while (!r.converged && r.iterations < s.max_iterations) {
-    solver.iterate();
-    ++r.iterations;
-    if (r.iterations % s.check_every == 0 || r.iterations == s.max_iterations) {
-      rel = solver.residual() / res0;
-      r.history.push_back(rel);
-      r.history_iterations.push_back(double(r.iterations));
-      progress.update(r.iterations, rel);
-      r.converged = s.tolerance > 0 && rel <= s.tolerance;
-      // The same value on every rank (a global max), so every rank stops
-      // at the same check.
-      if (rel < r.best) {
-        r.best = rel;
-        since_best = 0;
-      } else if (s.tolerance > 0 && s.stall_checks > 0 && ++since_best >= s.stall_checks) {
-        r.stalled = true;
-        break;
-      }
-    }
-  }
-  double elapsed = MPI_Wtime() - t0;
-  progress.finish();
-  locus::allreduce_yielding(&elapsed, &r.seconds, 1, MPI_DOUBLE, MPI_MAX, ctx.comm());
-  r.relative_residual = rel;
-  if (s.tolerance == 0) r.converged = true;  // asked for a fixed number of iterations
+// A solve with the error against the exact solution, when there is one.
+SolveResult solve_problem(const Context& ctx, SolverBase& solver, const Problem& p, const Settings& s,
+                          bool show) {
+  SolveResult r = solve(ctx.comm(), solver, s.stop, show);
   if (p.has_exact()) r.max_error = solver.max_error();
   return r;
 }
@@ -236,7 +182,7 @@ std::string diagnosis(const SolveResult& r, const Settings& s, double umax) {
     std::snprintf(buf, sizeof buf,
                   "the residual stalled: %ld checks in a row (%ld iterations) did not lower it below %.3e, "
                   "so rounding limits this run",
-                  s.stall_checks, s.stall_checks * s.check_every, r.best);
+                  s.stop.stall_checks, s.stop.stall_checks * s.stop.check_every, r.best);
     text = buf;
   } else {
     text = "the residual was still falling; raise poisson5pt.solver.max_iterations or use method: sor";
@@ -278,7 +224,7 @@ YAML::Node refinement_study(const Context& ctx, const Settings& s, locus::Timers
     if (ls.omega_auto) ls.options.omega = optimal_omega(ls.problem.h());
     ls.options.procs = process_grid(ctx, ls, ls.problem.n);
     auto solver = make_solver(s.precision, ctx.runtime().world(), ls.problem, ls.options, timers);
-    SolveResult r = solve(ctx, *solver, ls.problem, ls, false);
+    SolveResult r = solve_problem(ctx, *solver, ls.problem, ls, false);
     all_converged = all_converged && r.converged;
     YAML::Node lv;
     lv["grid"] = grid_text(ls.problem.n);
@@ -345,14 +291,14 @@ int run(Context& ctx) {
     validation["study"] = refinement_study(ctx, s, timers, pass);
   } else {
     solver = make_solver(s.precision, ctx.runtime().world(), p, s.options, timers);
-    r = solve(ctx, *solver, p, s, show);
+    r = solve_problem(ctx, *solver, p, s, show);
     const auto range = solver->range();
     results["iterations"] = r.iterations;
     results["converged"] = r.converged;
     results["stalled"] = r.stalled;
     results["initial_residual"] = number(r.initial_residual);
     results["relative_residual"] = number(r.relative_residual);
-    results["tolerance"] = number(s.tolerance);
+    results["tolerance"] = number(s.stop.tolerance);
     const double per_it = r.iterations > 0 ? r.seconds / double(r.iterations) : 0.0;
     results["time_per_iteration"] = number(per_it);
     const double updates = double(p.n) * double(p.n) * double(r.iterations);
@@ -368,7 +314,7 @@ int run(Context& ctx) {
       char buf[300];
       std::snprintf(buf, sizeof buf,
                     "not converged: relative residual %.3e after %ld iterations (tolerance %.3e); ",
-                    r.relative_residual, r.iterations, s.tolerance);
+                    r.relative_residual, r.iterations, s.stop.tolerance);
       warning = buf + diagnosis(r, s, std::max(std::fabs(range[0]), std::fabs(range[1])));
       validation["reason"] = warning;
     }

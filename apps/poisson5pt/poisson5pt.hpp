@@ -83,4 +83,30 @@ class SolverBase {
 std::unique_ptr<SolverBase> make_solver(const std::string& precision, locus::Team& team, const Problem& p,
                                         const Options& o, locus::Timers& timers);
 
+// When a solve stops (the poisson5pt.solver.* keys).
+struct StopRule {
+  double tolerance = 0;  // relative residual; 0: run max_iterations
+  long max_iterations = 1;
+  long check_every = 1;
+  long stall_checks = 0;  // 0: never stop for a stall
+};
+
+struct SolveResult {
+  long iterations = 0;
+  bool converged = false;
+  bool stalled = false;          // stopped because the residual stopped falling
+  double best = 0;               // lowest relative residual seen
+  double initial_residual = 0;   // max |f + Laplace(u0)|
+  double relative_residual = 0;  // final, relative to the initial one
+  std::vector<double> history;   // relative residual at each check
+  std::vector<double> history_iterations;
+  double seconds = 0;     // wall time of the iterations (max over ranks)
+  double max_error = -1;  // against the exact solution, when the caller knows it
+};
+
+// Collective over comm: initialises the solver and iterates until the rule
+// says stop; rank 0 shows the progress line when `show`. The app and the
+// benchmark both solve with it.
+SolveResult solve(MPI_Comm comm, SolverBase& solver, const StopRule& rule, bool show);
+
 }  // namespace poisson5pt

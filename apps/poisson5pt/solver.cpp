@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "locus/console.hpp"
 #include "locus/error.hpp"
 #include "locus/io.hpp"
 #include "locus/wait.hpp"
@@ -308,6 +309,50 @@ std::unique_ptr<SolverBase> make_solver(const std::string& precision, locus::Tea
   if (precision == "float32") return std::make_unique<Solver<float>>(team, p, o, timers);
   if (precision == "float64") return std::make_unique<Solver<double>>(team, p, o, timers);
   throw locus::Error("poisson5pt.solver.precision: unknown precision '" + precision + "'");
+}
+
+SolveResult solve(MPI_Comm comm, SolverBase& solver, const StopRule& rule, bool show) {
+  SolveResult r;
+  solver.initialize();
+  r.initial_residual = solver.residual();
+  r.history.push_back(1.0);
+  r.history_iterations.push_back(0);
+  const double res0 = r.initial_residual;
+  r.converged = res0 == 0.0;  // already exact (e.g. f = 0 and zero edges)
+  double rel = res0 == 0.0 ? 0.0 : 1.0;
+  // The best value counts from the first check: the max-norm residual of
+  // Gauss-Seidel first rises above the initial one, then falls steadily.
+  r.best = HUGE_VAL;
+  long since_best = 0;
+  locus::ProgressLine progress(show, rule.max_iterations, rule.tolerance);
+  locus::barrier_yielding(comm);
+  const double t0 = MPI_Wtime();
+  while (!r.converged && r.iterations < rule.max_iterations) {
+    solver.iterate();
+    ++r.iterations;
+    if (r.iterations % rule.check_every == 0 || r.iterations == rule.max_iterations) {
+      rel = solver.residual() / res0;
+      r.history.push_back(rel);
+      r.history_iterations.push_back(double(r.iterations));
+      progress.update(r.iterations, rel);
+      r.converged = rule.tolerance > 0 && rel <= rule.tolerance;
+      // The same value on every rank (a global max), so every rank stops
+      // at the same check.
+      if (rel < r.best) {
+        r.best = rel;
+        since_best = 0;
+      } else if (rule.tolerance > 0 && rule.stall_checks > 0 && ++since_best >= rule.stall_checks) {
+        r.stalled = true;
+        break;
+      }
+    }
+  }
+  double elapsed = MPI_Wtime() - t0;
+  progress.finish();
+  locus::allreduce_yielding(&elapsed, &r.seconds, 1, MPI_DOUBLE, MPI_MAX, comm);
+  r.relative_residual = rel;
+  if (rule.tolerance == 0) r.converged = true;  // asked for a fixed number of iterations
+  return r;
 }
 
 }  // namespace poisson5pt
