@@ -65,10 +65,7 @@ int run(locus::Context& ctx) {
   if (ctx.rank() != 0) return 0;
 
   std::map<std::string, double> median;
-  for (auto& [name, v] : samples) {
-    std::sort(v.begin(), v.end());
-    median[name] = v[v.size() / 2];
-  }
+  for (auto& [name, v] : samples) median[name] = locus::median(v);
   const auto& pg = dc.procs();
   bool all_same_node = true;
   for (int u = 0; u < world.size(); ++u) all_same_node = all_same_node && world.same_node(u);

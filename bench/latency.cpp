@@ -55,8 +55,7 @@ double time_op(const Params& p, long size, const std::function<void()>& op) {
     for (long i = 0; i < iters; ++i) op();
     t.push_back((MPI_Wtime() - t0) / static_cast<double>(iters) * 1e6);
   }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+  return locus::median(std::move(t));
 }
 
 // A plain MPI window of `bytes` at every rank, locked once (passive target,

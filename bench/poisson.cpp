@@ -46,11 +46,6 @@ locus::AppInfo app_info() {
   return app;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 double max_over_ranks(MPI_Comm comm, double v) {
   double out = 0;
   locus::allreduce_yielding(&v, &out, 1, MPI_DOUBLE, MPI_MAX, comm);
@@ -65,9 +60,7 @@ double min_over_ranks(MPI_Comm comm, double v) {
 
 locus::Dims grid_for(const locus::Context& ctx, const std::string& decomposition) {
   if (decomposition == "rows") return {1, ctx.size(), 1};
-  int d[2] = {0, 0};
-  MPI_Dims_create(ctx.size(), 2, d);
-  return {d[1], d[0], 1};
+  return locus::auto_process_grid(ctx.size(), 2);
 }
 
 struct Sample {
@@ -202,7 +195,7 @@ int run(locus::Context& ctx) {
       auto pick = [&](double Sample::*f) {
         std::vector<double> x;
         for (const auto& e : v) x.push_back(e.*f);
-        return median(x);
+        return locus::median(x);
       };
       med[s] = {pick(&Sample::halo_us), pick(&Sample::iteration_us), pick(&Sample::compute_us)};
     }
@@ -240,10 +233,10 @@ int run(locus::Context& ctx) {
           "\n# whole solve of the %ldx%ld paper problem to a relative residual of %g: %ld iterations\n", p.n,
           p.n, solve_tol, iterations);
       std::printf("%-9s %10s %10s\n", "strategy", "solve_ms", "rma/x");
-      const double rma = median(ms["rma"]);
+      const double rma = locus::median(ms["rma"]);
       for (const auto& s : strategies)
-        std::printf("%-9s %10.2f %10.2f\n", s.c_str(), median(ms[s]), rma / median(ms[s]));
-      solve_gain = rma / median(ms["locus"]);
+        std::printf("%-9s %10.2f %10.2f\n", s.c_str(), locus::median(ms[s]), rma / locus::median(ms[s]));
+      solve_gain = rma / locus::median(ms["locus"]);
     }
   }
 
@@ -265,7 +258,7 @@ int run(locus::Context& ctx) {
       stream.push_back(precision == "float32" ? stream_us<float>(ctx.comm(), cells, its)
                                               : stream_us<double>(ctx.comm(), cells, its));
     }
-    const double sweep_us = median(sweep), stream_t = median(stream);
+    const double sweep_us = locus::median(sweep), stream_t = locus::median(stream);
     const double esize = precision == "float32" ? 4.0 : 8.0;
     // Per iteration the sweep must read u and b and write u once: 3 words
     // per point, the same traffic as one stream pass over the block.

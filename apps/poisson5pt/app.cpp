@@ -106,9 +106,7 @@ locus::Dims process_grid(const Context& ctx, const Settings& s, long n) {
   } else if (given) {
     p = req;
   } else {
-    int d[2] = {0, 0};
-    MPI_Dims_create(size, 2, d);
-    p = {d[1], d[0], 1};
+    p = locus::auto_process_grid(size, 2);
   }
   const long product = long(p[0]) * p[1];
   locus::collective_require(ctx.comm(), product == size,

@@ -11,24 +11,20 @@ Span block_span(long n, int p, int coord) {
   return {base + (coord < rem ? 1 : 0), coord * base + std::min<long>(coord, rem)};
 }
 
+Dims auto_process_grid(int size, int ndims) {
+  int d[3] = {0, 0, 0};
+  MPI_Dims_create(size, ndims, d);
+  // MPI_Dims_create orders counts non-increasingly.
+  if (ndims == 2) return {d[1], d[0], 1};
+  return {d[2], d[1], d[0]};
+}
+
 CartDecomp::CartDecomp(MPI_Comm comm, const std::array<long, 3>& global, const Dims& requested,
                        const std::string& key_name, int ndims)
     : global_(global) {
   int size = 1;
   MPI_Comm_size(comm, &size);
-  if (requested[0] == 0) {
-    int d[3] = {0, 0, 0};
-    MPI_Dims_create(size, ndims, d);
-    // MPI_Dims_create orders counts non-increasingly; give the most blocks to
-    // the slowest index in memory (z, or y in 2D), so the largest faces stay
-    // contiguous.
-    if (ndims == 2)
-      procs_ = {d[1], d[0], 1};
-    else
-      procs_ = {d[2], d[1], d[0]};
-  } else {
-    procs_ = requested;
-  }
+  procs_ = requested[0] == 0 ? auto_process_grid(size, ndims) : requested;
   long product = long(procs_[0]) * procs_[1] * procs_[2];
   collective_require(comm, product == size,
                      key_name + ": process grid [" + std::to_string(procs_[0]) + ", " +

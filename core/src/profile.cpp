@@ -112,4 +112,9 @@ std::string Summary::yaml() const {
   return std::string(out.c_str()) + "\n";
 }
 
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
 }  // namespace locus

@@ -17,6 +17,11 @@ struct Span {
 };
 Span block_span(long n, int p, int coord);
 
+// The process grid MPI_Dims_create gives `size` ranks in `ndims` (2 or 3)
+// dimensions, with the most blocks on the slowest index in memory (z, or y
+// in 2D) so that the largest faces stay contiguous; 1 in unused dimensions.
+Dims auto_process_grid(int size, int ndims);
+
 class CartDecomp {
  public:
   // Collective over comm. `requested` is {0,0,0} for MPI_Dims_create, else the

@@ -61,6 +61,10 @@ YAML::Node yaml_flow_list(const std::vector<T>& v) {
   return n;
 }
 
+// The median of repeated measurements (the upper one of an even count);
+// what the benchmarks report. `v` must not be empty.
+double median(std::vector<double> v);
+
 // Collective.
 std::vector<TimerStats> reduce_timers(const Timers& t, MPI_Comm comm);
 // Collective: every rank's values, rank-major (ranks x timers).
