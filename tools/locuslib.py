@@ -21,6 +21,17 @@ def build_dir():
     return os.environ.get("LOCUS_BUILD_DIR", os.path.join(ROOT, "build"))
 
 
+def find_file(path, base):
+    """A path given in a study or case file: relative to that file's
+    directory `base`, the repository, or the current directory (in that
+    order). The absolute path, or None when it exists in none of them."""
+    for b in (base, ROOT, os.getcwd()):
+        p = os.path.join(b, path)
+        if os.path.exists(p):
+            return os.path.abspath(p)
+    return None
+
+
 def app_binary(app):
     path = os.path.join(build_dir(), "apps", app, app)
     if not os.path.exists(path):

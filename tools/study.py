@@ -22,7 +22,7 @@ import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from locuslib import (ROOT, Located, UserError, app_keys, closest, config_hash, dig,  # noqa: E402
-                      effective_config, parse_summary, run_app, yaml_value)
+                      effective_config, find_file, parse_summary, run_app, yaml_value)
 
 STUDY_KEYS = {
     "name": "study name (default: the file stem); results go to results/<name>/",
@@ -104,15 +104,10 @@ class Study:
         if self.app not in WEAK_RULES:
             raise UserError("%s: app: unknown app '%s' (known: %s)" % (doc.where("app"), self.app,
                                                                    ", ".join(WEAK_RULES)))
-        deck = str(d["deck"])
-        for base in (os.path.dirname(os.path.abspath(path)), ROOT, os.getcwd()):
-            if os.path.exists(os.path.join(base, deck)):
-                deck = os.path.join(base, deck)
-                break
-        else:
+        self.deck = find_file(str(d["deck"]), os.path.dirname(os.path.abspath(path)))
+        if not self.deck:
             raise UserError("%s: deck: %s not found (relative to the study file or the repository)" %
-                            (doc.where("deck"), deck))
-        self.deck = os.path.abspath(deck)
+                            (doc.where("deck"), d["deck"]))
         self.scaling = str(d.get("scaling", "strong"))
         if self.scaling not in ("strong", "weak"):
             raise UserError("%s: scaling: must be strong or weak (got %s)" % (doc.where("scaling"), self.scaling))

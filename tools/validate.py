@@ -18,19 +18,12 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from locuslib import ROOT, Located, UserError, closest, dig, parse_summary, run_app, yaml_value  # noqa: E402
+from locuslib import (ROOT, Located, UserError, closest, dig, find_file, parse_summary, run_app,  # noqa: E402
+                      yaml_value)
 
 CASE_KEYS = {"name", "app", "deck", "ranks", "set", "source", "checks", "timeout"}
 CHECK_KEYS = {"figure", "h5", "statistic", "reference", "reference_file", "tolerance", "rel_tolerance", "source"}
 STATISTICS = ("max_abs_diff", "max", "min", "mean", "max_abs")
-
-
-def resolve(path, base):
-    for b in (base, ROOT, os.getcwd()):
-        p = os.path.join(b, path)
-        if os.path.exists(p):
-            return os.path.abspath(p)
-    return None
 
 
 class Case:
@@ -51,7 +44,7 @@ class Case:
         base = os.path.dirname(os.path.abspath(path))
         self.name = str(d.get("name") or os.path.splitext(os.path.basename(path))[0])
         self.app = str(d["app"])
-        self.deck = resolve(str(d["deck"]), base)
+        self.deck = find_file(str(d["deck"]), base)
         if not self.deck:
             raise UserError("%s: deck: %s not found" % (doc.where("deck"), d["deck"]))
         self.ranks = d.get("ranks", 2)
@@ -78,7 +71,7 @@ class Case:
             if "h5" in c and stat not in STATISTICS:
                 raise UserError("%s: checks[%d]: statistic must be one of %s" % (where, i, ", ".join(STATISTICS)))
             if "h5" in c and stat == "max_abs_diff":
-                ref = resolve(str(c.get("reference_file", "")), base) if c.get("reference_file") else None
+                ref = find_file(str(c.get("reference_file", "")), base) if c.get("reference_file") else None
                 if not ref:
                     raise UserError("%s: checks[%d]: max_abs_diff needs an existing reference_file" % (where, i))
                 c = dict(c, reference_file=ref, reference=0.0)
