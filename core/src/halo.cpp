@@ -151,6 +151,32 @@ class OneSidedHalo : public HaloExchange<T> {
   }
 
   void exchange(GridFieldT<T>& field) override {
+    start(field);
+    finish();
+  }
+
+  void begin(GridFieldT<T>& field) override {
+    if (nonblocking_)
+      start(field);
+    else
+      exchange(field);
+  }
+
+  void end(GridFieldT<T>&) override {
+    if (nonblocking_) finish();
+  }
+
+  bool split_phase() const override { return nonblocking_; }
+
+  std::string name() const override { return name_; }
+
+ private:
+  void finish() {
+    if (nonblocking_) wait_all(handles_);
+    if (barrier_after_) barrier(team_);
+  }
+
+  void start(GridFieldT<T>& field) {
     barrier(team_);
     T* base = field.data();
     handles_.clear();
@@ -169,13 +195,8 @@ class OneSidedHalo : public HaloExchange<T> {
           get(local, f.local, remote, f.remote, route_);
       }
     }
-    if (nonblocking_) wait_all(handles_);
-    if (barrier_after_) barrier(team_);
   }
 
-  std::string name() const override { return name_; }
-
- private:
   struct Face {
     int unit = -1;
     std::size_t local_offset = 0, remote_offset = 0;

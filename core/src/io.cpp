@@ -255,6 +255,7 @@ void write_provenance(H5Output& out, const Context& ctx) {
   out.attribute("", "ranks", static_cast<long>(ctx.size()));
   out.attribute("", "node_map", ctx.runtime().node_map().describe());
   out.attribute("", "emulated_node_size", static_cast<long>(ctx.runtime().node_map().emulated_size));
+  out.attribute("", "progress", ctx.runtime().progress_description());
   // Same date on every rank: attribute values must agree.
   std::string date = iso_date_now();
   int len = static_cast<int>(date.size());

@@ -89,6 +89,13 @@ Summary::Summary(const Context& ctx, const std::vector<TimerStats>& timers) {
   map["emulated_node_size"] = nm.emulated_size;
   map["node_of_unit"] = yaml_flow_list(nm.node_of);
   head_["node_map"] = map;
+  // Who served: progress processes (ranks in MPI_COMM_WORLD) and thread.
+  const Runtime& rt = ctx.runtime();
+  YAML::Node progress;
+  progress["processes"] = yaml_flow_list(rt.server_ranks());
+  progress["unit_ranks"] = yaml_flow_list(rt.app_ranks());
+  progress["thread"] = rt.settings().progress.thread;
+  head_["progress"] = progress;
   head_["config"] = YAML::Load(ctx.config().yaml());
   for (const auto& s : timers) {
     YAML::Node t;

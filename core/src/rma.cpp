@@ -8,23 +8,11 @@
 #include <tuple>
 
 #include "locus/wait.hpp"
+#include "progress_engine.hpp"
+#include "progress_thread.hpp"
 
 namespace locus {
 
-struct HandleAccess {
-  static Handle make(MPI_Request req, MPI_Win win, int target, bool put) {
-    Handle h;
-    h.req_ = req;
-    h.win_ = win;
-    h.target_ = target;
-    h.put_ = put;
-    return h;
-  }
-  static MPI_Request& req(Handle& h) { return h.req_; }
-  static bool put(const Handle& h) { return h.put_; }
-  static MPI_Win win(const Handle& h) { return h.win_; }
-  static int target(const Handle& h) { return h.target_; }
-};
 
 std::size_t Layout::extent() const {
   if (elements() == 0) return 0;
@@ -44,7 +32,9 @@ std::map<std::pair<Layout, std::size_t>, MPI_Datatype>& type_cache() {
   return cache;
 }
 
-MPI_Datatype layout_type(const Layout& l, std::size_t esize) {
+}  // namespace
+
+MPI_Datatype detail::layout_type(const Layout& l, std::size_t esize) {
   auto key = std::make_pair(l, esize);
   auto& cache = type_cache();
   auto it = cache.find(key);
@@ -60,6 +50,8 @@ MPI_Datatype layout_type(const Layout& l, std::size_t esize) {
   cache[key] = all;
   return all;
 }
+
+namespace {
 
 // Same node and locality on (and not forced through MPI).
 bool shared_path(const detail::Target& t, Route r) {
@@ -85,13 +77,34 @@ void check_shapes(const Layout& a, const Layout& b) {
         "(strides may differ)");
 }
 
-// Copies between two strided layouts of the same shape.
-void copy_strided(char* dst, const Layout& dl, const char* src, const Layout& sl, std::size_t esize) {
-  const std::size_t len = dl.block * esize;
-  for (std::size_t r = 0; r < dl.rows; ++r)
-    for (std::size_t c = 0; c < dl.count; ++c)
-      std::memcpy(dst + (r * dl.row_stride + c * dl.stride) * esize,
-                  src + (r * sl.row_stride + c * sl.stride) * esize, len);
+using detail::copy_strided;
+using detail::layout_type;
+
+// A request of the direct path: the progress thread, when one runs, keeps
+// it moving.
+Handle mpi_handle(MPI_Request req, MPI_Win win, int target, bool put) {
+  Handle h = HandleAccess::make(req, win, target, put);
+  if (detail::ProgressThread* th = detail::progress_thread()) {
+    HandleAccess::reg(h) = th->add(req);
+    HandleAccess::req(h) = MPI_REQUEST_NULL;
+  }
+  return h;
+}
+
+// Hands the transfer to the node's progress process when it qualifies: a
+// progress engine runs, the team is served, the automatic route, and at
+// least the threshold in bytes.
+bool offload(detail::CommandKind kind, void* origin, const Layout& local, const detail::Target& t,
+             const Layout& remote, std::size_t esize, Route r, Handle& h) {
+  detail::ProgressEngine* e = detail::progress_engine();
+  if (!e || r != Route::automatic || !t.team->served() || local.elements() * esize < e->settings().threshold)
+    return false;
+  return e->submit(kind, origin, local, t.team->id(), t.seg->id, t.unit, t.offset, remote, esize,
+                   shared_path(t, r), h);
+}
+
+Layout bytes_layout(std::size_t bytes) {
+  return Layout{bytes, 1, 0, 1, 0};
 }
 
 MPI_Op mpi_op(Op op) {
@@ -111,6 +124,14 @@ MPI_Op mpi_op(Op op) {
 }  // namespace
 
 namespace detail {
+
+void copy_strided(char* dst, const Layout& dl, const char* src, const Layout& sl, std::size_t esize) {
+  const std::size_t len = dl.block * esize;
+  for (std::size_t r = 0; r < dl.rows; ++r)
+    for (std::size_t c = 0; c < dl.count; ++c)
+      std::memcpy(dst + (r * dl.row_stride + c * dl.stride) * esize,
+                  src + (r * sl.row_stride + c * sl.stride) * esize, len);
+}
 
 Target resolve(int team, int segment, int unit, std::uint64_t offset, std::size_t bytes, const char* what) {
   Runtime& rt = Runtime::current();
@@ -167,6 +188,8 @@ void put_bytes(const Target& t, const void* src, std::size_t bytes, Route r) {
 
 Handle get_bytes_async(void* dst, const Target& t, std::size_t bytes, Route r) {
   if (bytes == 0) return Handle{};
+  Handle h;
+  if (offload(CommandKind::get, dst, bytes_layout(bytes), t, bytes_layout(bytes), 1, r, h)) return h;
   if (shared_path(t, r) || bytes > kChunk) {  // memcpy completes at once; huge: blocking pieces
     get_bytes(dst, t, bytes, r);
     return Handle{};
@@ -174,11 +197,14 @@ Handle get_bytes_async(void* dst, const Target& t, std::size_t bytes, Route r) {
   MPI_Request req;
   int n = static_cast<int>(bytes);
   MPI_Rget(dst, n, MPI_BYTE, t.unit, displacement(t), n, MPI_BYTE, t.team->window(), &req);
-  return HandleAccess::make(req, t.team->window(), t.unit, false);
+  return mpi_handle(req, t.team->window(), t.unit, false);
 }
 
 Handle put_bytes_async(const Target& t, const void* src, std::size_t bytes, Route r) {
   if (bytes == 0) return Handle{};
+  Handle h;
+  if (offload(CommandKind::put, const_cast<void*>(src), bytes_layout(bytes), t, bytes_layout(bytes), 1, r, h))
+    return h;
   if (shared_path(t, r) || bytes > kChunk) {
     put_bytes(t, src, bytes, r);
     return Handle{};
@@ -186,19 +212,31 @@ Handle put_bytes_async(const Target& t, const void* src, std::size_t bytes, Rout
   MPI_Request req;
   int n = static_cast<int>(bytes);
   MPI_Rput(src, n, MPI_BYTE, t.unit, displacement(t), n, MPI_BYTE, t.team->window(), &req);
-  return HandleAccess::make(req, t.team->window(), t.unit, true);
+  return mpi_handle(req, t.team->window(), t.unit, true);
 }
 
 void get_strided(void* dst, const Layout& local, const Target& t, const Layout& remote, std::size_t esize,
                  Route r) {
-  Handle h = get_strided_async(dst, local, t, remote, esize, r);
-  wait(h);
+  // Blocking operations stay on the direct path.
+  check_shapes(local, remote);
+  if (local.elements() == 0) return;
+  if (shared_path(t, r)) {
+    std::atomic_thread_fence(std::memory_order_acquire);
+    copy_strided(static_cast<char*>(dst), local, shared_ptr(t), remote, esize);
+    return;
+  }
+  MPI_Request req;
+  MPI_Rget(dst, 1, layout_type(local, esize), t.unit, displacement(t), 1, layout_type(remote, esize),
+           t.team->window(), &req);
+  wait_yielding(req);
 }
 
 Handle get_strided_async(void* dst, const Layout& local, const Target& t, const Layout& remote,
                          std::size_t esize, Route r) {
   check_shapes(local, remote);
   if (local.elements() == 0) return Handle{};
+  Handle h;
+  if (offload(CommandKind::get, dst, local, t, remote, esize, r, h)) return h;
   if (shared_path(t, r)) {
     std::atomic_thread_fence(std::memory_order_acquire);
     copy_strided(static_cast<char*>(dst), local, shared_ptr(t), remote, esize);
@@ -207,19 +245,29 @@ Handle get_strided_async(void* dst, const Layout& local, const Target& t, const 
   MPI_Request req;
   MPI_Rget(dst, 1, layout_type(local, esize), t.unit, displacement(t), 1, layout_type(remote, esize),
            t.team->window(), &req);
-  return HandleAccess::make(req, t.team->window(), t.unit, false);
+  return mpi_handle(req, t.team->window(), t.unit, false);
 }
 
 void put_strided(const Target& t, const Layout& remote, const void* src, const Layout& local,
                  std::size_t esize, Route r) {
-  Handle h = put_strided_async(t, remote, src, local, esize, r);
-  wait(h);
+  check_shapes(local, remote);
+  if (local.elements() == 0) return;
+  if (shared_path(t, r)) {
+    copy_strided(shared_ptr(t), remote, static_cast<const char*>(src), local, esize);
+    std::atomic_thread_fence(std::memory_order_release);
+    return;
+  }
+  MPI_Win win = t.team->window();
+  MPI_Put(src, 1, layout_type(local, esize), t.unit, displacement(t), 1, layout_type(remote, esize), win);
+  MPI_Win_flush(t.unit, win);
 }
 
 Handle put_strided_async(const Target& t, const Layout& remote, const void* src, const Layout& local,
                          std::size_t esize, Route r) {
   check_shapes(local, remote);
   if (local.elements() == 0) return Handle{};
+  Handle h;
+  if (offload(CommandKind::put, const_cast<void*>(src), local, t, remote, esize, r, h)) return h;
   if (shared_path(t, r)) {
     copy_strided(shared_ptr(t), remote, static_cast<const char*>(src), local, esize);
     std::atomic_thread_fence(std::memory_order_release);
@@ -228,7 +276,7 @@ Handle put_strided_async(const Target& t, const Layout& remote, const void* src,
   MPI_Request req;
   MPI_Rput(src, 1, layout_type(local, esize), t.unit, displacement(t), 1, layout_type(remote, esize),
            t.team->window(), &req);
-  return HandleAccess::make(req, t.team->window(), t.unit, true);
+  return mpi_handle(req, t.team->window(), t.unit, true);
 }
 
 void accumulate(const Target& t, const void* src, std::size_t count, MPI_Datatype type, Op op) {
@@ -260,12 +308,26 @@ void compare_and_swap(const Target& t, const void* compare, const void* value, v
 
 }  // namespace detail
 
+namespace {
+// Completes a direct-path handle whose request is done: a put is made
+// visible at the target by a flush.
+void complete_put(const Handle& h) {
+  if (HandleAccess::put(h)) MPI_Win_flush(HandleAccess::target(h), HandleAccess::win(h));
+}
+}  // namespace
+
 void wait(Handle& h) {
   if (h.done()) return;
-  wait_yielding(HandleAccess::req(h));
+  if (HandleAccess::slot(h) >= 0) return detail::progress_engine()->wait(h);
+  if (HandleAccess::reg(h) >= 0) {
+    detail::progress_thread()->wait(HandleAccess::reg(h));
+    HandleAccess::reg(h) = -1;
+  } else {
+    wait_yielding(HandleAccess::req(h));
+  }
   // MPI_Wait on an Rput means the origin buffer is free; the flush makes
   // the data visible at the target.
-  if (HandleAccess::put(h)) MPI_Win_flush(HandleAccess::target(h), HandleAccess::win(h));
+  complete_put(h);
 }
 
 void wait_all(std::vector<Handle>& hs) {
@@ -273,27 +335,36 @@ void wait_all(std::vector<Handle>& hs) {
   std::set<std::pair<MPI_Win, int>> flushes;
   reqs.reserve(hs.size());
   for (auto& h : hs) {
-    if (h.done()) continue;
+    if (h.done() || HandleAccess::slot(h) >= 0 || HandleAccess::reg(h) >= 0) continue;
     reqs.push_back(HandleAccess::req(h));
     if (HandleAccess::put(h)) flushes.insert({HandleAccess::win(h), HandleAccess::target(h)});
     HandleAccess::req(h) = MPI_REQUEST_NULL;
   }
   if (!reqs.empty()) wait_all_yielding(reqs);
   for (const auto& [win, target] : flushes) MPI_Win_flush(target, win);
+  // Offloaded and thread-registered handles one by one (in any order, they
+  // run concurrently).
+  for (auto& h : hs)
+    if (!h.done()) wait(h);
 }
 
 bool test(Handle& h) {
   if (h.done()) return true;
-  bool put = HandleAccess::put(h);
-  MPI_Win win = HandleAccess::win(h);
-  int target = HandleAccess::target(h);
+  if (HandleAccess::slot(h) >= 0) return detail::progress_engine()->test(h);
+  if (HandleAccess::reg(h) >= 0) {
+    if (!detail::progress_thread()->test(HandleAccess::reg(h))) return false;
+    HandleAccess::reg(h) = -1;
+    complete_put(h);
+    return true;
+  }
   int flag = 0;
   MPI_Test(&HandleAccess::req(h), &flag, MPI_STATUS_IGNORE);
-  if (flag && put) MPI_Win_flush(target, win);
+  if (flag) complete_put(h);
   return flag != 0;
 }
 
 void flush(Team& team) {
+  if (detail::ProgressEngine* e = detail::progress_engine(); e && team.served()) e->quiesce();
   MPI_Win_flush_all(team.window());
   std::atomic_thread_fence(std::memory_order_seq_cst);
 }

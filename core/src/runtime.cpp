@@ -22,6 +22,21 @@ void add_common_keys(Schema& s, const std::string& app_name) {
       .boolean("output.xdmf", true, "write an XDMF file next to grid fields (ParaView)")
       .integer("runtime.node_size", 0, 0, Schema::kNoMax,
                "emulate nodes of N consecutive ranks (0: real nodes, or env LOCUS_NODE_SIZE)")
+      .integer("runtime.progress.processes_per_node", 0, 0, 64,
+               "progress processes per node: the last k ranks of every node serve the others' "
+               "non-blocking transfers instead of running the app (0: none)")
+      .integer("runtime.progress.threshold", 4096, 1, Schema::kNoMax,
+               "non-blocking gets/puts of at least this many bytes go to the node's progress process")
+      .integer("runtime.progress.staging", 4 << 20, 4096, 1L << 34,
+               "bytes per unit of staging memory for origin buffers outside segments (larger transfers "
+               "are split)")
+      .choice("runtime.progress.idle", "yield", {"spin", "yield", "sleep"},
+              "what an idle progress process does: spin, yield the core, or sleep with back-off")
+      .integer("runtime.progress.max_sleep_us", 200, 1, 1000000, "idle: sleep back-off ceiling in microseconds")
+      .boolean("runtime.progress.thread", false,
+               "a progress thread per unit that keeps MPI progressing (needs MPI_THREAD_MULTIPLE)")
+      .integer("runtime.progress.thread_interval_us", 20, 0, 1000000,
+               "progress thread polling interval in microseconds (0: yield between polls)")
       .boolean("comm.locality", true, "same-node one-sided transfers by memcpy on shared memory")
       .boolean("comm.check", false,
                "check every global pointer and collective call (always on in debug builds)");
@@ -188,6 +203,13 @@ CommSettings comm_settings(const Config& c) {
   s.node_size = effective_node_size(c.integer("runtime.node_size"));
   s.locality = c.boolean("comm.locality");
   s.check = c.boolean("comm.check");
+  s.progress.processes_per_node = static_cast<int>(c.integer("runtime.progress.processes_per_node"));
+  s.progress.threshold = static_cast<std::size_t>(c.integer("runtime.progress.threshold"));
+  s.progress.staging = static_cast<std::size_t>(c.integer("runtime.progress.staging"));
+  s.progress.idle = parse_idle_policy(c.string("runtime.progress.idle"));
+  s.progress.max_sleep_us = static_cast<int>(c.integer("runtime.progress.max_sleep_us"));
+  s.progress.thread = c.boolean("runtime.progress.thread");
+  s.progress.thread_interval_us = static_cast<int>(c.integer("runtime.progress.thread_interval_us"));
 #ifndef NDEBUG
   s.check = true;
 #endif
@@ -247,9 +269,25 @@ int run(int argc, char** argv, const AppInfo& app, const std::function<int(Conte
         CommSettings settings;
         collectively(ctx.comm_, [&] { settings = comm_settings(ctx.config_); });
         Runtime runtime(ctx.comm_, settings);
-        ctx.runtime_ = &runtime;
-        status = main(ctx);
-        ctx.runtime_ = nullptr;
+        if (runtime.is_server()) {
+          status = runtime.serve();
+        } else {
+          // The app sees the application units only.
+          MPI_Comm all = ctx.comm_;
+          ctx.comm_ = runtime.app_comm();
+          MPI_Comm_rank(ctx.comm_, &ctx.rank_);
+          MPI_Comm_size(ctx.comm_, &ctx.size_);
+          ctx.runtime_ = &runtime;
+          try {
+            status = main(ctx);
+          } catch (...) {
+            ctx.runtime_ = nullptr;
+            ctx.comm_ = all;
+            throw;
+          }
+          ctx.runtime_ = nullptr;
+          ctx.comm_ = all;
+        }
       }
     } catch (const CollectiveError& e) {
       g_collective_unwind = false;

@@ -4,6 +4,8 @@
 
 #include <cstring>
 
+#include "progress_engine.hpp"
+
 namespace locus {
 
 namespace {
@@ -13,14 +15,6 @@ std::size_t page_round(std::size_t bytes) {
   return (bytes + page - 1) / page * page;
 }
 
-// What every unit says about an allocation, gathered to check that the
-// call is the same collective everywhere and to build the table.
-struct Claim {
-  long long disp;
-  long long bytes;
-  int segment;
-  int elem_size;
-};
 
 }  // namespace
 
@@ -50,7 +44,10 @@ int allocate_segment(Team& team, std::size_t bytes, std::size_t elem_size) {
   MPI_Info_create(&info);
   MPI_Info_set(info, "alloc_shared_noncontig", "true");
   void* base = nullptr;
-  MPI_Win_allocate_shared(static_cast<MPI_Aint>(page_round(bytes)), 1, info, team.node_comm(), &base,
+  // A served team's progress processes join with zero bytes (they are told
+  // to by the node's first unit) and so map every part.
+  if (team.served()) progress_engine()->notify_servers(Control::alloc, team.id(), seg->id);
+  MPI_Win_allocate_shared(static_cast<MPI_Aint>(page_round(bytes)), 1, info, team.shm_comm(), &base,
                           &seg->shm);
   MPI_Info_free(&info);
   // An epoch for MPI_Win_sync and the unified memory model; never closed
@@ -67,6 +64,8 @@ int allocate_segment(Team& team, std::size_t bytes, std::size_t elem_size) {
              static_cast<int>(elem_size)};
   std::vector<Claim> all(static_cast<std::size_t>(team.size()));
   MPI_Allgather(&mine, sizeof(Claim), MPI_BYTE, all.data(), sizeof(Claim), MPI_BYTE, team.comm());
+  if (team.served())
+    MPI_Bcast(all.data(), static_cast<int>(all.size() * sizeof(Claim)), MPI_BYTE, 0, team.shm_comm());
 
   seg->peer.assign(all.size(), nullptr);
   seg->disp.resize(all.size());
@@ -118,6 +117,7 @@ void free_segment(int team_id, int segment) {
                 " is not allocated (freed twice?)");
   // Nobody may still be reading or writing it.
   MPI_Barrier(team.comm());
+  if (team.served()) progress_engine()->notify_servers(Control::free, team_id, segment);
   if (seg->bytes[static_cast<std::size_t>(team.rank())] > 0) MPI_Win_detach(team.window(), seg->base);
   MPI_Win_unlock_all(seg->shm);
   MPI_Win_free(&seg->shm);

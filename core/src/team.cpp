@@ -5,7 +5,10 @@
 #include <sstream>
 
 #include "locus/rma.hpp"
+#include "locus/runtime.hpp"
 #include "locus/segment.hpp"
+#include "progress_engine.hpp"
+#include "progress_thread.hpp"
 
 namespace locus {
 
@@ -90,7 +93,8 @@ int effective_node_size(long from_deck) {
 
 // ---------------------------------------------------------------- Team
 
-Team::Team(MPI_Comm comm, int id, int world_rank, const std::vector<int>& node_of_world)
+Team::Team(MPI_Comm comm, int id, int world_rank, const std::vector<int>& node_of_world, MPI_Win served_window,
+           MPI_Comm shm_comm)
     : comm_(comm), id_(id) {
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &size_);
@@ -105,9 +109,16 @@ Team::Team(MPI_Comm comm, int id, int world_rank, const std::vector<int>& node_o
   for (int u = 0; u < size_; ++u)
     if (node_of_world[static_cast<std::size_t>(world_unit_[static_cast<std::size_t>(u)])] == my_node)
       node_rank_[static_cast<std::size_t>(u)] = next++;
-  // Segments are attached to it as they are allocated.
-  MPI_Win_create_dynamic(MPI_INFO_NULL, comm_, &win_);
-  MPI_Win_lock_all(MPI_MODE_NOCHECK, win_);
+  shm_comm_ = shm_comm != MPI_COMM_NULL ? shm_comm : node_comm_;
+  // Segments are attached to it as they are allocated. A served team uses
+  // the progress engine's window (apps first, so team unit = window rank),
+  // which the engine owns.
+  if (served_window != MPI_WIN_NULL) {
+    win_ = served_window;
+  } else {
+    MPI_Win_create_dynamic(MPI_INFO_NULL, comm_, &win_);
+    MPI_Win_lock_all(MPI_MODE_NOCHECK, win_);
+  }
 }
 
 Team::~Team() {
@@ -115,7 +126,7 @@ Team::~Team() {
   // Segments still allocated on this team go with it (collectively: a team
   // is destroyed by all its units together).
   if (Runtime::exists()) Runtime::current().release_segments(id_);
-  if (win_ != MPI_WIN_NULL) {
+  if (win_ != MPI_WIN_NULL && !served()) {
     MPI_Win_unlock_all(win_);
     MPI_Win_free(&win_);
   }
@@ -145,17 +156,52 @@ int next_segment_id(Team& t) {
 
 Runtime::Runtime(MPI_Comm comm, const CommSettings& settings) : settings_(settings) {
   if (g_runtime) throw Error("internal: a locus runtime exists already");
-  nodes_.emulated_size = settings.node_size;
-  nodes_.node_of = detect_nodes(comm, settings.node_size);
-  nodes_.hosts = processor_names(comm);
-  g_runtime = this;
-  MPI_Comm dup;
-  MPI_Comm_dup(comm, &dup);
-  int rank = 0;
+  int rank = 0, size = 0;
   MPI_Comm_rank(comm, &rank);
-  world_.reset(new Team(dup, 0, rank, nodes_.node_of));
+  MPI_Comm_size(comm, &size);
+  std::vector<int> node_of = detect_nodes(comm, settings.node_size);
+  std::vector<std::string> hosts = processor_names(comm);
+  nodes_.emulated_size = settings.node_size;
+  const int k = settings.progress.processes_per_node;
+  g_runtime = this;
+  if (k > 0) {
+    detail::ProgressLayout layout;
+    try {
+      layout = detail::make_progress_layout(comm, node_of, k);
+    } catch (...) {
+      g_runtime = nullptr;
+      throw;
+    }
+    engine_ = std::make_unique<detail::ProgressEngine>(layout, settings.progress);
+    server_ = layout.server;
+    app_ranks_ = layout.app_ranks;
+    server_ranks_ = layout.server_ranks;
+    for (int r : app_ranks_) {
+      nodes_.node_of.push_back(node_of[static_cast<std::size_t>(r)]);
+      nodes_.hosts.push_back(hosts[static_cast<std::size_t>(r)]);
+    }
+    if (server_) return;
+    app_comm_ = layout.app_comm;
+  } else {
+    nodes_.node_of = node_of;
+    nodes_.hosts = hosts;
+    for (int r = 0; r < size; ++r) app_ranks_.push_back(r);
+    app_comm_ = comm;
+  }
+  MPI_Comm dup;
+  MPI_Comm_dup(app_comm_, &dup);
+  int unit = 0;
+  MPI_Comm_rank(app_comm_, &unit);
+  if (engine_)
+    world_.reset(new Team(dup, 0, unit, nodes_.node_of, engine_->window(), engine_->layout().node_full));
+  else
+    world_.reset(new Team(dup, 0, unit, nodes_.node_of));
   add_team(world_.get());
-  node_ = world_->split(nodes_.node_of[static_cast<std::size_t>(rank)]);
+  node_ = world_->split(nodes_.node_of[static_cast<std::size_t>(unit)]);
+  if (settings.progress.thread) {
+    require_thread_level(MPI_THREAD_MULTIPLE, "runtime.progress.thread");
+    thread_ = std::make_unique<detail::ProgressThread>(settings.progress.thread_interval_us);
+  }
 }
 
 Runtime::~Runtime() {
@@ -163,12 +209,55 @@ Runtime::~Runtime() {
     g_runtime = nullptr;
     (void)node_.release();
     (void)world_.release();
+    (void)engine_.release();
+    (void)thread_.release();
     return;
   }
+  thread_.reset();
   node_.reset();
   world_.reset();  // releases the world's segments
+  if (engine_ && !server_) engine_->shutdown_app();
+  engine_.reset();
   release_datatype_cache();
   g_runtime = nullptr;
+}
+
+int Runtime::serve() {
+  if (!server_) throw Error("internal: serve() called on an application unit");
+  return engine_->serve();
+}
+
+int Runtime::my_server() const {
+  return engine_ && !server_ ? engine_->my_server_rank() : -1;
+}
+
+std::string Runtime::progress_description() const {
+  std::ostringstream os;
+  const auto& p = settings_.progress;
+  if (server_ranks_.empty()) {
+    os << "progress processes: none";
+  } else {
+    os << "progress processes: rank" << (server_ranks_.size() > 1 ? "s " : " ");
+    for (std::size_t i = 0; i < server_ranks_.size(); ++i) os << (i ? ", " : "") << server_ranks_[i];
+    os << " (" << p.processes_per_node << " per node; threshold " << p.threshold << " B, staging "
+       << p.staging << " B, idle " << idle_policy_name(p.idle) << ")";
+  }
+  os << "; progress thread: ";
+  if (p.thread)
+    os << "on (every " << p.thread_interval_us << " us)";
+  else
+    os << "off";
+  return os.str();
+}
+
+const SegmentInfo* Runtime::segment_containing(int team, const void* p, std::size_t bytes) const {
+  const char* c = static_cast<const char*>(p);
+  for (const auto& [key, seg] : segments_) {
+    if (key.first != team || !seg->base) continue;
+    const std::size_t mine = seg->bytes[static_cast<std::size_t>(world_->rank())];
+    if (c >= seg->base && c + bytes <= seg->base + mine) return seg.get();
+  }
+  return nullptr;
 }
 
 Runtime& Runtime::current() {

@@ -12,7 +12,10 @@
 //             face on the team's dynamic window (locality off)
 //   locus     the same one-sided transfers through the locus core: memcpy on
 //             shared memory for same-node neighbours, MPI RMA for the others
-//   locus-nb  non-blocking locus transfers of all faces, then wait_all
+//   locus-nb  non-blocking locus transfers of all faces, then wait_all;
+//             split phase (begin/end), so the app can update its interior
+//             while the faces move (by a progress process, when there is
+//             one: runtime.progress.processes_per_node)
 //
 // The one-sided strategies either get the neighbours' boundary faces into
 // the own ghosts (Direction::get, heat3d) or put the own boundary faces into
@@ -55,6 +58,14 @@ class HaloExchange {
   // the domain boundary are left alone (they hold boundary values).
   virtual void exchange(GridFieldT<T>& f) = 0;
   virtual std::string name() const = 0;
+  // Split phase, for overlapping the exchange with the interior update:
+  // begin() starts it, end() completes it; between them the app may
+  // compute everything that does not read ghosts, and must not write the
+  // faces. Strategies without a split do all the work in begin().
+  virtual void begin(GridFieldT<T>& f) { exchange(f); }
+  virtual void end(GridFieldT<T>& /*f*/) {}
+  // True when begin() returns before the ghosts have arrived (locus-nb).
+  virtual bool split_phase() const { return false; }
 };
 
 // The strategies this build offers, for the `comm.halo` schema key.

@@ -42,9 +42,13 @@ struct Layout {
 };
 
 // A non-blocking operation in flight. Completed by wait/wait_all/test.
+// It is either an MPI request (direct path; registered with the progress
+// thread when one runs) or a command executed by a progress process.
 class Handle {
  public:
-  bool done() const { return req_ == MPI_REQUEST_NULL; }
+  bool done() const { return req_ == MPI_REQUEST_NULL && slot_ < 0 && reg_ < 0; }
+  // True when a progress process carries the operation.
+  bool offloaded() const { return slot_ >= 0; }
 
  private:
   friend struct HandleAccess;
@@ -52,6 +56,12 @@ class Handle {
   MPI_Win win_ = MPI_WIN_NULL;
   int target_ = -1;
   bool put_ = false;
+  std::int32_t slot_ = -1;  // progress-process completion slot
+  std::int32_t reg_ = -1;   // progress-thread registry entry
+  std::uint32_t esize_ = 0;
+  std::uint64_t staged_ = 0, staged_bytes_ = 0;  // staging-area offset and size
+  void* unpack_ = nullptr;                        // staged get: copied out to here at completion
+  Layout unpack_layout_{};
 };
 
 enum class Op { sum, min, max, replace };
@@ -159,7 +169,9 @@ void wait_all(std::vector<Handle>& hs);
 // True (and complete) when the operation has finished; never blocks on the data.
 bool test(Handle& h);
 
-// Completes every MPI operation this unit issued on the team's window.
+// Completes every operation this unit issued on the team's window,
+// offloaded ones included (data of a staged get reaches its buffer at the
+// handle's wait).
 void flush(Team& team);
 // Memory synchronisation and MPI_Barrier: after it, every unit sees every
 // put completed before it, by any path.

@@ -16,13 +16,20 @@
 #include <vector>
 
 #include "locus/error.hpp"
+#include "locus/progress.hpp"
 
 namespace locus {
+
+namespace detail {
+class ProgressEngine;
+class ProgressThread;
+}  // namespace detail
 
 struct CommSettings {
   int node_size = 0;     // 0: real nodes; N: N consecutive ranks form a node
   bool locality = true;  // same-node transfers by memcpy on shared memory
   bool check = false;    // bounds/collective checks on every call
+  ProgressSettings progress;  // progress processes and thread (progress.hpp)
 };
 
 struct NodeMap {
@@ -62,14 +69,23 @@ class Team {
   bool same_node(int unit) const { return node_rank(unit) >= 0; }
   // The team's dynamic window (always in a lock_all epoch).
   MPI_Win window() const { return win_; }
+  // True when progress processes serve this team (the world team with
+  // runtime.progress.processes_per_node > 0): its window includes them
+  // and its segments' shared memory is mapped by them.
+  bool served() const { return shm_comm_ != node_comm_; }
+  // The communicator segments' shared-memory windows are allocated on:
+  // node_comm(), plus the node's progress processes when served().
+  MPI_Comm shm_comm() const { return shm_comm_; }
   // Collective: units with the same colour form a new team, ordered as here.
   std::unique_ptr<Team> split(int color) const;
 
  private:
   friend class Runtime;
   friend int next_segment_id(Team&);
-  Team(MPI_Comm comm, int id, int world_rank, const std::vector<int>& node_of_world);
-  MPI_Comm comm_ = MPI_COMM_NULL, node_comm_ = MPI_COMM_NULL;
+  // With a window and shm_comm from the progress engine, the team is served.
+  Team(MPI_Comm comm, int id, int world_rank, const std::vector<int>& node_of_world,
+       MPI_Win served_window = MPI_WIN_NULL, MPI_Comm shm_comm = MPI_COMM_NULL);
+  MPI_Comm comm_ = MPI_COMM_NULL, node_comm_ = MPI_COMM_NULL, shm_comm_ = MPI_COMM_NULL;
   int id_ = 0, rank_ = 0, size_ = 0;
   std::vector<int> world_unit_;  // team unit -> world unit
   std::vector<int> node_rank_;   // team unit -> rank in node_comm_ or -1
@@ -80,15 +96,36 @@ class Team {
 
 class Runtime {
  public:
-  // Collective over comm (the application units).
+  // Collective over comm. Without progress processes every rank of comm is
+  // an application unit. With settings.progress.processes_per_node = k > 0
+  // the last k ranks of every node become progress processes: on them
+  // is_server() is true and serve() runs the server loop; the others form
+  // the application (app_comm(), the world team).
   Runtime(MPI_Comm comm, const CommSettings& settings);
-  ~Runtime();
+  ~Runtime();  // collective (servers included)
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
 
   // The runtime of this process; Error when none exists.
   static Runtime& current();
   static bool exists();
+
+  // This process is a progress process: call serve() and nothing else.
+  bool is_server() const { return server_; }
+  // Runs the server loop until the application units destroy their
+  // Runtime; returns the exit status.
+  int serve();
+  // The application units (comm itself without progress processes).
+  MPI_Comm app_comm() const { return app_comm_; }
+  // Ranks (in the comm the Runtime was built on) of the application units
+  // and of the progress processes.
+  const std::vector<int>& app_ranks() const { return app_ranks_; }
+  const std::vector<int>& server_ranks() const { return server_ranks_; }
+  // The rank of the progress process serving me (-1: none).
+  int my_server() const;
+  // "progress processes: ranks 1, 3 (1 per node; threshold 4096 B, idle
+  // yield); progress thread: off" for summaries and provenance.
+  std::string progress_description() const;
 
   Team& world() { return *world_; }
   // The application units on my node (real or emulated).
@@ -110,6 +147,8 @@ class Runtime {
   std::size_t segment_count() const { return segments_.size(); }
   // Collective over the team: frees every segment still allocated on it.
   void release_segments(int team);
+  // The segment of `team` whose part of mine holds [p, p + bytes), or nullptr.
+  const SegmentInfo* segment_containing(int team, const void* p, std::size_t bytes) const;
 
  private:
   std::map<std::pair<int, int>, std::unique_ptr<SegmentInfo>> segments_;
@@ -120,6 +159,11 @@ class Runtime {
   int max_team_id_ = 0;
   std::unique_ptr<Team> world_;
   std::unique_ptr<Team> node_;
+  bool server_ = false;
+  MPI_Comm app_comm_ = MPI_COMM_NULL;
+  std::vector<int> app_ranks_, server_ranks_;
+  std::unique_ptr<detail::ProgressEngine> engine_;
+  std::unique_ptr<detail::ProgressThread> thread_;
 };
 
 // The node size to use: the deck's value when > 0, else LOCUS_NODE_SIZE,

@@ -1,0 +1,554 @@
+// Progress processes: the bootstrap memory, the client side of the command
+// rings, and the server loop. Design: locus/progress.hpp.
+#include <sched.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstring>
+#include <new>
+#include <set>
+
+#include "locus/error.hpp"
+#include "locus/team.hpp"
+#include "progress_engine.hpp"
+
+namespace locus {
+
+std::string idle_policy_name(IdlePolicy p) {
+  switch (p) {
+    case IdlePolicy::spin:
+      return "spin";
+    case IdlePolicy::yield:
+      return "yield";
+    case IdlePolicy::sleep:
+      return "sleep";
+  }
+  return "?";
+}
+
+IdlePolicy parse_idle_policy(const std::string& s) {
+  if (s == "spin") return IdlePolicy::spin;
+  if (s == "yield") return IdlePolicy::yield;
+  if (s == "sleep") return IdlePolicy::sleep;
+  throw Error("idle policy must be spin, yield or sleep (got '" + s + "')");
+}
+
+namespace detail {
+
+namespace {
+
+ProgressEngine* g_engine = nullptr;
+
+std::size_t round_up(std::size_t n, std::size_t to) {
+  return (n + to - 1) / to * to;
+}
+
+// A dense (packed) layout of the same shape.
+Layout packed(const Layout& l) {
+  Layout p = l;
+  p.stride = l.block;
+  p.row_stride = l.block * l.count;
+  return p;
+}
+
+bool contiguous(const Layout& l) {
+  return l.count == 1 && l.rows == 1;
+}
+
+// Spins briefly, then gives the core away (other ranks may need it).
+void pause(unsigned& spins) {
+  if (++spins > 64) sched_yield();
+}
+
+}  // namespace
+
+ProgressEngine* progress_engine() {
+  return g_engine;
+}
+
+ProgressLayout make_progress_layout(MPI_Comm comm, const std::vector<int>& node_of, int k) {
+  ProgressLayout l;
+  int rank = 0, size = 0;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  const int nodes = *std::max_element(node_of.begin(), node_of.end()) + 1;
+  std::vector<std::vector<int>> members(static_cast<std::size_t>(nodes));
+  for (int r = 0; r < size; ++r) members[static_cast<std::size_t>(node_of[static_cast<std::size_t>(r)])].push_back(r);
+  for (int n = 0; n < nodes; ++n) {
+    const auto m = static_cast<int>(members[static_cast<std::size_t>(n)].size());
+    if (m <= k) {
+      std::string msg = "runtime.progress.processes_per_node: " + std::to_string(k) + " progress process" +
+                        (k == 1 ? "" : "es") + " per node need at least " + std::to_string(k + 1) +
+                        " ranks on every node, but node " + std::to_string(n) + " has " + std::to_string(m) +
+                        " (start more ranks, or change runtime.node_size)";
+      throw CollectiveError(msg);
+    }
+  }
+  std::vector<char> is_server(static_cast<std::size_t>(size), 0);
+  for (const auto& m : members)
+    for (std::size_t i = m.size() - static_cast<std::size_t>(k); i < m.size(); ++i)
+      is_server[static_cast<std::size_t>(m[i])] = 1;
+  for (int r = 0; r < size; ++r) {
+    if (is_server[static_cast<std::size_t>(r)]) {
+      l.server_ranks.push_back(r);
+      l.server_node.push_back(node_of[static_cast<std::size_t>(r)]);
+    } else {
+      l.app_ranks.push_back(r);
+      l.app_node.push_back(node_of[static_cast<std::size_t>(r)]);
+    }
+  }
+  l.server = is_server[static_cast<std::size_t>(rank)] != 0;
+  l.node = node_of[static_cast<std::size_t>(rank)];
+  for (int n : l.app_node) l.node_apps += n == l.node ? 1 : 0;
+  l.node_servers = k;
+  MPI_Comm_split(comm, l.server ? 1 : 0, rank, &l.app_comm);
+  const int key = l.server ? size + rank : rank;
+  MPI_Comm_split(comm, 0, key, &l.full_comm);
+  MPI_Comm_split(l.full_comm, l.node, key, &l.node_full);
+  MPI_Comm_rank(l.node_full, &l.node_index);
+  return l;
+}
+
+// ------------------------------------------------------------ set-up
+
+ProgressEngine::ProgressEngine(const ProgressLayout& layout, const ProgressSettings& settings)
+    : layout_(layout), settings_(settings) {
+  if (g_engine) throw Error("internal: a progress engine exists already");
+  const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  area_bytes_ = round_up(sizeof(UnitArea) + settings_.staging, page);
+  const std::size_t mine = layout_.server ? round_up(sizeof(ServerArea), page) : area_bytes_;
+  MPI_Info info;
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "alloc_shared_noncontig", "true");
+  void* base = nullptr;
+  MPI_Win_allocate_shared(static_cast<MPI_Aint>(mine), 1, info, layout_.node_full, &base, &boot_);
+  MPI_Info_free(&info);
+  std::memset(base, 0, mine);
+  if (layout_.server)
+    new (base) ServerArea{};
+  else
+    new (base) UnitArea{};
+  for (int r = 0; r < layout_.node_apps + layout_.node_servers; ++r) {
+    MPI_Aint size = 0;
+    int unit = 0;
+    void* p = nullptr;
+    MPI_Win_shared_query(boot_, r, &size, &unit, &p);
+    if (r < layout_.node_apps)
+      units_.push_back(static_cast<UnitArea*>(p));
+    else
+      servers_.push_back(static_cast<ServerArea*>(p));
+  }
+  for (std::size_t u = 0; u < layout_.app_node.size(); ++u)
+    if (layout_.app_node[u] == layout_.node) node_units_.push_back(static_cast<int>(u));
+  if (layout_.server) {
+    node_server_ = layout_.node_index - layout_.node_apps;
+    for (int a = 0; a < layout_.node_apps; ++a)
+      if (a % layout_.node_servers == node_server_) my_units_.push_back(a);
+  } else {
+    node_app_ = layout_.node_index;
+    for (std::uint32_t s = kCompletion; s-- > 0;) free_slots_.push_back(s);
+  }
+  MPI_Barrier(layout_.node_full);  // every area initialised before anyone uses it
+
+  MPI_Win_create_dynamic(MPI_INFO_NULL, layout_.full_comm, &win_);
+  MPI_Win_lock_all(MPI_MODE_NOCHECK, win_);
+  if (layout_.server) MPI_Win_set_errhandler(win_, MPI_ERRORS_RETURN);
+  g_engine = this;
+}
+
+ProgressEngine::~ProgressEngine() {
+  g_engine = nullptr;
+  if (!collective_cleanup_allowed()) return;  // the job aborts next
+  for (MPI_Comm* c : {&layout_.app_comm, &layout_.full_comm, &layout_.node_full})
+    if (*c != MPI_COMM_NULL) MPI_Comm_free(c);
+}
+
+int ProgressEngine::my_server_rank() const {
+  if (layout_.server) return -1;
+  // Units of a node are spread over its servers round-robin.
+  int want = node_app_ % layout_.node_servers;
+  for (std::size_t i = 0; i < layout_.server_ranks.size(); ++i)
+    if (layout_.server_node[i] == layout_.node && want-- == 0) return layout_.server_ranks[i];
+  return -1;
+}
+
+// ------------------------------------------------------------ application side
+
+void ProgressEngine::notify_servers(Control kind, int team, int segment) {
+  for (ServerArea* s : servers_) {
+    if (node_app_ == 0) {
+      s->kind = kind;
+      s->team = team;
+      s->segment = segment;
+      s->seq.fetch_add(1, std::memory_order_release);
+    }
+    s->arrived.fetch_add(1, std::memory_order_release);
+  }
+}
+
+void ProgressEngine::push(const Command& c) {
+  UnitArea* a = unit_area(node_app_);
+  unsigned spins = 0;
+  while (next_head_ - a->tail.load(std::memory_order_acquire) >= kRingSlots) pause(spins);
+  a->ring[next_head_ % kRingSlots] = c;
+  a->head.store(++next_head_, std::memory_order_release);
+}
+
+bool ProgressEngine::submit(CommandKind kind, void* origin, const Layout& local, int team, int segment,
+                            int target, std::uint64_t target_offset, const Layout& remote, std::size_t esize,
+                            bool same_node, Handle& h) {
+  if (free_slots_.empty()) return false;
+  const std::size_t bytes = local.elements() * esize;
+  Command c{};
+  c.kind = kind;
+  c.target = target;
+  c.team = team;
+  c.segment = segment;
+  c.target_offset = target_offset;
+  c.same_node = same_node ? 1 : 0;
+  c.esize = static_cast<std::uint32_t>(esize);
+  c.remote = remote;
+  c.local = local;
+  Runtime& rt = Runtime::current();
+  const SegmentInfo* own = rt.segment_containing(team, origin, local.extent() * esize);
+  bool staged = own == nullptr;
+  std::uint64_t off = 0;
+  if (own) {
+    c.origin_segment = own->id;
+    c.origin_offset = static_cast<std::uint64_t>(static_cast<char*>(origin) - own->base);
+  } else {
+    if (staged_live_ == 0) staged_used_ = 0;
+    const std::size_t need = round_up(bytes, 64);
+    if (staged_used_ + need > settings_.staging) {
+      if (staged_live_ > 0 || !contiguous(local) || !contiguous(remote)) return false;
+      // Larger than the whole staging area: all pieces but the last one
+      // go through it one after another; the last one stays in flight.
+      const std::size_t piece = settings_.staging / 64 * 64;
+      std::size_t done = 0;
+      char* o = static_cast<char*>(origin);
+      while (bytes - done > piece) {
+        Layout l{piece, 1, 0, 1, 0};
+        Handle part;
+        if (!submit(kind, o + done, l, team, segment, target, target_offset + done, l, 1, same_node, part))
+          return false;
+        wait(part);
+        done += piece;
+      }
+      Layout rest{bytes - done, 1, 0, 1, 0};
+      return submit(kind, o + done, rest, team, segment, target, target_offset + done, rest, 1, same_node, h);
+    }
+    off = staged_used_;
+    staged_used_ += need;
+    ++staged_live_;
+    c.origin_segment = -1;
+    c.origin_offset = off;
+    c.local = packed(local);
+    if (kind == CommandKind::put)
+      copy_strided(staging(unit_area(node_app_)) + off, c.local, static_cast<const char*>(origin), local, esize);
+  }
+  const std::uint32_t slot = free_slots_.back();
+  free_slots_.pop_back();
+  unit_area(node_app_)->state[slot].store(slot_pending, std::memory_order_relaxed);
+  c.slot = slot;
+  push(c);
+  HandleAccess::slot(h) = static_cast<std::int32_t>(slot);
+  if (staged) {
+    HandleAccess::staged(h) = off;
+    HandleAccess::staged_bytes(h) = bytes;
+    HandleAccess::esize(h) = static_cast<std::uint32_t>(esize);
+    if (kind == CommandKind::get) {
+      HandleAccess::unpack(h) = origin;
+      HandleAccess::unpack_layout(h) = local;
+    }
+  }
+  return true;
+}
+
+void ProgressEngine::release(Handle& h, bool) {
+  const auto slot = static_cast<std::uint32_t>(HandleAccess::slot(h));
+  unit_area(node_app_)->state[slot].store(slot_free, std::memory_order_relaxed);
+  free_slots_.push_back(slot);
+  if (HandleAccess::staged_bytes(h) > 0) --staged_live_;
+  HandleAccess::slot(h) = -1;
+  HandleAccess::staged_bytes(h) = 0;
+  HandleAccess::unpack(h) = nullptr;
+}
+
+bool ProgressEngine::finish(Handle& h) {
+  UnitArea* a = unit_area(node_app_);
+  const auto slot = static_cast<std::uint32_t>(HandleAccess::slot(h));
+  const std::uint32_t st = a->state[slot].load(std::memory_order_acquire);
+  if (st == slot_pending) return false;
+  if (st == slot_error) {
+    std::string msg(a->error, strnlen(a->error, sizeof a->error));
+    release(h, false);
+    throw Error("progress process (rank " + std::to_string(my_server_rank()) + "): " + msg);
+  }
+  if (void* dst = HandleAccess::unpack(h)) {
+    const Layout& l = HandleAccess::unpack_layout(h);
+    copy_strided(static_cast<char*>(dst), l, staging(a) + HandleAccess::staged(h), packed(l),
+                 HandleAccess::esize(h));
+  }
+  release(h, true);
+  return true;
+}
+
+bool ProgressEngine::test(Handle& h) {
+  return finish(h);
+}
+
+void ProgressEngine::wait(Handle& h) {
+  if (finish(h)) return;
+  UnitArea* a = unit_area(node_app_);
+  a->waiting.store(1, std::memory_order_relaxed);
+  unsigned spins = 0;
+  try {
+    while (!finish(h)) pause(spins);
+  } catch (...) {
+    a->waiting.store(0, std::memory_order_relaxed);
+    throw;
+  }
+  a->waiting.store(0, std::memory_order_relaxed);
+}
+
+void ProgressEngine::quiesce() {
+  UnitArea* a = unit_area(node_app_);
+  if (free_slots_.size() == kCompletion) return;
+  a->waiting.store(1, std::memory_order_relaxed);
+  unsigned spins = 0;
+  for (std::uint32_t s = 0; s < kCompletion; ++s)
+    while (a->state[s].load(std::memory_order_acquire) == slot_pending) pause(spins);
+  a->waiting.store(0, std::memory_order_relaxed);
+}
+
+void ProgressEngine::shutdown_app() {
+  quiesce();
+  notify_servers(Control::exit, 0, 0);
+  MPI_Win_unlock_all(win_);
+  MPI_Win_free(&win_);
+  MPI_Win_free(&boot_);
+}
+
+// ------------------------------------------------------------ server side
+
+void ProgressEngine::fail(UnitArea* a, std::uint32_t slot, const std::string& what) {
+  std::size_t n = std::min(what.size(), sizeof a->error - 1);
+  std::memcpy(a->error, what.data(), n);
+  a->error[n] = '\0';
+  a->state[slot].store(slot_error, std::memory_order_release);
+}
+
+namespace {
+std::string mpi_error_text(int rc) {
+  char text[MPI_MAX_ERROR_STRING] = {};
+  int len = 0;
+  MPI_Error_string(rc, text, &len);
+  return std::string(text, static_cast<std::size_t>(len));
+}
+}  // namespace
+
+void ProgressEngine::execute(int node_app, const Command& c, std::vector<Pending>& pending) {
+  UnitArea* a = unit_area(node_app);
+  const char* what = c.kind == CommandKind::get ? "get" : "put";
+  const std::size_t rbytes = c.remote.extent() * c.esize, lbytes = c.local.extent() * c.esize;
+  auto it = segs_.find(c.segment);
+  if (c.team != 0 || it == segs_.end())
+    return fail(a, c.slot, std::string(what) + ": segment " + std::to_string(c.segment) + " of team " +
+                               std::to_string(c.team) + " is not known to the progress process");
+  ServerSegment& s = it->second;
+  if (c.target < 0 || static_cast<std::size_t>(c.target) >= s.bytes.size())
+    return fail(a, c.slot, std::string(what) + ": unit " + std::to_string(c.target) + " is not in team 0");
+  if (c.target_offset + rbytes > s.bytes[static_cast<std::size_t>(c.target)])
+    return fail(a, c.slot, std::string(what) + ": " + std::to_string(rbytes) + " bytes at offset " +
+                               std::to_string(c.target_offset) + " of segment " + std::to_string(c.segment) +
+                               " run past the end of unit " + std::to_string(c.target) + "'s part (" +
+                               std::to_string(s.bytes[static_cast<std::size_t>(c.target)]) + " bytes)");
+  char* origin = nullptr;
+  const int me = node_units_[static_cast<std::size_t>(node_app)];
+  if (c.origin_segment < 0) {
+    if (c.origin_offset + lbytes > settings_.staging)
+      return fail(a, c.slot, std::string(what) + ": staged data outside the staging area");
+    origin = staging(a) + c.origin_offset;
+  } else {
+    auto o = segs_.find(c.origin_segment);
+    if (o == segs_.end() || !o->second.peer[static_cast<std::size_t>(me)] ||
+        c.origin_offset + lbytes > o->second.bytes[static_cast<std::size_t>(me)])
+      return fail(a, c.slot, std::string(what) + ": origin buffer outside segment " +
+                                 std::to_string(c.origin_segment));
+    origin = o->second.peer[static_cast<std::size_t>(me)] + c.origin_offset;
+  }
+  if (c.same_node) {
+    char* t = s.peer[static_cast<std::size_t>(c.target)];
+    if (!t) return fail(a, c.slot, std::string(what) + ": unit " + std::to_string(c.target) + " is not on my node");
+    t += c.target_offset;
+    if (c.kind == CommandKind::get) {
+      std::atomic_thread_fence(std::memory_order_acquire);
+      copy_strided(origin, c.local, t, c.remote, c.esize);
+    } else {
+      copy_strided(t, c.remote, origin, c.local, c.esize);
+    }
+    ++served_;
+    a->state[c.slot].store(slot_done, std::memory_order_release);
+    return;
+  }
+  const MPI_Aint disp = s.disp[static_cast<std::size_t>(c.target)] + static_cast<MPI_Aint>(c.target_offset);
+  int rc = MPI_SUCCESS;
+  if (contiguous(c.local) && contiguous(c.remote)) {
+    const std::size_t bytes = c.local.block * c.esize;
+    constexpr std::size_t chunk = std::size_t(1) << 30;
+    for (std::size_t done = 0; done < bytes && rc == MPI_SUCCESS; done += chunk) {
+      const int n = static_cast<int>(std::min(chunk, bytes - done));
+      if (c.kind == CommandKind::get)
+        rc = MPI_Get(origin + done, n, MPI_BYTE, c.target, disp + static_cast<MPI_Aint>(done), n, MPI_BYTE, win_);
+      else
+        rc = MPI_Put(origin + done, n, MPI_BYTE, c.target, disp + static_cast<MPI_Aint>(done), n, MPI_BYTE, win_);
+    }
+  } else if (c.kind == CommandKind::get) {
+    rc = MPI_Get(origin, 1, layout_type(c.local, c.esize), c.target, disp, 1, layout_type(c.remote, c.esize),
+                 win_);
+  } else {
+    rc = MPI_Put(origin, 1, layout_type(c.local, c.esize), c.target, disp, 1, layout_type(c.remote, c.esize),
+                 win_);
+  }
+  if (rc != MPI_SUCCESS) return fail(a, c.slot, std::string("MPI_") + (c.kind == CommandKind::get ? "Get" : "Put") + ": " + mpi_error_text(rc));
+  pending.push_back(Pending{a, c.slot, c.target});
+}
+
+std::size_t ProgressEngine::drain(int node_app, std::vector<Pending>& pending) {
+  UnitArea* a = unit_area(node_app);
+  const std::uint64_t head = a->head.load(std::memory_order_acquire);
+  std::uint64_t tail = a->tail.load(std::memory_order_relaxed);
+  std::size_t n = 0;
+  for (; tail < head && n < 64; ++tail, ++n) {
+    const Command c = a->ring[tail % kRingSlots];
+    execute(node_app, c, pending);
+  }
+  a->tail.store(tail, std::memory_order_release);
+  return n;
+}
+
+void ProgressEngine::flush_pending(std::vector<Pending>& pending) {
+  if (pending.empty()) return;
+  std::set<int> targets;
+  for (const auto& p : pending) targets.insert(p.target);
+  std::map<int, int> result;
+  for (int t : targets) result[t] = MPI_Win_flush(t, win_);
+  for (const auto& p : pending) {
+    const int rc = result[p.target];
+    if (rc == MPI_SUCCESS) {
+      ++served_;
+      p.unit->state[p.slot].store(slot_done, std::memory_order_release);
+    } else {
+      fail(p.unit, p.slot, "MPI_Win_flush: " + mpi_error_text(rc));
+    }
+  }
+  pending.clear();
+}
+
+void ProgressEngine::idle(unsigned& passes) {
+  ++passes;
+  if (settings_.idle == IdlePolicy::spin || passes < 16) return;
+  if (settings_.idle == IdlePolicy::yield) {
+    sched_yield();
+    return;
+  }
+  // sleep: 1 us, doubling up to max_sleep_us while nothing arrives.
+  const unsigned shift = std::min(passes - 16, 20u);
+  const long us = std::min<long>(1L << shift, settings_.max_sleep_us);
+  timespec ts{0, us * 1000};
+  nanosleep(&ts, nullptr);
+}
+
+void ProgressEngine::server_alloc(int segment) {
+  ServerSegment s;
+  MPI_Info info;
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "alloc_shared_noncontig", "true");
+  void* base = nullptr;
+  MPI_Win_allocate_shared(0, 1, info, layout_.node_full, &base, &s.shm);
+  MPI_Info_free(&info);
+  MPI_Win_lock_all(MPI_MODE_NOCHECK, s.shm);
+  const std::size_t apps = layout_.app_ranks.size();
+  std::vector<Claim> all(apps);
+  MPI_Bcast(all.data(), static_cast<int>(apps * sizeof(Claim)), MPI_BYTE, 0, layout_.node_full);
+  s.peer.assign(apps, nullptr);
+  s.disp.resize(apps);
+  s.bytes.resize(apps);
+  for (std::size_t u = 0; u < apps; ++u) {
+    s.disp[u] = static_cast<MPI_Aint>(all[u].disp);
+    s.bytes[u] = static_cast<std::size_t>(all[u].bytes);
+  }
+  for (std::size_t i = 0; i < node_units_.size(); ++i) {
+    MPI_Aint size = 0;
+    int unit = 0;
+    void* p = nullptr;
+    MPI_Win_shared_query(s.shm, static_cast<int>(i), &size, &unit, &p);
+    s.peer[static_cast<std::size_t>(node_units_[i])] = static_cast<char*>(p);
+  }
+  segs_[segment] = std::move(s);
+}
+
+void ProgressEngine::server_free(int segment) {
+  auto it = segs_.find(segment);
+  if (it == segs_.end()) return;
+  MPI_Win_unlock_all(it->second.shm);
+  MPI_Win_free(&it->second.shm);
+  segs_.erase(it);
+}
+
+int ProgressEngine::serve() {
+  ServerArea* me = servers_[static_cast<std::size_t>(node_server_)];
+  std::vector<Pending> pending;
+  unsigned idle_passes = 0;
+  bool running = true;
+  while (running) {
+    std::size_t work = 0;
+    bool waiting = false;
+    for (int a : my_units_) {
+      work += drain(a, pending);
+      waiting = waiting || unit_area(a)->waiting.load(std::memory_order_relaxed) != 0;
+    }
+    if (!pending.empty() && (work == 0 || waiting || pending.size() >= 64)) flush_pending(pending);
+    // A collective event starts once every unit of the node has arrived at
+    // it: until then the rings are served (a unit may still wait for us).
+    const std::uint64_t seq = me->seq.load(std::memory_order_acquire);
+    if (seq != seen_seq_ &&
+        me->arrived.load(std::memory_order_acquire) >= seq * static_cast<std::uint64_t>(layout_.node_apps)) {
+      seen_seq_ = seq;
+      flush_pending(pending);
+      // Read the event before its collective: once that completes, the
+      // node's first unit may post the next one.
+      const Control kind = me->kind;
+      const int segment = me->segment;
+      switch (kind) {
+        case Control::alloc:
+          server_alloc(segment);
+          break;
+        case Control::free:
+          server_free(segment);
+          break;
+        case Control::exit:
+          running = false;
+          break;
+        case Control::none:
+          break;
+      }
+      ++work;
+    }
+    me->served_commands = served_;
+    if (work == 0 && pending.empty())
+      idle(idle_passes);
+    else
+      idle_passes = 0;
+  }
+  // The application freed every segment before it sent exit.
+  MPI_Win_unlock_all(win_);
+  MPI_Win_free(&win_);
+  MPI_Win_free(&boot_);
+  return 0;
+}
+
+}  // namespace detail
+}  // namespace locus

@@ -1,0 +1,192 @@
+#pragma once
+// Internal: the progress-process engine shared by application units (the
+// client side: rings, completion slots, staging) and servers (the loop).
+// See locus/progress.hpp for the design.
+#include <mpi.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "locus/progress.hpp"
+#include "locus/rma.hpp"
+
+namespace locus {
+namespace detail {
+
+constexpr std::uint32_t kRingSlots = 512;   // commands in flight per unit before the producer waits
+constexpr std::uint32_t kCompletion = 4096;  // outstanding offloaded handles per unit
+
+// One command: the paper's Table I packet plus a completion slot and the
+// two layouts of a strided transfer.
+struct alignas(64) Command {
+  CommandKind kind;
+  std::int32_t target;          // dest: target unit (world team)
+  std::int32_t team;            // index: the team (0, the world team)
+  std::int32_t segment;         // segid: target segment
+  std::uint64_t target_offset;  // bytes into the target unit's part
+  std::uint64_t origin_offset;  // bytes into the origin's part of origin_segment, or into staging
+  std::int32_t origin_segment;  // -1: the origin's staging area
+  std::int32_t same_node;       // is_shmem: move by memcpy on shared memory
+  std::uint32_t slot;           // completion slot the origin polls
+  std::uint32_t esize;          // element size of the layouts
+  Layout local, remote;         // data_size = local.elements() * esize
+};
+
+enum SlotState : std::uint32_t { slot_free = 0, slot_pending = 1, slot_done = 2, slot_error = 3 };
+
+// Per application unit, in the node's bootstrap shared memory.
+struct UnitArea {
+  alignas(64) std::atomic<std::uint64_t> head;  // written by the unit
+  alignas(64) std::atomic<std::uint64_t> tail;  // written by its server
+  alignas(64) std::atomic<std::uint32_t> waiting;  // the unit waits: flush now
+  alignas(64) char error[512];                  // text of the last failed command
+  std::atomic<std::uint32_t> state[kCompletion];
+  Command ring[kRingSlots];
+  // the staging area follows
+};
+
+enum class Control : std::uint32_t { none = 0, alloc = 1, free = 2, exit = 3 };
+
+// Per server: its mailbox for collective events.
+struct ServerArea {
+  alignas(64) std::atomic<std::uint64_t> seq;      // events posted by the node's first unit
+  alignas(64) std::atomic<std::uint64_t> arrived;  // units that reached an event (all events)
+  alignas(64) Control kind;
+  std::int32_t team, segment;
+  std::uint64_t served_commands;  // statistics, written by the server
+};
+
+// What every unit says about a segment allocation (gathered; servers get
+// it by broadcast on the node).
+struct Claim {
+  long long disp;
+  long long bytes;
+  int segment;
+  int elem_size;
+};
+
+}  // namespace detail
+// Private access to Handle for the engines.
+struct HandleAccess {
+  static Handle make(MPI_Request req, MPI_Win win, int target, bool put) {
+    Handle h;
+    h.req_ = req;
+    h.win_ = win;
+    h.target_ = target;
+    h.put_ = put;
+    return h;
+  }
+  static MPI_Request& req(Handle& h) { return h.req_; }
+  static bool put(const Handle& h) { return h.put_; }
+  static MPI_Win win(const Handle& h) { return h.win_; }
+  static int target(const Handle& h) { return h.target_; }
+  static std::int32_t& slot(Handle& h) { return h.slot_; }
+  static std::int32_t& reg(Handle& h) { return h.reg_; }
+  static std::uint64_t& staged(Handle& h) { return h.staged_; }
+  static std::uint64_t& staged_bytes(Handle& h) { return h.staged_bytes_; }
+  static std::uint32_t& esize(Handle& h) { return h.esize_; }
+  static void*& unpack(Handle& h) { return h.unpack_; }
+  static Layout& unpack_layout(Handle& h) { return h.unpack_layout_; }
+};
+namespace detail {
+
+class ProgressEngine {
+ public:
+  // Collective over all ranks of the layout (apps and servers): maps the
+  // node's bootstrap memory and creates the world team's dynamic window
+  // over full_comm (opened with lock_all).
+  ProgressEngine(const ProgressLayout& layout, const ProgressSettings& settings);
+  ~ProgressEngine();
+
+  const ProgressLayout& layout() const { return layout_; }
+  const ProgressSettings& settings() const { return settings_; }
+  MPI_Win window() const { return win_; }
+
+  // ---- application side
+  // Sends a control event to every server of my node (my node's first unit only).
+  void notify_servers(Control kind, int team, int segment);
+  // Submits an offloaded transfer; false when it cannot be offloaded (no
+  // free completion slot, staging full): the caller takes the direct path.
+  // `origin` is the origin buffer, `local` its layout.
+  bool submit(CommandKind kind, void* origin, const Layout& local, int team, int segment, int target,
+              std::uint64_t target_offset, const Layout& remote, std::size_t esize, bool same_node,
+              Handle& h);
+  bool test(Handle& h);
+  void wait(Handle& h);
+  // Waits until every command this unit submitted has been executed.
+  void quiesce();
+  // After the world team released its segments: tells the servers to stop
+  // and frees the window and the bootstrap memory (collective).
+  void shutdown_app();
+  // World ranks (in the original communicator) of the servers.
+  const std::vector<int>& server_ranks() const { return layout_.server_ranks; }
+  // Which server (rank in the original communicator) serves me.
+  int my_server_rank() const;
+
+  // ---- server side: runs until the application shuts down; returns 0.
+  int serve();
+
+ private:
+  struct ServerSegment {
+    MPI_Win shm = MPI_WIN_NULL;
+    std::vector<char*> peer;  // app unit -> address if on my node
+    std::vector<MPI_Aint> disp;
+    std::vector<std::size_t> bytes;
+  };
+  struct Pending {
+    UnitArea* unit;
+    std::uint32_t slot;
+    int target;
+  };
+
+  UnitArea* unit_area(int node_app) const { return units_[static_cast<std::size_t>(node_app)]; }
+  char* staging(UnitArea* a) const { return reinterpret_cast<char*>(a) + sizeof(UnitArea); }
+  void push(const Command& c);
+  void release(Handle& h, bool ok);
+  bool finish(Handle& h);  // true when done (copies staged data out)
+
+  // server
+  void control(bool& running);
+  std::size_t drain(int node_app, std::vector<Pending>& pending);
+  void execute(int node_app, const Command& c, std::vector<Pending>& pending);
+  void fail(UnitArea* a, std::uint32_t slot, const std::string& what);
+  void flush_pending(std::vector<Pending>& pending);
+  void idle(unsigned& idle_passes);
+  void server_alloc(int segment);
+  void server_free(int segment);
+
+  ProgressLayout layout_;
+  ProgressSettings settings_;
+  MPI_Win boot_ = MPI_WIN_NULL;  // bootstrap shared memory on node_full
+  MPI_Win win_ = MPI_WIN_NULL;   // the world team's dynamic window (full_comm)
+  std::vector<UnitArea*> units_;      // node app index -> area
+  std::vector<ServerArea*> servers_;  // node server index -> mailbox
+  std::size_t area_bytes_ = 0;
+
+  // application side
+  int node_app_ = -1;  // my index among my node's apps
+  std::vector<std::uint32_t> free_slots_;
+  std::size_t staged_used_ = 0;
+  int staged_live_ = 0;
+  std::uint64_t next_head_ = 0;
+
+  // server side
+  int node_server_ = -1;
+  std::vector<int> my_units_;    // node app indices I serve
+  std::vector<int> node_units_;  // node app index -> world-team unit
+  std::uint64_t served_ = 0;
+  std::uint64_t seen_seq_ = 0;
+  std::map<int, ServerSegment> segs_;  // world-team segment id -> table
+};
+
+// Strided copy shared by the direct path and the servers.
+void copy_strided(char* dst, const Layout& dl, const char* src, const Layout& sl, std::size_t esize);
+// The cached MPI datatype of a layout.
+MPI_Datatype layout_type(const Layout& l, std::size_t esize);
+
+}  // namespace detail
+}  // namespace locus

@@ -1,0 +1,89 @@
+#include "progress_thread.hpp"
+
+#include <sched.h>
+#include <time.h>
+
+#include "locus/error.hpp"
+
+namespace locus::detail {
+
+namespace {
+ProgressThread* g_thread = nullptr;
+}
+
+ProgressThread* progress_thread() {
+  return g_thread;
+}
+
+ProgressThread::ProgressThread(int interval_us) : interval_us_(interval_us) {
+  if (g_thread) throw Error("internal: a progress thread exists already");
+  thread_ = std::thread([this] { loop(); });
+  g_thread = this;
+}
+
+ProgressThread::~ProgressThread() {
+  g_thread = nullptr;
+  stop_.store(true);
+  thread_.join();
+}
+
+void ProgressThread::loop() {
+  const timespec pause{0, static_cast<long>(interval_us_) * 1000};
+  while (!stop_.load(std::memory_order_relaxed)) {
+    if (active_.load(std::memory_order_acquire) > 0) {
+      std::lock_guard<std::mutex> lock(m_);
+      for (std::size_t i = 0; i < reqs_.size(); ++i) {
+        if (state_[i] != active) continue;
+        int flag = 0;
+        MPI_Test(&reqs_[i], &flag, MPI_STATUS_IGNORE);
+        if (flag) {
+          state_[i] = completed;
+          active_.fetch_sub(1, std::memory_order_relaxed);
+          by_thread_.fetch_add(1, std::memory_order_relaxed);
+        }
+      }
+    }
+    if (interval_us_ > 0)
+      nanosleep(&pause, nullptr);
+    else
+      sched_yield();
+  }
+}
+
+int ProgressThread::add(MPI_Request req) {
+  std::lock_guard<std::mutex> lock(m_);
+  int e;
+  if (free_.empty()) {
+    e = static_cast<int>(reqs_.size());
+    reqs_.push_back(req);
+    state_.push_back(active);
+  } else {
+    e = free_.back();
+    free_.pop_back();
+    reqs_[static_cast<std::size_t>(e)] = req;
+    state_[static_cast<std::size_t>(e)] = active;
+  }
+  active_.fetch_add(1, std::memory_order_release);
+  return e;
+}
+
+bool ProgressThread::test(int entry) {
+  std::lock_guard<std::mutex> lock(m_);
+  const auto i = static_cast<std::size_t>(entry);
+  if (state_[i] == active) {
+    int flag = 0;
+    MPI_Test(&reqs_[i], &flag, MPI_STATUS_IGNORE);
+    if (!flag) return false;
+    active_.fetch_sub(1, std::memory_order_relaxed);
+  }
+  state_[i] = free_entry;
+  free_.push_back(entry);
+  return true;
+}
+
+void ProgressThread::wait(int entry) {
+  for (unsigned spins = 0; !test(entry); ++spins)
+    if (spins > 64) sched_yield();
+}
+
+}  // namespace locus::detail

@@ -1,0 +1,51 @@
+#pragma once
+// Internal: the progress thread (runtime.progress.thread: on).
+//
+// One thread per unit keeps MPI progressing while the application
+// computes: every `interval` it tests the MPI requests locus has
+// outstanding (non-blocking gets and puts on the direct path). The
+// requests live in a registry shared by the thread and the application
+// under one mutex (MPI_THREAD_MULTIPLE), so either side may complete them.
+#include <mpi.h>
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace locus::detail {
+
+class ProgressThread {
+ public:
+  explicit ProgressThread(int interval_us);
+  ~ProgressThread();
+  ProgressThread(const ProgressThread&) = delete;
+  ProgressThread& operator=(const ProgressThread&) = delete;
+
+  // Registers a request; returns its entry.
+  int add(MPI_Request req);
+  // True (and the entry released) when the request has completed.
+  bool test(int entry);
+  void wait(int entry);
+  // Requests the thread completed / times it tested (statistics).
+  std::uint64_t completed_by_thread() const { return by_thread_.load(std::memory_order_relaxed); }
+
+ private:
+  enum State : char { free_entry, active, completed };
+  void loop();
+  std::mutex m_;
+  std::vector<MPI_Request> reqs_;
+  std::vector<char> state_;
+  std::vector<int> free_;
+  std::atomic<int> active_{0};
+  std::atomic<bool> stop_{false};
+  std::atomic<std::uint64_t> by_thread_{0};
+  int interval_us_;
+  std::thread thread_;
+};
+
+// The thread of this process, or nullptr.
+ProgressThread* progress_thread();
+
+}  // namespace locus::detail
