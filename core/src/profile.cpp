@@ -95,6 +95,7 @@ Summary::Summary(const Context& ctx, const std::vector<TimerStats>& timers) {
   progress["processes"] = yaml_flow_list(rt.server_ranks());
   progress["unit_ranks"] = yaml_flow_list(rt.app_ranks());
   progress["thread"] = rt.settings().progress.thread;
+  progress["offloaded_unit0"] = rt.offloaded();
   head_["progress"] = progress;
   head_["config"] = YAML::Load(ctx.config().yaml());
   for (const auto& s : timers) {

@@ -191,7 +191,10 @@ void ProgressEngine::notify_servers(Control kind, int team, int segment) {
 void ProgressEngine::push(const Command& c) {
   UnitArea* a = unit_area(node_app_);
   unsigned spins = 0;
-  while (next_head_ - a->tail.load(std::memory_order_acquire) >= kRingSlots) pause(spins);
+  while (next_head_ - a->tail.load(std::memory_order_acquire) >= kRingSlots) {
+    poke();
+    pause(spins);
+  }
   a->ring[next_head_ % kRingSlots] = c;
   a->head.store(++next_head_, std::memory_order_release);
 }
@@ -299,13 +302,24 @@ bool ProgressEngine::test(Handle& h) {
   return finish(h);
 }
 
+void ProgressEngine::poke() {
+  // MPICH's RMA on dynamic windows runs on active messages: a target that
+  // never enters MPI stalls the servers' transfers to it. Waiting units
+  // therefore keep MPI progressing.
+  int flag = 0;
+  MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, layout_.app_comm, &flag, MPI_STATUS_IGNORE);
+}
+
 void ProgressEngine::wait(Handle& h) {
   if (finish(h)) return;
   UnitArea* a = unit_area(node_app_);
   a->waiting.store(1, std::memory_order_relaxed);
   unsigned spins = 0;
   try {
-    while (!finish(h)) pause(spins);
+    while (!finish(h)) {
+      poke();
+      pause(spins);
+    }
   } catch (...) {
     a->waiting.store(0, std::memory_order_relaxed);
     throw;
@@ -319,7 +333,10 @@ void ProgressEngine::quiesce() {
   a->waiting.store(1, std::memory_order_relaxed);
   unsigned spins = 0;
   for (std::uint32_t s = 0; s < kCompletion; ++s)
-    while (a->state[s].load(std::memory_order_acquire) == slot_pending) pause(spins);
+    while (a->state[s].load(std::memory_order_acquire) == slot_pending) {
+      poke();
+      pause(spins);
+    }
   a->waiting.store(0, std::memory_order_relaxed);
 }
 

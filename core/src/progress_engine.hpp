@@ -122,6 +122,8 @@ class ProgressEngine {
   // After the world team released its segments: tells the servers to stop
   // and frees the window and the bootstrap memory (collective).
   void shutdown_app();
+  // Commands this unit has handed to its server.
+  std::uint64_t submitted() const { return next_head_; }
   // World ranks (in the original communicator) of the servers.
   const std::vector<int>& server_ranks() const { return layout_.server_ranks; }
   // Which server (rank in the original communicator) serves me.
@@ -148,6 +150,7 @@ class ProgressEngine {
   void push(const Command& c);
   void release(Handle& h, bool ok);
   bool finish(Handle& h);  // true when done (copies staged data out)
+  void poke();             // drives MPI progress while waiting
 
   // server
   void control(bool& running);

@@ -227,6 +227,10 @@ int Runtime::serve() {
   return engine_->serve();
 }
 
+std::uint64_t Runtime::offloaded() const {
+  return engine_ && !server_ ? engine_->submitted() : 0;
+}
+
 int Runtime::my_server() const {
   return engine_ && !server_ ? engine_->my_server_rank() : -1;
 }

@@ -121,6 +121,8 @@ class Runtime {
   // and of the progress processes.
   const std::vector<int>& app_ranks() const { return app_ranks_; }
   const std::vector<int>& server_ranks() const { return server_ranks_; }
+  // Transfers this unit has handed to its progress process so far.
+  std::uint64_t offloaded() const;
   // The rank of the progress process serving me (-1: none).
   int my_server() const;
   // "progress processes: ranks 1, 3 (1 per node; threshold 4096 B, idle

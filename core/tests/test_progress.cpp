@@ -1,0 +1,260 @@
+// Progress processes and the progress thread: offloaded transfers are
+// correct for every size around the threshold, same node and across
+// (emulated) nodes, contiguous and strided, into segments and into plain
+// buffers (staging, and a transfer larger than the staging area); 1,000
+// handles in flight waited in random order; ordering of direct and
+// offloaded operations; a server-side failure reaches wait as an Error.
+//
+// Environment: LOCUS_PROGRESS_PROCESSES (k, default 1), LOCUS_PROGRESS_THREAD
+// (0/1), LOCUS_NODE_SIZE (emulated nodes). Server ranks serve and run no test.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <Kokkos_Core.hpp>
+#include <algorithm>
+#include <cstdlib>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "locus/rma.hpp"
+#include "locus/segment.hpp"
+#include "locus/team.hpp"
+
+using namespace locus;
+
+namespace {
+
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::atoi(v) : fallback;
+}
+
+constexpr std::size_t kThreshold = 4096;
+constexpr std::size_t kStaging = 64 * 1024;
+
+// The value unit u keeps at element i of its part.
+double value(int u, std::size_t i) {
+  return 1000.0 * u + static_cast<double>(i) + 0.25;
+}
+
+bool servers_on() {
+  return Runtime::current().settings().progress.processes_per_node > 0;
+}
+
+// A segment of n doubles per unit filled with value(u, i).
+Array<double> filled(Team& w, std::size_t n) {
+  Array<double> a(w, n);
+  for (std::size_t i = 0; i < n; ++i) a.data()[i] = value(w.rank(), i);
+  barrier(w);
+  return a;
+}
+
+}  // namespace
+
+TEST(Progress, GetPutEverySizeAroundThreshold) {
+  Team& w = Runtime::current().world();
+  const std::size_t n = 16384;  // 128 KiB per unit
+  Array<double> src = filled(w, n);
+  Array<double> dst(w, n);
+  const std::size_t sizes[] = {1, 8, 511, 512, 513, 1024, 4095 / 8 + 1, 8192, 16384};
+  for (std::size_t count : sizes) {
+    const std::size_t bytes = count * sizeof(double);
+    for (int t = 0; t < w.size(); ++t) {
+      // get into a segment (zero copy for the server)
+      std::fill(dst.data(), dst.data() + n, -1.0);
+      Handle h = get_async(dst.data(), src.gptr(t) + 3, std::min(count, n - 3));
+      EXPECT_EQ(h.offloaded(), servers_on() && std::min(count, n - 3) * 8 >= kThreshold) << bytes;
+      wait(h);
+      for (std::size_t i = 0; i < std::min(count, n - 3); ++i)
+        ASSERT_EQ(dst.data()[i], value(t, i + 3)) << "get of " << bytes << " B from unit " << t;
+    }
+    // put my values into the next unit's dst part, from a segment
+    barrier(w);
+    const int next = (w.rank() + 1) % w.size();
+    const std::size_t c = std::min(count, n);
+    Handle h = put_async(dst.gptr(next), src.data(), c);
+    EXPECT_EQ(h.offloaded(), servers_on() && c * 8 >= kThreshold);
+    wait(h);
+    barrier(w);
+    const int prev = (w.rank() + w.size() - 1) % w.size();
+    for (std::size_t i = 0; i < c; ++i) ASSERT_EQ(dst.data()[i], value(prev, i)) << "put of " << c * 8 << " B";
+    barrier(w);
+  }
+}
+
+TEST(Progress, BuffersOutsideSegmentsAndLargerThanStaging) {
+  Team& w = Runtime::current().world();
+  const std::size_t n = 3 * kStaging / 8 + 100;  // larger than the staging area: split
+  Array<double> src = filled(w, n);
+  Array<double> dst(w, n);
+  const int t = (w.rank() + 1) % w.size();
+  for (std::size_t count : {std::size_t(600), std::size_t(5000), n}) {
+    std::vector<double> buf(count, -1.0);
+    Handle h = get_async(buf.data(), src.gptr(t), count);
+    wait(h);
+    for (std::size_t i = 0; i < count; ++i) ASSERT_EQ(buf[i], value(t, i)) << "staged get of " << count;
+    // put from a plain buffer, overwritten right after put_async returned
+    std::vector<double> out(count);
+    for (std::size_t i = 0; i < count; ++i) out[i] = -value(w.rank(), i);
+    barrier(w);
+    Handle p = put_async(dst.gptr(t), out.data(), count);
+    if (p.offloaded() && count * 8 <= kStaging) std::fill(out.begin(), out.end(), 0.0);  // already staged
+    wait(p);
+    barrier(w);
+    const int from = (w.rank() + w.size() - 1) % w.size();
+    for (std::size_t i = 0; i < count; ++i) ASSERT_EQ(dst.data()[i], -value(from, i)) << "staged put of " << count;
+    barrier(w);
+  }
+}
+
+TEST(Progress, StridedInAndOutOfSegments) {
+  Team& w = Runtime::current().world();
+  // A 64 x 64 plane per unit; get column block [8, 40) of rows 0..63.
+  const std::size_t nx = 64, ny = 64;
+  Array<double> src = filled(w, nx * ny);
+  Array<double> seg(w, nx * ny);
+  const Layout remote{32, ny, nx, 1, 0};
+  const Layout local{32, ny, 32, 1, 0};  // packed
+  const int t = (w.rank() + 1) % w.size();
+  std::vector<double> plain(32 * ny, -1.0);
+  Handle a = get_async(plain.data(), local, src.gptr(t) + 8, remote);
+  Handle b = get_async(seg.data() + 8, remote, src.gptr(t) + 8, remote);
+  EXPECT_EQ(a.offloaded(), servers_on());
+  wait(b);
+  wait(a);
+  for (std::size_t j = 0; j < ny; ++j)
+    for (std::size_t i = 0; i < 32; ++i) {
+      ASSERT_EQ(plain[j * 32 + i], value(t, j * nx + 8 + i));
+      ASSERT_EQ(seg.data()[j * nx + 8 + i], value(t, j * nx + 8 + i));
+    }
+  barrier(w);
+}
+
+TEST(Progress, ThousandHandlesWaitedInRandomOrder) {
+  Team& w = Runtime::current().world();
+  const std::size_t chunk = 640;  // 5 KiB: above the threshold
+  const std::size_t handles = 1000;
+  Array<double> src = filled(w, chunk * 8);
+  Array<double> dst(w, chunk * handles);
+  std::vector<Handle> hs;
+  for (std::size_t k = 0; k < handles; ++k) {
+    const int t = static_cast<int>((static_cast<std::size_t>(w.rank()) + k) % static_cast<std::size_t>(w.size()));
+    hs.push_back(get_async(dst.data() + k * chunk, src.gptr(t) + static_cast<std::ptrdiff_t>((k % 8) * chunk), chunk));
+  }
+  std::vector<std::size_t> order(handles);
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin(), order.end(), std::mt19937(42u + static_cast<unsigned>(w.rank())));
+  for (std::size_t k : order) {
+    if (k % 3 == 0)
+      while (!test(hs[k])) {
+      }
+    else
+      wait(hs[k]);
+    EXPECT_TRUE(hs[k].done());
+  }
+  for (std::size_t k = 0; k < handles; ++k) {
+    const int t = static_cast<int>((static_cast<std::size_t>(w.rank()) + k) % static_cast<std::size_t>(w.size()));
+    for (std::size_t i = 0; i < chunk; ++i)
+      ASSERT_EQ(dst.data()[k * chunk + i], value(t, (k % 8) * chunk + i)) << "handle " << k;
+  }
+  barrier(w);
+}
+
+// What locus documents: an operation is ordered after another one once the
+// other has completed (wait, a true test, or flush).
+TEST(Progress, OrderingOfDirectAndOffloadedOperations) {
+  Team& w = Runtime::current().world();
+  const std::size_t n = 4096;  // 32 KiB
+  Array<double> a(w, n);
+  std::fill(a.data(), a.data() + n, 0.0);
+  barrier(w);
+  const int t = (w.rank() + 1) % w.size();
+  const std::size_t base = 0;
+  // Each unit writes only into its right neighbour's part.
+  std::vector<double> big(n, 1.0 + w.rank());
+  Array<double> big_seg(w, n);
+  std::fill(big_seg.data(), big_seg.data() + n, 2.0 + w.rank());
+  for (int round = 0; round < 10; ++round) {
+    // offloaded put, completed, then a direct small put over its start
+    Handle h = put_async(a.gptr(t) + static_cast<std::ptrdiff_t>(base), big.data(), n);
+    wait(h);
+    const double mark = -1.0 - round;
+    put(a.gptr(t), &mark, 1);
+    std::vector<double> back(n);
+    get(back.data(), a.gptr(t), n);  // direct, blocking
+    ASSERT_EQ(back[0], mark);
+    ASSERT_EQ(back[n - 1], 1.0 + w.rank());
+    // direct put, then an offloaded get sees it
+    put(a.gptr(t) + 5, &mark, 1);
+    std::vector<double> again(n);
+    Handle g = get_async(again.data(), a.gptr(t), n);
+    wait(g);
+    ASSERT_EQ(again[5], mark);
+    // an offloaded put completed by flush(team): a direct get sees it
+    Handle f = put_async(a.gptr(t), big_seg.data(), n);
+    flush(w);
+    get(back.data(), a.gptr(t), n);
+    ASSERT_EQ(back[7], 2.0 + w.rank());
+    EXPECT_TRUE(test(f));
+  }
+  barrier(w);
+}
+
+TEST(Progress, ServerFailureReachesWait) {
+  if (!servers_on()) GTEST_SKIP() << "no progress processes";
+  Team& w = Runtime::current().world();
+  Array<double> a = filled(w, 1024);
+  std::vector<double> buf(2048);
+  const int t = (w.rank() + 1) % w.size();
+  // comm.check is off here, so the origin does not check bounds; the
+  // server does, and the error must come back through wait().
+  Handle h = get_async(buf.data(), a.gptr(t) + 512, 1024);
+  ASSERT_TRUE(h.offloaded());
+  try {
+    wait(h);
+    ADD_FAILURE() << "an out-of-bounds offloaded get completed";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("run past the end"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("progress process"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(h.done());
+  // The server carries on.
+  Handle ok = get_async(buf.data(), a.gptr(t), 1024);
+  wait(ok);
+  EXPECT_EQ(buf[1023], value(t, 1023));
+  barrier(w);
+}
+
+int main(int argc, char** argv) {
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  Kokkos::initialize(argc, argv);
+  ::testing::InitGoogleTest(&argc, argv);
+  CommSettings settings;
+  settings.node_size = effective_node_size(0);
+  settings.check = false;  // the server's own checks are under test
+  settings.progress.processes_per_node = env_int("LOCUS_PROGRESS_PROCESSES", 1);
+  settings.progress.thread = env_int("LOCUS_PROGRESS_THREAD", 0) != 0;
+  settings.progress.threshold = kThreshold;
+  settings.progress.staging = kStaging;
+  int failed = 0;
+  {
+    Runtime runtime(MPI_COMM_WORLD, settings);
+    if (runtime.is_server()) {
+      runtime.serve();
+    } else {
+      if (runtime.world().rank() != 0) {
+        auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
+        delete listeners.Release(listeners.default_result_printer());
+      } else {
+        std::printf("%d units; %s\n", runtime.world().size(), runtime.progress_description().c_str());
+      }
+      failed = RUN_ALL_TESTS();
+    }
+  }
+  MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  Kokkos::finalize();
+  MPI_Finalize();
+  return failed;
+}
