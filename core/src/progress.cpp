@@ -1,6 +1,8 @@
 // Progress processes: the bootstrap memory, the client side of the command
 // rings, and the server loop. Design: locus/progress.hpp.
+#include <linux/futex.h>
 #include <sched.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -55,6 +57,17 @@ Layout packed(const Layout& l) {
 
 bool contiguous(const Layout& l) {
   return l.count == 1 && l.rows == 1;
+}
+
+// Futexes on the shared bootstrap memory (not FUTEX_PRIVATE: the waiter
+// and the waker are different processes).
+void futex_wait(std::atomic<std::uint32_t>* word, std::uint32_t expected, long timeout_us) {
+  timespec ts{timeout_us / 1000000, (timeout_us % 1000000) * 1000};
+  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(word), FUTEX_WAIT, expected, &ts, nullptr, 0);
+}
+
+void futex_wake(std::atomic<std::uint32_t>* word) {
+  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(word), FUTEX_WAKE, 1, nullptr, nullptr, 0);
 }
 
 // Spins briefly, then gives the core away (other ranks may need it).
@@ -185,6 +198,7 @@ void ProgressEngine::notify_servers(Control kind, int team, int segment) {
       s->seq.fetch_add(1, std::memory_order_release);
     }
     s->arrived.fetch_add(1, std::memory_order_release);
+    wake(s);
   }
 }
 
@@ -197,6 +211,17 @@ void ProgressEngine::push(const Command& c) {
   }
   a->ring[next_head_ % kRingSlots] = c;
   a->head.store(++next_head_, std::memory_order_release);
+  wake(servers_[static_cast<std::size_t>(node_app_ % layout_.node_servers)]);
+}
+
+void ProgressEngine::wake(ServerArea* s) {
+  // Pairs with the server's fence between setting `sleeping` and its last
+  // look at the rings: either it sees our command or we see it asleep.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (s->sleeping.load(std::memory_order_relaxed)) {
+    s->wake.fetch_add(1, std::memory_order_release);
+    futex_wake(&s->wake);
+  }
 }
 
 bool ProgressEngine::submit(CommandKind kind, void* origin, const Layout& local, int team, int segment,
@@ -299,7 +324,9 @@ bool ProgressEngine::finish(Handle& h) {
 }
 
 bool ProgressEngine::test(Handle& h) {
-  return finish(h);
+  if (finish(h)) return true;
+  poke();  // as MPI_Test does: a unit testing in a loop keeps MPI moving
+  return false;
 }
 
 void ProgressEngine::poke() {
@@ -314,6 +341,7 @@ void ProgressEngine::wait(Handle& h) {
   if (finish(h)) return;
   UnitArea* a = unit_area(node_app_);
   a->waiting.store(1, std::memory_order_relaxed);
+  wake(servers_[static_cast<std::size_t>(node_app_ % layout_.node_servers)]);
   unsigned spins = 0;
   try {
     while (!finish(h)) {
@@ -411,26 +439,38 @@ void ProgressEngine::execute(int node_app, const Command& c, std::vector<Pending
     return;
   }
   const MPI_Aint disp = s.disp[static_cast<std::size_t>(c.target)] + static_cast<MPI_Aint>(c.target_offset);
+  const bool get = c.kind == CommandKind::get;
   int rc = MPI_SUCCESS;
-  if (contiguous(c.local) && contiguous(c.remote)) {
+  MPI_Request req = MPI_REQUEST_NULL;
+  constexpr std::size_t chunk = std::size_t(1) << 30;
+  if (contiguous(c.local) && contiguous(c.remote) && c.local.block * c.esize > chunk) {
+    // Beyond an int count: pieces without requests, completed by the flush.
     const std::size_t bytes = c.local.block * c.esize;
-    constexpr std::size_t chunk = std::size_t(1) << 30;
     for (std::size_t done = 0; done < bytes && rc == MPI_SUCCESS; done += chunk) {
       const int n = static_cast<int>(std::min(chunk, bytes - done));
-      if (c.kind == CommandKind::get)
-        rc = MPI_Get(origin + done, n, MPI_BYTE, c.target, disp + static_cast<MPI_Aint>(done), n, MPI_BYTE, win_);
-      else
-        rc = MPI_Put(origin + done, n, MPI_BYTE, c.target, disp + static_cast<MPI_Aint>(done), n, MPI_BYTE, win_);
+      const MPI_Aint d = disp + static_cast<MPI_Aint>(done);
+      rc = get ? MPI_Get(origin + done, n, MPI_BYTE, c.target, d, n, MPI_BYTE, win_)
+               : MPI_Put(origin + done, n, MPI_BYTE, c.target, d, n, MPI_BYTE, win_);
     }
-  } else if (c.kind == CommandKind::get) {
-    rc = MPI_Get(origin, 1, layout_type(c.local, c.esize), c.target, disp, 1, layout_type(c.remote, c.esize),
-                 win_);
   } else {
-    rc = MPI_Put(origin, 1, layout_type(c.local, c.esize), c.target, disp, 1, layout_type(c.remote, c.esize),
-                 win_);
+    // Request-based, so the server tests instead of blocking in a flush:
+    // on an over-subscribed node the target (whose MPI must progress our
+    // transfer) then gets the core when the server yields.
+    int n = 1;
+    MPI_Datatype lt, rt;
+    if (contiguous(c.local) && contiguous(c.remote)) {
+      n = static_cast<int>(c.local.block * c.esize);
+      lt = rt = MPI_BYTE;
+    } else {
+      lt = layout_type(c.local, c.esize);
+      rt = layout_type(c.remote, c.esize);
+    }
+    rc = get ? MPI_Rget(origin, n, lt, c.target, disp, n, rt, win_, &req)
+             : MPI_Rput(origin, n, lt, c.target, disp, n, rt, win_, &req);
   }
-  if (rc != MPI_SUCCESS) return fail(a, c.slot, std::string("MPI_") + (c.kind == CommandKind::get ? "Get" : "Put") + ": " + mpi_error_text(rc));
-  pending.push_back(Pending{a, c.slot, c.target});
+  if (rc != MPI_SUCCESS)
+    return fail(a, c.slot, std::string(get ? "MPI_Rget" : "MPI_Rput") + ": " + mpi_error_text(rc));
+  pending.push_back(Pending{a, c.slot, c.target, req, !get || req == MPI_REQUEST_NULL});
 }
 
 std::size_t ProgressEngine::drain(int node_app, std::vector<Pending>& pending) {
@@ -446,36 +486,91 @@ std::size_t ProgressEngine::drain(int node_app, std::vector<Pending>& pending) {
   return n;
 }
 
-void ProgressEngine::flush_pending(std::vector<Pending>& pending) {
-  if (pending.empty()) return;
-  std::set<int> targets;
-  for (const auto& p : pending) targets.insert(p.target);
+bool ProgressEngine::progress(std::vector<Pending>& pending, bool force) {
+  bool any = false;
+  std::set<int> targets;  // of puts (and request-less pieces) awaiting a flush
+  for (auto it = pending.begin(); it != pending.end();) {
+    if (it->req != MPI_REQUEST_NULL) {
+      int flag = 0;
+      const int rc = MPI_Test(&it->req, &flag, MPI_STATUS_IGNORE);
+      if (rc != MPI_SUCCESS) {
+        fail(it->unit, it->slot, "MPI_Test: " + mpi_error_text(rc));
+        it = pending.erase(it);
+        any = true;
+        continue;
+      }
+      if (!flag) {
+        ++it;
+        continue;
+      }
+      any = true;
+      if (!it->put) {  // a get's request completes when the data is here
+        ++served_;
+        it->unit->state[it->slot].store(slot_done, std::memory_order_release);
+        it = pending.erase(it);
+        continue;
+      }
+    }
+    targets.insert(it->target);
+    ++it;
+  }
+  if (targets.empty() || !force) return any;
   std::map<int, int> result;
   for (int t : targets) result[t] = MPI_Win_flush(t, win_);
-  for (const auto& p : pending) {
-    const int rc = result[p.target];
+  for (auto it = pending.begin(); it != pending.end();) {
+    if (it->req != MPI_REQUEST_NULL) {
+      ++it;
+      continue;
+    }
+    const int rc = result[it->target];
     if (rc == MPI_SUCCESS) {
       ++served_;
-      p.unit->state[p.slot].store(slot_done, std::memory_order_release);
+      it->unit->state[it->slot].store(slot_done, std::memory_order_release);
     } else {
-      fail(p.unit, p.slot, "MPI_Win_flush: " + mpi_error_text(rc));
+      fail(it->unit, it->slot, "MPI_Win_flush: " + mpi_error_text(rc));
     }
+    it = pending.erase(it);
   }
-  pending.clear();
+  return true;
 }
 
+void ProgressEngine::flush_pending(std::vector<Pending>& pending) {
+  unsigned spins = 0;
+  while (!pending.empty())
+    if (!progress(pending, true)) pause(spins);
+}
+
+bool ProgressEngine::has_work(ServerArea* me) const {
+  for (int a : my_units_) {
+    const UnitArea* u = unit_area(a);
+    if (u->head.load(std::memory_order_relaxed) != u->tail.load(std::memory_order_relaxed)) return true;
+  }
+  return me->seq.load(std::memory_order_relaxed) != seen_seq_;
+}
+
+namespace {
+double now_us() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) * 1e-3;
+}
+}  // namespace
+
 void ProgressEngine::idle(unsigned& passes) {
-  ++passes;
-  if (settings_.idle == IdlePolicy::spin || passes < 16) return;
-  if (settings_.idle == IdlePolicy::yield) {
+  if (passes++ == 0) idle_since_ = now_us();
+  if (settings_.idle == IdlePolicy::spin || passes < 64) return;
+  if (settings_.idle == IdlePolicy::yield || now_us() - idle_since_ < settings_.linger_us) {
     sched_yield();
     return;
   }
-  // sleep: 1 us, doubling up to max_sleep_us while nothing arrives.
-  const unsigned shift = std::min(passes - 16, 20u);
-  const long us = std::min<long>(1L << shift, settings_.max_sleep_us);
-  timespec ts{0, us * 1000};
-  nanosleep(&ts, nullptr);
+  // sleep: on a futex that every command, event and waiting unit bumps;
+  // the timeout only bounds the cost of a lost race.
+  ServerArea* me = servers_[static_cast<std::size_t>(node_server_)];
+  const std::uint32_t w = me->wake.load(std::memory_order_acquire);
+  me->sleeping.store(1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (!has_work(me)) futex_wait(&me->wake, w, settings_.max_sleep_us);
+  me->sleeping.store(0, std::memory_order_relaxed);
 }
 
 void ProgressEngine::server_alloc(int segment) {
@@ -527,7 +622,8 @@ int ProgressEngine::serve() {
       work += drain(a, pending);
       waiting = waiting || unit_area(a)->waiting.load(std::memory_order_relaxed) != 0;
     }
-    if (!pending.empty() && (work == 0 || waiting || pending.size() >= 64)) flush_pending(pending);
+    bool moved = false;
+    if (!pending.empty()) moved = progress(pending, work == 0 || waiting || pending.size() >= 64);
     // A collective event starts once every unit of the node has arrived at
     // it: until then the rings are served (a unit may still wait for us).
     const std::uint64_t seq = me->seq.load(std::memory_order_acquire);
@@ -555,10 +651,14 @@ int ProgressEngine::serve() {
       ++work;
     }
     me->served_commands = served_;
-    if (work == 0 && pending.empty())
+    if (work == 0 && pending.empty()) {
       idle(idle_passes);
-    else
+    } else {
       idle_passes = 0;
+      // Transfers in flight that did not move: let the target (maybe on
+      // this core) run, unless told to spin.
+      if (work == 0 && !moved && settings_.idle != IdlePolicy::spin) sched_yield();
+    }
   }
   // The application freed every segment before it sent exit.
   MPI_Win_unlock_all(win_);

@@ -55,6 +55,8 @@ enum class Control : std::uint32_t { none = 0, alloc = 1, free = 2, exit = 3 };
 struct ServerArea {
   alignas(64) std::atomic<std::uint64_t> seq;      // events posted by the node's first unit
   alignas(64) std::atomic<std::uint64_t> arrived;  // units that reached an event (all events)
+  alignas(64) std::atomic<std::uint32_t> sleeping;  // idle policy sleep: the server waits on `wake`
+  std::atomic<std::uint32_t> wake;                   // futex word: bumped to wake the server
   alignas(64) Control kind;
   std::int32_t team, segment;
   std::uint64_t served_commands;  // statistics, written by the server
@@ -139,10 +141,14 @@ class ProgressEngine {
     std::vector<MPI_Aint> disp;
     std::vector<std::size_t> bytes;
   };
+  // A transfer the server started: gets complete with their request,
+  // puts (and requestless pieces) by a flush of their target.
   struct Pending {
     UnitArea* unit;
     std::uint32_t slot;
     int target;
+    MPI_Request req;  // MPI_REQUEST_NULL: waits for a flush
+    bool put;         // needs a flush once its request is done
   };
 
   UnitArea* unit_area(int node_app) const { return units_[static_cast<std::size_t>(node_app)]; }
@@ -157,8 +163,13 @@ class ProgressEngine {
   std::size_t drain(int node_app, std::vector<Pending>& pending);
   void execute(int node_app, const Command& c, std::vector<Pending>& pending);
   void fail(UnitArea* a, std::uint32_t slot, const std::string& what);
-  void flush_pending(std::vector<Pending>& pending);
+  // Tests the requests; flushes the targets of finished puts when `force`
+  // (idle, an origin waits, or a full batch). Returns true if any finished.
+  bool progress(std::vector<Pending>& pending, bool force);
+  void flush_pending(std::vector<Pending>& pending);  // completes everything
   void idle(unsigned& idle_passes);
+  bool has_work(ServerArea* me) const;
+  void wake(ServerArea* s);
   void server_alloc(int segment);
   void server_free(int segment);
 
@@ -182,6 +193,7 @@ class ProgressEngine {
   std::vector<int> my_units_;    // node app indices I serve
   std::vector<int> node_units_;  // node app index -> world-team unit
   std::uint64_t served_ = 0;
+  double idle_since_ = 0.0;
   std::uint64_t seen_seq_ = 0;
   std::map<int, ServerSegment> segs_;  // world-team segment id -> table
 };

@@ -30,9 +30,12 @@ void add_common_keys(Schema& s, const std::string& app_name) {
       .integer("runtime.progress.staging", 4 << 20, 4096, 1L << 34,
                "bytes per unit of staging memory for origin buffers outside segments (larger transfers "
                "are split)")
-      .choice("runtime.progress.idle", "yield", {"spin", "yield", "sleep"},
+      .choice("runtime.progress.idle", "sleep", {"spin", "yield", "sleep"},
               "what an idle progress process does: spin, yield the core, or sleep with back-off")
-      .integer("runtime.progress.max_sleep_us", 200, 1, 1000000, "idle: sleep back-off ceiling in microseconds")
+      .integer("runtime.progress.linger_us", 200, 0, 1000000,
+               "idle sleep: how long an idle server keeps polling (yielding) before it sleeps")
+      .integer("runtime.progress.max_sleep_us", 5000, 1, 1000000,
+               "idle sleep: longest nap between looks at the rings (a new command wakes the server at once)")
       .boolean("runtime.progress.thread", false,
                "a progress thread per unit that keeps MPI progressing (needs MPI_THREAD_MULTIPLE)")
       .integer("runtime.progress.thread_interval_us", 20, 0, 1000000,
@@ -208,6 +211,7 @@ CommSettings comm_settings(const Config& c) {
   s.progress.staging = static_cast<std::size_t>(c.integer("runtime.progress.staging"));
   s.progress.idle = parse_idle_policy(c.string("runtime.progress.idle"));
   s.progress.max_sleep_us = static_cast<int>(c.integer("runtime.progress.max_sleep_us"));
+  s.progress.linger_us = static_cast<int>(c.integer("runtime.progress.linger_us"));
   s.progress.thread = c.boolean("runtime.progress.thread");
   s.progress.thread_interval_us = static_cast<int>(c.integer("runtime.progress.thread_interval_us"));
 #ifndef NDEBUG

@@ -1,0 +1,57 @@
+#!/usr/bin/env python3
+"""Combined tables of `./locus bench overlap`: availability, overhead and
+latency per size for every variant (rows of output/bench/overlap.csv),
+and the goals of issue 6, judged on the measured figures."""
+import csv
+import sys
+from collections import OrderedDict
+
+
+def main():
+    path = sys.argv[1] if len(sys.argv) > 1 else "output/bench/overlap.csv"
+    try:
+        rows = list(csv.DictReader(open(path)))
+    except OSError as e:
+        sys.exit("bench_table: cannot read %s: %s" % (path, e))
+    if not rows:
+        sys.exit("bench_table: %s has no rows" % path)
+    sizes = sorted({int(r["bytes"]) for r in rows})
+    variants = OrderedDict()
+    for r in rows:
+        variants.setdefault((r["placement"], r["variant"], r["ranks"]), {})[int(r["bytes"])] = r
+
+    def label(n):
+        return "%d KiB" % (n // 1024) if n < 1 << 20 else "%d MiB" % (n >> 20)
+
+    for title, key, fmt in (("availability (%)", "availability", lambda v: "%.1f" % (100 * float(v))),
+                            ("overhead (us)", "overhead_us", lambda v: "%.2f" % float(v)),
+                            ("transfer time base_t (us)", "latency_us", lambda v: "%.1f" % float(v))):
+        print("\n%s" % title)
+        print("| placement | variant | ranks | " + " | ".join(label(s) for s in sizes) + " |")
+        print("|---|---|---:|" + "---:|" * len(sizes))
+        for (placement, variant, ranks), by in variants.items():
+            cells = [fmt(by[s][key]) if s in by else "–" for s in sizes]
+            print("| %s | %s | %s | %s |" % (placement, variant, ranks, " | ".join(cells)))
+
+    print("\nblocking 8 B get (direct path, us)")
+    small = OrderedDict()
+    for (placement, variant, ranks), by in variants.items():
+        v = float(next(iter(by.values()))["blocking8_us"])
+        small[(placement, variant)] = v
+        print("  %-22s %-32s %8.2f" % (placement, variant, v))
+
+    print("\ngoals")
+    for (placement, variant, ranks), by in variants.items():
+        if "progress proc" in variant and placement.startswith("inter") and 65536 in by:
+            a = 100 * float(by[65536]["availability"])
+            print("  availability at 64 KiB, %s, %s: %.1f%% (goal >= 90%%: %s)"
+                  % (placement, variant, a, "met" if a >= 90 else "MISSED"))
+    for (placement, variant), v in small.items():
+        base = small.get((placement, "locus direct"))
+        if "progress proc" in variant and base:
+            print("  blocking 8 B get with servers on, %s, %s: %.2f us vs %.2f us without = %+.1f%% "
+                  "(goal <= +10%%: %s)" % (placement, variant, v, base, 100 * (v / base - 1),
+                                          "met" if v <= 1.1 * base else "MISSED"))
+
+
+main()
