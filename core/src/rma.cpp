@@ -257,8 +257,12 @@ void put_strided(const Target& t, const Layout& remote, const void* src, const L
     std::atomic_thread_fence(std::memory_order_release);
     return;
   }
+  // Request-based with a yielding wait (a blocking flush busy-polls in
+  // MPICH, which costs time slices when ranks outnumber cores).
   MPI_Win win = t.team->window();
-  MPI_Put(src, 1, layout_type(local, esize), t.unit, displacement(t), 1, layout_type(remote, esize), win);
+  MPI_Request req;
+  MPI_Rput(src, 1, layout_type(local, esize), t.unit, displacement(t), 1, layout_type(remote, esize), win, &req);
+  wait_yielding(req);
   MPI_Win_flush(t.unit, win);
 }
 

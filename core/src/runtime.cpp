@@ -32,7 +32,7 @@ void add_common_keys(Schema& s, const std::string& app_name) {
                "are split)")
       .choice("runtime.progress.idle", "sleep", {"spin", "yield", "sleep"},
               "what an idle progress process does: spin, yield the core, or sleep with back-off")
-      .integer("runtime.progress.linger_us", 200, 0, 1000000,
+      .integer("runtime.progress.linger_us", 0, 0, 1000000,
                "idle sleep: how long an idle server keeps polling (yielding) before it sleeps")
       .integer("runtime.progress.max_sleep_us", 5000, 1, 1000000,
                "idle sleep: longest nap between looks at the rings (a new command wakes the server at once)")

@@ -43,7 +43,7 @@ struct ProgressSettings {
   std::size_t threshold = 4096;         // offload non-blocking transfers of >= this many bytes
   std::size_t staging = 4u << 20;       // per-unit staging area for buffers outside segments
   IdlePolicy idle = IdlePolicy::sleep;  // what an idle server does
-  int linger_us = 200;                  // sleep policy: keep polling this long after the last command
+  int linger_us = 0;                    // sleep policy: keep polling this long after the last command
   int max_sleep_us = 5000;              // sleep policy: longest nap (commands wake it at once)
   bool thread = false;                  // progress thread per unit
   int thread_interval_us = 20;          // the thread's polling interval
