@@ -40,7 +40,9 @@ locus::AppInfo app_info() {
       "SMB overhead/availability of a non-blocking get, unit 0 from unit 1: plain MPI_Rget or\n"
       "locus get_async (direct, progress processes, progress thread: the runtime.* keys).";
   const long big = locus::Schema::kNoMax;
-  app.schema.choice("bench.variant", "locus", {"mpi", "locus"}, "mpi: MPI_Rget/MPI_Wait on an MPI_Win_allocate window; locus: get_async/wait")
+  app.schema
+      .choice("bench.variant", "locus", {"mpi", "locus"},
+              "mpi: MPI_Rget/MPI_Wait on an MPI_Win_allocate window; locus: get_async/wait")
       .string("bench.label", "", "variant name in the table and CSV (default: derived from the settings)")
       .integer("bench.min_size", 1024, 1, big, "smallest get in bytes (x4 up to max)")
       .integer("bench.max_size", 4 << 20, 1, big, "largest get in bytes")
@@ -85,14 +87,16 @@ int main(int argc, char** argv) {
   return locus::run(argc, argv, app, [](locus::Context& ctx) {
     const auto& c = ctx.config();
     locus::Team& world = ctx.runtime().world();
-    locus::collective_require(ctx.comm(), world.size() >= 2,
-                              "overlap: needs at least 2 application units (got " + std::to_string(world.size()) + ")");
+    locus::collective_require(
+        ctx.comm(), world.size() >= 2,
+        "overlap: needs at least 2 application units (got " + std::to_string(world.size()) + ")");
     const bool mpi = c.string("bench.variant") == "mpi";
     const long min_size = c.integer("bench.min_size"), max_size = c.integer("bench.max_size");
     const long repeats = c.integer("bench.repeats");
     const double per_point = c.real("bench.time_per_point");
     const auto& prog = ctx.runtime().settings().progress;
-    const bool mpich_async = std::getenv("MPIR_CVAR_ASYNC_PROGRESS") && std::string(std::getenv("MPIR_CVAR_ASYNC_PROGRESS")) == "1";
+    const bool mpich_async = std::getenv("MPIR_CVAR_ASYNC_PROGRESS") &&
+                             std::string(std::getenv("MPIR_CVAR_ASYNC_PROGRESS")) == "1";
     std::string label = c.string("bench.label");
     if (label.empty()) {
       if (mpi)
@@ -155,18 +159,29 @@ int main(int argc, char** argv) {
       std::vector<char> b8(8);
       for (int i = 0; i < 100; ++i) locus::get(b8.data(), seg.gptr(1), 8);
       small_latency = timed(std::max(100L, static_cast<long>(per_point / 5e-6)),
-                            [&] { locus::get(b8.data(), seg.gptr(1), 8); }) * 1e6;
+                            [&] { locus::get(b8.data(), seg.gptr(1), 8); }) *
+                      1e6;
       // The work loop's speed, for the first work length.
       const double unit = timed(5, [] { work(100000); }) / 100000.0;
       for (long size = min_size; size <= max_size; size *= 4) {
         for (int i = 0; i < 5; ++i) start(size), finish();
         Point p;
-        const double probe = timed(5, [&] { start(size); finish(); });
+        const double probe = timed(5, [&] {
+          start(size);
+          finish();
+        });
         const long iters = std::clamp(static_cast<long>(per_point / std::max(probe, 1e-7)), 5L, 5000L);
-        p.base = timed(iters, [&] { start(size); finish(); });
+        p.base = timed(iters, [&] {
+          start(size);
+          finish();
+        });
         long w = std::max(1L, static_cast<long>(p.base / 8.0 / unit));
         for (int step = 0; step < 40; ++step, w *= 2) {
-          p.iter = timed(iters, [&] { start(size); work(w); finish(); });
+          p.iter = timed(iters, [&] {
+            start(size);
+            work(w);
+            finish();
+          });
           p.work_steps = w;
           if (p.iter > 1.5 * p.base) break;
         }
@@ -182,8 +197,8 @@ int main(int argc, char** argv) {
       std::printf("\n%s, %s: unit 0 gets from unit 1 (%d units%s; %s)\n", label.c_str(), placement.c_str(),
                   world.size(), ctx.runtime().server_ranks().empty() ? "" : " + progress processes",
                   ctx.runtime().progress_description().c_str());
-      std::printf("%10s %12s %12s %12s %12s %8s\n", "bytes", "latency_us", "work_us", "iter_us", "overhead_us",
-                  "avail");
+      std::printf("%10s %12s %12s %12s %12s %8s\n", "bytes", "latency_us", "work_us", "iter_us",
+                  "overhead_us", "avail");
       for (const auto& [size, p] : rows)
         std::printf("%10ld %12.2f %12.2f %12.2f %12.2f %7.1f%%\n", size, p.base * 1e6, p.work * 1e6,
                     p.iter * 1e6, p.overhead * 1e6, 100.0 * p.availability);
@@ -199,9 +214,9 @@ int main(int argc, char** argv) {
       int all_ranks = 0;
       MPI_Comm_size(MPI_COMM_WORLD, &all_ranks);
       for (const auto& [size, p] : rows)
-        csv << '"' << label << "\",\"" << placement << "\"," << world.size() << ',' << all_ranks << ',' << size
-            << ',' << p.base * 1e6 << ',' << p.work * 1e6 << ',' << p.iter * 1e6 << ',' << p.overhead * 1e6 << ','
-            << p.availability << ',' << small_latency << '\n';
+        csv << '"' << label << "\",\"" << placement << "\"," << world.size() << ',' << all_ranks << ','
+            << size << ',' << p.base * 1e6 << ',' << p.work * 1e6 << ',' << p.iter * 1e6 << ','
+            << p.overhead * 1e6 << ',' << p.availability << ',' << small_latency << '\n';
     }
     if (mpi) {
       MPI_Win_unlock_all(win);

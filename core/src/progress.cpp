@@ -88,7 +88,8 @@ ProgressLayout make_progress_layout(MPI_Comm comm, const std::vector<int>& node_
   MPI_Comm_size(comm, &size);
   const int nodes = *std::max_element(node_of.begin(), node_of.end()) + 1;
   std::vector<std::vector<int>> members(static_cast<std::size_t>(nodes));
-  for (int r = 0; r < size; ++r) members[static_cast<std::size_t>(node_of[static_cast<std::size_t>(r)])].push_back(r);
+  for (int r = 0; r < size; ++r)
+    members[static_cast<std::size_t>(node_of[static_cast<std::size_t>(r)])].push_back(r);
   for (int n = 0; n < nodes; ++n) {
     const auto m = static_cast<int>(members[static_cast<std::size_t>(n)].size());
     if (m <= k) {
@@ -274,7 +275,8 @@ bool ProgressEngine::submit(CommandKind kind, void* origin, const Layout& local,
     c.origin_offset = off;
     c.local = packed(local);
     if (kind == CommandKind::put)
-      copy_strided(staging(unit_area(node_app_)) + off, c.local, static_cast<const char*>(origin), local, esize);
+      copy_strided(staging(unit_area(node_app_)) + off, c.local, static_cast<const char*>(origin), local,
+                   esize);
   }
   const std::uint32_t slot = free_slots_.back();
   free_slots_.pop_back();
@@ -400,16 +402,18 @@ void ProgressEngine::execute(int node_app, const Command& c, std::vector<Pending
   const std::size_t rbytes = c.remote.extent() * c.esize, lbytes = c.local.extent() * c.esize;
   auto it = segs_.find(c.segment);
   if (c.team != 0 || it == segs_.end())
-    return fail(a, c.slot, std::string(what) + ": segment " + std::to_string(c.segment) + " of team " +
-                               std::to_string(c.team) + " is not known to the progress process");
+    return fail(a, c.slot,
+                std::string(what) + ": segment " + std::to_string(c.segment) + " of team " +
+                    std::to_string(c.team) + " is not known to the progress process");
   ServerSegment& s = it->second;
   if (c.target < 0 || static_cast<std::size_t>(c.target) >= s.bytes.size())
     return fail(a, c.slot, std::string(what) + ": unit " + std::to_string(c.target) + " is not in team 0");
   if (c.target_offset + rbytes > s.bytes[static_cast<std::size_t>(c.target)])
-    return fail(a, c.slot, std::string(what) + ": " + std::to_string(rbytes) + " bytes at offset " +
-                               std::to_string(c.target_offset) + " of segment " + std::to_string(c.segment) +
-                               " run past the end of unit " + std::to_string(c.target) + "'s part (" +
-                               std::to_string(s.bytes[static_cast<std::size_t>(c.target)]) + " bytes)");
+    return fail(a, c.slot,
+                std::string(what) + ": " + std::to_string(rbytes) + " bytes at offset " +
+                    std::to_string(c.target_offset) + " of segment " + std::to_string(c.segment) +
+                    " run past the end of unit " + std::to_string(c.target) + "'s part (" +
+                    std::to_string(s.bytes[static_cast<std::size_t>(c.target)]) + " bytes)");
   char* origin = nullptr;
   const int me = node_units_[static_cast<std::size_t>(node_app)];
   if (c.origin_segment < 0) {
@@ -420,13 +424,14 @@ void ProgressEngine::execute(int node_app, const Command& c, std::vector<Pending
     auto o = segs_.find(c.origin_segment);
     if (o == segs_.end() || !o->second.peer[static_cast<std::size_t>(me)] ||
         c.origin_offset + lbytes > o->second.bytes[static_cast<std::size_t>(me)])
-      return fail(a, c.slot, std::string(what) + ": origin buffer outside segment " +
-                                 std::to_string(c.origin_segment));
+      return fail(a, c.slot,
+                  std::string(what) + ": origin buffer outside segment " + std::to_string(c.origin_segment));
     origin = o->second.peer[static_cast<std::size_t>(me)] + c.origin_offset;
   }
   if (c.same_node) {
     char* t = s.peer[static_cast<std::size_t>(c.target)];
-    if (!t) return fail(a, c.slot, std::string(what) + ": unit " + std::to_string(c.target) + " is not on my node");
+    if (!t)
+      return fail(a, c.slot, std::string(what) + ": unit " + std::to_string(c.target) + " is not on my node");
     t += c.target_offset;
     if (c.kind == CommandKind::get) {
       std::atomic_thread_fence(std::memory_order_acquire);

@@ -17,7 +17,7 @@
 namespace locus {
 namespace detail {
 
-constexpr std::uint32_t kRingSlots = 512;   // commands in flight per unit before the producer waits
+constexpr std::uint32_t kRingSlots = 512;    // commands in flight per unit before the producer waits
 constexpr std::uint32_t kCompletion = 4096;  // outstanding offloaded handles per unit
 
 // One command: the paper's Table I packet plus a completion slot and the
@@ -40,10 +40,10 @@ enum SlotState : std::uint32_t { slot_free = 0, slot_pending = 1, slot_done = 2,
 
 // Per application unit, in the node's bootstrap shared memory.
 struct UnitArea {
-  alignas(64) std::atomic<std::uint64_t> head;  // written by the unit
-  alignas(64) std::atomic<std::uint64_t> tail;  // written by its server
+  alignas(64) std::atomic<std::uint64_t> head;     // written by the unit
+  alignas(64) std::atomic<std::uint64_t> tail;     // written by its server
   alignas(64) std::atomic<std::uint32_t> waiting;  // the unit waits: flush now
-  alignas(64) char error[512];                  // text of the last failed command
+  alignas(64) char error[512];                     // text of the last failed command
   std::atomic<std::uint32_t> state[kCompletion];
   Command ring[kRingSlots];
   // the staging area follows
@@ -53,10 +53,10 @@ enum class Control : std::uint32_t { none = 0, alloc = 1, free = 2, exit = 3 };
 
 // Per server: its mailbox for collective events.
 struct ServerArea {
-  alignas(64) std::atomic<std::uint64_t> seq;      // events posted by the node's first unit
-  alignas(64) std::atomic<std::uint64_t> arrived;  // units that reached an event (all events)
+  alignas(64) std::atomic<std::uint64_t> seq;       // events posted by the node's first unit
+  alignas(64) std::atomic<std::uint64_t> arrived;   // units that reached an event (all events)
   alignas(64) std::atomic<std::uint32_t> sleeping;  // idle policy sleep: the server waits on `wake`
-  std::atomic<std::uint32_t> wake;                   // futex word: bumped to wake the server
+  std::atomic<std::uint32_t> wake;                  // futex word: bumped to wake the server
   alignas(64) Control kind;
   std::int32_t team, segment;
   std::uint64_t served_commands;  // statistics, written by the server
@@ -175,8 +175,8 @@ class ProgressEngine {
 
   ProgressLayout layout_;
   ProgressSettings settings_;
-  MPI_Win boot_ = MPI_WIN_NULL;  // bootstrap shared memory on node_full
-  MPI_Win win_ = MPI_WIN_NULL;   // the world team's dynamic window (full_comm)
+  MPI_Win boot_ = MPI_WIN_NULL;       // bootstrap shared memory on node_full
+  MPI_Win win_ = MPI_WIN_NULL;        // the world team's dynamic window (full_comm)
   std::vector<UnitArea*> units_;      // node app index -> area
   std::vector<ServerArea*> servers_;  // node server index -> mailbox
   std::size_t area_bytes_ = 0;

@@ -13,7 +13,6 @@
 
 namespace locus {
 
-
 std::size_t Layout::extent() const {
   if (elements() == 0) return 0;
   return (rows - 1) * row_stride + (count - 1) * stride + block;
@@ -261,7 +260,8 @@ void put_strided(const Target& t, const Layout& remote, const void* src, const L
   // MPICH, which costs time slices when ranks outnumber cores).
   MPI_Win win = t.team->window();
   MPI_Request req;
-  MPI_Rput(src, 1, layout_type(local, esize), t.unit, displacement(t), 1, layout_type(remote, esize), win, &req);
+  MPI_Rput(src, 1, layout_type(local, esize), t.unit, displacement(t), 1, layout_type(remote, esize), win,
+           &req);
   wait_yielding(req);
   MPI_Win_flush(t.unit, win);
 }

@@ -15,7 +15,6 @@ std::size_t page_round(std::size_t bytes) {
   return (bytes + page - 1) / page * page;
 }
 
-
 }  // namespace
 
 namespace detail {

@@ -93,8 +93,8 @@ int effective_node_size(long from_deck) {
 
 // ---------------------------------------------------------------- Team
 
-Team::Team(MPI_Comm comm, int id, int world_rank, const std::vector<int>& node_of_world, MPI_Win served_window,
-           MPI_Comm shm_comm)
+Team::Team(MPI_Comm comm, int id, int world_rank, const std::vector<int>& node_of_world,
+           MPI_Win served_window, MPI_Comm shm_comm)
     : comm_(comm), id_(id) {
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &size_);

@@ -78,7 +78,8 @@ TEST(Progress, GetPutEverySizeAroundThreshold) {
     wait(h);
     barrier(w);
     const int prev = (w.rank() + w.size() - 1) % w.size();
-    for (std::size_t i = 0; i < c; ++i) ASSERT_EQ(dst.data()[i], value(prev, i)) << "put of " << c * 8 << " B";
+    for (std::size_t i = 0; i < c; ++i)
+      ASSERT_EQ(dst.data()[i], value(prev, i)) << "put of " << c * 8 << " B";
     barrier(w);
   }
 }
@@ -103,7 +104,8 @@ TEST(Progress, BuffersOutsideSegmentsAndLargerThanStaging) {
     wait(p);
     barrier(w);
     const int from = (w.rank() + w.size() - 1) % w.size();
-    for (std::size_t i = 0; i < count; ++i) ASSERT_EQ(dst.data()[i], -value(from, i)) << "staged put of " << count;
+    for (std::size_t i = 0; i < count; ++i)
+      ASSERT_EQ(dst.data()[i], -value(from, i)) << "staged put of " << count;
     barrier(w);
   }
 }
@@ -139,8 +141,10 @@ TEST(Progress, ThousandHandlesWaitedInRandomOrder) {
   Array<double> dst(w, chunk * handles);
   std::vector<Handle> hs;
   for (std::size_t k = 0; k < handles; ++k) {
-    const int t = static_cast<int>((static_cast<std::size_t>(w.rank()) + k) % static_cast<std::size_t>(w.size()));
-    hs.push_back(get_async(dst.data() + k * chunk, src.gptr(t) + static_cast<std::ptrdiff_t>((k % 8) * chunk), chunk));
+    const int t =
+        static_cast<int>((static_cast<std::size_t>(w.rank()) + k) % static_cast<std::size_t>(w.size()));
+    hs.push_back(
+        get_async(dst.data() + k * chunk, src.gptr(t) + static_cast<std::ptrdiff_t>((k % 8) * chunk), chunk));
   }
   std::vector<std::size_t> order(handles);
   std::iota(order.begin(), order.end(), 0);
@@ -154,7 +158,8 @@ TEST(Progress, ThousandHandlesWaitedInRandomOrder) {
     EXPECT_TRUE(hs[k].done());
   }
   for (std::size_t k = 0; k < handles; ++k) {
-    const int t = static_cast<int>((static_cast<std::size_t>(w.rank()) + k) % static_cast<std::size_t>(w.size()));
+    const int t =
+        static_cast<int>((static_cast<std::size_t>(w.rank()) + k) % static_cast<std::size_t>(w.size()));
     for (std::size_t i = 0; i < chunk; ++i)
       ASSERT_EQ(dst.data()[k * chunk + i], value(t, (k % 8) * chunk + i)) << "handle " << k;
   }

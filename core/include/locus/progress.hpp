@@ -62,10 +62,10 @@ enum class CommandKind : std::uint32_t { get = 1, put = 2 };
 // collectively over all ranks of `comm` by the Runtime.
 struct ProgressLayout {
   bool server = false;
-  std::vector<int> app_ranks;     // app unit -> rank in the original comm
-  std::vector<int> server_ranks;  // servers' ranks in the original comm
-  std::vector<int> server_node;   // server -> node index
-  std::vector<int> app_node;      // app unit -> node index
+  std::vector<int> app_ranks;          // app unit -> rank in the original comm
+  std::vector<int> server_ranks;       // servers' ranks in the original comm
+  std::vector<int> server_node;        // server -> node index
+  std::vector<int> app_node;           // app unit -> node index
   MPI_Comm app_comm = MPI_COMM_NULL;   // the application units
   MPI_Comm full_comm = MPI_COMM_NULL;  // apps first (in order), then servers
   MPI_Comm node_full = MPI_COMM_NULL;  // my node: its apps first, then its servers

@@ -60,7 +60,7 @@ class Handle {
   std::int32_t reg_ = -1;   // progress-thread registry entry
   std::uint32_t esize_ = 0;
   std::uint64_t staged_ = 0, staged_bytes_ = 0;  // staging-area offset and size
-  void* unpack_ = nullptr;                        // staged get: copied out to here at completion
+  void* unpack_ = nullptr;                       // staged get: copied out to here at completion
   Layout unpack_layout_{};
 };
 

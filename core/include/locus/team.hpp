@@ -26,9 +26,9 @@ class ProgressThread;
 }  // namespace detail
 
 struct CommSettings {
-  int node_size = 0;     // 0: real nodes; N: N consecutive ranks form a node
-  bool locality = true;  // same-node transfers by memcpy on shared memory
-  bool check = false;    // bounds/collective checks on every call
+  int node_size = 0;          // 0: real nodes; N: N consecutive ranks form a node
+  bool locality = true;       // same-node transfers by memcpy on shared memory
+  bool check = false;         // bounds/collective checks on every call
   ProgressSettings progress;  // progress processes and thread (progress.hpp)
 };
 
