@@ -62,19 +62,6 @@ void work(long n) {
   g_sink = g_sink + x;
 }
 
-// Idle units wait here without taking a core from the ones measuring, but
-// still enter MPI often (MPICH's RMA on this machine needs the target to).
-void idle_barrier(MPI_Comm comm) {
-  MPI_Request r;
-  MPI_Ibarrier(comm, &r);
-  int flag = 0;
-  for (int spins = 0;; ++spins) {
-    MPI_Test(&r, &flag, MPI_STATUS_IGNORE);
-    if (flag) return;
-    if (spins > 64) sched_yield();
-  }
-}
-
 struct Point {
   double base = 0, iter = 0, work = 0, overhead = 0, availability = 0;
   long work_steps = 0;
@@ -191,7 +178,8 @@ int main(int argc, char** argv) {
         rows.emplace_back(size, p);
       }
     }
-    idle_barrier(ctx.comm());
+    // The others wait here, entering MPI often (MPICH's RMA needs the target to).
+    locus::barrier_yielding(ctx.comm());
 
     if (world.rank() == 0) {
       std::printf("\n%s, %s: unit 0 gets from unit 1 (%d units%s; %s)\n", label.c_str(), placement.c_str(),
