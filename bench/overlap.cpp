@@ -158,17 +158,27 @@ int main(int argc, char** argv) {
       const double unit = timed(5, [] { work(100000); }) / 100000.0;
       for (long size = min_size; size <= max_size; size *= 4) {
         for (int i = 0; i < 5; ++i) start(size), finish();
-        const double probe = timed(5, [&] { start(size); finish(); });
+        const double probe = timed(5, [&] {
+          start(size);
+          finish();
+        });
         const long iters = std::clamp(static_cast<long>(per_point / std::max(probe, 1e-7)), 5L, 5000L);
         // One SMB search per trial; on a noisy machine the stop point
         // varies, so the trial with the median availability is reported.
         std::vector<Point> tries;
         for (long trial = 0; trial < trials; ++trial) {
           Point q;
-          q.base = timed(iters, [&] { start(size); finish(); });
+          q.base = timed(iters, [&] {
+            start(size);
+            finish();
+          });
           long w = std::max(1L, static_cast<long>(q.base / 8.0 / unit));
           for (int step = 0; step < 40; ++step, w *= 2) {
-            q.iter = timed(iters, [&] { start(size); work(w); finish(); });
+            q.iter = timed(iters, [&] {
+              start(size);
+              work(w);
+              finish();
+            });
             q.work_steps = w;
             if (q.iter > 1.5 * q.base) break;
           }

@@ -48,6 +48,16 @@ def main():
     check(p.returncode != 0 and p.stderr.count("needs 27 ranks, but the run has %d" % ranks) == 1, p.stderr)
     check(not os.path.exists(os.path.join(out, "g", "heat3d.h5")) and
           not os.path.exists(os.path.join(out, "g", "heat3d.h5.tmp")), "no output after a collective error")
+    # Progress processes that would leave a node without application units.
+    pp = os.path.join(out, "progress.yaml")
+    with open(pp, "w") as f:
+        f.write("runtime:\n  node_size: 1\n  progress:\n    processes_per_node: 1\noutput:\n  dir: %s\n"
+                % os.path.join(out, "p"))
+    p, _ = run_app("heat3d", pp, ranks, expect_ok=False, timeout=60)
+    check(p.returncode != 0 and p.stderr.count(
+        "progress.yaml:4:25: runtime.progress.processes_per_node: 1 would leave no application unit on node 0") == 1,
+        p.stderr)
+    check(not os.path.exists(os.path.join(out, "p", "heat3d.h5")), "no output after the progress error")
     print("all error cases end cleanly on %d rank(s)" % ranks)
 
 

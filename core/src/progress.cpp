@@ -93,10 +93,10 @@ ProgressLayout make_progress_layout(MPI_Comm comm, const std::vector<int>& node_
   for (int n = 0; n < nodes; ++n) {
     const auto m = static_cast<int>(members[static_cast<std::size_t>(n)].size());
     if (m <= k) {
-      std::string msg = "runtime.progress.processes_per_node: " + std::to_string(k) + " progress process" +
-                        (k == 1 ? "" : "es") + " per node need at least " + std::to_string(k + 1) +
-                        " ranks on every node, but node " + std::to_string(n) + " has " + std::to_string(m) +
-                        " (start more ranks, or change runtime.node_size)";
+      std::string msg = "runtime.progress.processes_per_node: " + std::to_string(k) +
+                        " would leave no application unit on node " + std::to_string(n) + ", which has " +
+                        std::to_string(m) + " rank" + (m == 1 ? "" : "s") + "; every node needs at least " +
+                        std::to_string(k + 1) + " (start more ranks, or change runtime.node_size)";
       throw CollectiveError(msg);
     }
   }

@@ -295,7 +295,11 @@ int run(int argc, char** argv, const AppInfo& app, const std::function<int(Conte
       }
     } catch (const CollectiveError& e) {
       g_collective_unwind = false;
-      if (rank == 0) std::fprintf(stderr, "%s: error: %s\n", app.name.c_str(), e.what());
+      // Errors the runtime raises about a deck key get the key's place.
+      std::string msg = e.what();
+      const std::string key = "runtime.progress.processes_per_node";
+      if (msg.rfind(key + ": ", 0) == 0) msg = ctx.config_.locate(key) + msg.substr(key.size());
+      if (rank == 0) std::fprintf(stderr, "%s: error: %s\n", app.name.c_str(), msg.c_str());
       status = 1;
     } catch (const std::exception& e) {
       std::fprintf(stderr, "%s: error on rank %d: %s\n", app.name.c_str(), rank, e.what());
