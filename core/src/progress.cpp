@@ -13,6 +13,7 @@
 #include <set>
 
 #include "locus/error.hpp"
+#include "locus/segment.hpp"
 #include "locus/team.hpp"
 #include "progress_engine.hpp"
 
@@ -133,12 +134,8 @@ ProgressEngine::ProgressEngine(const ProgressLayout& layout, const ProgressSetti
   const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
   area_bytes_ = round_up(sizeof(UnitArea) + settings_.staging, page);
   const std::size_t mine = layout_.server ? round_up(sizeof(ServerArea), page) : area_bytes_;
-  MPI_Info info;
-  MPI_Info_create(&info);
-  MPI_Info_set(info, "alloc_shared_noncontig", "true");
   void* base = nullptr;
-  MPI_Win_allocate_shared(static_cast<MPI_Aint>(mine), 1, info, layout_.node_full, &base, &boot_);
-  MPI_Info_free(&info);
+  boot_ = allocate_shared_pages(mine, layout_.node_full, &base);
   std::memset(base, 0, mine);
   if (layout_.server)
     new (base) ServerArea{};
@@ -580,12 +577,8 @@ void ProgressEngine::idle(unsigned& passes) {
 
 void ProgressEngine::server_alloc(int segment) {
   ServerSegment s;
-  MPI_Info info;
-  MPI_Info_create(&info);
-  MPI_Info_set(info, "alloc_shared_noncontig", "true");
   void* base = nullptr;
-  MPI_Win_allocate_shared(0, 1, info, layout_.node_full, &base, &s.shm);
-  MPI_Info_free(&info);
+  s.shm = allocate_shared_pages(0, layout_.node_full, &base);
   MPI_Win_lock_all(MPI_MODE_NOCHECK, s.shm);
   const std::size_t apps = layout_.app_ranks.size();
   std::vector<Claim> all(apps);

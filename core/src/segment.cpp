@@ -30,6 +30,16 @@ void* shared_address(int team, int segment, int unit, std::uint64_t offset) {
   return base ? base + offset : nullptr;
 }
 
+MPI_Win allocate_shared_pages(std::size_t bytes, MPI_Comm comm, void** base) {
+  MPI_Info info;
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "alloc_shared_noncontig", "true");
+  MPI_Win win;
+  MPI_Win_allocate_shared(static_cast<MPI_Aint>(page_round(bytes)), 1, info, comm, base, &win);
+  MPI_Info_free(&info);
+  return win;
+}
+
 int allocate_segment(Team& team, std::size_t bytes, std::size_t elem_size) {
   Runtime& rt = Runtime::current();
   auto seg = std::make_unique<SegmentInfo>();
@@ -37,18 +47,12 @@ int allocate_segment(Team& team, std::size_t bytes, std::size_t elem_size) {
   seg->id = next_segment_id(team);
   seg->elem_size = elem_size;
 
-  // Shared memory among this team's units on my node. Non-contiguous: each
-  // part starts on its own page, so parts do not share cache lines.
-  MPI_Info info;
-  MPI_Info_create(&info);
-  MPI_Info_set(info, "alloc_shared_noncontig", "true");
-  void* base = nullptr;
-  // A served team's progress processes join with zero bytes (they are told
-  // to by the node's first unit) and so map every part.
+  // Shared memory among this team's units on my node. A served team's
+  // progress processes join with zero bytes (they are told to by the node's
+  // first unit) and so map every part.
   if (team.served()) progress_engine()->notify_servers(Control::alloc, team.id(), seg->id);
-  MPI_Win_allocate_shared(static_cast<MPI_Aint>(page_round(bytes)), 1, info, team.shm_comm(), &base,
-                          &seg->shm);
-  MPI_Info_free(&info);
+  void* base = nullptr;
+  seg->shm = allocate_shared_pages(bytes, team.shm_comm(), &base);
   // An epoch for MPI_Win_sync and the unified memory model; never closed
   // before the window is freed.
   MPI_Win_lock_all(MPI_MODE_NOCHECK, seg->shm);

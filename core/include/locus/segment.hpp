@@ -9,6 +9,8 @@
 // RMA). A segment id keys the translation table that maps a global pointer
 // to a shared-memory address (same node) or a window displacement (other
 // node).
+#include <mpi.h>
+
 #include <cstddef>
 #include <utility>
 
@@ -22,6 +24,11 @@ namespace detail {
 int allocate_segment(Team& team, std::size_t bytes, std::size_t elem_size);
 // Collective over the segment's team.
 void free_segment(int team, int segment);
+// Collective over comm (one node): MPI_Win_allocate_shared of `bytes`
+// rounded up to whole pages, non-contiguous so that every part starts on its
+// own page (parts share no cache line). Segments and the progress engine's
+// memory are allocated this way.
+MPI_Win allocate_shared_pages(std::size_t bytes, MPI_Comm comm, void** base);
 }  // namespace detail
 
 template <class T>
