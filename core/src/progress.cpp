@@ -15,6 +15,7 @@
 #include "locus/error.hpp"
 #include "locus/segment.hpp"
 #include "locus/team.hpp"
+#include "locus/wait.hpp"
 #include "progress_engine.hpp"
 
 namespace locus {
@@ -69,11 +70,6 @@ void futex_wait(std::atomic<std::uint32_t>* word, std::uint32_t expected, long t
 
 void futex_wake(std::atomic<std::uint32_t>* word) {
   syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(word), FUTEX_WAKE, 1, nullptr, nullptr, 0);
-}
-
-// Spins briefly, then gives the core away (other ranks may need it).
-void pause(unsigned& spins) {
-  if (++spins > 64) sched_yield();
 }
 
 }  // namespace
@@ -205,7 +201,7 @@ void ProgressEngine::push(const Command& c) {
   unsigned spins = 0;
   while (next_head_ - a->tail.load(std::memory_order_acquire) >= kRingSlots) {
     poke();
-    pause(spins);
+    relax(spins);
   }
   a->ring[next_head_ % kRingSlots] = c;
   a->head.store(++next_head_, std::memory_order_release);
@@ -345,7 +341,7 @@ void ProgressEngine::wait(Handle& h) {
   try {
     while (!finish(h)) {
       poke();
-      pause(spins);
+      relax(spins);
     }
   } catch (...) {
     a->waiting.store(0, std::memory_order_relaxed);
@@ -362,7 +358,7 @@ void ProgressEngine::quiesce() {
   for (std::uint32_t s = 0; s < kCompletion; ++s)
     while (a->state[s].load(std::memory_order_acquire) == slot_pending) {
       poke();
-      pause(spins);
+      relax(spins);
     }
   a->waiting.store(0, std::memory_order_relaxed);
 }
@@ -539,7 +535,7 @@ bool ProgressEngine::progress(std::vector<Pending>& pending, bool force) {
 void ProgressEngine::flush_pending(std::vector<Pending>& pending) {
   unsigned spins = 0;
   while (!pending.empty())
-    if (!progress(pending, true)) pause(spins);
+    if (!progress(pending, true)) relax(spins);
 }
 
 bool ProgressEngine::has_work(ServerArea* me) const {

@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include "locus/error.hpp"
+#include "locus/wait.hpp"
 
 namespace locus::detail {
 
@@ -82,8 +83,7 @@ bool ProgressThread::test(int entry) {
 }
 
 void ProgressThread::wait(int entry) {
-  for (unsigned spins = 0; !test(entry); ++spins)
-    if (spins > 64) sched_yield();
+  for (unsigned spins = 0; !test(entry);) relax(spins);
 }
 
 }  // namespace locus::detail

@@ -6,24 +6,26 @@ namespace locus {
 
 namespace {
 // Tests before the first yield: enough for a same-node round trip.
-constexpr int kSpins = 64;
+constexpr unsigned kSpins = 64;
 }  // namespace
+
+void relax(unsigned& spins) {
+  if (++spins > kSpins) sched_yield();
+}
 
 void wait_yielding(MPI_Request& req) {
   int flag = 0;
-  for (int spins = 0;; ++spins) {
+  for (unsigned spins = 0;; relax(spins)) {
     MPI_Test(&req, &flag, MPI_STATUS_IGNORE);
     if (flag) return;
-    if (spins >= kSpins) sched_yield();
   }
 }
 
 void wait_all_yielding(std::vector<MPI_Request>& reqs) {
   int flag = 0;
-  for (int spins = 0;; ++spins) {
+  for (unsigned spins = 0;; relax(spins)) {
     MPI_Testall(static_cast<int>(reqs.size()), reqs.data(), &flag, MPI_STATUSES_IGNORE);
     if (flag) return;
-    if (spins >= kSpins) sched_yield();
   }
 }
 

@@ -13,6 +13,10 @@
 
 namespace locus {
 
+// One step of every locus polling loop: after a short spin (`spins`
+// counts the loop's unsuccessful polls), give the core away.
+void relax(unsigned& spins);
+
 void wait_yielding(MPI_Request& req);
 void wait_all_yielding(std::vector<MPI_Request>& reqs);
 
