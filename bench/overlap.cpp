@@ -16,8 +16,6 @@
 // with the median availability is reported. Rows are appended to
 // <output.dir>/overlap.csv.
 #include <mpi.h>
-#include <sched.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>

@@ -289,7 +289,7 @@ bool ProgressEngine::submit(CommandKind kind, void* origin, const Layout& local,
   return true;
 }
 
-void ProgressEngine::release(Handle& h, bool) {
+void ProgressEngine::release(Handle& h) {
   const auto slot = static_cast<std::uint32_t>(HandleAccess::slot(h));
   unit_area(node_app_)->state[slot].store(slot_free, std::memory_order_relaxed);
   free_slots_.push_back(slot);
@@ -306,7 +306,7 @@ bool ProgressEngine::finish(Handle& h) {
   if (st == slot_pending) return false;
   if (st == slot_error) {
     std::string msg(a->error, strnlen(a->error, sizeof a->error));
-    release(h, false);
+    release(h);
     throw Error("progress process (rank " + std::to_string(my_server_rank()) + "): " + msg);
   }
   if (void* dst = HandleAccess::unpack(h)) {
@@ -314,7 +314,7 @@ bool ProgressEngine::finish(Handle& h) {
     copy_strided(static_cast<char*>(dst), l, staging(a) + HandleAccess::staged(h), packed(l),
                  HandleAccess::esize(h));
   }
-  release(h, true);
+  release(h);
   return true;
 }
 
@@ -432,7 +432,6 @@ void ProgressEngine::execute(int node_app, const Command& c, std::vector<Pending
     } else {
       copy_strided(t, c.remote, origin, c.local, c.esize);
     }
-    ++served_;
     a->state[c.slot].store(slot_done, std::memory_order_release);
     return;
   }
@@ -503,7 +502,6 @@ bool ProgressEngine::progress(std::vector<Pending>& pending, bool force) {
       }
       any = true;
       if (!it->put) {  // a get's request completes when the data is here
-        ++served_;
         it->unit->state[it->slot].store(slot_done, std::memory_order_release);
         it = pending.erase(it);
         continue;
@@ -522,7 +520,6 @@ bool ProgressEngine::progress(std::vector<Pending>& pending, bool force) {
     }
     const int rc = result[it->target];
     if (rc == MPI_SUCCESS) {
-      ++served_;
       it->unit->state[it->slot].store(slot_done, std::memory_order_release);
     } else {
       fail(it->unit, it->slot, "MPI_Win_flush: " + mpi_error_text(rc));
@@ -644,7 +641,6 @@ int ProgressEngine::serve() {
       }
       ++work;
     }
-    me->served_commands = served_;
     if (work == 0 && pending.empty()) {
       idle(idle_passes);
     } else {

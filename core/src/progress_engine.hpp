@@ -59,7 +59,6 @@ struct ServerArea {
   std::atomic<std::uint32_t> wake;                  // futex word: bumped to wake the server
   alignas(64) Control kind;
   std::int32_t team, segment;
-  std::uint64_t served_commands;  // statistics, written by the server
 };
 
 // What every unit says about a segment allocation (gathered; servers get
@@ -154,7 +153,7 @@ class ProgressEngine {
   UnitArea* unit_area(int node_app) const { return units_[static_cast<std::size_t>(node_app)]; }
   char* staging(UnitArea* a) const { return reinterpret_cast<char*>(a) + sizeof(UnitArea); }
   void push(const Command& c);
-  void release(Handle& h, bool ok);
+  void release(Handle& h);
   bool finish(Handle& h);  // true when done (copies staged data out)
   void poke();             // drives MPI progress while waiting
 
@@ -192,7 +191,6 @@ class ProgressEngine {
   int node_server_ = -1;
   std::vector<int> my_units_;    // node app indices I serve
   std::vector<int> node_units_;  // node app index -> world-team unit
-  std::uint64_t served_ = 0;
   double idle_since_ = 0.0;
   std::uint64_t seen_seq_ = 0;
   std::map<int, ServerSegment> segs_;  // world-team segment id -> table

@@ -231,10 +231,6 @@ std::uint64_t Runtime::offloaded() const {
   return engine_ && !server_ ? engine_->submitted() : 0;
 }
 
-int Runtime::my_server() const {
-  return engine_ && !server_ ? engine_->my_server_rank() : -1;
-}
-
 std::string Runtime::progress_description() const {
   std::ostringstream os;
   const auto& p = settings_.progress;

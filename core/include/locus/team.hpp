@@ -123,8 +123,6 @@ class Runtime {
   const std::vector<int>& server_ranks() const { return server_ranks_; }
   // Transfers this unit has handed to its progress process so far.
   std::uint64_t offloaded() const;
-  // The rank of the progress process serving me (-1: none).
-  int my_server() const;
   // "progress processes: ranks 1, 3 (1 per node; threshold 4096 B, idle
   // yield); progress thread: off" for summaries and provenance.
   std::string progress_description() const;
