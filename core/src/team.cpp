@@ -227,6 +227,10 @@ int Runtime::serve() {
   return engine_->serve();
 }
 
+std::uint64_t Runtime::thread_completions() const {
+  return thread_ ? thread_->completed_by_thread() : 0;
+}
+
 std::uint64_t Runtime::offloaded() const {
   return engine_ && !server_ ? engine_->submitted() : 0;
 }

@@ -206,6 +206,27 @@ TEST(Progress, OrderingOfDirectAndOffloadedOperations) {
   barrier(w);
 }
 
+// The progress thread completes a request while the unit computes without
+// calling MPI (the unit's own wait would otherwise do it).
+TEST(Progress, ThreadCompletesWhileTheUnitComputes) {
+  Runtime& rt = Runtime::current();
+  if (!rt.settings().progress.thread) GTEST_SKIP() << "no progress thread";
+  Team& w = rt.world();
+  Array<double> a = filled(w, 1024);
+  std::vector<double> buf(1024);
+  const int t = (w.rank() + 1) % w.size();
+  const std::uint64_t before = rt.thread_completions();
+  Handle h = get_async(buf.data(), a.gptr(t), 1024);
+  const double t0 = MPI_Wtime();
+  while (rt.thread_completions() == before && MPI_Wtime() - t0 < 5.0) {
+    // compute, no MPI call on this thread
+  }
+  EXPECT_GT(rt.thread_completions(), before) << "the thread completed nothing in 5 s";
+  wait(h);
+  EXPECT_EQ(buf[1023], value(t, 1023));
+  barrier(w);
+}
+
 TEST(Progress, ServerFailureReachesWait) {
   if (!servers_on()) GTEST_SKIP() << "no progress processes";
   Team& w = Runtime::current().world();

@@ -123,6 +123,8 @@ class Runtime {
   const std::vector<int>& server_ranks() const { return server_ranks_; }
   // Transfers this unit has handed to its progress process so far.
   std::uint64_t offloaded() const;
+  // Requests the progress thread (if on) has completed so far.
+  std::uint64_t thread_completions() const;
   // "progress processes: ranks 1, 3 (1 per node; threshold 4096 B, idle
   // yield); progress thread: off" for summaries and provenance.
   std::string progress_description() const;
