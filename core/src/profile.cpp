@@ -94,6 +94,8 @@ Summary::Summary(const Context& ctx, const std::vector<TimerStats>& timers) {
   YAML::Node progress;
   progress["processes"] = yaml_flow_list(rt.server_ranks());
   progress["unit_ranks"] = yaml_flow_list(rt.app_ranks());
+  progress["cpus"] = yaml_flow_list(rt.bound_cpus());
+  progress["binding"] = rt.binding();
   progress["thread"] = rt.settings().progress.thread;
   progress["offloaded_unit0"] = rt.offloaded();
   head_["progress"] = progress;

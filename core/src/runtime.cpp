@@ -32,10 +32,13 @@ void add_common_keys(Schema& s, const std::string& app_name) {
                "are split)")
       .choice("runtime.progress.idle", "sleep", {"spin", "yield", "sleep"},
               "what an idle progress process does: spin, yield the core, or sleep with back-off")
-      .integer("runtime.progress.linger_us", 0, 0, 1000000,
+      .integer("runtime.progress.linger_us", 500, 0, 1000000,
                "idle sleep: how long an idle server keeps polling (yielding) before it sleeps")
       .integer("runtime.progress.max_sleep_us", 5000, 1, 1000000,
                "idle sleep: longest nap between looks at the rings (a new command wakes the server at once)")
+      .choice("runtime.progress.bind", "auto", {"auto", "none"},
+              "with progress processes: pin units and servers to CPUs so that no server shares a core with "
+              "the units it serves (auto; skipped when the launcher bound the ranks) or leave them (none)")
       .boolean("runtime.progress.thread", false,
                "a progress thread per unit that keeps MPI progressing (needs MPI_THREAD_MULTIPLE)")
       .integer("runtime.progress.thread_interval_us", 20, 0, 1000000,
@@ -212,6 +215,7 @@ CommSettings comm_settings(const Config& c) {
   s.progress.idle = parse_idle_policy(c.string("runtime.progress.idle"));
   s.progress.max_sleep_us = static_cast<int>(c.integer("runtime.progress.max_sleep_us"));
   s.progress.linger_us = static_cast<int>(c.integer("runtime.progress.linger_us"));
+  s.progress.bind = c.string("runtime.progress.bind") == "auto";
   s.progress.thread = c.boolean("runtime.progress.thread");
   s.progress.thread_interval_us = static_cast<int>(c.integer("runtime.progress.thread_interval_us"));
 #ifndef NDEBUG

@@ -172,6 +172,13 @@ Runtime::Runtime(MPI_Comm comm, const CommSettings& settings) : settings_(settin
       g_runtime = nullptr;
       throw;
     }
+    if (settings.progress.bind) {
+      detail::Binding b = detail::bind_progress_layout(comm, layout);
+      bound_cpus_ = std::move(b.cpu);
+      binding_ = std::move(b.how);
+    } else {
+      binding_ = "not bound (runtime.progress.bind: none)";
+    }
     engine_ = std::make_unique<detail::ProgressEngine>(layout, settings.progress);
     server_ = layout.server;
     app_ranks_ = layout.app_ranks;
@@ -244,7 +251,14 @@ std::string Runtime::progress_description() const {
     os << "progress processes: rank" << (server_ranks_.size() > 1 ? "s " : " ");
     for (std::size_t i = 0; i < server_ranks_.size(); ++i) os << (i ? ", " : "") << server_ranks_[i];
     os << " (" << p.processes_per_node << " per node; threshold " << p.threshold << " B, staging "
-       << p.staging << " B, idle " << idle_policy_name(p.idle) << ")";
+       << p.staging << " B, idle " << idle_policy_name(p.idle) << "; CPUs ";
+    if (binding_ == "auto") {
+      for (std::size_t i = 0; i < bound_cpus_.size(); ++i) os << (i ? "," : "") << bound_cpus_[i];
+      os << " by rank";
+    } else {
+      os << binding_;
+    }
+    os << ")";
   }
   os << "; progress thread: ";
   if (p.thread)

@@ -9,14 +9,17 @@
 // (0/1), LOCUS_NODE_SIZE (emulated nodes). Server ranks serve and run no test.
 #include <gtest/gtest.h>
 #include <mpi.h>
+#include <sched.h>
 
 #include <Kokkos_Core.hpp>
 #include <algorithm>
 #include <cstdlib>
 #include <numeric>
 #include <random>
+#include <set>
 #include <vector>
 
+#include "../src/progress_engine.hpp"
 #include "locus/rma.hpp"
 #include "locus/segment.hpp"
 #include "locus/team.hpp"
@@ -250,6 +253,47 @@ TEST(Progress, ServerFailureReachesWait) {
   wait(ok);
   EXPECT_EQ(buf[1023], value(t, 1023));
   barrier(w);
+}
+
+// runtime.progress.bind: auto (the default). mpiexec here binds nothing, so
+// every rank is pinned to the CPU the summary reports, and a server does
+// not share a CPU with a unit it serves unless its units fill every CPU.
+TEST(Progress, ServersAreBoundAwayFromTheirUnits) {
+  if (!servers_on()) GTEST_SKIP() << "no progress processes";
+  const Runtime& rt = Runtime::current();
+  // LOCUS_EXPECT_LAUNCHER_BINDING=1: mpiexec -bind-to core ran us, and
+  // locus must leave the launcher's placement alone.
+  if (env_int("LOCUS_EXPECT_LAUNCHER_BINDING", 0)) {
+    EXPECT_EQ(rt.binding().rfind("not bound (the launcher", 0), 0u) << rt.binding();
+    for (int c : rt.bound_cpus()) EXPECT_EQ(c, -1);
+    return;
+  }
+  if (rt.binding() != "auto") {
+    EXPECT_EQ(rt.binding().rfind("not bound", 0), 0u) << rt.binding();
+    GTEST_SKIP() << rt.binding();
+  }
+  int me = 0, size = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const std::vector<int>& cpus = rt.bound_cpus();
+  ASSERT_EQ(cpus.size(), static_cast<std::size_t>(size));
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  ASSERT_EQ(sched_getaffinity(0, sizeof mask, &mask), 0);
+  EXPECT_EQ(CPU_COUNT(&mask), 1);
+  EXPECT_TRUE(CPU_ISSET(cpus[static_cast<std::size_t>(me)], &mask));
+  const std::set<int> distinct(cpus.begin(), cpus.end());
+  const int server = detail::progress_engine()->my_server_rank();
+  ASSERT_GE(server, 0);
+  Team& node = Runtime::current().node();
+  const int k = rt.settings().progress.processes_per_node;
+  int served = 0;  // units of my node my server serves
+  for (int u = 0; u < node.size(); ++u) served += u % k == node.rank() % k ? 1 : 0;
+  if (served < static_cast<int>(distinct.size()))
+    EXPECT_NE(cpus[static_cast<std::size_t>(server)], cpus[static_cast<std::size_t>(me)])
+        << "server rank " << server << " shares CPU " << cpus[static_cast<std::size_t>(me)]
+        << " with its unit";
+  barrier(Runtime::current().world());
 }
 
 int main(int argc, char** argv) {

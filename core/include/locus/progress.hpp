@@ -43,8 +43,9 @@ struct ProgressSettings {
   std::size_t threshold = 4096;         // offload non-blocking transfers of >= this many bytes
   std::size_t staging = 4u << 20;       // per-unit staging area for buffers outside segments
   IdlePolicy idle = IdlePolicy::sleep;  // what an idle server does
-  int linger_us = 0;                    // sleep policy: keep polling this long after the last command
+  int linger_us = 500;                  // sleep policy: keep polling this long after the last command
   int max_sleep_us = 5000;              // sleep policy: longest nap (commands wake it at once)
+  bool bind = true;                     // pin units and servers to CPUs (when the launcher did not)
   bool thread = false;                  // progress thread per unit
   int thread_interval_us = 20;          // the thread's polling interval
 };
@@ -78,6 +79,30 @@ struct ProgressLayout {
 // Computes the layout; throws CollectiveError (on every rank) when a node
 // has no more than k ranks.
 ProgressLayout make_progress_layout(MPI_Comm comm, const std::vector<int>& node_of, int k);
+
+// CPU placement with progress processes (runtime.progress.bind: auto).
+// One host's ranks in rank order: an application unit, or a server and the
+// host-local indices (into `ranks`) of the units it serves.
+struct HostRank {
+  bool server = false;
+  std::vector<int> serves;
+};
+// The CPU for each rank: units take `cpus` in order (wrapping around when
+// there are more units than CPUs); each server takes the least loaded CPU
+// that none of its own units runs on (any CPU when there is none), the
+// first such in `cpus` on a tie. A server that shares a core with the unit
+// it serves would take that unit's compute time exactly while the unit's
+// transfers are in flight.
+std::vector<int> place_on_cpus(const std::vector<int>& cpus, const std::vector<HostRank>& ranks);
+
+struct Binding {
+  std::vector<int> cpu;  // per rank of the comm: the CPU it is bound to, -1 if not bound
+  std::string how;       // "auto", or why nothing was bound
+};
+// Collective over `comm` (the comm the layout was built on): binds every
+// rank by place_on_cpus, host by host, unless the launcher bound the ranks
+// already (their affinity masks differ or hold a single CPU).
+Binding bind_progress_layout(MPI_Comm comm, const ProgressLayout& layout);
 
 class ProgressEngine;
 

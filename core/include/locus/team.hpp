@@ -121,6 +121,11 @@ class Runtime {
   // and of the progress processes.
   const std::vector<int>& app_ranks() const { return app_ranks_; }
   const std::vector<int>& server_ranks() const { return server_ranks_; }
+  // With progress processes: the CPU each rank (of the comm the Runtime was
+  // built on) was bound to, -1 where none (runtime.progress.bind), and
+  // "auto" or why the ranks were left unbound; empty without servers.
+  const std::vector<int>& bound_cpus() const { return bound_cpus_; }
+  const std::string& binding() const { return binding_; }
   // Transfers this unit has handed to its progress process so far.
   std::uint64_t offloaded() const;
   // Requests the progress thread (if on) has completed so far.
@@ -164,6 +169,8 @@ class Runtime {
   bool server_ = false;
   MPI_Comm app_comm_ = MPI_COMM_NULL;
   std::vector<int> app_ranks_, server_ranks_;
+  std::vector<int> bound_cpus_;
+  std::string binding_;
   std::unique_ptr<detail::ProgressEngine> engine_;
   std::unique_ptr<detail::ProgressThread> thread_;
 };
