@@ -289,10 +289,11 @@ TEST(Progress, ServersAreBoundAwayFromTheirUnits) {
   const int k = rt.settings().progress.processes_per_node;
   int served = 0;  // units of my node my server serves
   for (int u = 0; u < node.size(); ++u) served += u % k == node.rank() % k ? 1 : 0;
-  if (served < static_cast<int>(distinct.size()))
+  if (served < static_cast<int>(distinct.size())) {
     EXPECT_NE(cpus[static_cast<std::size_t>(server)], cpus[static_cast<std::size_t>(me)])
         << "server rank " << server << " shares CPU " << cpus[static_cast<std::size_t>(me)]
         << " with its unit";
+  }
   barrier(Runtime::current().world());
 }
 
