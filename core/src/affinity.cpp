@@ -30,7 +30,7 @@ std::vector<int> place_on_cpus(const std::vector<int>& cpus, const std::vector<H
     std::size_t best = cpus.size();
     for (std::size_t c = 0; c < cpus.size(); ++c) {
       if (any_free && own[c]) continue;
-      if (best == cpus.size() || load[c] < load[best]) best = c;
+      if (best == cpus.size() || load[c] <= load[best]) best = c;
     }
     slot[r] = best;
     ++load[best];

@@ -35,12 +35,14 @@ TEST(Placement, UnitAndServer) {
 TEST(Placement, SpareCoresGoToServers) {
   const auto p =
       place_on_cpus({0, 1, 2, 3, 4, 5}, {unit(), unit(), server({0, 1}), unit(), unit(), server({3, 4})});
-  EXPECT_EQ(p, (std::vector<int>{0, 1, 4, 2, 3, 5}));
+  EXPECT_EQ(p, (std::vector<int>{0, 1, 5, 2, 3, 4}));
 }
 
-// A server whose units cover every core: least loaded core, first on a tie.
+// A server whose units cover every core: least loaded core, last on a tie.
 TEST(Placement, ServerOfAllUnits) {
-  EXPECT_EQ(place_on_cpus({0, 1}, {unit(), unit(), server({0, 1})}), (std::vector<int>{0, 1, 0}));
+  EXPECT_EQ(place_on_cpus({0, 1}, {unit(), unit(), server({0, 1})}), (std::vector<int>{0, 1, 1}));
+  EXPECT_EQ(place_on_cpus({0, 1, 2}, {unit(), unit(), unit(), unit(), server({0, 1, 2, 3})}),
+            (std::vector<int>{0, 1, 2, 0, 2}));
 }
 
 // More units than cores: they wrap around; servers still avoid their units.
@@ -52,7 +54,7 @@ TEST(Placement, OversubscribedUnitsWrap) {
 // Two servers per node split the node's units and avoid their own ones.
 TEST(Placement, TwoServersPerNode) {
   const auto p = place_on_cpus({0, 1, 2}, {unit(), unit(), server({0}), server({1})});
-  EXPECT_EQ(p, (std::vector<int>{0, 1, 2, 0}));
+  EXPECT_EQ(p, (std::vector<int>{0, 1, 2, 2}));
 }
 
 TEST(Placement, NoCpus) {

@@ -90,9 +90,10 @@ struct HostRank {
 // The CPU for each rank: units take `cpus` in order (wrapping around when
 // there are more units than CPUs); each server takes the least loaded CPU
 // that none of its own units runs on (any CPU when there is none), the
-// first such in `cpus` on a tie. A server that shares a core with the unit
-// it serves would take that unit's compute time exactly while the unit's
-// transfers are in flight.
+// last such in `cpus` on a tie (away from unit 0, which also writes the
+// summaries). A server that shares a core with the unit it serves would
+// take that unit's compute time exactly while the unit's transfers are in
+// flight.
 std::vector<int> place_on_cpus(const std::vector<int>& cpus, const std::vector<HostRank>& ranks);
 
 struct Binding {
