@@ -12,9 +12,10 @@
 // `./locus bench overlap` runs them all, same node and emulated inter-node,
 // and prints the combined table (tools/bench_table.py). Every run also
 // times a blocking 8-byte get (the cost servers might add to small
-// operations). The search runs bench.trials times per size and the trial
-// with the median availability is reported. Rows are appended to
-// <output.dir>/overlap.csv.
+// operations; bench.smb: false measures only that). The search runs
+// bench.trials times per size and the trial with the median availability
+// is reported. Rows are appended to <output.dir>/overlap.csv, the 8-byte
+// latency of every run to <output.dir>/overlap_small.csv.
 #include <mpi.h>
 
 #include <algorithm>
@@ -51,7 +52,10 @@ locus::AppInfo app_info() {
                "whole searches per size (base_t, growing work, stop point); the trial with the median "
                "availability is reported")
       .real("bench.time_per_point", 0.02, 1e-4, 10.0, "seconds of iterations per measurement")
-      .boolean("bench.csv_append", true, "append to <output.dir>/overlap.csv (else overwrite)");
+      .boolean("bench.smb", true,
+               "run the SMB search per size; false: only the blocking 8-byte get (for repeated latency runs)")
+      .boolean("bench.csv_append", true,
+               "append to <output.dir>/overlap.csv and overlap_small.csv (else overwrite)");
   locus::add_common_keys(app.schema, "overlap");
   return app;
 }
@@ -85,6 +89,7 @@ int main(int argc, char** argv) {
     const long repeats = c.integer("bench.repeats");
     const long trials = c.integer("bench.trials");
     const double per_point = c.real("bench.time_per_point");
+    const bool smb = c.boolean("bench.smb");
     const auto& prog = ctx.runtime().settings().progress;
     const bool mpich_async = std::getenv("MPIR_CVAR_ASYNC_PROGRESS") &&
                              std::string(std::getenv("MPIR_CVAR_ASYNC_PROGRESS")) == "1";
@@ -154,7 +159,7 @@ int main(int argc, char** argv) {
                       1e6;
       // The work loop's speed, for the first work length.
       const double unit = timed(5, [] { work(100000); }) / 100000.0;
-      for (long size = min_size; size <= max_size; size *= 4) {
+      for (long size = min_size; smb && size <= max_size; size *= 4) {
         for (int i = 0; i < 5; ++i) start(size), finish();
         const double probe = timed(5, [&] {
           start(size);
@@ -198,8 +203,9 @@ int main(int argc, char** argv) {
       std::printf("\n%s, %s: unit 0 gets from unit 1 (%d units%s; %s)\n", label.c_str(), placement.c_str(),
                   world.size(), ctx.runtime().server_ranks().empty() ? "" : " + progress processes",
                   ctx.runtime().progress_description().c_str());
-      std::printf("%10s %12s %12s %12s %12s %8s\n", "bytes", "latency_us", "work_us", "iter_us",
-                  "overhead_us", "avail");
+      if (smb)
+        std::printf("%10s %12s %12s %12s %12s %8s\n", "bytes", "latency_us", "work_us", "iter_us",
+                    "overhead_us", "avail");
       for (const auto& [size, p] : rows)
         std::printf("%10ld %12.2f %12.2f %12.2f %12.2f %7.1f%%\n", size, p.base * 1e6, p.work * 1e6,
                     p.iter * 1e6, p.overhead * 1e6, 100.0 * p.availability);
@@ -207,17 +213,28 @@ int main(int argc, char** argv) {
       const std::filesystem::path dir = c.string("output.dir");
       std::filesystem::create_directories(dir);
       const auto file = dir / "overlap.csv";
-      const bool fresh = !c.boolean("bench.csv_append") || !std::filesystem::exists(file);
-      std::ofstream csv(file, fresh ? std::ios::trunc : std::ios::app);
-      if (fresh)
-        csv << "variant,placement,units,ranks,bytes,latency_us,work_us,iter_us,overhead_us,availability,"
-               "blocking8_us\n";
+      const bool append = c.boolean("bench.csv_append");
       int all_ranks = 0;
       MPI_Comm_size(MPI_COMM_WORLD, &all_ranks);
-      for (const auto& [size, p] : rows)
+      {
+        const auto small_file = dir / "overlap_small.csv";
+        const bool fresh = !append || !std::filesystem::exists(small_file);
+        std::ofstream csv(small_file, fresh ? std::ios::trunc : std::ios::app);
+        if (fresh) csv << "variant,placement,units,ranks,blocking8_us\n";
         csv << '"' << label << "\",\"" << placement << "\"," << world.size() << ',' << all_ranks << ','
-            << size << ',' << p.base * 1e6 << ',' << p.work * 1e6 << ',' << p.iter * 1e6 << ','
-            << p.overhead * 1e6 << ',' << p.availability << ',' << small_latency << '\n';
+            << small_latency << '\n';
+      }
+      if (smb) {
+        const bool fresh = !append || !std::filesystem::exists(file);
+        std::ofstream csv(file, fresh ? std::ios::trunc : std::ios::app);
+        if (fresh)
+          csv << "variant,placement,units,ranks,bytes,latency_us,work_us,iter_us,overhead_us,availability,"
+                 "blocking8_us\n";
+        for (const auto& [size, p] : rows)
+          csv << '"' << label << "\",\"" << placement << "\"," << world.size() << ',' << all_ranks << ','
+              << size << ',' << p.base * 1e6 << ',' << p.work * 1e6 << ',' << p.iter * 1e6 << ','
+              << p.overhead * 1e6 << ',' << p.availability << ',' << small_latency << '\n';
+      }
     }
     if (mpi) {
       MPI_Win_unlock_all(win);

@@ -1,8 +1,12 @@
 #!/usr/bin/env python3
 """Combined tables of `./locus bench overlap`: availability, overhead and
 latency per size for every variant (rows of output/bench/overlap.csv),
-and the goals of issue 6, judged on the measured figures."""
+the blocking 8-byte get of every run (overlap_small.csv next to it: the
+median per variant over its runs), and the goals of issue 6, judged on the
+measured figures."""
 import csv
+import os
+import statistics
 import sys
 from collections import OrderedDict
 
@@ -33,12 +37,23 @@ def main():
             cells = [fmt(by[s][key]) if s in by else "–" for s in sizes]
             print("| %s | %s | %s | %s |" % (placement, variant, ranks, " | ".join(cells)))
 
-    print("\nblocking 8 B get (direct path, us)")
+    # Every run's 8-byte latency; runs of one variant give a median (the
+    # driver alternates latency-only runs with and without servers).
+    small_path = os.path.join(os.path.dirname(path) or ".", "overlap_small.csv")
+    runs = OrderedDict()
+    if os.path.exists(small_path):
+        for r in csv.DictReader(open(small_path)):
+            runs.setdefault((r["placement"], r["variant"]), []).append(float(r["blocking8_us"]))
+    else:
+        for (placement, variant, ranks), by in variants.items():
+            runs.setdefault((placement, variant), []).append(float(next(iter(by.values()))["blocking8_us"]))
+    print("\nblocking 8 B get (direct path, us; median of the variant's runs)")
     small = OrderedDict()
-    for (placement, variant, ranks), by in variants.items():
-        v = float(next(iter(by.values()))["blocking8_us"])
-        small[(placement, variant)] = v
-        print("  %-22s %-32s %8.2f" % (placement, variant, v))
+    for key, vals in runs.items():
+        small[key] = statistics.median(vals)
+        print("  %-22s %-32s %8.2f  (%d run%s: %s)" % (key[0], key[1], small[key], len(vals),
+                                                       "" if len(vals) == 1 else "s",
+                                                       " ".join("%.2f" % v for v in vals)))
 
     print("\ngoals")
     for (placement, variant, ranks), by in variants.items():
