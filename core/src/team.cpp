@@ -177,6 +177,7 @@ Runtime::Runtime(MPI_Comm comm, const CommSettings& settings) : settings_(settin
       bound_cpus_ = std::move(b.cpu);
       binding_ = std::move(b.how);
     } else {
+      bound_cpus_.assign(static_cast<std::size_t>(size), -1);
       binding_ = "not bound (runtime.progress.bind: none)";
     }
     engine_ = std::make_unique<detail::ProgressEngine>(layout, settings.progress);
