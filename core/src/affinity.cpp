@@ -3,7 +3,10 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <string>
 
 #include "locus/progress.hpp"
 
@@ -121,15 +124,35 @@ Binding bind_progress_layout(MPI_Comm comm, const ProgressLayout& layout) {
     cpu_set_t one;
     CPU_ZERO(&one);
     CPU_SET(placed[me], &one);
-    if (sched_setaffinity(0, sizeof one, &one) == 0) cpu = placed[me];
+    if (sched_setaffinity(0, sizeof one, &one) == 0)
+      cpu = placed[me];
+    else
+      why = std::string("not bound (sched_setaffinity: ") + std::strerror(errno) + ")";
+  }
+  // All or nothing: where any rank could not be bound, every rank goes back
+  // to the mask it started with and the summary says why.
+  int bound = why.empty() ? 1 : 0, all_bound = 0;
+  MPI_Allreduce(&bound, &all_bound, 1, MPI_INT, MPI_MIN, comm);
+  if (!all_bound && cpu >= 0) {
+    sched_setaffinity(0, sizeof mine, &mine);
+    cpu = -1;
   }
   Binding b;
   b.cpu.resize(static_cast<std::size_t>(size));
   MPI_Allgather(&cpu, 1, MPI_INT, b.cpu.data(), 1, MPI_INT, comm);
-  // Hosts decide alone; report the first reason any of them gave.
-  int bound = why.empty() ? 1 : 0, all_bound = 0;
-  MPI_Allreduce(&bound, &all_bound, 1, MPI_INT, MPI_MIN, comm);
-  b.how = all_bound ? "auto" : (why.empty() ? "not bound on every host" : why);
+  // Report the reason of the lowest rank that has one.
+  char text[200] = {};
+  if (!why.empty()) std::snprintf(text, sizeof text, "%s", why.c_str());
+  std::vector<char> all(static_cast<std::size_t>(size) * sizeof text);
+  MPI_Allgather(text, sizeof text, MPI_CHAR, all.data(), sizeof text, MPI_CHAR, comm);
+  b.how = "auto";
+  for (int r = 0; r < size && !all_bound; ++r) {
+    const char* t = all.data() + static_cast<std::size_t>(r) * sizeof text;
+    if (*t) {
+      b.how = std::string(t, strnlen(t, sizeof text));
+      break;
+    }
+  }
   return b;
 }
 
