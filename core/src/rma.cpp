@@ -214,20 +214,44 @@ Handle put_bytes_async(const Target& t, const void* src, std::size_t bytes, Rout
   return mpi_handle(req, t.team->window(), t.unit, true);
 }
 
+namespace {
+// The direct path of a strided transfer (shapes checked, not empty): a
+// memcpy on shared memory, done at return (MPI_REQUEST_NULL), or an MPI
+// request-based transfer whose request is returned.
+MPI_Request start_get_strided(void* dst, const Layout& local, const Target& t, const Layout& remote,
+                              std::size_t esize, Route r) {
+  if (shared_path(t, r)) {
+    std::atomic_thread_fence(std::memory_order_acquire);
+    copy_strided(static_cast<char*>(dst), local, shared_ptr(t), remote, esize);
+    return MPI_REQUEST_NULL;
+  }
+  MPI_Request req;
+  MPI_Rget(dst, 1, layout_type(local, esize), t.unit, displacement(t), 1, layout_type(remote, esize),
+           t.team->window(), &req);
+  return req;
+}
+
+MPI_Request start_put_strided(const Target& t, const Layout& remote, const void* src, const Layout& local,
+                              std::size_t esize, Route r) {
+  if (shared_path(t, r)) {
+    copy_strided(shared_ptr(t), remote, static_cast<const char*>(src), local, esize);
+    std::atomic_thread_fence(std::memory_order_release);
+    return MPI_REQUEST_NULL;
+  }
+  MPI_Request req;
+  MPI_Rput(src, 1, layout_type(local, esize), t.unit, displacement(t), 1, layout_type(remote, esize),
+           t.team->window(), &req);
+  return req;
+}
+}  // namespace
+
 void get_strided(void* dst, const Layout& local, const Target& t, const Layout& remote, std::size_t esize,
                  Route r) {
   // Blocking operations stay on the direct path.
   check_shapes(local, remote);
   if (local.elements() == 0) return;
-  if (shared_path(t, r)) {
-    std::atomic_thread_fence(std::memory_order_acquire);
-    copy_strided(static_cast<char*>(dst), local, shared_ptr(t), remote, esize);
-    return;
-  }
-  MPI_Request req;
-  MPI_Rget(dst, 1, layout_type(local, esize), t.unit, displacement(t), 1, layout_type(remote, esize),
-           t.team->window(), &req);
-  wait_yielding(req);
+  MPI_Request req = start_get_strided(dst, local, t, remote, esize, r);
+  if (req != MPI_REQUEST_NULL) wait_yielding(req);
 }
 
 Handle get_strided_async(void* dst, const Layout& local, const Target& t, const Layout& remote,
@@ -236,34 +260,20 @@ Handle get_strided_async(void* dst, const Layout& local, const Target& t, const 
   if (local.elements() == 0) return Handle{};
   Handle h;
   if (offload(CommandKind::get, dst, local, t, remote, esize, r, h)) return h;
-  if (shared_path(t, r)) {
-    std::atomic_thread_fence(std::memory_order_acquire);
-    copy_strided(static_cast<char*>(dst), local, shared_ptr(t), remote, esize);
-    return Handle{};
-  }
-  MPI_Request req;
-  MPI_Rget(dst, 1, layout_type(local, esize), t.unit, displacement(t), 1, layout_type(remote, esize),
-           t.team->window(), &req);
-  return mpi_handle(req, t.team->window(), t.unit, false);
+  MPI_Request req = start_get_strided(dst, local, t, remote, esize, r);
+  return req == MPI_REQUEST_NULL ? Handle{} : mpi_handle(req, t.team->window(), t.unit, false);
 }
 
 void put_strided(const Target& t, const Layout& remote, const void* src, const Layout& local,
                  std::size_t esize, Route r) {
   check_shapes(local, remote);
   if (local.elements() == 0) return;
-  if (shared_path(t, r)) {
-    copy_strided(shared_ptr(t), remote, static_cast<const char*>(src), local, esize);
-    std::atomic_thread_fence(std::memory_order_release);
-    return;
-  }
   // Request-based with a yielding wait (a blocking flush busy-polls in
   // MPICH, which costs time slices when ranks outnumber cores).
-  MPI_Win win = t.team->window();
-  MPI_Request req;
-  MPI_Rput(src, 1, layout_type(local, esize), t.unit, displacement(t), 1, layout_type(remote, esize), win,
-           &req);
+  MPI_Request req = start_put_strided(t, remote, src, local, esize, r);
+  if (req == MPI_REQUEST_NULL) return;
   wait_yielding(req);
-  MPI_Win_flush(t.unit, win);
+  MPI_Win_flush(t.unit, t.team->window());
 }
 
 Handle put_strided_async(const Target& t, const Layout& remote, const void* src, const Layout& local,
@@ -272,15 +282,8 @@ Handle put_strided_async(const Target& t, const Layout& remote, const void* src,
   if (local.elements() == 0) return Handle{};
   Handle h;
   if (offload(CommandKind::put, const_cast<void*>(src), local, t, remote, esize, r, h)) return h;
-  if (shared_path(t, r)) {
-    copy_strided(shared_ptr(t), remote, static_cast<const char*>(src), local, esize);
-    std::atomic_thread_fence(std::memory_order_release);
-    return Handle{};
-  }
-  MPI_Request req;
-  MPI_Rput(src, 1, layout_type(local, esize), t.unit, displacement(t), 1, layout_type(remote, esize),
-           t.team->window(), &req);
-  return mpi_handle(req, t.team->window(), t.unit, true);
+  MPI_Request req = start_put_strided(t, remote, src, local, esize, r);
+  return req == MPI_REQUEST_NULL ? Handle{} : mpi_handle(req, t.team->window(), t.unit, true);
 }
 
 void accumulate(const Target& t, const void* src, std::size_t count, MPI_Datatype type, Op op) {
