@@ -111,10 +111,10 @@ Binding bind_progress_layout(MPI_Comm comm, const ProgressLayout& layout) {
       const auto r = static_cast<std::size_t>(members[i]);
       if (server_of[r] < 0) continue;
       ranks[i].server = true;
-      const int k = count_servers[static_cast<std::size_t>(node_of[r])];
       for (std::size_t j = 0; j < members.size(); ++j) {
         const auto q = static_cast<std::size_t>(members[j]);
-        if (server_of[q] < 0 && node_of[q] == node_of[r] && app_index[q] % k == server_of[r])
+        if (server_of[q] < 0 && node_of[q] == node_of[r] &&
+            server_in_node(app_index[q], layout.node_servers) == server_of[r])
           ranks[i].serves.push_back(static_cast<int>(j));
       }
     }

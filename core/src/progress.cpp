@@ -152,7 +152,7 @@ ProgressEngine::ProgressEngine(const ProgressLayout& layout, const ProgressSetti
   if (layout_.server) {
     node_server_ = layout_.node_index - layout_.node_apps;
     for (int a = 0; a < layout_.node_apps; ++a)
-      if (a % layout_.node_servers == node_server_) my_units_.push_back(a);
+      if (server_in_node(a, layout_.node_servers) == node_server_) my_units_.push_back(a);
   } else {
     node_app_ = layout_.node_index;
     for (std::uint32_t s = kCompletion; s-- > 0;) free_slots_.push_back(s);
@@ -175,7 +175,7 @@ ProgressEngine::~ProgressEngine() {
 int ProgressEngine::my_server_rank() const {
   if (layout_.server) return -1;
   // Units of a node are spread over its servers round-robin.
-  int want = node_app_ % layout_.node_servers;
+  int want = server_in_node(node_app_, layout_.node_servers);
   for (std::size_t i = 0; i < layout_.server_ranks.size(); ++i)
     if (layout_.server_node[i] == layout_.node && want-- == 0) return layout_.server_ranks[i];
   return -1;
@@ -205,7 +205,7 @@ void ProgressEngine::push(const Command& c) {
   }
   a->ring[next_head_ % kRingSlots] = c;
   a->head.store(++next_head_, std::memory_order_release);
-  wake(servers_[static_cast<std::size_t>(node_app_ % layout_.node_servers)]);
+  wake(servers_[static_cast<std::size_t>(server_in_node(node_app_, layout_.node_servers))]);
 }
 
 void ProgressEngine::wake(ServerArea* s) {
@@ -336,7 +336,7 @@ void ProgressEngine::wait(Handle& h) {
   if (finish(h)) return;
   UnitArea* a = unit_area(node_app_);
   a->waiting.store(1, std::memory_order_relaxed);
-  wake(servers_[static_cast<std::size_t>(node_app_ % layout_.node_servers)]);
+  wake(servers_[static_cast<std::size_t>(server_in_node(node_app_, layout_.node_servers))]);
   unsigned spins = 0;
   try {
     while (!finish(h)) {

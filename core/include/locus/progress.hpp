@@ -76,6 +76,12 @@ struct ProgressLayout {
   int node_index = 0;                  // my rank in node_full
 };
 
+// Which of its node's servers serves the node's `unit_in_node`-th unit:
+// round-robin, the one rule the engine and the CPU placement share.
+inline int server_in_node(int unit_in_node, int servers_per_node) {
+  return unit_in_node % servers_per_node;
+}
+
 // Computes the layout; throws CollectiveError (on every rank) when a node
 // has no more than k ranks.
 ProgressLayout make_progress_layout(MPI_Comm comm, const std::vector<int>& node_of, int k);
