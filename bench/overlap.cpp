@@ -212,27 +212,27 @@ int main(int argc, char** argv) {
       std::printf("blocking 8 B get: %.2f us\n", small_latency);
       const std::filesystem::path dir = c.string("output.dir");
       std::filesystem::create_directories(dir);
-      const auto file = dir / "overlap.csv";
       const bool append = c.boolean("bench.csv_append");
       int all_ranks = 0;
       MPI_Comm_size(MPI_COMM_WORLD, &all_ranks);
-      {
-        const auto small_file = dir / "overlap_small.csv";
-        const bool fresh = !append || !std::filesystem::exists(small_file);
-        std::ofstream csv(small_file, fresh ? std::ios::trunc : std::ios::app);
-        if (fresh) csv << "variant,placement,units,ranks,blocking8_us\n";
-        csv << '"' << label << "\",\"" << placement << "\"," << world.size() << ',' << all_ranks << ','
-            << small_latency << '\n';
-      }
-      if (smb) {
+      // Appends (or starts, with its header) one of the two CSV files.
+      auto open_csv = [&](const char* name, const char* header) {
+        const auto file = dir / name;
         const bool fresh = !append || !std::filesystem::exists(file);
-        std::ofstream csv(file, fresh ? std::ios::trunc : std::ios::app);
-        if (fresh)
-          csv << "variant,placement,units,ranks,bytes,latency_us,work_us,iter_us,overhead_us,availability,"
-                 "blocking8_us\n";
+        std::ofstream out(file, fresh ? std::ios::trunc : std::ios::app);
+        if (fresh) out << header;
+        return out;
+      };
+      const std::string variant = '"' + label + "\",\"" + placement + "\"," + std::to_string(world.size()) +
+                                  ',' + std::to_string(all_ranks) + ',';
+      open_csv("overlap_small.csv", "variant,placement,units,ranks,blocking8_us\n")
+          << variant << small_latency << '\n';
+      if (smb) {
+        std::ofstream csv = open_csv("overlap.csv",
+                                     "variant,placement,units,ranks,bytes,latency_us,work_us,iter_us,"
+                                     "overhead_us,availability,blocking8_us\n");
         for (const auto& [size, p] : rows)
-          csv << '"' << label << "\",\"" << placement << "\"," << world.size() << ',' << all_ranks << ','
-              << size << ',' << p.base * 1e6 << ',' << p.work * 1e6 << ',' << p.iter * 1e6 << ','
+          csv << variant << size << ',' << p.base * 1e6 << ',' << p.work * 1e6 << ',' << p.iter * 1e6 << ','
               << p.overhead * 1e6 << ',' << p.availability << ',' << small_latency << '\n';
       }
     }
