@@ -1,7 +1,9 @@
 """poisson5pt results do not depend on the decomposition: red-black
 Gauss-Seidel (and SOR, Jacobi, float32) give bitwise the same solution,
 residual history and iteration count on 1 rank and on NP ranks, rows and 2D
-blocks (uneven sizes), every halo strategy, real and emulated nodes."""
+blocks (uneven sizes), every halo strategy, real and emulated nodes; and the
+split layout the red-black sweeps run on by default gives bitwise the
+solution of the row-major (natural) stride-2 sweeps."""
 import os
 import sys
 
@@ -52,8 +54,16 @@ def main():
                           ("jacobi", ["poisson5pt.solver.method=jacobi", "poisson5pt.solver.tolerance=1e-3"]),
                           ("gs32", ["poisson5pt.solver.precision=float32",
                                     "poisson5pt.solver.tolerance=1e-4"])):
-        refs[variant], _ = run(1, out, "ref_" + variant, sets)
+        refs[variant], s = run(1, out, "ref_" + variant, sets)
         check(refs[variant][2] > 10, "%s iterates" % variant)
+        layout = "natural" if variant == "jacobi" else "split"
+        check(s["results"]["layout"] == layout, "%s: sweeps on the %s layout" % (variant, layout))
+    # The layouts agree on 1 rank (and below, on NP ranks, rows and blocks).
+    for variant, sets in (("gs", []), ("sor", ["poisson5pt.solver.method=sor"]),
+                          ("gs32", ["poisson5pt.solver.precision=float32", "poisson5pt.solver.tolerance=1e-4"])):
+        r, s = run(1, out, "natural_" + variant, sets + ["poisson5pt.solver.layout=natural"])
+        check(s["results"]["layout"] == "natural", "natural_%s: layout recorded" % variant)
+        same(r, refs[variant], "natural_" + variant)
     checked = 0
     for decomposition in ("rows", "blocks"):
         dsets = ["poisson5pt.decomposition=" + decomposition]
@@ -77,6 +87,11 @@ def main():
                               ("gs32", ["poisson5pt.solver.precision=float32", "poisson5pt.solver.tolerance=1e-4"])):
             name = "%s_%s" % (variant, decomposition)
             r, _ = run(ranks, out, name, dsets + sets + ["runtime.node_size=1"])
+            same(r, refs[variant], name)
+            checked += 1
+        for variant, sets in (("gs", []), ("sor", ["poisson5pt.solver.method=sor"])):
+            name = "%s_%s_natural" % (variant, decomposition)
+            r, _ = run(ranks, out, name, dsets + sets + ["poisson5pt.solver.layout=natural"])
             same(r, refs[variant], name)
             checked += 1
     print("%d runs on %d ranks bitwise identical to 1 rank" % (checked, ranks))

@@ -53,6 +53,11 @@ struct Options {
   // paper's) or get the neighbours' boundary into the own ghosts.
   locus::Direction direction = locus::Direction::put;
   locus::Dims procs{1, 1, 1};  // the process grid (x, y, 1), already resolved
+  // Red-black methods: sweep a copy of the grid stored as each row's even
+  // and odd columns (contiguous vectors per colour) instead of the
+  // row-major field with stride-2 loops. Same updates in the same order:
+  // bitwise the same result. Jacobi always sweeps the row-major field.
+  bool split = true;
 };
 
 // The grid, its fields and the sweeps on one rank, in precision T.
@@ -77,6 +82,8 @@ class SolverBase {
   virtual void write(locus::H5Output& out, bool with_error) = 0;
   virtual const locus::CartDecomp& decomp() const = 0;
   virtual std::string halo_name() const = 0;
+  // "split" or "natural": the storage the sweeps actually run on.
+  virtual std::string layout() const = 0;
 };
 
 // precision: "float32" or "float64". Collective over the team.

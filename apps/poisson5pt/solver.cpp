@@ -2,6 +2,7 @@
 // so that the result does not depend on the decomposition: red-black
 // colours follow the global index, each colour's update reads only the
 // other colour, and residuals and errors are max norms (exact to reduce).
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -66,6 +67,50 @@ namespace {
 constexpr std::array<long, 3> kGhosts{1, 1, 0};
 constexpr int kRed = 0, kBlack = 1;
 
+// The colour-split kernels. A row's points of one colour are one contiguous
+// vector x (the row's columns of one parity), their left and right
+// neighbours the other parity's vector y at k+a and k+a+1 (a = -1 for even
+// columns, 0 for odd), their lower and upper neighbours the same parity's
+// vectors of the rows below and above at k. Every update is written as in
+// the row-major sweep, term for term, so the result is bitwise the same.
+// The pointers name disjoint half rows, hence __restrict.
+template <class T, bool Sor>
+inline T relaxed(T old, T g, T w) {
+  if constexpr (Sor)
+    return old + w * (g - old);
+  else
+    return g;
+}
+
+template <class T, bool Sor>
+void relax_split_row(T* __restrict x, const T* __restrict y, const T* __restrict dn, const T* __restrict up,
+                     const T* __restrict b, long k0, long k1, long a, T w) {
+  const T quarter = T(0.25);
+  for (long k = k0; k < k1; ++k) {
+    const T g = quarter * (((y[k + a] + y[k + a + 1]) + (dn[k] + up[k])) + b[k]);
+    x[k] = relaxed<T, Sor>(x[k], g, w);
+  }
+}
+
+// Red row j (x, y; rows j-1 and j+1: xs, xup) and black row j-1 (xs, ys;
+// rows j-2 and j: xss, x) in one loop: at each k the red point first (it
+// reads the old black point below), then the black point below it (it
+// reads that new red point). Both colours' points at k share the column
+// parity, hence one a.
+template <class T, bool Sor>
+void relax_split_pair(T* __restrict x, const T* __restrict y, T* __restrict xs, const T* __restrict ys,
+                      const T* __restrict xss, const T* __restrict xup, const T* __restrict b,
+                      const T* __restrict bs, long k0, long k1, long a, T w) {
+  const T quarter = T(0.25);
+  for (long k = k0; k < k1; ++k) {
+    const T g = quarter * (((y[k + a] + y[k + a + 1]) + (xs[k] + xup[k])) + b[k]);
+    const T red = relaxed<T, Sor>(x[k], g, w);
+    x[k] = red;
+    const T gs = quarter * (((ys[k + a] + ys[k + a + 1]) + (xss[k] + red)) + bs[k]);
+    xs[k] = relaxed<T, Sor>(xs[k], gs, w);
+  }
+}
+
 template <class T>
 class Solver final : public SolverBase {
  public:
@@ -92,11 +137,16 @@ class Solver final : public SolverBase {
     int size = 1;
     MPI_Comm_size(comm_, &size);
     exchanges_ = size > 1;
+    split_ = o.split && o.method != Method::jacobi;
+    // Half rows padded to 64 bytes: every half row starts aligned.
+    const long per_line = std::max<long>(1, 64 / static_cast<long>(sizeof(T)));
+    hp_ = ((sx_ + 1) / 2 + per_line - 1) / per_line * per_line;
+    rp_ = split_ ? 2 * hp_ : sx_;
   }
 
   void initialize() override {
     const std::size_t cells = static_cast<std::size_t>((ny_ + 2) * sx_);
-    rhs_.assign(cells, T(0));
+    rhs_.assign(static_cast<std::size_t>((ny_ + 2) * rp_), T(0));
     f_.assign(cells, 0.0);
     const double h2 = p_.h() * p_.h();
     for (locus::GridFieldT<T>* g : {&a_, b_field_.get()}) {
@@ -113,9 +163,15 @@ class Solver final : public SolverBase {
       for (long i = 1; i <= nx_; ++i) {
         const double f = p_.f(ox_ + i, oy_ + j);
         f_[idx(i, j)] = f;
-        rhs_[idx(i, j)] = static_cast<T>(h2 * f);
+        rhs_[cell(i, j)] = static_cast<T>(h2 * f);
       }
     u_ = &a_;
+    if (split_) {
+      w_.assign(rhs_.size(), T(0));
+      const T* u = a_.data();
+      for (long j = 0; j <= ny_ + 1; ++j)
+        for (long i = 0; i <= nx_ + 1; ++i) w_[cell(i, j)] = u[idx(i, j)];
+    }
     stale_ = true;
   }
 
@@ -131,36 +187,31 @@ class Solver final : public SolverBase {
   double residual() override {
     refresh();
     auto t = timers_.scope("residual");
-    const T* u = u_->data();
     const double r = 1.0 / (p_.h() * p_.h());
     double m = 0.0;
     for (long j = 1; j <= ny_; ++j)
       for (long i = 1; i <= nx_; ++i) {
-        const std::size_t k = idx(i, j);
-        const double lap = (double(u[k - 1]) + double(u[k + 1]) + double(u[k - sx_]) + double(u[k + sx_]) -
-                            4.0 * double(u[k])) *
+        const double lap = (double(value(i - 1, j)) + double(value(i + 1, j)) + double(value(i, j - 1)) +
+                            double(value(i, j + 1)) - 4.0 * double(value(i, j))) *
                            r;
-        m = std::max(m, std::fabs(f_[k] + lap));
+        m = std::max(m, std::fabs(f_[idx(i, j)] + lap));
       }
     return global(m, MPI_MAX);
   }
 
   double max_error() override {
-    const T* u = u_->data();
     double m = 0.0;
     for (long j = 1; j <= ny_; ++j)
-      for (long i = 1; i <= nx_; ++i)
-        m = std::max(m, std::fabs(double(u[idx(i, j)]) - p_.exact(ox_ + i, oy_ + j)));
+      for (long i = 1; i <= nx_; ++i) m = std::max(m, std::fabs(double(value(i, j)) - p_.exact(ox_ + i, oy_ + j)));
     return global(m, MPI_MAX);
   }
 
   std::array<double, 2> range() override {
-    const T* u = u_->data();
     double lo = std::numeric_limits<double>::infinity(), hi = -lo;
     for (long j = 1; j <= ny_; ++j)
       for (long i = 1; i <= nx_; ++i) {
-        lo = std::min(lo, double(u[idx(i, j)]));
-        hi = std::max(hi, double(u[idx(i, j)]));
+        lo = std::min(lo, double(value(i, j)));
+        hi = std::max(hi, double(value(i, j)));
       }
     return {global(lo, MPI_MIN), global(hi, MPI_MAX)};
   }
@@ -168,27 +219,41 @@ class Solver final : public SolverBase {
   double centre_value() override {
     const long ci = (p_.n + 1) / 2 - ox_, cj = (p_.n + 1) / 2 - oy_;
     double v = -std::numeric_limits<double>::infinity();
-    if (ci >= 1 && ci <= nx_ && cj >= 1 && cj <= ny_) v = double(u_->data()[idx(ci, cj)]);
+    if (ci >= 1 && ci <= nx_ && cj >= 1 && cj <= ny_) v = double(value(ci, cj));
     return global(v, MPI_MAX);
   }
 
   void write(locus::H5Output& out, bool with_error) override {
+    if (split_) {
+      // The field's interior from the split copy (only its faces and ghosts
+      // are kept current for the halo exchange).
+      T* u = a_.data();
+      for (long j = 1; j <= ny_; ++j)
+        for (long i = 1; i <= nx_; ++i) u[idx(i, j)] = w_[cell(i, j)];
+    }
     out.write_field("solution", *u_, decomp_, 2);
     if (!with_error) return;
     locus::GridFieldT<T> e(team_, decomp_, kGhosts);
-    const T* u = u_->data();
     T* d = e.data();
     for (long j = 1; j <= ny_; ++j)
-      for (long i = 1; i <= nx_; ++i)
-        d[idx(i, j)] = static_cast<T>(double(u[idx(i, j)]) - p_.exact(ox_ + i, oy_ + j));
+      for (long i = 1; i <= nx_; ++i) d[idx(i, j)] = static_cast<T>(double(value(i, j)) - p_.exact(ox_ + i, oy_ + j));
     out.write_field("error", e, decomp_, 2);
   }
 
   const locus::CartDecomp& decomp() const override { return decomp_; }
   std::string halo_name() const override { return halo_->name(); }
+  std::string layout() const override { return split_ ? "split" : "natural"; }
 
  private:
+  // Point (i, j) of the row-major field (ghosts at 0 and n+1).
   std::size_t idx(long i, long j) const { return static_cast<std::size_t>(j * sx_ + i); }
+  // Point (i, j) in the sweeps' storage (the split copy and h^2 f): row j
+  // holds the columns of even global index, then (at hp_) the odd ones.
+  std::size_t cell(long i, long j) const {
+    if (!split_) return idx(i, j);
+    return static_cast<std::size_t>(j * rp_ + ((ox_ + i) & 1) * hp_ + (i >> 1));
+  }
+  T value(long i, long j) const { return split_ ? w_[cell(i, j)] : u_->data()[idx(i, j)]; }
 
   double global(double v, MPI_Op op) {
     double out = 0.0;
@@ -199,7 +264,29 @@ class Solver final : public SolverBase {
   void exchange() {
     if (!exchanges_) return;
     auto t = timers_.scope("halo");
+    if (split_) copy_faces(true);
     halo_->exchange(*u_);
+    if (split_) copy_faces(false);
+  }
+  // The split copy's faces next to another rank into the field (out), or
+  // the field's ghosts there into the split copy (in).
+  void copy_faces(bool out) {
+    T* u = a_.data();
+    auto move = [&](long i, long j) {
+      if (out)
+        u[idx(i, j)] = w_[cell(i, j)];
+      else
+        w_[cell(i, j)] = u[idx(i, j)];
+    };
+    const long lo = out ? 1 : 0, hi = out ? 0 : 1;  // face or ghost layer
+    if (nb_[1][0])
+      for (long i = 1; i <= nx_; ++i) move(i, lo);
+    if (nb_[1][1])
+      for (long i = 1; i <= nx_; ++i) move(i, ny_ + hi);
+    if (nb_[0][0])
+      for (long j = 1; j <= ny_; ++j) move(lo, j);
+    if (nb_[0][1])
+      for (long j = 1; j <= ny_; ++j) move(nx_ + hi, j);
   }
   // Brings the ghosts up to date unless nothing changed since the last exchange.
   void refresh() {
@@ -229,11 +316,56 @@ class Solver final : public SolverBase {
     }
   }
 
+  // The split copy's points of `colour` in row j, columns i0..i1: their
+  // half (part 0: even global column, 1: odd) and k range, and the offset a
+  // of their left neighbour in the other half.
+  struct Span {
+    long k0, k1, a, part;
+  };
+  Span span(long j, long i0, long i1, int colour) const {
+    const long part = (oy_ + j + colour) & 1;
+    const long q = part ^ (ox_ & 1);  // parity of the local column
+    const long first = i0 + ((i0 & 1) != q ? 1 : 0), last = i1 - ((i1 & 1) != q ? 1 : 0);
+    return {first >> 1, first <= last ? (last >> 1) + 1 : first >> 1, q ? 0L : -1L, part};
+  }
+
+  template <bool Sor>
+  void relax_split(long j, long i0, long i1, int colour) {
+    const Span s = span(j, i0, i1, colour);
+    if (s.k0 >= s.k1) return;
+    T* row = w_.data() + j * rp_;
+    const long xo = s.part * hp_, yo = (1 - s.part) * hp_;
+    relax_split_row<T, Sor>(row + xo, row + yo, row - rp_ + xo, row + rp_ + xo, rhs_.data() + j * rp_ + xo,
+                            s.k0, s.k1, s.a, T(o_.omega));
+  }
+
+  // Red row j and black row j-1 in columns i0..i1 (the same half of both).
+  template <bool Sor>
+  void relax_split_rows(long j, long i0, long i1) {
+    const Span s = span(j, i0, i1, kRed);
+    if (s.k0 >= s.k1) return;
+    T* row = w_.data() + j * rp_;
+    T* below = row - rp_;
+    const T* b = rhs_.data() + j * rp_;
+    const long xo = s.part * hp_, yo = (1 - s.part) * hp_;
+    relax_split_pair<T, Sor>(row + xo, row + yo, below + xo, below + yo, below - rp_ + xo, row + rp_ + xo, b + xo,
+                             b - rp_ + xo, s.k0, s.k1, s.a, T(o_.omega));
+  }
+
+  template <bool Sor>
+  void relax_row(long j, long i0, long i1, int colour) {
+    if (split_)
+      relax_split<Sor>(j, i0, i1, colour);
+    else
+      relax<Sor>(j, i0, i1, colour);
+  }
+
   // One red-black iteration as one pass over the block: red row j, then
-  // black row j-1 (whose red neighbours are final by then). Black points
-  // next to another rank need that rank's new red values: they wait for the
-  // second exchange. Same updates, same order per colour, as two full
-  // sweeps, so the result is identical; the block is streamed once.
+  // black row j-1 (whose red neighbours are final by then); in the split
+  // layout both in one loop. Black points next to another rank need that
+  // rank's new red values: they wait for the second exchange. Same
+  // updates, same order per colour, as two full sweeps, so the result is
+  // identical; the block is streamed once.
   template <bool Sor>
   void red_black() {
     refresh();
@@ -243,21 +375,29 @@ class Solver final : public SolverBase {
     {
       auto t = timers_.scope("compute");
       for (long j = 1; j <= ny_; ++j) {
-        relax<Sor>(j, 1, nx_, kRed);
-        if (j >= 2 && !deferred_row(j - 1)) relax<Sor>(j - 1, c0, c1, kBlack);
+        const bool black_below = j >= 2 && !deferred_row(j - 1);
+        if (split_ && black_below && c0 <= c1) {
+          // The red points with no black partner in this pass first.
+          if (c0 > 1) relax_split<Sor>(j, 1, c0 - 1, kRed);
+          if (c1 < nx_) relax_split<Sor>(j, c1 + 1, nx_, kRed);
+          relax_split_rows<Sor>(j, c0, c1);
+          continue;
+        }
+        relax_row<Sor>(j, 1, nx_, kRed);
+        if (black_below) relax_row<Sor>(j - 1, c0, c1, kBlack);
       }
-      if (!deferred_row(ny_)) relax<Sor>(ny_, c0, c1, kBlack);
+      if (!deferred_row(ny_)) relax_row<Sor>(ny_, c0, c1, kBlack);
     }
     exchange();
     {
       auto t = timers_.scope("compute");
       for (long j = 1; j <= ny_; ++j) {
         if (deferred_row(j)) {
-          relax<Sor>(j, 1, nx_, kBlack);
+          relax_row<Sor>(j, 1, nx_, kBlack);
           continue;
         }
-        if (left) relax<Sor>(j, 1, 1, kBlack);
-        if (right && !(left && nx_ == 1)) relax<Sor>(j, nx_, nx_, kBlack);
+        if (left) relax_row<Sor>(j, 1, 1, kBlack);
+        if (right && !(left && nx_ == 1)) relax_row<Sor>(j, nx_, nx_, kBlack);
       }
     }
     stale_ = true;
@@ -294,12 +434,15 @@ class Solver final : public SolverBase {
   locus::GridFieldT<T> a_;
   std::unique_ptr<locus::GridFieldT<T>> b_field_;  // Jacobi's second field
   locus::GridFieldT<T>* u_ = nullptr;              // the current iterate
-  std::vector<T> rhs_;                             // h^2 f, in the solver's precision
+  std::vector<T> rhs_;                             // h^2 f, in the solver's precision, at cell()
+  std::vector<T> w_;                               // split layout: the iterate the sweeps update
   std::vector<double> f_;                          // f, for the residual
   long nx_ = 0, ny_ = 0, sx_ = 0, ox_ = 0, oy_ = 0;
   bool nb_[2][2] = {};
   bool exchanges_ = false;
   bool stale_ = true;
+  bool split_ = false;
+  long hp_ = 0, rp_ = 0;  // split layout: half-row and row pitch (rp_ = sx_ otherwise)
 };
 
 }  // namespace
