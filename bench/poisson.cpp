@@ -36,6 +36,8 @@ locus::AppInfo app_info() {
       .integer("bench.roofline_iterations", 10, 1, big, "timed iterations per roofline measurement")
       .integer("bench.cache_n", 256, 0, big,
                "grid whose blocks fit in cache: the sweep there gives its compute ceiling; 0: skip")
+      .integer("bench.prefetch", poisson5pt::Options().prefetch_bytes, 0, 1 << 20,
+               "roofline: the default sweep's prefetch distance in bytes (poisson5pt.solver.prefetch)")
       .real("bench.solve_tolerance", 1.0e-4, 0.0, 1.0,
             "small grid: also solve to this relative residual (the paper's runs to convergence); 0: skip")
       .integer("bench.repeats", 5, 1, 99, "measurements per strategy (interleaved); the median is reported")
@@ -243,15 +245,25 @@ int run(locus::Context& ctx) {
   }
 
   // Roofline: the sweep alone (compute timer) on a grid far beyond the
-  // caches, against the stream kernel on arrays of the block's size; the
-  // sweeps on the split layout (the solver's default) and on the row-major
-  // grid (natural, stride 2), interleaved with the stream kernel.
+  // caches, against the stream kernel on arrays of the block's size,
+  // interleaved: the solver's default sweep (split layout, AVX2 kernels
+  // when the CPU has them, software prefetch), the split layout without
+  // either, and the row-major stride-2 sweep (natural).
   const long rn = c.integer("bench.roofline_n");
   struct Sweep {
-    std::string layout;
+    std::string name;
+    bool split, vector_auto;
+    long prefetch;
     double gbs = 0, us = 0, cache_gbs = 0, fraction = -1, lower_fraction = -1;
+    void apply(poisson5pt::Options& opt) const {
+      opt.split = split;
+      opt.vector_auto = vector_auto;
+      opt.prefetch_bytes = prefetch;
+    }
   };
-  std::vector<Sweep> sweeps = {{"split"}, {"natural"}};
+  std::vector<Sweep> sweeps = {{"split", true, true, c.integer("bench.prefetch")},
+                               {"split-base", true, false, 0},
+                               {"natural", false, false, 0}};
   double stream_gbs = 0;
   const long cn = c.integer("bench.cache_n");
   if (rn > 0 && o.method != poisson5pt::Method::jacobi) {
@@ -266,7 +278,7 @@ int run(locus::Context& ctx) {
     std::vector<double> stream;
     for (long r = 0; r < repeats; ++r) {
       for (std::size_t v = 0; v < sweeps.size(); ++v) {
-        o.split = sweeps[v].layout == "split";
+        sweeps[v].apply(o);
         sweep[v].push_back(measure(ctx, p, o, precision, its).compute_us);
       }
       stream.push_back(precision == "float32" ? stream_us<float>(ctx.comm(), cells, its)
@@ -288,35 +300,41 @@ int run(locus::Context& ctx) {
       if (cn >= o.procs[0] && cn >= o.procs[1]) {
         poisson5pt::Problem pc = p;
         pc.n = cn;
-        o.split = w.layout == "split";
+        w.apply(o);
         const double cache_bytes = 3.0 * esize * double(cn) * double(cn) / double(ctx.size());
         // About 20 ms of sweeping per measurement at the large grid's speed.
         const long cits =
             std::max(10L, static_cast<long>(0.02e6 / std::max(1e-3, w.us * cache_bytes / bytes)));
         std::vector<double> in_cache;
-        for (long r = 0; r < repeats; ++r) in_cache.push_back(measure(ctx, pc, o, precision, cits).compute_us);
+        for (long r = 0; r < repeats; ++r)
+          in_cache.push_back(measure(ctx, pc, o, precision, cits).compute_us);
         w.cache_gbs = cache_bytes / locus::median(in_cache) * 1e-3;
         w.lower_fraction = w.gbs / std::min(stream_gbs, w.cache_gbs);
       }
     }
-    o.split = true;
+    sweeps[0].apply(o);
     if (ctx.rank() == 0) {
       std::printf(
           "\n# roofline: %ldx%ld grid, %s; traffic 3 x %g B per point per iteration (u read+write, b)\n", rn,
           rn, precision.c_str(), esize);
-      std::printf("%-28s %10.2f GB/s per rank (u = a u + b, same arrays' size)\n", "stream kernel", stream_gbs);
-      std::printf("%-9s %12s %10s %12s %16s %14s\n", "layout", "us/iteration", "sweep GB/s", "of stream",
+      std::printf("%-28s %10.2f GB/s per rank (u = a u + b, same arrays' size)\n", "stream kernel",
+                  stream_gbs);
+      std::printf("%-10s %12s %10s %12s %16s %14s\n", "sweep", "us/iteration", "sweep GB/s", "of stream",
                   "in-cache GB/s", "of min(both)");
       for (const Sweep& w : sweeps) {
-        std::printf("%-9s %12.1f %10.2f %11.1f%% ", w.layout.c_str(), w.us, w.gbs, 100.0 * w.fraction);
+        std::printf("%-10s %12.1f %10.2f %11.1f%% ", w.name.c_str(), w.us, w.gbs, 100.0 * w.fraction);
         if (w.lower_fraction >= 0)
           std::printf("%16.2f %13.1f%%\n", w.cache_gbs, 100.0 * w.lower_fraction);
         else
           std::printf("%16s %14s\n", "-", "-");
       }
-      std::printf("# split over natural: %.2fx; in-cache GB/s: the same sweep on %ldx%ld blocks (its compute\n"
-                  "# ceiling); of min(both): the fraction of the lower of the two ceilings\n",
-                  sweeps[1].us / sweeps[0].us, cn, cn);
+      poisson5pt::Options shown = o;
+      std::printf(
+          "# split: the solver's default (%s kernels, prefetch %ld B ahead); split-base: the split layout\n"
+          "# with the build's instruction set and no prefetch; natural: row-major, stride-2 loops.\n"
+          "# split over natural: %.2fx. in-cache GB/s: the same sweep on %ldx%ld blocks (its compute\n"
+          "# ceiling); of min(both): the fraction of the lower of the two ceilings\n",
+          poisson5pt::sweep_vector(shown).c_str(), sweeps[0].prefetch, sweeps[2].us / sweeps[0].us, cn, cn);
     }
   }
   if (ctx.rank() != 0) return 0;
@@ -332,14 +350,17 @@ int run(locus::Context& ctx) {
   if (fraction >= 0) {
     std::printf("  stream_gb_per_s_per_rank: %.2f\n", stream_gbs);
     for (const Sweep& w : sweeps) {
-      const char* l = w.layout.c_str();
-      std::printf("  sweep_%s_roofline_fraction: %.3f\n  sweep_%s_gb_per_s_per_rank: %.2f\n", l, w.fraction, l,
-                  w.gbs);
+      std::string name = w.name;
+      std::replace(name.begin(), name.end(), '-', '_');
+      const char* l = name.c_str();
+      std::printf("  sweep_%s_roofline_fraction: %.3f\n  sweep_%s_gb_per_s_per_rank: %.2f\n", l, w.fraction,
+                  l, w.gbs);
       if (w.lower_fraction >= 0)
-        std::printf("  sweep_%s_in_cache_gb_per_s_per_rank: %.2f\n  sweep_%s_fraction_of_lower_ceiling: %.3f\n",
-                    l, w.cache_gbs, l, w.lower_fraction);
+        std::printf(
+            "  sweep_%s_in_cache_gb_per_s_per_rank: %.2f\n  sweep_%s_fraction_of_lower_ceiling: %.3f\n", l,
+            w.cache_gbs, l, w.lower_fraction);
     }
-    std::printf("  sweep_split_speedup_over_natural: %.2f\n", sweeps[1].us / sweeps[0].us);
+    std::printf("  sweep_split_speedup_over_natural: %.2f\n", sweeps[2].us / sweeps[0].us);
   }
   // The halo goal is the paper's figure (about 35% over MPI on its 64x64
   // grid), on one node: locality can only help there; across nodes locus

@@ -64,6 +64,31 @@ def main():
         r, s = run(1, out, "natural_" + variant, sets + ["poisson5pt.solver.layout=natural"])
         check(s["results"]["layout"] == "natural", "natural_%s: layout recorded" % variant)
         same(r, refs[variant], "natural_" + variant)
+    # The split kernels' vector loop with prefetch blocks (two cache lines
+    # per stream) runs on rows of 32 or more points of a colour: a wider grid
+    # and a fixed number of iterations, every kernel variant on 1 rank and the
+    # default one on NP ranks (rows and blocks) bitwise the same as the
+    # natural sweep on 1 rank.
+    wide = ["poisson5pt.grid.n=150", "poisson5pt.solver.tolerance=0", "poisson5pt.solver.max_iterations=30"]
+    kernels = {"natural": ["poisson5pt.solver.layout=natural"],
+               "split_base": ["poisson5pt.solver.vector=baseline", "poisson5pt.solver.prefetch=0"],
+               "split": [],
+               "split_far": ["poisson5pt.solver.prefetch=64"]}
+    for variant, sets in (("gs", []), ("sor", ["poisson5pt.solver.method=sor"]),
+                          ("gs32", ["poisson5pt.solver.precision=float32"])):
+        base = None
+        for kernel, ksets in kernels.items():
+            runs = [(1, [])]
+            if kernel == "split":
+                runs += [(ranks, []), (ranks, ["poisson5pt.decomposition=blocks", "poisson5pt.procs=" + blocks])]
+            for r_, dsets in runs:
+                name = "wide_%s_%s_np%d_%s" % (variant, kernel, r_, "blocks" if dsets else "rows")
+                r, s = run(r_, out, name, wide + sets + ksets + dsets)
+                check(s["results"]["iterations"] == 30, "%s: 30 iterations" % name)
+                if base is None:
+                    base = r
+                    continue
+                same(r, base, name)
     checked = 0
     for decomposition in ("rows", "blocks"):
         dsets = ["poisson5pt.decomposition=" + decomposition]

@@ -41,6 +41,12 @@ locus::AppInfo app_info() {
               "red-black methods: split sweeps a copy stored as each row's even and odd columns "
               "(contiguous per colour); natural sweeps the row-major grid with stride-2 loops (the "
               "baseline); bitwise the same result. Jacobi always uses natural")
+      .choice("poisson5pt.solver.vector", "auto", {"auto", "baseline"},
+              "split layout: auto runs the AVX2 kernels when the CPU has AVX2; baseline the build's "
+              "instruction set (bitwise the same result)")
+      .integer("poisson5pt.solver.prefetch", 2048, 0, 1 << 20,
+               "split layout: prefetch the sweep's memory streams this many bytes ahead; 0: off "
+               "(hardware prefetch only)")
       .real("poisson5pt.solver.tolerance", 1.0e-8, 0.0, HUGE_VAL,
             "stop when max|f + Laplace(u)| / (its initial value) falls below this (0: run max_iterations)")
       .integer("poisson5pt.solver.max_iterations", 1000000, 1, big,
@@ -140,6 +146,8 @@ Settings read_settings(const Context& ctx) {
   s.omega_auto = std::isnan(omega);
   s.options.omega = s.omega_auto ? optimal_omega(p.h()) : omega;
   s.options.split = c.string("poisson5pt.solver.layout") == "split";
+  s.options.vector_auto = c.string("poisson5pt.solver.vector") == "auto";
+  s.options.prefetch_bytes = c.integer("poisson5pt.solver.prefetch");
   s.options.halo = c.string("comm.halo");
   s.options.direction = c.string("comm.direction") == "get" ? locus::Direction::get : locus::Direction::put;
   s.precision = c.string("poisson5pt.solver.precision");
@@ -285,7 +293,12 @@ int run(Context& ctx) {
   if (s.options.method == Method::sor) results["omega"] = number(s.options.omega);
   results["precision"] = s.precision;
   // The storage the sweeps ran on (Jacobi: always natural).
-  results["layout"] = s.options.split && s.options.method != Method::jacobi ? "split" : "natural";
+  const std::string vector = sweep_vector(s.options);
+  results["layout"] = vector == "none" ? "natural" : "split";
+  if (vector != "none") {
+    results["vector"] = vector;
+    results["prefetch_bytes"] = s.options.prefetch_bytes;
+  }
   results["decomposition"] = s.decomposition;
   const auto& pg = s.options.procs;
   results["process_grid"] = locus::yaml_flow_list(std::vector<int>{pg[0], pg[1]});

@@ -58,6 +58,11 @@ struct Options {
   // row-major field with stride-2 loops. Same updates in the same order:
   // bitwise the same result. Jacobi always sweeps the row-major field.
   bool split = true;
+  // Split layout: use the AVX2 kernels when the CPU has AVX2 (else the
+  // build's instruction set), and prefetch the sweep's memory streams this
+  // many bytes ahead (0: leave it to the hardware).
+  bool vector_auto = true;
+  long prefetch_bytes = 2048;
 };
 
 // The grid, its fields and the sweeps on one rank, in precision T.
@@ -85,6 +90,11 @@ class SolverBase {
   // "split" or "natural": the storage the sweeps actually run on.
   virtual std::string layout() const = 0;
 };
+
+// The instruction set the split sweeps of these options run on: "avx2"
+// (asked for auto, and the CPU has it) or "baseline" (the build's); "none"
+// when the sweeps do not use the split layout.
+std::string sweep_vector(const Options& o);
 
 // precision: "float32" or "float64". Collective over the team.
 std::unique_ptr<SolverBase> make_solver(const std::string& precision, locus::Team& team, const Problem& p,

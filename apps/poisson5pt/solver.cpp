@@ -72,10 +72,12 @@ constexpr int kRed = 0, kBlack = 1;
 // neighbours the other parity's vector y at k+a and k+a+1 (a = -1 for even
 // columns, 0 for odd), their lower and upper neighbours the same parity's
 // vectors of the rows below and above at k. Every update is written as in
-// the row-major sweep, term for term, so the result is bitwise the same.
-// The pointers name disjoint half rows, hence __restrict.
+// the row-major sweep, term for term (no fused multiply-add: the build is
+// ISO C++, which leaves contraction off), so the result is bitwise the
+// same whatever the vector width. The pointers name disjoint half rows,
+// hence __restrict.
 template <class T, bool Sor>
-inline T relaxed(T old, T g, T w) {
+[[gnu::always_inline]] inline T relaxed(T old, T g, T w) {
   if constexpr (Sor)
     return old + w * (g - old);
   else
@@ -83,8 +85,9 @@ inline T relaxed(T old, T g, T w) {
 }
 
 template <class T, bool Sor>
-void relax_split_row(T* __restrict x, const T* __restrict y, const T* __restrict dn, const T* __restrict up,
-                     const T* __restrict b, long k0, long k1, long a, T w) {
+[[gnu::always_inline]] inline void split_row_body(T* __restrict x, const T* __restrict y,
+                                                  const T* __restrict dn, const T* __restrict up,
+                                                  const T* __restrict b, long k0, long k1, long a, T w) {
   const T quarter = T(0.25);
   for (long k = k0; k < k1; ++k) {
     const T g = quarter * (((y[k + a] + y[k + a + 1]) + (dn[k] + up[k])) + b[k]);
@@ -96,20 +99,72 @@ void relax_split_row(T* __restrict x, const T* __restrict y, const T* __restrict
 // rows j-2 and j: xss, x) in one loop: at each k the red point first (it
 // reads the old black point below), then the black point below it (it
 // reads that new red point). Both colours' points at k share the column
-// parity, hence one a.
+// parity, hence one a. With ahead > 0, every cache line of the four
+// streams that come from memory (x, xup, b, bs) is prefetched `ahead`
+// elements early: the hardware prefetcher alone leaves the loads waiting
+// (the sweep then costs its compute time plus its memory time).
 template <class T, bool Sor>
-void relax_split_pair(T* __restrict x, const T* __restrict y, T* __restrict xs, const T* __restrict ys,
-                      const T* __restrict xss, const T* __restrict xup, const T* __restrict b,
-                      const T* __restrict bs, long k0, long k1, long a, T w) {
+[[gnu::always_inline]] inline void split_pair_body(T* __restrict x, const T* __restrict y, T* __restrict xs,
+                                                   const T* __restrict ys, const T* __restrict xss,
+                                                   const T* __restrict xup, const T* __restrict b,
+                                                   const T* __restrict bs, long k0, long k1, long a, T w,
+                                                   long ahead) {
   const T quarter = T(0.25);
-  for (long k = k0; k < k1; ++k) {
+  auto point = [&](long k) {
     const T g = quarter * (((y[k + a] + y[k + a + 1]) + (xs[k] + xup[k])) + b[k]);
     const T red = relaxed<T, Sor>(x[k], g, w);
     x[k] = red;
     const T gs = quarter * (((ys[k + a] + ys[k + a + 1]) + (xss[k] + red)) + bs[k]);
     xs[k] = relaxed<T, Sor>(xs[k], gs, w);
+  };
+  long k = k0;
+  if (ahead > 0) {
+    // Blocks of two cache lines per stream (measured best of 1, 2, 4, 8):
+    // the prefetches, then the block's points in a loop of fixed length,
+    // which vectorises whole.
+    constexpr long line = 64 / static_cast<long>(sizeof(T)), block = 2 * line;
+    for (; k + block <= k1; k += block) {
+      // Prefetches never fault: the ones past the row's end are harmless.
+      for (long l = 0; l < block; l += line) {
+        __builtin_prefetch(x + k + ahead + l, 1);
+        __builtin_prefetch(xup + k + ahead + l, 0);
+        __builtin_prefetch(b + k + ahead + l, 0);
+        __builtin_prefetch(bs + k + ahead + l, 0);
+      }
+      for (long m = 0; m < block; ++m) point(k + m);
+    }
   }
+  for (; k < k1; ++k) point(k);
 }
+
+template <class T>
+using SplitRowFn = void (*)(T*, const T*, const T*, const T*, const T*, long, long, long, T);
+template <class T>
+using SplitPairFn = void (*)(T*, const T*, T*, const T*, const T*, const T*, const T*, const T*, long, long,
+                             long, T, long);
+
+// The kernels compiled for the build's instruction set and for AVX2; the
+// solver picks one pair at run time.
+#define POISSON5PT_SPLIT_KERNELS(SUFFIX, ATTR)                                                            \
+  template <class T, bool Sor>                                                                            \
+  ATTR void split_row_##SUFFIX(T* __restrict x, const T* __restrict y, const T* __restrict dn,            \
+                               const T* __restrict up, const T* __restrict b, long k0, long k1, long a,   \
+                               T w) {                                                                     \
+    split_row_body<T, Sor>(x, y, dn, up, b, k0, k1, a, w);                                                \
+  }                                                                                                       \
+  template <class T, bool Sor>                                                                            \
+  ATTR void split_pair_##SUFFIX(T* __restrict x, const T* __restrict y, T* __restrict xs,                 \
+                                const T* __restrict ys, const T* __restrict xss, const T* __restrict xup, \
+                                const T* __restrict b, const T* __restrict bs, long k0, long k1, long a,  \
+                                T w, long ahead) {                                                        \
+    split_pair_body<T, Sor>(x, y, xs, ys, xss, xup, b, bs, k0, k1, a, w, ahead);                          \
+  }
+POISSON5PT_SPLIT_KERNELS(baseline, )
+#if defined(__x86_64__) && defined(__GNUC__)
+POISSON5PT_SPLIT_KERNELS(avx2, __attribute__((target("avx2"))))
+#define POISSON5PT_HAVE_AVX2 1
+#endif
+#undef POISSON5PT_SPLIT_KERNELS
 
 template <class T>
 class Solver final : public SolverBase {
@@ -138,15 +193,24 @@ class Solver final : public SolverBase {
     MPI_Comm_size(comm_, &size);
     exchanges_ = size > 1;
     split_ = o.split && o.method != Method::jacobi;
-    // Half rows padded to 64 bytes: every half row starts aligned.
+    // Half rows padded to whole 64-byte lines: all half rows share one
+    // alignment.
     const long per_line = std::max<long>(1, 64 / static_cast<long>(sizeof(T)));
     hp_ = ((sx_ + 1) / 2 + per_line - 1) / per_line * per_line;
-    rp_ = split_ ? 2 * hp_ : sx_;
+    rs_ = split_ ? 2 * hp_ : sx_;
+    po_ = hp_;
+    ahead_ = o.prefetch_bytes / static_cast<long>(sizeof(T));
+#ifdef POISSON5PT_HAVE_AVX2
+    if (sweep_vector(o) == "avx2") {
+      row_ = {split_row_avx2<T, false>, split_row_avx2<T, true>};
+      pair_ = {split_pair_avx2<T, false>, split_pair_avx2<T, true>};
+    }
+#endif
   }
 
   void initialize() override {
     const std::size_t cells = static_cast<std::size_t>((ny_ + 2) * sx_);
-    rhs_.assign(static_cast<std::size_t>((ny_ + 2) * rp_), T(0));
+    rhs_.assign(static_cast<std::size_t>((ny_ + 2) * rs_), T(0));
     f_.assign(cells, 0.0);
     const double h2 = p_.h() * p_.h();
     for (locus::GridFieldT<T>* g : {&a_, b_field_.get()}) {
@@ -202,7 +266,8 @@ class Solver final : public SolverBase {
   double max_error() override {
     double m = 0.0;
     for (long j = 1; j <= ny_; ++j)
-      for (long i = 1; i <= nx_; ++i) m = std::max(m, std::fabs(double(value(i, j)) - p_.exact(ox_ + i, oy_ + j)));
+      for (long i = 1; i <= nx_; ++i)
+        m = std::max(m, std::fabs(double(value(i, j)) - p_.exact(ox_ + i, oy_ + j)));
     return global(m, MPI_MAX);
   }
 
@@ -236,24 +301,35 @@ class Solver final : public SolverBase {
     locus::GridFieldT<T> e(team_, decomp_, kGhosts);
     T* d = e.data();
     for (long j = 1; j <= ny_; ++j)
-      for (long i = 1; i <= nx_; ++i) d[idx(i, j)] = static_cast<T>(double(value(i, j)) - p_.exact(ox_ + i, oy_ + j));
+      for (long i = 1; i <= nx_; ++i)
+        d[idx(i, j)] = static_cast<T>(double(value(i, j)) - p_.exact(ox_ + i, oy_ + j));
     out.write_field("error", e, decomp_, 2);
   }
 
-  const locus::CartDecomp& decomp() const override { return decomp_; }
-  std::string halo_name() const override { return halo_->name(); }
-  std::string layout() const override { return split_ ? "split" : "natural"; }
+  const locus::CartDecomp& decomp() const override {
+    return decomp_;
+  }
+  std::string halo_name() const override {
+    return halo_->name();
+  }
+  std::string layout() const override {
+    return split_ ? "split" : "natural";
+  }
 
  private:
   // Point (i, j) of the row-major field (ghosts at 0 and n+1).
-  std::size_t idx(long i, long j) const { return static_cast<std::size_t>(j * sx_ + i); }
+  std::size_t idx(long i, long j) const {
+    return static_cast<std::size_t>(j * sx_ + i);
+  }
   // Point (i, j) in the sweeps' storage (the split copy and h^2 f): row j
   // holds the columns of even global index, then (at hp_) the odd ones.
   std::size_t cell(long i, long j) const {
     if (!split_) return idx(i, j);
-    return static_cast<std::size_t>(j * rp_ + ((ox_ + i) & 1) * hp_ + (i >> 1));
+    return static_cast<std::size_t>(j * rs_ + ((ox_ + i) & 1) * po_ + (i >> 1));
   }
-  T value(long i, long j) const { return split_ ? w_[cell(i, j)] : u_->data()[idx(i, j)]; }
+  T value(long i, long j) const {
+    return split_ ? w_[cell(i, j)] : u_->data()[idx(i, j)];
+  }
 
   double global(double v, MPI_Op op) {
     double out = 0.0;
@@ -333,10 +409,10 @@ class Solver final : public SolverBase {
   void relax_split(long j, long i0, long i1, int colour) {
     const Span s = span(j, i0, i1, colour);
     if (s.k0 >= s.k1) return;
-    T* row = w_.data() + j * rp_;
-    const long xo = s.part * hp_, yo = (1 - s.part) * hp_;
-    relax_split_row<T, Sor>(row + xo, row + yo, row - rp_ + xo, row + rp_ + xo, rhs_.data() + j * rp_ + xo,
-                            s.k0, s.k1, s.a, T(o_.omega));
+    T* row = w_.data() + j * rs_;
+    const long xo = s.part * po_, yo = (1 - s.part) * po_;
+    row_[Sor](row + xo, row + yo, row - rs_ + xo, row + rs_ + xo, rhs_.data() + j * rs_ + xo, s.k0, s.k1, s.a,
+              T(o_.omega));
   }
 
   // Red row j and black row j-1 in columns i0..i1 (the same half of both).
@@ -344,12 +420,12 @@ class Solver final : public SolverBase {
   void relax_split_rows(long j, long i0, long i1) {
     const Span s = span(j, i0, i1, kRed);
     if (s.k0 >= s.k1) return;
-    T* row = w_.data() + j * rp_;
-    T* below = row - rp_;
-    const T* b = rhs_.data() + j * rp_;
-    const long xo = s.part * hp_, yo = (1 - s.part) * hp_;
-    relax_split_pair<T, Sor>(row + xo, row + yo, below + xo, below + yo, below - rp_ + xo, row + rp_ + xo, b + xo,
-                             b - rp_ + xo, s.k0, s.k1, s.a, T(o_.omega));
+    T* row = w_.data() + j * rs_;
+    T* below = row - rs_;
+    const T* b = rhs_.data() + j * rs_;
+    const long xo = s.part * po_, yo = (1 - s.part) * po_;
+    pair_[Sor](row + xo, row + yo, below + xo, below + yo, below - rs_ + xo, row + rs_ + xo, b + xo,
+               b - rs_ + xo, s.k0, s.k1, s.a, T(o_.omega), ahead_);
   }
 
   template <bool Sor>
@@ -442,10 +518,23 @@ class Solver final : public SolverBase {
   bool exchanges_ = false;
   bool stale_ = true;
   bool split_ = false;
-  long hp_ = 0, rp_ = 0;  // split layout: half-row and row pitch (rp_ = sx_ otherwise)
+  long hp_ = 0;     // split layout: half-row pitch
+  long rs_ = 0;     // sweeps' storage: from row j to row j+1 (sx_ when natural)
+  long po_ = 0;     // split layout: from a row's even-column half to its odd one
+  long ahead_ = 0;  // split layout: prefetch distance in elements (0: none)
+  std::array<SplitRowFn<T>, 2> row_{split_row_baseline<T, false>, split_row_baseline<T, true>};
+  std::array<SplitPairFn<T>, 2> pair_{split_pair_baseline<T, false>, split_pair_baseline<T, true>};
 };
 
 }  // namespace
+
+std::string sweep_vector(const Options& o) {
+  if (!o.split || o.method == Method::jacobi) return "none";
+#ifdef POISSON5PT_HAVE_AVX2
+  if (o.vector_auto && __builtin_cpu_supports("avx2")) return "avx2";
+#endif
+  return "baseline";
+}
 
 std::unique_ptr<SolverBase> make_solver(const std::string& precision, locus::Team& team, const Problem& p,
                                         const Options& o, locus::Timers& timers) {
