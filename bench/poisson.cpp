@@ -264,6 +264,7 @@ int run(locus::Context& ctx) {
   std::vector<Sweep> sweeps = {{"split", true, true, c.integer("bench.prefetch")},
                                {"split-base", true, false, 0},
                                {"natural", false, false, 0}};
+  const Sweep &solver_default = sweeps.front(), &natural = sweeps.back();
   double stream_gbs = 0;
   const long cn = c.integer("bench.cache_n");
   if (rn > 0 && o.method != poisson5pt::Method::jacobi) {
@@ -312,7 +313,7 @@ int run(locus::Context& ctx) {
         w.lower_fraction = w.gbs / std::min(stream_gbs, w.cache_gbs);
       }
     }
-    sweeps[0].apply(o);
+    solver_default.apply(o);
     if (ctx.rank() == 0) {
       std::printf(
           "\n# roofline: %ldx%ld grid, %s; traffic 3 x %g B per point per iteration (u read+write, b)\n", rn,
@@ -328,13 +329,13 @@ int run(locus::Context& ctx) {
         else
           std::printf("%16s %14s\n", "-", "-");
       }
-      poisson5pt::Options shown = o;
       std::printf(
           "# split: the solver's default (%s kernels, prefetch %ld B ahead); split-base: the split layout\n"
           "# with the build's instruction set and no prefetch; natural: row-major, stride-2 loops.\n"
           "# split over natural: %.2fx. in-cache GB/s: the same sweep on %ldx%ld blocks (its compute\n"
           "# ceiling); of min(both): the fraction of the lower of the two ceilings\n",
-          poisson5pt::sweep_vector(shown).c_str(), sweeps[0].prefetch, sweeps[2].us / sweeps[0].us, cn, cn);
+          poisson5pt::sweep_vector(o).c_str(), solver_default.prefetch, natural.us / solver_default.us, cn,
+          cn);
     }
   }
   if (ctx.rank() != 0) return 0;
@@ -346,7 +347,7 @@ int run(locus::Context& ctx) {
   for (const auto& [n, g] : halo_gain) std::printf("  halo_locus_speedup_over_rma_n%ld: %.2f\n", n, g);
   const long small = c.integer("bench.small_n");
   if (solve_gain > 0) std::printf("  solve_locus_speedup_over_rma_n%ld: %.2f\n", small, solve_gain);
-  const double fraction = sweeps[0].fraction;
+  const double fraction = solver_default.fraction;
   if (fraction >= 0) {
     std::printf("  stream_gb_per_s_per_rank: %.2f\n", stream_gbs);
     for (const Sweep& w : sweeps) {
@@ -360,7 +361,7 @@ int run(locus::Context& ctx) {
             "  sweep_%s_in_cache_gb_per_s_per_rank: %.2f\n  sweep_%s_fraction_of_lower_ceiling: %.3f\n", l,
             w.cache_gbs, l, w.lower_fraction);
     }
-    std::printf("  sweep_split_speedup_over_natural: %.2f\n", sweeps[2].us / sweeps[0].us);
+    std::printf("  sweep_split_speedup_over_natural: %.2f\n", natural.us / solver_default.us);
   }
   // The halo goal is the paper's figure (about 35% over MPI on its 64x64
   // grid), on one node: locality can only help there; across nodes locus

@@ -44,7 +44,7 @@ locus::AppInfo app_info() {
       .choice("poisson5pt.solver.vector", "auto", {"auto", "baseline"},
               "split layout: auto runs the AVX2 kernels when the CPU has AVX2; baseline the build's "
               "instruction set (bitwise the same result)")
-      .integer("poisson5pt.solver.prefetch", 2048, 0, 1 << 20,
+      .integer("poisson5pt.solver.prefetch", Options().prefetch_bytes, 0, 1 << 20,
                "split layout: prefetch the sweep's memory streams this many bytes ahead; 0: off "
                "(hardware prefetch only)")
       .real("poisson5pt.solver.tolerance", 1.0e-8, 0.0, HUGE_VAL,
@@ -293,10 +293,9 @@ int run(Context& ctx) {
   if (s.options.method == Method::sor) results["omega"] = number(s.options.omega);
   results["precision"] = s.precision;
   // The storage the sweeps ran on (Jacobi: always natural).
-  const std::string vector = sweep_vector(s.options);
-  results["layout"] = vector == "none" ? "natural" : "split";
-  if (vector != "none") {
-    results["vector"] = vector;
+  results["layout"] = sweeps_split(s.options) ? "split" : "natural";
+  if (sweeps_split(s.options)) {
+    results["vector"] = sweep_vector(s.options);
     results["prefetch_bytes"] = s.options.prefetch_bytes;
   }
   results["decomposition"] = s.decomposition;

@@ -87,9 +87,11 @@ class SolverBase {
   virtual void write(locus::H5Output& out, bool with_error) = 0;
   virtual const locus::CartDecomp& decomp() const = 0;
   virtual std::string halo_name() const = 0;
-  // "split" or "natural": the storage the sweeps actually run on.
-  virtual std::string layout() const = 0;
 };
+
+// True when the sweeps of these options run on the split layout (asked
+// for, and a red-black method: Jacobi always sweeps the row-major field).
+bool sweeps_split(const Options& o);
 
 // The instruction set the split sweeps of these options run on: "avx2"
 // (asked for auto, and the CPU has it) or "baseline" (the build's); "none"

@@ -192,13 +192,12 @@ class Solver final : public SolverBase {
     int size = 1;
     MPI_Comm_size(comm_, &size);
     exchanges_ = size > 1;
-    split_ = o.split && o.method != Method::jacobi;
+    split_ = sweeps_split(o);
     // Half rows padded to whole 64-byte lines: all half rows share one
     // alignment.
     const long per_line = std::max<long>(1, 64 / static_cast<long>(sizeof(T)));
     hp_ = ((sx_ + 1) / 2 + per_line - 1) / per_line * per_line;
     rs_ = split_ ? 2 * hp_ : sx_;
-    po_ = hp_;
     ahead_ = o.prefetch_bytes / static_cast<long>(sizeof(T));
 #ifdef POISSON5PT_HAVE_AVX2
     if (sweep_vector(o) == "avx2") {
@@ -271,9 +270,9 @@ class Solver final : public SolverBase {
     for (long j = 1; j <= ny_; ++j)
       for (int colour : {kRed, kBlack}) {
         const Span s = span(j, 1, nx_, colour);
-        const std::size_t o = static_cast<std::size_t>(j * rs_ + s.part * po_);
+        const std::size_t o = static_cast<std::size_t>(j * rs_ + s.part * hp_);
         const T* x = w_.data() + o;
-        const T* y = w_.data() + j * rs_ + (1 - s.part) * po_;
+        const T* y = w_.data() + j * rs_ + (1 - s.part) * hp_;
         const double* f = f_.data() + o;
         for (long k = s.k0; k < s.k1; ++k)
           m = std::max(m, std::fabs(f[k] + lap(y[k + s.a], y[k + s.a + 1], x[k - rs_], x[k + rs_], x[k])));
@@ -330,9 +329,6 @@ class Solver final : public SolverBase {
   std::string halo_name() const override {
     return halo_->name();
   }
-  std::string layout() const override {
-    return split_ ? "split" : "natural";
-  }
 
  private:
   // Point (i, j) of the row-major field (ghosts at 0 and n+1).
@@ -343,7 +339,7 @@ class Solver final : public SolverBase {
   // holds the columns of even global index, then (at hp_) the odd ones.
   std::size_t cell(long i, long j) const {
     if (!split_) return idx(i, j);
-    return static_cast<std::size_t>(j * rs_ + ((ox_ + i) & 1) * po_ + (i >> 1));
+    return static_cast<std::size_t>(j * rs_ + ((ox_ + i) & 1) * hp_ + (i >> 1));
   }
   T value(long i, long j) const {
     return split_ ? w_[cell(i, j)] : u_->data()[idx(i, j)];
@@ -428,7 +424,7 @@ class Solver final : public SolverBase {
     const Span s = span(j, i0, i1, colour);
     if (s.k0 >= s.k1) return;
     T* row = w_.data() + j * rs_;
-    const long xo = s.part * po_, yo = (1 - s.part) * po_;
+    const long xo = s.part * hp_, yo = (1 - s.part) * hp_;
     row_[Sor](row + xo, row + yo, row - rs_ + xo, row + rs_ + xo, rhs_.data() + j * rs_ + xo, s.k0, s.k1, s.a,
               T(o_.omega));
   }
@@ -441,7 +437,7 @@ class Solver final : public SolverBase {
     T* row = w_.data() + j * rs_;
     T* below = row - rs_;
     const T* b = rhs_.data() + j * rs_;
-    const long xo = s.part * po_, yo = (1 - s.part) * po_;
+    const long xo = s.part * hp_, yo = (1 - s.part) * hp_;
     pair_[Sor](row + xo, row + yo, below + xo, below + yo, below - rs_ + xo, row + rs_ + xo, b + xo,
                b - rs_ + xo, s.k0, s.k1, s.a, T(o_.omega), ahead_);
   }
@@ -538,7 +534,6 @@ class Solver final : public SolverBase {
   bool split_ = false;
   long hp_ = 0;     // split layout: half-row pitch
   long rs_ = 0;     // sweeps' storage: from row j to row j+1 (sx_ when natural)
-  long po_ = 0;     // split layout: from a row's even-column half to its odd one
   long ahead_ = 0;  // split layout: prefetch distance in elements (0: none)
   std::array<SplitRowFn<T>, 2> row_{split_row_baseline<T, false>, split_row_baseline<T, true>};
   std::array<SplitPairFn<T>, 2> pair_{split_pair_baseline<T, false>, split_pair_baseline<T, true>};
@@ -546,8 +541,12 @@ class Solver final : public SolverBase {
 
 }  // namespace
 
+bool sweeps_split(const Options& o) {
+  return o.split && o.method != Method::jacobi;
+}
+
 std::string sweep_vector(const Options& o) {
-  if (!o.split || o.method == Method::jacobi) return "none";
+  if (!sweeps_split(o)) return "none";
 #ifdef POISSON5PT_HAVE_AVX2
   if (o.vector_auto && __builtin_cpu_supports("avx2")) return "avx2";
 #endif
