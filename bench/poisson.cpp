@@ -34,6 +34,8 @@ locus::AppInfo app_info() {
       .integer("bench.large_iterations", 50, 1, big, "timed iterations per measurement on the large grid")
       .integer("bench.roofline_n", 4096, 0, big, "grid for the roofline (well beyond the caches); 0: skip")
       .integer("bench.roofline_iterations", 10, 1, big, "timed iterations per roofline measurement")
+      .integer("bench.roofline_repeats", 7, 1, 99,
+               "roofline: measurements per sweep and stream kernel (interleaved); medians reported")
       .integer("bench.cache_n", 256, 0, big,
                "grid whose blocks fit in cache: the sweep there gives its compute ceiling; 0: skip")
       .integer("bench.prefetch", poisson5pt::Options().prefetch_bytes, 0, 1 << 20,
@@ -107,23 +109,88 @@ std::pair<double, long> solve_ms(const locus::Context& ctx, const poisson5pt::Pr
 }
 
 // The stream kernel with the sweep's traffic: u read and written in place,
-// b read, `cells` elements each. Microseconds per pass (slowest rank, all
-// ranks at once, as in the solver).
+// b read. The compiler's plain loop is STREAM's kind of kernel, but on this
+// kind of host its hardware prefetching alone can leave half the bandwidth
+// unused, so the roofline is the best of it and of the same loop in blocks
+// of two cache lines with every line of both arrays software-prefetched
+// `ahead` elements early (the sweep's own technique), built for AVX2 when
+// the CPU has it.
 template <class T>
-double stream_us(MPI_Comm comm, std::size_t cells, long passes) {
+[[gnu::always_inline]] inline void stream_pass_body(T* __restrict u, const T* __restrict b, std::size_t n,
+                                                    T a, std::size_t ahead) {
+  std::size_t i = 0;
+  if (ahead > 0) {
+    constexpr std::size_t line = 64 / sizeof(T), block = 2 * line;
+    for (; i + block <= n; i += block) {
+      for (std::size_t l = 0; l < block; l += line) {
+        __builtin_prefetch(u + i + ahead + l, 1);
+        __builtin_prefetch(b + i + ahead + l, 0);
+      }
+      for (std::size_t m = 0; m < block; ++m) u[i + m] = a * u[i + m] + b[i + m];
+    }
+  }
+  for (; i < n; ++i) u[i] = a * u[i] + b[i];
+}
+
+template <class T>
+void stream_pass_build(T* __restrict u, const T* __restrict b, std::size_t n, T a, std::size_t ahead) {
+  stream_pass_body(u, b, n, a, ahead);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define BENCH_POISSON_HAVE_AVX2 1
+template <class T>
+__attribute__((target("avx2"))) void stream_pass_avx2(T* __restrict u, const T* __restrict b, std::size_t n,
+                                                      T a, std::size_t ahead) {
+  stream_pass_body(u, b, n, a, ahead);
+}
+#endif
+
+bool cpu_has_avx2() {
+#ifdef BENCH_POISSON_HAVE_AVX2
+  return __builtin_cpu_supports("avx2");
+#else
+  return false;
+#endif
+}
+
+struct StreamKernel {
+  std::string name;
+  long prefetch_bytes;  // 0: the compiler's plain loop, build's instruction set
+  std::vector<double> us;
+  double gbs = 0;
+};
+
+// The stream kernels measured: the plain loop and the prefetched one at
+// half, one and two times the sweep's prefetch distance (at least 1 KiB).
+std::vector<StreamKernel> stream_kernels(long sweep_prefetch) {
+  std::vector<StreamKernel> k{{"plain", 0, {}}};
+  const long d = std::max(1024L, sweep_prefetch);
+  const bool avx2 = cpu_has_avx2();
+  for (long bytes : {d / 2, d, 2 * d})
+    k.push_back({std::string(avx2 ? "avx2" : "build") + "+prefetch " + std::to_string(bytes), bytes, {}});
+  return k;
+}
+
+// Microseconds per pass of one stream kernel over `cells` elements (slowest
+// rank, all ranks at once, as in the solver).
+template <class T>
+double stream_us(MPI_Comm comm, std::size_t cells, long passes, long prefetch_bytes) {
   std::vector<T> u(cells, T(1)), b(cells, T(0.5));
   const T a = T(0.5);
-  for (int w = 0; w < 2; ++w)
-    for (std::size_t i = 0; i < cells; ++i) u[i] = a * u[i] + b[i];
+  const std::size_t ahead = static_cast<std::size_t>(prefetch_bytes) / sizeof(T);
+  auto pass = stream_pass_build<T>;
+#ifdef BENCH_POISSON_HAVE_AVX2
+  if (ahead > 0 && cpu_has_avx2()) pass = stream_pass_avx2<T>;
+#endif
+  for (int w = 0; w < 2; ++w) pass(u.data(), b.data(), cells, a, ahead);
   locus::barrier_yielding(comm);
   const double t0 = MPI_Wtime();
   for (long r = 0; r < passes; ++r) {
-    T* __restrict pu = u.data();
-    const T* __restrict pb = b.data();
-    for (std::size_t i = 0; i < cells; ++i) pu[i] = a * pu[i] + pb[i];
+    pass(u.data(), b.data(), cells, a, ahead);
     // One full pass per pass: keeps the compiler from interchanging the
     // loops (which would run the passes on cache-sized chunks).
-    asm volatile("" : : "r"(pu) : "memory");
+    asm volatile("" : : "r"(u.data()) : "memory");
   }
   const double t = (MPI_Wtime() - t0) / static_cast<double>(passes) * 1e6;
   // Keep the result alive.
@@ -254,7 +321,7 @@ int run(locus::Context& ctx) {
     std::string name;
     bool split, vector_auto;
     long prefetch;
-    double gbs = 0, us = 0, cache_gbs = 0, fraction = -1, lower_fraction = -1;
+    double gbs = 0, us = 0, cache_gbs = 0, fraction = -1, plain_fraction = -1, lower_fraction = -1;
     void apply(poisson5pt::Options& opt) const {
       opt.split = split;
       opt.vector_auto = vector_auto;
@@ -266,6 +333,8 @@ int run(locus::Context& ctx) {
                                {"natural", false, false, 0}};
   const Sweep &solver_default = sweeps.front(), &natural = sweeps.back();
   double stream_gbs = 0;
+  std::string best_stream;
+  std::vector<StreamKernel> streams = stream_kernels(c.integer("bench.prefetch"));
   const long cn = c.integer("bench.cache_n");
   if (rn > 0 && o.method != poisson5pt::Method::jacobi) {
     poisson5pt::Problem p;
@@ -275,27 +344,47 @@ int run(locus::Context& ctx) {
     const long its = c.integer("bench.roofline_iterations");
     const long ny = rn / o.procs[1] + 1, nx = rn / o.procs[0] + 1;
     const std::size_t cells = static_cast<std::size_t>((ny + 2) * (nx + 2));
+    // Each repeat measures the stream kernels, then the sweeps, so that a
+    // sweep and the kernels it is compared with run seconds apart (the
+    // host's bandwidth drifts over minutes).
     std::vector<std::vector<double>> sweep(sweeps.size());
-    std::vector<double> stream;
-    for (long r = 0; r < repeats; ++r) {
+    const long roofline_repeats = c.integer("bench.roofline_repeats");
+    for (long r = 0; r < roofline_repeats; ++r) {
+      for (auto& k : streams)
+        k.us.push_back(precision == "float32" ? stream_us<float>(ctx.comm(), cells, its, k.prefetch_bytes)
+                                              : stream_us<double>(ctx.comm(), cells, its, k.prefetch_bytes));
       for (std::size_t v = 0; v < sweeps.size(); ++v) {
         sweeps[v].apply(o);
         sweep[v].push_back(measure(ctx, p, o, precision, its).compute_us);
       }
-      stream.push_back(precision == "float32" ? stream_us<float>(ctx.comm(), cells, its)
-                                              : stream_us<double>(ctx.comm(), cells, its));
     }
-    const double stream_t = locus::median(stream);
     const double esize = precision == "float32" ? 4.0 : 8.0;
     // Per iteration the sweep must read u and b and write u once: 3 words
-    // per point, the same traffic as one stream pass over the block.
+    // per point, the same traffic as one stream pass over the block. The
+    // roofline is the stream kernel with the best median.
     const double bytes = 3.0 * esize * double(rn) * double(rn) / double(ctx.size());
-    stream_gbs = 3.0 * esize * double(cells) / stream_t * 1e-3;
+    const double stream_bytes = 3.0 * esize * double(cells);
+    const StreamKernel* best = nullptr;
+    for (auto& k : streams) {
+      k.gbs = stream_bytes / locus::median(k.us) * 1e-3;
+      if (!best || k.gbs > best->gbs) best = &k;
+    }
+    stream_gbs = best->gbs;
+    best_stream = best->name;
+    // A sweep's fraction of a stream kernel: the median over the repeats of
+    // the ratio of their bandwidths in the same repeat.
+    auto paired_fraction = [&](const std::vector<double>& sweep_us, const StreamKernel& k) {
+      std::vector<double> ratio;
+      for (std::size_t r = 0; r < sweep_us.size(); ++r)
+        ratio.push_back((bytes / sweep_us[r]) / (stream_bytes / k.us[r]));
+      return locus::median(ratio);
+    };
     for (std::size_t v = 0; v < sweeps.size(); ++v) {
       Sweep& w = sweeps[v];
       w.us = locus::median(sweep[v]);
       w.gbs = bytes / w.us * 1e-3;
-      w.fraction = w.gbs / stream_gbs;
+      w.fraction = paired_fraction(sweep[v], *best);
+      w.plain_fraction = paired_fraction(sweep[v], streams.front());
       // The other ceiling: the same sweep on blocks that stay in cache (no
       // memory traffic to wait for), in the same traffic units.
       if (cn >= o.procs[0] && cn >= o.procs[1]) {
@@ -310,7 +399,7 @@ int run(locus::Context& ctx) {
         for (long r = 0; r < repeats; ++r)
           in_cache.push_back(measure(ctx, pc, o, precision, cits).compute_us);
         w.cache_gbs = cache_bytes / locus::median(in_cache) * 1e-3;
-        w.lower_fraction = w.gbs / std::min(stream_gbs, w.cache_gbs);
+        w.lower_fraction = w.cache_gbs < stream_gbs ? w.gbs / w.cache_gbs : w.fraction;
       }
     }
     solver_default.apply(o);
@@ -318,24 +407,29 @@ int run(locus::Context& ctx) {
       std::printf(
           "\n# roofline: %ldx%ld grid, %s; traffic 3 x %g B per point per iteration (u read+write, b)\n", rn,
           rn, precision.c_str(), esize);
-      std::printf("%-28s %10.2f GB/s per rank (u = a u + b, same arrays' size)\n", "stream kernel",
-                  stream_gbs);
-      std::printf("%-10s %12s %10s %12s %16s %14s\n", "sweep", "us/iteration", "sweep GB/s", "of stream",
-                  "in-cache GB/s", "of min(both)");
+      std::printf("stream kernels (u = a u + b on arrays of the block's size), GB/s per rank:\n");
+      for (const auto& k : streams)
+        std::printf("  %-26s %10.2f%s\n", k.name.c_str(), k.gbs,
+                    k.name == best_stream ? "  <- roofline" : "");
+      std::printf("%-10s %12s %10s %12s %10s %14s %13s\n", "sweep", "us/iteration", "sweep GB/s",
+                  "of roofline", "of plain", "in-cache GB/s", "of min(both)");
       for (const Sweep& w : sweeps) {
-        std::printf("%-10s %12.1f %10.2f %11.1f%% ", w.name.c_str(), w.us, w.gbs, 100.0 * w.fraction);
+        std::printf("%-10s %12.1f %10.2f %11.1f%% %9.1f%% ", w.name.c_str(), w.us, w.gbs, 100.0 * w.fraction,
+                    100.0 * w.plain_fraction);
         if (w.lower_fraction >= 0)
-          std::printf("%16.2f %13.1f%%\n", w.cache_gbs, 100.0 * w.lower_fraction);
+          std::printf("%14.2f %12.1f%%\n", w.cache_gbs, 100.0 * w.lower_fraction);
         else
-          std::printf("%16s %14s\n", "-", "-");
+          std::printf("%14s %13s\n", "-", "-");
       }
       std::printf(
           "# split: the solver's default (%s kernels, prefetch %ld B ahead); split-base: the split layout\n"
           "# with the build's instruction set and no prefetch; natural: row-major, stride-2 loops.\n"
-          "# split over natural: %.2fx. in-cache GB/s: the same sweep on %ldx%ld blocks (its compute\n"
-          "# ceiling); of min(both): the fraction of the lower of the two ceilings\n",
-          poisson5pt::sweep_vector(o).c_str(), solver_default.prefetch, natural.us / solver_default.us, cn,
-          cn);
+          "# split over natural: %.2fx. of roofline / of plain: median over %ld repeats of the sweep's\n"
+          "# bandwidth over the roofline kernel's / the plain (STREAM-like) loop's in the same repeat.\n"
+          "# in-cache GB/s: the same sweep on %ldx%ld blocks (its compute ceiling); of min(both): the\n"
+          "# fraction of the lower of the roofline and that ceiling\n",
+          poisson5pt::sweep_vector(o).c_str(), solver_default.prefetch, natural.us / solver_default.us,
+          roofline_repeats, cn, cn);
     }
   }
   if (ctx.rank() != 0) return 0;
@@ -349,13 +443,20 @@ int run(locus::Context& ctx) {
   if (solve_gain > 0) std::printf("  solve_locus_speedup_over_rma_n%ld: %.2f\n", small, solve_gain);
   const double fraction = solver_default.fraction;
   if (fraction >= 0) {
-    std::printf("  stream_gb_per_s_per_rank: %.2f\n", stream_gbs);
+    std::printf("  stream_gb_per_s_per_rank: %.2f\n  stream_roofline_kernel: %s\n", stream_gbs,
+                best_stream.c_str());
+    for (const auto& k : streams)
+      std::printf("  stream_%s_gb_per_s_per_rank: %.2f\n",
+                  k.prefetch_bytes ? ("prefetch_" + std::to_string(k.prefetch_bytes)).c_str() : "plain",
+                  k.gbs);
     for (const Sweep& w : sweeps) {
       std::string name = w.name;
       std::replace(name.begin(), name.end(), '-', '_');
       const char* l = name.c_str();
-      std::printf("  sweep_%s_roofline_fraction: %.3f\n  sweep_%s_gb_per_s_per_rank: %.2f\n", l, w.fraction,
-                  l, w.gbs);
+      std::printf(
+          "  sweep_%s_roofline_fraction: %.3f\n  sweep_%s_plain_stream_fraction: %.3f\n"
+          "  sweep_%s_gb_per_s_per_rank: %.2f\n",
+          l, w.fraction, l, w.plain_fraction, l, w.gbs);
       if (w.lower_fraction >= 0)
         std::printf(
             "  sweep_%s_in_cache_gb_per_s_per_rank: %.2f\n  sweep_%s_fraction_of_lower_ceiling: %.3f\n", l,
