@@ -49,18 +49,6 @@ std::size_t round_up(std::size_t n, std::size_t to) {
   return (n + to - 1) / to * to;
 }
 
-// A dense (packed) layout of the same shape.
-Layout packed(const Layout& l) {
-  Layout p = l;
-  p.stride = l.block;
-  p.row_stride = l.block * l.count;
-  return p;
-}
-
-bool contiguous(const Layout& l) {
-  return l.count == 1 && l.rows == 1;
-}
-
 // Futexes on the shared bootstrap memory (not FUTEX_PRIVATE: the waiter
 // and the waker are different processes).
 void futex_wait(std::atomic<std::uint32_t>* word, std::uint32_t expected, long timeout_us) {
@@ -277,6 +265,7 @@ bool ProgressEngine::submit(CommandKind kind, void* origin, const Layout& local,
   c.slot = slot;
   push(c);
   HandleAccess::slot(h) = static_cast<std::int32_t>(slot);
+  HandleAccess::set_state(h, HandleAccess::State::offload);
   if (staged) {
     HandleAccess::staged(h) = off;
     HandleAccess::staged_bytes(h) = bytes;
@@ -295,6 +284,7 @@ void ProgressEngine::release(Handle& h) {
   free_slots_.push_back(slot);
   if (HandleAccess::staged_bytes(h) > 0) --staged_live_;
   HandleAccess::slot(h) = -1;
+  HandleAccess::set_state(h, HandleAccess::State::spent);
   HandleAccess::staged_bytes(h) = 0;
   HandleAccess::unpack(h) = nullptr;
 }
@@ -421,53 +411,27 @@ void ProgressEngine::execute(int node_app, const Command& c, std::vector<Pending
                   std::string(what) + ": origin buffer outside segment " + std::to_string(c.origin_segment));
     origin = o->second.peer[static_cast<std::size_t>(me)] + c.origin_offset;
   }
+  // The same executor as the units' direct and shared paths.
+  Endpoint e;
   if (c.same_node) {
-    char* t = s.peer[static_cast<std::size_t>(c.target)];
-    if (!t)
+    e.shared = s.peer[static_cast<std::size_t>(c.target)];
+    if (!e.shared)
       return fail(a, c.slot, std::string(what) + ": unit " + std::to_string(c.target) + " is not on my node");
-    t += c.target_offset;
-    if (c.kind == CommandKind::get) {
-      std::atomic_thread_fence(std::memory_order_acquire);
-      copy_strided(origin, c.local, t, c.remote, c.esize);
-    } else {
-      copy_strided(t, c.remote, origin, c.local, c.esize);
-    }
+    e.shared += c.target_offset;
+  } else {
+    e.win = s.rma;
+    e.rank = c.target;
+    e.disp = s.disp[static_cast<std::size_t>(c.target)] + static_cast<MPI_Aint>(c.target_offset);
+  }
+  const bool get = c.kind == CommandKind::get;
+  const Started st = start_transfer(get, origin, c.local, e, c.remote, c.esize);
+  if (st.rc != MPI_SUCCESS)
+    return fail(a, c.slot, std::string(get ? "MPI_Rget" : "MPI_Rput") + ": " + mpi_error_text(st.rc));
+  if (st.complete()) {
     a->state[c.slot].store(slot_done, std::memory_order_release);
     return;
   }
-  const MPI_Aint disp = s.disp[static_cast<std::size_t>(c.target)] + static_cast<MPI_Aint>(c.target_offset);
-  const bool get = c.kind == CommandKind::get;
-  int rc = MPI_SUCCESS;
-  MPI_Request req = MPI_REQUEST_NULL;
-  constexpr std::size_t chunk = std::size_t(1) << 30;
-  if (contiguous(c.local) && contiguous(c.remote) && c.local.block * c.esize > chunk) {
-    // Beyond an int count: pieces without requests, completed by the flush.
-    const std::size_t bytes = c.local.block * c.esize;
-    for (std::size_t done = 0; done < bytes && rc == MPI_SUCCESS; done += chunk) {
-      const int n = static_cast<int>(std::min(chunk, bytes - done));
-      const MPI_Aint d = disp + static_cast<MPI_Aint>(done);
-      rc = get ? MPI_Get(origin + done, n, MPI_BYTE, c.target, d, n, MPI_BYTE, win_)
-               : MPI_Put(origin + done, n, MPI_BYTE, c.target, d, n, MPI_BYTE, win_);
-    }
-  } else {
-    // Request-based, so the server tests instead of blocking in a flush:
-    // on an over-subscribed node the target (whose MPI must progress our
-    // transfer) then gets the core when the server yields.
-    int n = 1;
-    MPI_Datatype lt, rt;
-    if (contiguous(c.local) && contiguous(c.remote)) {
-      n = static_cast<int>(c.local.block * c.esize);
-      lt = rt = MPI_BYTE;
-    } else {
-      lt = layout_type(c.local, c.esize);
-      rt = layout_type(c.remote, c.esize);
-    }
-    rc = get ? MPI_Rget(origin, n, lt, c.target, disp, n, rt, win_, &req)
-             : MPI_Rput(origin, n, lt, c.target, disp, n, rt, win_, &req);
-  }
-  if (rc != MPI_SUCCESS)
-    return fail(a, c.slot, std::string(get ? "MPI_Rget" : "MPI_Rput") + ": " + mpi_error_text(rc));
-  pending.push_back(Pending{a, c.slot, c.target, req, !get || req == MPI_REQUEST_NULL});
+  pending.push_back(Pending{a, c.slot, e.win, c.target, st.req, st.flush});
 }
 
 std::size_t ProgressEngine::drain(int node_app, std::vector<Pending>& pending) {
@@ -485,7 +449,7 @@ std::size_t ProgressEngine::drain(int node_app, std::vector<Pending>& pending) {
 
 bool ProgressEngine::progress(std::vector<Pending>& pending, bool force) {
   bool any = false;
-  std::set<int> targets;  // of puts (and request-less pieces) awaiting a flush
+  std::set<std::pair<MPI_Win, int>> targets;  // of puts (and request-less pieces) awaiting a flush
   for (auto it = pending.begin(); it != pending.end();) {
     if (it->req != MPI_REQUEST_NULL) {
       int flag = 0;
@@ -501,24 +465,24 @@ bool ProgressEngine::progress(std::vector<Pending>& pending, bool force) {
         continue;
       }
       any = true;
-      if (!it->put) {  // a get's request completes when the data is here
+      if (!it->flush) {  // a get's request completes when the data is here
         it->unit->state[it->slot].store(slot_done, std::memory_order_release);
         it = pending.erase(it);
         continue;
       }
     }
-    targets.insert(it->target);
+    targets.insert({it->win, it->target});
     ++it;
   }
   if (targets.empty() || !force) return any;
-  std::map<int, int> result;
-  for (int t : targets) result[t] = MPI_Win_flush(t, win_);
+  std::map<std::pair<MPI_Win, int>, int> result;
+  for (const auto& t : targets) result[t] = MPI_Win_flush(t.second, t.first);
   for (auto it = pending.begin(); it != pending.end();) {
     if (it->req != MPI_REQUEST_NULL) {
       ++it;
       continue;
     }
-    const int rc = result[it->target];
+    const int rc = result[{it->win, it->target}];
     if (rc == MPI_SUCCESS) {
       it->unit->state[it->slot].store(slot_done, std::memory_order_release);
     } else {
@@ -590,12 +554,20 @@ void ProgressEngine::server_alloc(int segment) {
     MPI_Win_shared_query(s.shm, static_cast<int>(i), &size, &unit, &p);
     s.peer[static_cast<std::size_t>(node_units_[i])] = static_cast<char*>(p);
   }
+  if (Runtime::current().settings().window == WindowKind::segment) {
+    s.own = create_segment_window(nullptr, 0, layout_.full_comm);
+    MPI_Win_set_errhandler(s.own, MPI_ERRORS_RETURN);
+    s.rma = s.own;
+  } else {
+    s.rma = win_;
+  }
   segs_[segment] = std::move(s);
 }
 
 void ProgressEngine::server_free(int segment) {
   auto it = segs_.find(segment);
   if (it == segs_.end()) return;
+  if (it->second.own != MPI_WIN_NULL) free_segment_window(it->second.own);
   MPI_Win_unlock_all(it->second.shm);
   MPI_Win_free(&it->second.shm);
   segs_.erase(it);

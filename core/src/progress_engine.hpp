@@ -13,6 +13,7 @@
 
 #include "locus/progress.hpp"
 #include "locus/rma.hpp"
+#include "transfer.hpp"
 
 namespace locus {
 namespace detail {
@@ -73,16 +74,27 @@ struct Claim {
 }  // namespace detail
 // Private access to Handle for the engines.
 struct HandleAccess {
-  static Handle make(MPI_Request req, MPI_Win win, int target, bool put) {
+  using State = Handle::State;
+  // A direct-path operation in flight: a request and/or a flush of (target, win).
+  static Handle make(MPI_Request req, MPI_Win win, int target, bool flush) {
     Handle h;
+    h.state_ = State::mpi;
     h.req_ = req;
     h.win_ = win;
     h.target_ = target;
-    h.put_ = put;
+    h.flush_ = flush;
     return h;
   }
+  // An operation that completed when it was issued.
+  static Handle ready() {
+    Handle h;
+    h.state_ = State::ready;
+    return h;
+  }
+  static State state(const Handle& h) { return h.state_; }
+  static void set_state(Handle& h, State s) { h.state_ = s; }
   static MPI_Request& req(Handle& h) { return h.req_; }
-  static bool put(const Handle& h) { return h.put_; }
+  static bool flush(const Handle& h) { return h.flush_; }
   static MPI_Win win(const Handle& h) { return h.win_; }
   static int target(const Handle& h) { return h.target_; }
   static std::int32_t& slot(Handle& h) { return h.slot_; }
@@ -136,8 +148,10 @@ class ProgressEngine {
  private:
   struct ServerSegment {
     MPI_Win shm = MPI_WIN_NULL;
-    std::vector<char*> peer;  // app unit -> address if on my node
-    std::vector<MPI_Aint> disp;
+    MPI_Win own = MPI_WIN_NULL;  // the segment's own window (comm.window: segment)
+    MPI_Win rma = MPI_WIN_NULL;  // own, or the dynamic window
+    std::vector<char*> peer;     // app unit -> address if on my node
+    std::vector<MPI_Aint> disp;  // app unit -> displacement in rma
     std::vector<std::size_t> bytes;
   };
   // A transfer the server started: gets complete with their request,
@@ -145,9 +159,10 @@ class ProgressEngine {
   struct Pending {
     UnitArea* unit;
     std::uint32_t slot;
+    MPI_Win win;
     int target;
     MPI_Request req;  // MPI_REQUEST_NULL: waits for a flush
-    bool put;         // needs a flush once its request is done
+    bool flush;       // needs a flush once its request is done
   };
 
   UnitArea* unit_area(int node_app) const { return units_[static_cast<std::size_t>(node_app)]; }
@@ -195,11 +210,6 @@ class ProgressEngine {
   std::uint64_t seen_seq_ = 0;
   std::map<int, ServerSegment> segs_;  // world-team segment id -> table
 };
-
-// Strided copy shared by the direct path and the servers.
-void copy_strided(char* dst, const Layout& dl, const char* src, const Layout& sl, std::size_t esize);
-// The cached MPI datatype of a layout.
-MPI_Datatype layout_type(const Layout& l, std::size_t esize);
 
 }  // namespace detail
 }  // namespace locus

@@ -2,14 +2,18 @@
 
 #include <atomic>
 #include <climits>
+#include <cstdio>
 #include <cstring>
+#include <exception>
 #include <map>
+#include <mutex>
 #include <set>
 #include <tuple>
 
 #include "locus/wait.hpp"
 #include "progress_engine.hpp"
 #include "progress_thread.hpp"
+#include "transfer.hpp"
 
 namespace locus {
 
@@ -23,51 +27,189 @@ bool Layout::operator<(const Layout& o) const {
          std::tie(o.block, o.count, o.stride, o.rows, o.row_stride);
 }
 
-namespace {
+// ------------------------------------------------------------ executors
 
-// MPI datatypes for strided layouts, built once per (layout, element size).
-std::map<std::pair<Layout, std::size_t>, MPI_Datatype>& type_cache() {
-  static std::map<std::pair<Layout, std::size_t>, MPI_Datatype> cache;
+namespace detail {
+
+namespace {
+using TypeKey = std::tuple<Layout, std::size_t, MPI_Datatype>;
+struct TypeCache {
+  std::mutex m;
+  std::map<TypeKey, MPI_Datatype> types;
+};
+TypeCache& type_cache() {
+  static TypeCache cache;
   return cache;
 }
-
 }  // namespace
 
-MPI_Datatype detail::layout_type(const Layout& l, std::size_t esize) {
-  auto key = std::make_pair(l, esize);
-  auto& cache = type_cache();
-  auto it = cache.find(key);
-  if (it != cache.end()) return it->second;
+MPI_Datatype layout_type(const Layout& l, std::size_t esize, MPI_Datatype base) {
+  TypeCache& cache = type_cache();
+  std::lock_guard<std::mutex> lock(cache.m);
+  const TypeKey key{l, esize, base};
+  if (auto it = cache.types.find(key); it != cache.types.end()) return it->second;
   MPI_Datatype block, row, all;
-  MPI_Type_contiguous(static_cast<int>(l.block * esize), MPI_BYTE, &block);
+  const std::size_t per = base == MPI_BYTE ? esize : 1;  // base elements per element
+  MPI_Type_contiguous(static_cast<int>(l.block * per), base, &block);
   MPI_Type_create_hvector(static_cast<int>(l.count), 1, static_cast<MPI_Aint>(l.stride * esize), block, &row);
   MPI_Type_create_hvector(static_cast<int>(l.rows), 1, static_cast<MPI_Aint>(l.row_stride * esize), row,
                           &all);
   MPI_Type_commit(&all);
   MPI_Type_free(&block);
   MPI_Type_free(&row);
-  cache[key] = all;
+  cache.types[key] = all;
   return all;
+}
+
+Layout packed(const Layout& l) {
+  Layout p = l;
+  p.stride = l.block;
+  p.row_stride = l.block * l.count;
+  return p;
+}
+
+bool contiguous(const Layout& l) {
+  return (l.count == 1 || l.stride == l.block) && (l.rows == 1 || l.row_stride == l.block * l.count);
+}
+
+void copy_strided(char* dst, const Layout& dl, const char* src, const Layout& sl, std::size_t esize) {
+  if (contiguous(dl) && contiguous(sl)) {
+    std::memcpy(dst, src, dl.elements() * esize);
+    return;
+  }
+  const std::size_t len = dl.block * esize;
+  for (std::size_t r = 0; r < dl.rows; ++r)
+    for (std::size_t c = 0; c < dl.count; ++c)
+      std::memcpy(dst + (r * dl.row_stride + c * dl.stride) * esize,
+                  src + (r * sl.row_stride + c * sl.stride) * esize, len);
+}
+
+Started start_transfer(bool get, char* origin, const Layout& local, const Endpoint& e, const Layout& remote,
+                       std::size_t esize) {
+  Started s;
+  if (e.shared) {
+    if (get) {
+      std::atomic_thread_fence(std::memory_order_acquire);
+      copy_strided(origin, local, e.shared, remote, esize);
+    } else {
+      copy_strided(e.shared, remote, origin, local, esize);
+      std::atomic_thread_fence(std::memory_order_release);
+    }
+    return s;
+  }
+  const bool dense = contiguous(local) && contiguous(remote);
+  const std::size_t bytes = local.elements() * esize;
+  if (dense && bytes > kChunk) {
+    // Beyond an int count: pieces without requests, completed by a flush.
+    for (std::size_t done = 0; done < bytes && s.rc == MPI_SUCCESS; done += kChunk) {
+      const int n = static_cast<int>(std::min(kChunk, bytes - done));
+      const MPI_Aint d = e.disp + static_cast<MPI_Aint>(done);
+      s.rc = get ? MPI_Get(origin + done, n, MPI_BYTE, e.rank, d, n, MPI_BYTE, e.win)
+                 : MPI_Put(origin + done, n, MPI_BYTE, e.rank, d, n, MPI_BYTE, e.win);
+    }
+    s.flush = true;
+    return s;
+  }
+  if (!dense) {
+    // Derived datatypes without a request, completed by a flush: MPICH
+    // 4.0 (ch4:ucx) completes an MPI_Rget with a derived target datatype
+    // on an MPI_Win_create window before the data has arrived (measured).
+    const MPI_Datatype lt = layout_type(local, esize), rt = layout_type(remote, esize);
+    s.rc = get ? MPI_Get(origin, 1, lt, e.rank, e.disp, 1, rt, e.win)
+               : MPI_Put(origin, 1, lt, e.rank, e.disp, 1, rt, e.win);
+    s.flush = true;
+    return s;
+  }
+  // Request-based, so that waits can yield instead of blocking in a flush.
+  const int n = static_cast<int>(bytes);
+  s.rc = get ? MPI_Rget(origin, n, MPI_BYTE, e.rank, e.disp, n, MPI_BYTE, e.win, &s.req)
+             : MPI_Rput(origin, n, MPI_BYTE, e.rank, e.disp, n, MPI_BYTE, e.win, &s.req);
+  s.flush = !get;
+  return s;
+}
+
+}  // namespace detail
+
+// ------------------------------------------------------------ handles
+
+Handle::Handle(Handle&& o) noexcept {
+  *this = std::move(o);
+}
+
+Handle& Handle::operator=(Handle&& o) noexcept {
+  if (this == &o) return *this;
+  abandon_or_complete();
+  state_ = o.state_;
+  flush_ = o.flush_;
+  req_ = o.req_;
+  win_ = o.win_;
+  target_ = o.target_;
+  slot_ = o.slot_;
+  reg_ = o.reg_;
+  esize_ = o.esize_;
+  staged_ = o.staged_;
+  staged_bytes_ = o.staged_bytes_;
+  unpack_ = o.unpack_;
+  unpack_layout_ = o.unpack_layout_;
+  o.state_ = State::moved;
+  o.req_ = MPI_REQUEST_NULL;
+  o.slot_ = o.reg_ = -1;
+  o.unpack_ = nullptr;
+  return *this;
+}
+
+Handle::~Handle() {
+  abandon_or_complete();
+}
+
+void Handle::abandon_or_complete() noexcept {
+  if (!live()) return;
+  if (std::uncaught_exceptions() > 0 || !Runtime::exists()) {
+    state_ = State::spent;  // the job is ending: leave the operation to it
+    return;
+  }
+  try {
+    wait(*this);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "locus: an operation completed by a destroyed handle failed: %s\n", e.what());
+    state_ = State::spent;
+  }
 }
 
 namespace {
 
-// Same node and locality on (and not forced through MPI).
-bool shared_path(const detail::Target& t, Route r) {
-  return r == Route::automatic && Runtime::current().settings().locality &&
-         t.seg->peer[static_cast<std::size_t>(t.unit)] != nullptr;
+using detail::Endpoint;
+using detail::Started;
+using detail::Target;
+
+enum class Path { shared, direct, offload };
+
+bool same_node(const Target& t) {
+  return t.seg->peer[static_cast<std::size_t>(t.unit)] != nullptr;
 }
 
-char* shared_ptr(const detail::Target& t) {
-  return t.seg->peer[static_cast<std::size_t>(t.unit)] + t.offset;
+// The one route decision of a get/put.
+Path choose(const Target& t, Route r, std::size_t bytes, bool async) {
+  if (r != Route::automatic) return Path::direct;
+  if (async) {
+    const detail::ProgressEngine* e = detail::progress_engine();
+    if (e && t.team->served() && bytes >= e->settings().threshold) return Path::offload;
+  }
+  return Runtime::current().settings().locality && same_node(t) ? Path::shared : Path::direct;
 }
 
-MPI_Aint displacement(const detail::Target& t) {
-  return t.seg->disp[static_cast<std::size_t>(t.unit)] + static_cast<MPI_Aint>(t.offset);
+Endpoint endpoint(const Target& t, Path p) {
+  Endpoint e;
+  const auto u = static_cast<std::size_t>(t.unit);
+  if (p == Path::shared) {
+    e.shared = t.seg->peer[u] + t.offset;
+  } else {
+    e.win = t.seg->rma;
+    e.rank = t.unit;
+    e.disp = t.seg->disp[u] + static_cast<MPI_Aint>(t.offset);
+  }
+  return e;
 }
-
-// MPI counts are ints: large transfers go in pieces.
-constexpr std::size_t kChunk = std::size_t(1) << 30;
 
 void check_shapes(const Layout& a, const Layout& b) {
   if (a.block != b.block || a.count != b.count || a.rows != b.rows)
@@ -76,34 +218,67 @@ void check_shapes(const Layout& a, const Layout& b) {
         "(strides may differ)");
 }
 
-using detail::copy_strided;
-using detail::layout_type;
+void check_rc(int rc, const char* what) {
+  if (rc == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING] = {};
+  int len = 0;
+  MPI_Error_string(rc, text, &len);
+  throw Error(std::string(what) + ": " + std::string(text, static_cast<std::size_t>(len)));
+}
 
-// A request of the direct path: the progress thread, when one runs, keeps
-// it moving.
-Handle mpi_handle(MPI_Request req, MPI_Win win, int target, bool put) {
-  Handle h = HandleAccess::make(req, win, target, put);
-  if (detail::ProgressThread* th = detail::progress_thread()) {
-    HandleAccess::reg(h) = th->add(req);
-    HandleAccess::req(h) = MPI_REQUEST_NULL;
+// Completes what an executor started, blocking (yielding).
+void complete(Started& s, const Endpoint& e) {
+  if (s.req != MPI_REQUEST_NULL) wait_yielding(s.req);
+  if (s.flush) MPI_Win_flush(e.rank, e.win);
+}
+
+Handle make_handle(const Started& s, const Endpoint& e);
+
+// Hands a transfer to the progress process; false when it cannot take it.
+bool offload(detail::CommandKind kind, void* origin, const Layout& local, const Target& t,
+             const Layout& remote, std::size_t esize, Handle& h) {
+  const bool shm = Runtime::current().settings().locality && same_node(t);
+  return detail::progress_engine()->submit(kind, origin, local, t.team->id(), t.seg->id, t.unit, t.offset,
+                                           remote, esize, shm, h);
+}
+
+Handle transfer_async(bool get, void* origin, const Layout& local, const Target& t, const Layout& remote,
+                      std::size_t esize, Route r) {
+  check_shapes(local, remote);
+  if (local.elements() == 0) return HandleAccess::ready();
+  Path p = choose(t, r, local.elements() * esize, true);
+  if (p == Path::offload) {
+    Handle h;
+    if (offload(get ? detail::CommandKind::get : detail::CommandKind::put, origin, local, t, remote, esize, h))
+      return h;
+    p = choose(t, r, 0, false);
   }
+  const Endpoint e = endpoint(t, p);
+  Started s = detail::start_transfer(get, static_cast<char*>(origin), local, e, remote, esize);
+  check_rc(s.rc, get ? "get" : "put");
+  return make_handle(s, e);
+}
+
+void transfer(bool get, void* origin, const Layout& local, const Target& t, const Layout& remote,
+              std::size_t esize, Route r) {
+  check_shapes(local, remote);
+  if (local.elements() == 0) return;
+  const Endpoint e = endpoint(t, choose(t, r, 0, false));
+  Started s = detail::start_transfer(get, static_cast<char*>(origin), local, e, remote, esize);
+  check_rc(s.rc, get ? "get" : "put");
+  complete(s, e);
+}
+
+Handle make_handle(const Started& s, const Endpoint& e) {
+  if (s.complete()) return HandleAccess::ready();
+  Handle h = HandleAccess::make(s.req, e.win, e.rank, s.flush);
+  if (s.req != MPI_REQUEST_NULL)
+    if (detail::ProgressThread* th = detail::progress_thread()) {
+      HandleAccess::reg(h) = th->add(s.req);
+      HandleAccess::req(h) = MPI_REQUEST_NULL;
+      HandleAccess::set_state(h, HandleAccess::State::thread);
+    }
   return h;
-}
-
-// Hands the transfer to the node's progress process when it qualifies: a
-// progress engine runs, the team is served, the automatic route, and at
-// least the threshold in bytes.
-bool offload(detail::CommandKind kind, void* origin, const Layout& local, const detail::Target& t,
-             const Layout& remote, std::size_t esize, Route r, Handle& h) {
-  detail::ProgressEngine* e = detail::progress_engine();
-  if (!e || r != Route::automatic || !t.team->served() || local.elements() * esize < e->settings().threshold)
-    return false;
-  return e->submit(kind, origin, local, t.team->id(), t.seg->id, t.unit, t.offset, remote, esize,
-                   shared_path(t, r), h);
-}
-
-Layout bytes_layout(std::size_t bytes) {
-  return Layout{bytes, 1, 0, 1, 0};
 }
 
 MPI_Op mpi_op(Op op) {
@@ -116,21 +291,76 @@ MPI_Op mpi_op(Op op) {
       return MPI_MAX;
     case Op::replace:
       return MPI_REPLACE;
+    case Op::bxor:
+      return MPI_BXOR;
   }
   return MPI_SUM;
+}
+
+// ---- CPU atomics (segments whose team is on one node)
+
+template <class T>
+T cpu_apply(T* p, T v, Op op) {
+  std::atomic_ref<T> a(*p);
+  if constexpr (std::is_integral_v<T>) {
+    if (op == Op::sum) return a.fetch_add(v, std::memory_order_acq_rel);
+    if (op == Op::bxor) return a.fetch_xor(v, std::memory_order_acq_rel);
+  }
+  if (op == Op::replace) return a.exchange(v, std::memory_order_acq_rel);
+  T old = a.load(std::memory_order_relaxed);
+  for (;;) {
+    T next = old;
+    switch (op) {
+      case Op::sum:
+        next = old + v;
+        break;
+      case Op::min:
+        next = v < old ? v : old;
+        break;
+      case Op::max:
+        next = v > old ? v : old;
+        break;
+      default:
+        break;
+    }
+    if (a.compare_exchange_weak(old, next, std::memory_order_acq_rel)) return old;
+  }
+}
+
+template <class F>
+void dispatch(MPI_Datatype type, F&& f) {
+  if (type == MPI_INT32_T)
+    f(std::int32_t{});
+  else if (type == MPI_INT64_T)
+    f(std::int64_t{});
+  else if (type == MPI_UINT64_T)
+    f(std::uint64_t{});
+  else if (type == MPI_FLOAT)
+    f(float{});
+  else if (type == MPI_DOUBLE)
+    f(double{});
+  else
+    throw Error("atomics: unsupported element type");
+}
+
+std::size_t type_size(MPI_Datatype type) {
+  int size = 0;
+  MPI_Type_size(type, &size);
+  return static_cast<std::size_t>(size);
+}
+
+void check_op(MPI_Datatype type, Op op, const char* what) {
+  if (op == Op::bxor && (type == MPI_FLOAT || type == MPI_DOUBLE))
+    throw Error(std::string(what) + ": Op::bxor needs an integer element type");
+}
+
+char* cpu_address(const Target& t) {
+  return t.seg->peer[static_cast<std::size_t>(t.unit)] + t.offset;
 }
 
 }  // namespace
 
 namespace detail {
-
-void copy_strided(char* dst, const Layout& dl, const char* src, const Layout& sl, std::size_t esize) {
-  const std::size_t len = dl.block * esize;
-  for (std::size_t r = 0; r < dl.rows; ++r)
-    for (std::size_t c = 0; c < dl.count; ++c)
-      std::memcpy(dst + (r * dl.row_stride + c * dl.stride) * esize,
-                  src + (r * sl.row_stride + c * sl.stride) * esize, len);
-}
 
 Target resolve(int team, int segment, int unit, std::uint64_t offset, std::size_t bytes, const char* what) {
   Runtime& rt = Runtime::current();
@@ -151,228 +381,255 @@ Target resolve(int team, int segment, int unit, std::uint64_t offset, std::size_
   return Target{&seg, &rt.team(team), unit, offset};
 }
 
-void get_bytes(void* dst, const Target& t, std::size_t bytes, Route r) {
-  if (bytes == 0) return;
-  if (shared_path(t, r)) {
-    std::atomic_thread_fence(std::memory_order_acquire);
-    std::memcpy(dst, shared_ptr(t), bytes);
-    return;
-  }
-  // MPI_Rget completed by a yielding wait: the data has arrived.
-  MPI_Win win = t.team->window();
-  for (std::size_t done = 0; done < bytes; done += kChunk) {
-    int n = static_cast<int>(std::min(kChunk, bytes - done));
-    MPI_Request req;
-    MPI_Rget(static_cast<char*>(dst) + done, n, MPI_BYTE, t.unit,
-             displacement(t) + static_cast<MPI_Aint>(done), n, MPI_BYTE, win, &req);
-    wait_yielding(req);
-  }
-}
-
-void put_bytes(const Target& t, const void* src, std::size_t bytes, Route r) {
-  if (bytes == 0) return;
-  if (shared_path(t, r)) {
-    std::memcpy(shared_ptr(t), src, bytes);
-    std::atomic_thread_fence(std::memory_order_release);
-    return;
-  }
-  MPI_Win win = t.team->window();
-  for (std::size_t done = 0; done < bytes; done += kChunk) {
-    int n = static_cast<int>(std::min(kChunk, bytes - done));
-    MPI_Put(static_cast<const char*>(src) + done, n, MPI_BYTE, t.unit,
-            displacement(t) + static_cast<MPI_Aint>(done), n, MPI_BYTE, win);
-  }
-  MPI_Win_flush(t.unit, win);
-}
-
-Handle get_bytes_async(void* dst, const Target& t, std::size_t bytes, Route r) {
-  if (bytes == 0) return Handle{};
-  Handle h;
-  if (offload(CommandKind::get, dst, bytes_layout(bytes), t, bytes_layout(bytes), 1, r, h)) return h;
-  if (shared_path(t, r) || bytes > kChunk) {  // memcpy completes at once; huge: blocking pieces
-    get_bytes(dst, t, bytes, r);
-    return Handle{};
-  }
-  MPI_Request req;
-  int n = static_cast<int>(bytes);
-  MPI_Rget(dst, n, MPI_BYTE, t.unit, displacement(t), n, MPI_BYTE, t.team->window(), &req);
-  return mpi_handle(req, t.team->window(), t.unit, false);
-}
-
-Handle put_bytes_async(const Target& t, const void* src, std::size_t bytes, Route r) {
-  if (bytes == 0) return Handle{};
-  Handle h;
-  if (offload(CommandKind::put, const_cast<void*>(src), bytes_layout(bytes), t, bytes_layout(bytes), 1, r, h))
-    return h;
-  if (shared_path(t, r) || bytes > kChunk) {
-    put_bytes(t, src, bytes, r);
-    return Handle{};
-  }
-  MPI_Request req;
-  int n = static_cast<int>(bytes);
-  MPI_Rput(src, n, MPI_BYTE, t.unit, displacement(t), n, MPI_BYTE, t.team->window(), &req);
-  return mpi_handle(req, t.team->window(), t.unit, true);
-}
-
-namespace {
-// The direct path of a strided transfer (shapes checked, not empty): a
-// memcpy on shared memory, done at return (MPI_REQUEST_NULL), or an MPI
-// request-based transfer whose request is returned.
-MPI_Request start_get_strided(void* dst, const Layout& local, const Target& t, const Layout& remote,
-                              std::size_t esize, Route r) {
-  if (shared_path(t, r)) {
-    std::atomic_thread_fence(std::memory_order_acquire);
-    copy_strided(static_cast<char*>(dst), local, shared_ptr(t), remote, esize);
-    return MPI_REQUEST_NULL;
-  }
-  MPI_Request req;
-  MPI_Rget(dst, 1, layout_type(local, esize), t.unit, displacement(t), 1, layout_type(remote, esize),
-           t.team->window(), &req);
-  return req;
-}
-
-MPI_Request start_put_strided(const Target& t, const Layout& remote, const void* src, const Layout& local,
-                              std::size_t esize, Route r) {
-  if (shared_path(t, r)) {
-    copy_strided(shared_ptr(t), remote, static_cast<const char*>(src), local, esize);
-    std::atomic_thread_fence(std::memory_order_release);
-    return MPI_REQUEST_NULL;
-  }
-  MPI_Request req;
-  MPI_Rput(src, 1, layout_type(local, esize), t.unit, displacement(t), 1, layout_type(remote, esize),
-           t.team->window(), &req);
-  return req;
-}
-}  // namespace
-
 void get_strided(void* dst, const Layout& local, const Target& t, const Layout& remote, std::size_t esize,
                  Route r) {
-  // Blocking operations stay on the direct path.
-  check_shapes(local, remote);
-  if (local.elements() == 0) return;
-  MPI_Request req = start_get_strided(dst, local, t, remote, esize, r);
-  if (req != MPI_REQUEST_NULL) wait_yielding(req);
+  transfer(true, dst, local, t, remote, esize, r);
 }
 
 Handle get_strided_async(void* dst, const Layout& local, const Target& t, const Layout& remote,
                          std::size_t esize, Route r) {
-  check_shapes(local, remote);
-  if (local.elements() == 0) return Handle{};
-  Handle h;
-  if (offload(CommandKind::get, dst, local, t, remote, esize, r, h)) return h;
-  MPI_Request req = start_get_strided(dst, local, t, remote, esize, r);
-  return req == MPI_REQUEST_NULL ? Handle{} : mpi_handle(req, t.team->window(), t.unit, false);
+  return transfer_async(true, dst, local, t, remote, esize, r);
 }
 
 void put_strided(const Target& t, const Layout& remote, const void* src, const Layout& local,
                  std::size_t esize, Route r) {
-  check_shapes(local, remote);
-  if (local.elements() == 0) return;
-  // Request-based with a yielding wait (a blocking flush busy-polls in
-  // MPICH, which costs time slices when ranks outnumber cores).
-  MPI_Request req = start_put_strided(t, remote, src, local, esize, r);
-  if (req == MPI_REQUEST_NULL) return;
-  wait_yielding(req);
-  MPI_Win_flush(t.unit, t.team->window());
+  transfer(false, const_cast<void*>(src), local, t, remote, esize, r);
 }
 
 Handle put_strided_async(const Target& t, const Layout& remote, const void* src, const Layout& local,
                          std::size_t esize, Route r) {
-  check_shapes(local, remote);
-  if (local.elements() == 0) return Handle{};
-  Handle h;
-  if (offload(CommandKind::put, const_cast<void*>(src), local, t, remote, esize, r, h)) return h;
-  MPI_Request req = start_put_strided(t, remote, src, local, esize, r);
-  return req == MPI_REQUEST_NULL ? Handle{} : mpi_handle(req, t.team->window(), t.unit, true);
+  return transfer_async(false, const_cast<void*>(src), local, t, remote, esize, r);
 }
 
-void accumulate(const Target& t, const void* src, std::size_t count, MPI_Datatype type, Op op) {
-  if (count == 0) return;
-  MPI_Win win = t.team->window();
-  MPI_Accumulate(src, static_cast<int>(count), type, t.unit, displacement(t), static_cast<int>(count), type,
-                 mpi_op(op), win);
-  MPI_Win_flush(t.unit, win);
+Handle accumulate_async(const Target& t, const Layout& remote, const void* src, const Layout& local,
+                        MPI_Datatype type, Op op) {
+  check_shapes(local, remote);
+  check_op(type, op, "accumulate");
+  if (local.elements() == 0) return HandleAccess::ready();
+  const std::size_t esize = type_size(type);
+  if (t.seg->cpu_atomics) {
+    char* base = cpu_address(t);
+    const char* in = static_cast<const char*>(src);
+    dispatch(type, [&](auto zero) {
+      using T = decltype(zero);
+      for (std::size_t r = 0; r < local.rows; ++r)
+        for (std::size_t c = 0; c < local.count; ++c) {
+          T* dst = reinterpret_cast<T*>(base) + r * remote.row_stride + c * remote.stride;
+          const T* v = reinterpret_cast<const T*>(in) + r * local.row_stride + c * local.stride;
+          for (std::size_t k = 0; k < local.block; ++k) cpu_apply(dst + k, v[k], op);
+        }
+    });
+    return HandleAccess::ready();
+  }
+  const Endpoint e = endpoint(t, Path::direct);
+  int n = 1;
+  MPI_Datatype lt = type, rt = type;
+  if (contiguous(local) && contiguous(remote)) {
+    if (local.elements() > static_cast<std::size_t>(INT_MAX))
+      throw Error("accumulate: more than " + std::to_string(INT_MAX) + " elements in one call");
+    n = static_cast<int>(local.elements());
+  } else {
+    lt = layout_type(local, esize, type);
+    rt = layout_type(remote, esize, type);
+  }
+  Started s;
+  s.rc = MPI_Raccumulate(src, n, lt, e.rank, e.disp, n, rt, mpi_op(op), e.win, &s.req);
+  s.flush = true;
+  check_rc(s.rc, "accumulate");
+  return make_handle(s, e);
 }
 
 void fetch_and_op(const Target& t, const void* operand, void* result, MPI_Datatype type, Op op) {
+  check_op(type, op, "fetch_and_op");
+  if (t.seg->cpu_atomics) {
+    dispatch(type, [&](auto zero) {
+      using T = decltype(zero);
+      T v;
+      std::memcpy(&v, operand, sizeof v);
+      T old = cpu_apply(reinterpret_cast<T*>(cpu_address(t)), v, op);
+      std::memcpy(result, &old, sizeof old);
+    });
+    return;
+  }
   // MPI_Rget_accumulate is the request form of MPI_Fetch_and_op: its
   // completion means the old value arrived, so the update was applied.
+  const Endpoint e = endpoint(t, Path::direct);
   MPI_Request req;
-  MPI_Rget_accumulate(operand, 1, type, result, 1, type, t.unit, displacement(t), 1, type, mpi_op(op),
-                      t.team->window(), &req);
+  MPI_Rget_accumulate(operand, 1, type, result, 1, type, e.rank, e.disp, 1, type, mpi_op(op), e.win, &req);
   wait_yielding(req);
 }
 
 void compare_and_swap(const Target& t, const void* compare, const void* value, void* result,
                       MPI_Datatype type) {
-  // MPI allows only integer types in MPI_Compare_and_swap: doubles are
-  // compared bit for bit as 64-bit integers.
+  // Doubles are compared bit for bit as 64-bit integers (MPI allows only
+  // integer types in MPI_Compare_and_swap).
   if (type == MPI_DOUBLE) type = MPI_INT64_T;
-  MPI_Win win = t.team->window();
-  MPI_Compare_and_swap(value, compare, result, type, t.unit, displacement(t), win);
-  MPI_Win_flush(t.unit, win);
+  if (type == MPI_FLOAT) type = MPI_INT32_T;
+  if (t.seg->cpu_atomics) {
+    auto cas = [&](auto zero) {
+      using T = decltype(zero);
+      T expected, desired;
+      std::memcpy(&expected, compare, sizeof expected);
+      std::memcpy(&desired, value, sizeof desired);
+      std::atomic_ref<T>(*reinterpret_cast<T*>(cpu_address(t)))
+          .compare_exchange_strong(expected, desired, std::memory_order_acq_rel);
+      std::memcpy(result, &expected, sizeof expected);
+    };
+    if (type == MPI_INT32_T)
+      cas(std::int32_t{});
+    else
+      cas(std::int64_t{});
+    return;
+  }
+  const Endpoint e = endpoint(t, Path::direct);
+  MPI_Compare_and_swap(value, compare, result, type, e.rank, e.disp, e.win);
+  MPI_Win_flush(e.rank, e.win);
+}
+
+void notify(const Target& t, std::uint64_t value) {
+  if (Runtime::current().settings().locality && same_node(t)) {
+    std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t*>(cpu_address(t)))
+        .store(value, std::memory_order_release);
+    return;
+  }
+  // Earlier puts to this unit are complete (blocking puts and completed
+  // handles are flushed), so only the flag itself moves here.
+  const Endpoint e = endpoint(t, Path::direct);
+  MPI_Accumulate(&value, 1, MPI_UINT64_T, e.rank, e.disp, 1, MPI_UINT64_T, MPI_REPLACE, e.win);
+  MPI_Win_flush(e.rank, e.win);
 }
 
 }  // namespace detail
 
+void notify(GlobalPtr<std::uint64_t> flag, std::uint64_t value) {
+  detail::notify(detail::target(flag, 1, "notify"), value);
+}
+
+bool test_notify(const std::uint64_t* flag, std::uint64_t value) {
+  return __atomic_load_n(flag, __ATOMIC_ACQUIRE) >= value;
+}
+
+std::uint64_t wait_notify(const std::uint64_t* flag, std::uint64_t value) {
+  unsigned spins = 0;
+  MPI_Comm comm = Runtime::current().world().comm();
+  for (;;) {
+    const std::uint64_t v = __atomic_load_n(flag, __ATOMIC_ACQUIRE);
+    if (v >= value) return v;
+    // A producer on another node may need this process to enter MPI (an
+    // MPI library that applies accumulates by active messages).
+    if (spins % 8 == 7) {
+      int any = 0;
+      MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm, &any, MPI_STATUS_IGNORE);
+    }
+    relax(spins);
+  }
+}
+
+// ------------------------------------------------------------ completion
+
 namespace {
-// Completes a direct-path handle whose request is done: a put is made
-// visible at the target by a flush.
-void complete_put(const Handle& h) {
-  if (HandleAccess::put(h)) MPI_Win_flush(HandleAccess::target(h), HandleAccess::win(h));
+void check_live(const Handle& h, const char* what) {
+  switch (HandleAccess::state(h)) {
+    case HandleAccess::State::empty:
+      throw Error(std::string(what) + ": the handle was never started (default-constructed)");
+    case HandleAccess::State::spent:
+      throw Error(std::string(what) +
+                  ": the handle is spent (already completed by wait or test); wait once per operation");
+    case HandleAccess::State::moved:
+      throw Error(std::string(what) + ": the handle was moved from; wait on the handle it was moved to");
+    default:
+      return;
+  }
+}
+
+void finish_flush(Handle& h) {
+  if (HandleAccess::flush(h)) MPI_Win_flush(HandleAccess::target(h), HandleAccess::win(h));
+  HandleAccess::set_state(h, HandleAccess::State::spent);
 }
 }  // namespace
 
 void wait(Handle& h) {
-  if (h.done()) return;
-  if (HandleAccess::slot(h) >= 0) return detail::progress_engine()->wait(h);
-  if (HandleAccess::reg(h) >= 0) {
-    detail::progress_thread()->wait(HandleAccess::reg(h));
-    HandleAccess::reg(h) = -1;
-  } else {
-    wait_yielding(HandleAccess::req(h));
+  check_live(h, "wait");
+  using S = HandleAccess::State;
+  switch (HandleAccess::state(h)) {
+    case S::offload:
+      // spent also when the server reports a failure (the slot is released)
+      try {
+        detail::progress_engine()->wait(h);
+      } catch (...) {
+        HandleAccess::set_state(h, S::spent);
+        throw;
+      }
+      HandleAccess::set_state(h, S::spent);
+      return;
+    case S::thread:
+      detail::progress_thread()->wait(HandleAccess::reg(h));
+      HandleAccess::reg(h) = -1;
+      break;
+    case S::mpi:
+      if (HandleAccess::req(h) != MPI_REQUEST_NULL) wait_yielding(HandleAccess::req(h));
+      break;
+    default:
+      break;
   }
-  // MPI_Wait on an Rput means the origin buffer is free; the flush makes
-  // the data visible at the target.
-  complete_put(h);
+  finish_flush(h);
 }
 
 void wait_all(std::vector<Handle>& hs) {
+  using S = HandleAccess::State;
   std::vector<MPI_Request> reqs;
   std::set<std::pair<MPI_Win, int>> flushes;
   reqs.reserve(hs.size());
   for (auto& h : hs) {
-    if (h.done() || HandleAccess::slot(h) >= 0 || HandleAccess::reg(h) >= 0) continue;
-    reqs.push_back(HandleAccess::req(h));
-    if (HandleAccess::put(h)) flushes.insert({HandleAccess::win(h), HandleAccess::target(h)});
+    if (HandleAccess::state(h) == S::moved) check_live(h, "wait_all");
+    if (HandleAccess::state(h) != S::mpi) continue;
+    if (HandleAccess::req(h) != MPI_REQUEST_NULL) reqs.push_back(HandleAccess::req(h));
+    if (HandleAccess::flush(h)) flushes.insert({HandleAccess::win(h), HandleAccess::target(h)});
     HandleAccess::req(h) = MPI_REQUEST_NULL;
+    HandleAccess::set_state(h, S::spent);
   }
   if (!reqs.empty()) wait_all_yielding(reqs);
   for (const auto& [win, target] : flushes) MPI_Win_flush(target, win);
-  // Offloaded and thread-registered handles one by one (in any order, they
-  // run concurrently).
+  // Offloaded and thread-registered handles one by one (they run
+  // concurrently, so the order does not matter).
   for (auto& h : hs)
-    if (!h.done()) wait(h);
+    if (h.live()) wait(h);
 }
 
 bool test(Handle& h) {
-  if (h.done()) return true;
-  if (HandleAccess::slot(h) >= 0) return detail::progress_engine()->test(h);
-  if (HandleAccess::reg(h) >= 0) {
-    if (!detail::progress_thread()->test(HandleAccess::reg(h))) return false;
-    HandleAccess::reg(h) = -1;
-    complete_put(h);
-    return true;
+  check_live(h, "test");
+  using S = HandleAccess::State;
+  switch (HandleAccess::state(h)) {
+    case S::offload:
+      try {
+        if (!detail::progress_engine()->test(h)) return false;
+      } catch (...) {
+        HandleAccess::set_state(h, S::spent);
+        throw;
+      }
+      HandleAccess::set_state(h, S::spent);
+      return true;
+    case S::thread:
+      if (!detail::progress_thread()->test(HandleAccess::reg(h))) return false;
+      HandleAccess::reg(h) = -1;
+      break;
+    case S::mpi:
+      if (HandleAccess::req(h) != MPI_REQUEST_NULL) {
+        int flag = 0;
+        MPI_Test(&HandleAccess::req(h), &flag, MPI_STATUS_IGNORE);
+        if (!flag) return false;
+      }
+      break;
+    default:
+      break;
   }
-  int flag = 0;
-  MPI_Test(&HandleAccess::req(h), &flag, MPI_STATUS_IGNORE);
-  if (flag) complete_put(h);
-  return flag != 0;
+  finish_flush(h);
+  return true;
 }
 
 void flush(Team& team) {
   if (detail::ProgressEngine* e = detail::progress_engine(); e && team.served()) e->quiesce();
-  MPI_Win_flush_all(team.window());
+  Runtime::current().for_each_window(team.id(), [](MPI_Win w) { MPI_Win_flush_all(w); });
   std::atomic_thread_fence(std::memory_order_seq_cst);
 }
 
@@ -386,8 +643,10 @@ void barrier(Team& team) {
 }
 
 void release_datatype_cache() {
-  for (auto& [key, type] : type_cache()) MPI_Type_free(&type);
-  type_cache().clear();
+  auto& cache = detail::type_cache();
+  std::lock_guard<std::mutex> lock(cache.m);
+  for (auto& [key, type] : cache.types) MPI_Type_free(&type);
+  cache.types.clear();
 }
 
 }  // namespace locus

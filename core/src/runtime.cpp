@@ -44,6 +44,10 @@ void add_common_keys(Schema& s, const std::string& app_name) {
       .integer("runtime.progress.thread_interval_us", 20, 0, 1000000,
                "progress thread polling interval in microseconds (0: yield between polls)")
       .boolean("comm.locality", true, "same-node one-sided transfers by memcpy on shared memory")
+      .choice("comm.window", "segment", {"segment", "dynamic"},
+              "MPI window of the remote path: one per segment (MPI_Win_create at allocation) or the team's "
+              "dynamic window with the segments attached (the DART design; MPICH serves it by active "
+              "messages, 4-16x slower from 64 KiB)")
       .boolean("comm.check", false,
                "check every global pointer and collective call (always on in debug builds)");
 }
@@ -208,6 +212,7 @@ CommSettings comm_settings(const Config& c) {
   CommSettings s;
   s.node_size = effective_node_size(c.integer("runtime.node_size"));
   s.locality = c.boolean("comm.locality");
+  s.window = c.string("comm.window") == "dynamic" ? WindowKind::dynamic : WindowKind::segment;
   s.check = c.boolean("comm.check");
   s.progress.processes_per_node = static_cast<int>(c.integer("runtime.progress.processes_per_node"));
   s.progress.threshold = static_cast<std::size_t>(c.integer("runtime.progress.threshold"));

@@ -40,6 +40,22 @@ MPI_Win allocate_shared_pages(std::size_t bytes, MPI_Comm comm, void** base) {
   return win;
 }
 
+MPI_Win create_segment_window(void* base, std::size_t bytes, MPI_Comm comm) {
+  MPI_Info info;
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "same_disp_unit", "true");
+  MPI_Win win;
+  MPI_Win_create(bytes > 0 ? base : nullptr, static_cast<MPI_Aint>(bytes), 1, info, comm, &win);
+  MPI_Info_free(&info);
+  MPI_Win_lock_all(MPI_MODE_NOCHECK, win);
+  return win;
+}
+
+void free_segment_window(MPI_Win& win) {
+  MPI_Win_unlock_all(win);
+  MPI_Win_free(&win);
+}
+
 int allocate_segment(Team& team, std::size_t bytes, std::size_t elem_size) {
   Runtime& rt = Runtime::current();
   auto seg = std::make_unique<SegmentInfo>();
@@ -58,8 +74,9 @@ int allocate_segment(Team& team, std::size_t bytes, std::size_t elem_size) {
   MPI_Win_lock_all(MPI_MODE_NOCHECK, seg->shm);
   seg->base = static_cast<char*>(base);
 
+  const bool own = rt.settings().window == WindowKind::segment;
   MPI_Aint disp = 0;
-  if (bytes > 0) {
+  if (!own && bytes > 0) {
     MPI_Win_attach(team.window(), seg->base, static_cast<MPI_Aint>(bytes));
     MPI_Get_address(seg->base, &disp);
   }
@@ -93,6 +110,16 @@ int allocate_segment(Team& team, std::size_t bytes, std::size_t elem_size) {
       seg->peer[static_cast<std::size_t>(u)] = static_cast<char*>(peer);
     }
   }
+  bool one_node = true;
+  for (int u = 0; u < team.size(); ++u) one_node = one_node && team.same_node(u);
+  seg->cpu_atomics = rt.settings().locality && one_node;
+  if (own) {
+    seg->own = create_segment_window(seg->base, bytes, team.served() ? progress_engine()->layout().full_comm
+                                                                      : team.comm());
+    seg->rma = seg->own;
+  } else {
+    seg->rma = team.window();
+  }
   int id = seg->id;
   rt.add_segment(std::move(seg));
   if (!mismatch.empty()) {
@@ -121,7 +148,11 @@ void free_segment(int team_id, int segment) {
   // Nobody may still be reading or writing it.
   MPI_Barrier(team.comm());
   if (team.served()) progress_engine()->notify_servers(Control::free, team_id, segment);
-  if (seg->bytes[static_cast<std::size_t>(team.rank())] > 0) MPI_Win_detach(team.window(), seg->base);
+  if (seg->own != MPI_WIN_NULL) {
+    free_segment_window(seg->own);
+  } else if (seg->bytes[static_cast<std::size_t>(team.rank())] > 0) {
+    MPI_Win_detach(team.window(), seg->base);
+  }
   MPI_Win_unlock_all(seg->shm);
   MPI_Win_free(&seg->shm);
 }

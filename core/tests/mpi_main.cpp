@@ -2,6 +2,9 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <cstdlib>
+#include <string>
+
 #include <Kokkos_Core.hpp>
 
 #include "locus/team.hpp"
@@ -21,6 +24,9 @@ int main(int argc, char** argv) {
   locus::CommSettings settings;
   settings.node_size = locus::effective_node_size(0);
   settings.check = true;
+  // LOCUS_WINDOW=dynamic runs the suite on the teams' dynamic windows.
+  if (const char* w = std::getenv("LOCUS_WINDOW"); w && std::string(w) == "dynamic")
+    settings.window = locus::WindowKind::dynamic;
   int failed = 0;
   {
     locus::Runtime runtime(MPI_COMM_WORLD, settings);

@@ -153,11 +153,12 @@ TEST(Progress, ThousandHandlesWaitedInRandomOrder) {
   std::iota(order.begin(), order.end(), 0);
   std::shuffle(order.begin(), order.end(), std::mt19937(42u + static_cast<unsigned>(w.rank())));
   for (std::size_t k : order) {
-    if (k % 3 == 0)
+    if (k % 3 == 0) {
       while (!test(hs[k])) {
       }
-    else
+    } else {
       wait(hs[k]);
+    }
     EXPECT_TRUE(hs[k].done());
   }
   for (std::size_t k = 0; k < handles; ++k) {
@@ -308,6 +309,8 @@ int main(int argc, char** argv) {
   settings.progress.processes_per_node = env_int("LOCUS_PROGRESS_PROCESSES", 1);
   settings.progress.thread = env_int("LOCUS_PROGRESS_THREAD", 0) != 0;
   settings.progress.threshold = kThreshold;
+  if (const char* w = std::getenv("LOCUS_WINDOW"); w && std::string(w) == "dynamic")
+    settings.window = WindowKind::dynamic;
   settings.progress.staging = kStaging;
   int failed = 0;
   {

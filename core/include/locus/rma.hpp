@@ -41,21 +41,44 @@ struct Layout {
   bool operator==(const Layout& o) const = default;
 };
 
-// A non-blocking operation in flight. Completed by wait/wait_all/test.
-// It is either an MPI request (direct path; registered with the progress
-// thread when one runs) or a command executed by a progress process.
+// A non-blocking operation in flight, owned by exactly one Handle
+// (move-only). wait() or a test() that returns true completes it, and the
+// handle is spent: waiting or testing it again, or using a moved-from
+// handle, throws Error (DART's contract: after a successful wait the
+// handle is invalid). wait_all() skips handles that are already spent (as
+// MPI_Waitall skips MPI_REQUEST_NULL). A handle destroyed (or assigned to)
+// while its operation is in flight completes it first, so no request,
+// completion slot or flush leaks; during exception unwinding it is
+// abandoned instead (the job is ending).
+//
+// Thread safety: a handle belongs to the thread that waits on it; several
+// threads of a unit may each issue, wait and test their own handles.
 class Handle {
  public:
-  bool done() const { return req_ == MPI_REQUEST_NULL && slot_ < 0 && reg_ < 0; }
+  Handle() = default;
+  Handle(Handle&& o) noexcept;
+  Handle& operator=(Handle&& o) noexcept;
+  Handle(const Handle&) = delete;
+  Handle& operator=(const Handle&) = delete;
+  ~Handle();
+
+  // True when the operation has been started and not yet completed by
+  // wait/test (it may have finished in the meantime).
+  bool live() const { return state_ >= State::ready; }
+  // True when nothing is outstanding: never started, completed, or moved from.
+  bool done() const { return !live(); }
   // True when a progress process carries the operation.
-  bool offloaded() const { return slot_ >= 0; }
+  bool offloaded() const { return state_ == State::offload; }
 
  private:
   friend struct HandleAccess;
+  enum class State : std::uint8_t { empty, spent, moved, ready, mpi, thread, offload };
+  void abandon_or_complete() noexcept;
+  State state_ = State::empty;
+  bool flush_ = false;          // mpi/thread: a flush of (target_, win_) completes it
   MPI_Request req_ = MPI_REQUEST_NULL;
   MPI_Win win_ = MPI_WIN_NULL;
   int target_ = -1;
-  bool put_ = false;
   std::int32_t slot_ = -1;  // progress-process completion slot
   std::int32_t reg_ = -1;   // progress-thread registry entry
   std::uint32_t esize_ = 0;
@@ -64,7 +87,9 @@ class Handle {
   Layout unpack_layout_{};
 };
 
-enum class Op { sum, min, max, replace };
+// sum, min, max, replace for every element type; bxor (bitwise exclusive
+// or, HPCC RandomAccess) for the integer types only.
+enum class Op { sum, min, max, replace, bxor };
 
 namespace detail {
 struct Target {
@@ -73,12 +98,10 @@ struct Target {
   int unit;
   std::uint64_t offset;
 };
+// Looks up the segment and checks the unit and the bounds (comm.check, or
+// always in debug builds). Thread-safe.
 Target resolve(int team, int segment, int unit, std::uint64_t offset, std::size_t bytes, const char* what);
 
-void get_bytes(void* dst, const Target& t, std::size_t bytes, Route r);
-void put_bytes(const Target& t, const void* src, std::size_t bytes, Route r);
-Handle get_bytes_async(void* dst, const Target& t, std::size_t bytes, Route r);
-Handle put_bytes_async(const Target& t, const void* src, std::size_t bytes, Route r);
 void get_strided(void* dst, const Layout& local, const Target& t, const Layout& remote, std::size_t esize,
                  Route r);
 Handle get_strided_async(void* dst, const Layout& local, const Target& t, const Layout& remote,
@@ -87,11 +110,16 @@ void put_strided(const Target& t, const Layout& remote, const void* src, const L
                  std::size_t esize, Route r);
 Handle put_strided_async(const Target& t, const Layout& remote, const void* src, const Layout& local,
                          std::size_t esize, Route r);
-
-void accumulate(const Target& t, const void* src, std::size_t count, MPI_Datatype type, Op op);
+Handle accumulate_async(const Target& t, const Layout& remote, const void* src, const Layout& local,
+                        MPI_Datatype type, Op op);
 void fetch_and_op(const Target& t, const void* operand, void* result, MPI_Datatype type, Op op);
 void compare_and_swap(const Target& t, const void* compare, const void* value, void* result,
                       MPI_Datatype type);
+void notify(const Target& flag, std::uint64_t value);
+
+inline Layout contiguous_layout(std::size_t count) {
+  return Layout{count, 1, 0, 1, 0};
+}
 
 template <class T>
 Target target(const GlobalPtr<T>& p, std::size_t count, const char* what) {
@@ -108,21 +136,38 @@ inline MPI_Datatype mpi_type<std::int64_t>() {
   return MPI_INT64_T;
 }
 template <>
+inline MPI_Datatype mpi_type<std::uint64_t>() {
+  return MPI_UINT64_T;
+}
+template <>
+inline MPI_Datatype mpi_type<float>() {
+  return MPI_FLOAT;
+}
+template <>
 inline MPI_Datatype mpi_type<double>() {
   return MPI_DOUBLE;
 }
 }  // namespace detail
 
+// Route per call: same node and comm.locality on -> memcpy on shared
+// memory; non-blocking, at least runtime.progress.threshold bytes and
+// progress processes on -> the node's progress process (offload);
+// otherwise MPI RMA on the segment's window (direct). Route::mpi forces
+// direct for one call. Every call below is thread-safe (MPI_THREAD_MULTIPLE):
+// several threads of a unit may issue transfers at once.
+
 // ---- blocking: complete (locally and at the target) on return
 
 template <class T>
 void get(T* dst, GlobalPtr<T> src, std::size_t count, Route r = Route::automatic) {
-  detail::get_bytes(dst, detail::target(src, count, "get"), count * sizeof(T), r);
+  const Layout l = detail::contiguous_layout(count);
+  detail::get_strided(dst, l, detail::target(src, count, "get"), l, sizeof(T), r);
 }
 
 template <class T>
 void put(GlobalPtr<T> dst, const T* src, std::size_t count, Route r = Route::automatic) {
-  detail::put_bytes(detail::target(dst, count, "put"), src, count * sizeof(T), r);
+  const Layout l = detail::contiguous_layout(count);
+  detail::put_strided(detail::target(dst, count, "put"), l, src, l, sizeof(T), r);
 }
 
 // Strided: the local and remote layouts describe the same number of elements.
@@ -141,12 +186,14 @@ void put(GlobalPtr<T> dst, const Layout& remote, const T* src, const Layout& loc
 
 template <class T>
 Handle get_async(T* dst, GlobalPtr<T> src, std::size_t count, Route r = Route::automatic) {
-  return detail::get_bytes_async(dst, detail::target(src, count, "get_async"), count * sizeof(T), r);
+  const Layout l = detail::contiguous_layout(count);
+  return detail::get_strided_async(dst, l, detail::target(src, count, "get_async"), l, sizeof(T), r);
 }
 
 template <class T>
 Handle put_async(GlobalPtr<T> dst, const T* src, std::size_t count, Route r = Route::automatic) {
-  return detail::put_bytes_async(detail::target(dst, count, "put_async"), src, count * sizeof(T), r);
+  const Layout l = detail::contiguous_layout(count);
+  return detail::put_strided_async(detail::target(dst, count, "put_async"), l, src, l, sizeof(T), r);
 }
 
 template <class T>
@@ -163,13 +210,17 @@ Handle put_async(GlobalPtr<T> dst, const Layout& remote, const T* src, const Lay
                                    sizeof(T), r);
 }
 
-// Completes the operation: data arrived (get) or is visible at the target (put).
+// Completes the operation: data arrived (get) or is visible at the target
+// (put, accumulate). Throws Error for a spent, moved-from or empty handle.
 void wait(Handle& h);
+// Completes every live handle; flushes each (window, target) once, however
+// many handles put to it. Spent and empty handles are skipped.
 void wait_all(std::vector<Handle>& hs);
-// True (and complete) when the operation has finished; never blocks on the data.
+// True (and complete, the handle spent) when the operation has finished;
+// never blocks on the data.
 bool test(Handle& h);
 
-// Completes every operation this unit issued on the team's window,
+// Completes every operation this unit issued on the team's segments,
 // offloaded ones included (data of a staged get reaches its buffer at the
 // handle's wait).
 void flush(Team& team);
@@ -177,11 +228,45 @@ void flush(Team& team);
 // put completed before it, by any path.
 void barrier(Team& team);
 
-// ---- atomics (int32_t, int64_t, double)
+// ---- atomics (int32_t, int64_t, uint64_t, float, double)
+//
+// Every atomic on a segment takes one mechanism, fixed when the segment is
+// allocated: CPU atomics on the shared memory when the whole team is on one
+// node and comm.locality is on (no MPI involved, for local and same-node
+// targets alike), else MPI accumulate operations on the segment's window
+// (for local targets too). So any two atomics on one segment are atomic
+// with respect to each other. Atomics are not atomic with respect to plain
+// put/get on the same elements (as in MPI).
 
 template <class T>
 void accumulate(GlobalPtr<T> dst, const T* values, std::size_t count, Op op) {
-  detail::accumulate(detail::target(dst, count, "accumulate"), values, count, detail::mpi_type<T>(), op);
+  const Layout l = detail::contiguous_layout(count);
+  Handle h = detail::accumulate_async(detail::target(dst, count, "accumulate"), l, values, l,
+                                      detail::mpi_type<T>(), op);
+  wait(h);
+}
+
+// Strided accumulate: `local` and `remote` have the same shape.
+template <class T>
+void accumulate(GlobalPtr<T> dst, const Layout& remote, const T* values, const Layout& local, Op op) {
+  Handle h = detail::accumulate_async(detail::target(dst, remote.extent(), "accumulate"), remote, values,
+                                      local, detail::mpi_type<T>(), op);
+  wait(h);
+}
+
+// Non-blocking accumulate (element-wise atomic); `values` may not be
+// touched until the handle completes.
+template <class T>
+Handle accumulate_async(GlobalPtr<T> dst, const T* values, std::size_t count, Op op) {
+  const Layout l = detail::contiguous_layout(count);
+  return detail::accumulate_async(detail::target(dst, count, "accumulate_async"), l, values, l,
+                                  detail::mpi_type<T>(), op);
+}
+
+template <class T>
+Handle accumulate_async(GlobalPtr<T> dst, const Layout& remote, const T* values, const Layout& local, Op op) {
+  return detail::accumulate_async(detail::target(dst, remote.extent(), "accumulate_async"), remote, values,
+                                  local, detail::mpi_type<T>(), op);
 }
 
 template <class T>
@@ -198,6 +283,41 @@ T compare_and_swap(GlobalPtr<T> dst, T compare, T value) {
                            detail::mpi_type<T>());
   return result;
 }
+
+// ---- notified transfers: producer/consumer synchronisation without a barrier
+//
+// A flag is a std::uint64_t in a segment that one unit at a time writes
+// (its producer) and its owner waits on. notify(flag, v) sets it to v after
+// every put, put_async (completed) and put_notify this unit made to the
+// flag's unit is visible there; the consumer's wait_notify(flag, v) returns
+// once the flag is >= v, and then it sees that data. Same node: a release
+// store on the shared memory; other nodes: the data is flushed, then the
+// flag is written by an MPI accumulate (replace) and flushed. Use growing
+// values (a step count) so that a flag never needs to be reset.
+
+void notify(GlobalPtr<std::uint64_t> flag, std::uint64_t value);
+
+// put then notify, in one call (the data is visible when the flag is).
+template <class T>
+void put_notify(GlobalPtr<T> dst, const Layout& remote, const T* src, const Layout& local,
+                GlobalPtr<std::uint64_t> flag, std::uint64_t value) {
+  detail::put_strided(detail::target(dst, remote.extent(), "put_notify"), remote, src, local, sizeof(T),
+                      Route::automatic);
+  notify(flag, value);
+}
+
+template <class T>
+void put_notify(GlobalPtr<T> dst, const T* src, std::size_t count, GlobalPtr<std::uint64_t> flag,
+                std::uint64_t value) {
+  const Layout l = detail::contiguous_layout(count);
+  put_notify(dst, l, src, l, flag, value);
+}
+
+// Waits (yielding, and driving MPI progress) until *flag >= value; flag is
+// in this unit's own part of a segment. Returns the flag's value.
+std::uint64_t wait_notify(const std::uint64_t* flag, std::uint64_t value);
+// Non-blocking form: true when *flag >= value.
+bool test_notify(const std::uint64_t* flag, std::uint64_t value);
 
 // Frees the MPI datatypes cached for strided transfers (the runtime calls it).
 void release_datatype_cache();

@@ -4,9 +4,10 @@
 // allocate<T>(team, count) is collective over the team; each unit
 // contributes `count` elements (0 allowed, counts may differ), not
 // initialised. The memory is a page-rounded MPI_Win_allocate_shared on the
-// team's node communicator (so same-node units can load/store it),
-// attached to the team's dynamic window (so other nodes reach it by MPI
-// RMA). A segment id keys the translation table that maps a global pointer
+// team's node communicator (so same-node units can load/store it), with
+// its own MPI window over the team (comm.window: segment, the default) or
+// attached to the team's dynamic window (comm.window: dynamic, the DART
+// design), so that other nodes reach it by MPI RMA. A segment id keys the translation table that maps a global pointer
 // to a shared-memory address (same node) or a window displacement (other
 // node).
 #include <mpi.h>
@@ -28,6 +29,12 @@ void free_segment(int team, int segment);
 // rounded up to whole pages, non-contiguous so that every part starts on its
 // own page (parts share no cache line). Segments and the progress engine's
 // memory are allocated this way.
+// Collective over comm: a window over `bytes` at `base` (displacement unit
+// 1), opened with lock_all(MPI_MODE_NOCHECK). Progress processes join the
+// world team's windows with 0 bytes.
+MPI_Win create_segment_window(void* base, std::size_t bytes, MPI_Comm comm);
+// Closes the epoch and frees the window (collective).
+void free_segment_window(MPI_Win& win);
 MPI_Win allocate_shared_pages(std::size_t bytes, MPI_Comm comm, void** base);
 }  // namespace detail
 

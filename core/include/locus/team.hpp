@@ -25,9 +25,16 @@ class ProgressEngine;
 class ProgressThread;
 }  // namespace detail
 
+// Which MPI window the remote path uses: one window per segment, created
+// over the segment's memory at allocation (MPI_Win_create: registered, the
+// fast RMA path of MPI libraries), or the team's dynamic window with every
+// segment attached (the DART design; MPICH serves it by active messages).
+enum class WindowKind { segment, dynamic };
+
 struct CommSettings {
   int node_size = 0;          // 0: real nodes; N: N consecutive ranks form a node
   bool locality = true;       // same-node transfers by memcpy on shared memory
+  WindowKind window = WindowKind::segment;  // comm.window
   bool check = false;         // bounds/collective checks on every call
   ProgressSettings progress;  // progress processes and thread (progress.hpp)
 };
@@ -46,9 +53,18 @@ struct SegmentInfo {
   int team = 0, id = 0;
   std::size_t elem_size = 1;
   MPI_Win shm = MPI_WIN_NULL;      // shared-memory window on the team's node communicator
+  // The window the remote path uses for this segment (always in a lock_all
+  // epoch): `own` (comm.window: segment) or the team's dynamic window.
+  MPI_Win rma = MPI_WIN_NULL;
+  MPI_Win own = MPI_WIN_NULL;      // the segment's own window, or MPI_WIN_NULL
+  MPI_Win alias = MPI_WIN_NULL;    // reserved: a second window (redirection's alias), unused yet
+  // Atomics on this segment use CPU atomics on the shared memory (the whole
+  // team on one node, comm.locality on), else MPI accumulates; fixed at
+  // allocation so every atomic on the segment takes the same mechanism.
+  bool cpu_atomics = false;
   char* base = nullptr;            // my part
   std::vector<char*> peer;         // team unit -> address of its part if on my node, else nullptr
-  std::vector<MPI_Aint> disp;      // team unit -> address of its part in the dynamic window
+  std::vector<MPI_Aint> disp;      // team unit -> displacement of its part in `rma` (0 for `own`)
   std::vector<std::size_t> bytes;  // team unit -> size of its part
 };
 
@@ -152,6 +168,14 @@ class Runtime {
   void add_segment(std::unique_ptr<SegmentInfo> s);
   std::unique_ptr<SegmentInfo> take_segment(int team, int id);
   std::size_t segment_count() const { return segments_.size(); }
+  // Calls fn once for every window the team's segments use for RMA (the
+  // dynamic window once, or each segment's own).
+  template <class Fn>
+  void for_each_window(int team, Fn&& fn) const {
+    MPI_Win last = MPI_WIN_NULL;
+    for (const auto& [key, seg] : segments_)
+      if (key.first == team && seg->rma != last && seg->rma != MPI_WIN_NULL) fn(last = seg->rma);
+  }
   // Collective over the team: frees every segment still allocated on it.
   void release_segments(int team);
   // The segment of `team` whose part of mine holds [p, p + bytes), or nullptr.

@@ -1,0 +1,54 @@
+#pragma once
+// Internal: the executors of the one-sided core.
+//
+// A transfer's route is decided once (rma.cpp: shared, direct, offload);
+// then one executor moves the data. The application units and the progress
+// servers run the same executors, so the memcpy-or-MPI choice, the chunking
+// of huge transfers and the datatype of a strided layout exist once.
+#include <mpi.h>
+
+#include <cstddef>
+
+#include "locus/rma.hpp"
+
+namespace locus::detail {
+
+// The remote side of a transfer, resolved: a same-node address (move by
+// memcpy) or a rank and displacement in an MPI window.
+struct Endpoint {
+  char* shared = nullptr;  // non-null: same node, the route is shared memory
+  MPI_Win win = MPI_WIN_NULL;
+  int rank = -1;
+  MPI_Aint disp = 0;
+};
+
+// What an executor started. Complete at once when req is null and flush is
+// false (shared memory). Otherwise complete when req is (for a get: the
+// data is here) and, if flush, after MPI_Win_flush(rank, win) (a put is
+// visible at the target; request-less pieces of huge transfers).
+struct Started {
+  MPI_Request req = MPI_REQUEST_NULL;
+  bool flush = false;
+  int rc = MPI_SUCCESS;  // the MPI error code (windows with MPI_ERRORS_RETURN)
+  bool complete() const { return req == MPI_REQUEST_NULL && !flush; }
+};
+
+// Starts a get (into origin) or a put (from origin) of `local` elements of
+// `esize` bytes, laid out at the endpoint as `remote` (same shape).
+Started start_transfer(bool get, char* origin, const Layout& local, const Endpoint& e, const Layout& remote,
+                       std::size_t esize);
+
+// Strided copy between two layouts of the same shape.
+void copy_strided(char* dst, const Layout& dl, const char* src, const Layout& sl, std::size_t esize);
+// The cached MPI datatype of a layout over `base` (MPI_BYTE: `esize`-byte
+// elements as bytes; a predefined type of `esize` bytes for accumulates).
+// Thread-safe.
+MPI_Datatype layout_type(const Layout& l, std::size_t esize, MPI_Datatype base = MPI_BYTE);
+// A dense layout of the same shape.
+Layout packed(const Layout& l);
+bool contiguous(const Layout& l);
+
+// MPI counts are ints: contiguous transfers beyond this go in pieces.
+constexpr std::size_t kChunk = std::size_t(1) << 30;
+
+}  // namespace locus::detail
