@@ -13,7 +13,7 @@ from locus_testlib import SOURCE, check, run_app, scratch, summary  # noqa: E402
 DECK = os.path.join(SOURCE, "inputs", "heat3d", "default.yaml")
 BASE = ["heat3d.grid.nx=11", "heat3d.grid.ny=9", "heat3d.grid.nz=10", "heat3d.time.max_steps=20",
         "heat3d.time.tolerance=0", "heat3d.validation.mode=none", "output.xdmf=false"]
-STRATEGIES = ["p2p", "rma", "locus", "locus-nb"]
+STRATEGIES = ["p2p", "rma", "locus", "locus-nb", "locus-barrier"]
 
 
 def field(path):

@@ -55,7 +55,7 @@ def main():
     expect(ranks, out, "order", "poisson5pt:\n  setup: paper\n  validation: {mode: order}\n",
            ["order.yaml:3:22: poisson5pt.validation.mode: order needs setup: manufactured"])
     expect(ranks, out, "override", "poisson5pt: {}\n", ["--set comm.halo=rmaa: comm.halo: must be one of p2p, rma, "
-                                                       "locus, locus-nb (got rmaa), did you mean 'rma'?"],
+                                                       "locus, locus-nb, locus-barrier (got rmaa), did you mean 'rma'?"],
            sets=["comm.halo=rmaa"])
     print("all poisson5pt error cases end cleanly on %d rank(s)" % ranks)
 

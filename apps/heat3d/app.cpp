@@ -42,7 +42,9 @@ locus::AppInfo app_info() {
       .real("heat3d.validation.steady_tol", 1.0e-4, 0.0, HUGE_VAL,
             "steady: largest |T - t_boundary| allowed at the end", true)
       .choice("comm.halo", "locus", locus::halo_strategies(),
-              "halo exchange: p2p, rma, locus or locus-nb (see docs/user-guide.md)")
+              "halo exchange: p2p (MPI two-sided), rma (MPI RMA + barriers), locus (notified one-sided: each rank "
+              "waits for its neighbours only), locus-nb (split-phase locus) or locus-barrier (the DART papers' "
+              "barrier-synchronised one-sided halo); see docs/user-guide.md")
       .integer("checkpoint.every", 0, 0, big, "write a restart file every N steps (0: never)")
       .string("checkpoint.file", "", "restart file to write (default <output.dir>/<output.name>.restart.h5)")
       .string("checkpoint.restart", "", "restart file to resume from (empty: start fresh)");

@@ -67,10 +67,13 @@ locus::AppInfo app_info() {
             "iterations: allowed |observed exponent - expected| (2 for Gauss-Seidel and Jacobi, 1 for SOR)",
             true)
       .choice("comm.halo", "locus", locus::halo_strategies(),
-              "halo exchange: p2p, rma, locus or locus-nb (see docs/user-guide.md)")
+              "halo exchange: p2p (MPI two-sided), rma (MPI RMA + barriers), locus (notified one-sided: each rank "
+              "waits for its neighbours only), locus-nb (split-phase locus) or locus-barrier (the DART papers' "
+              "barrier-synchronised one-sided halo); see docs/user-guide.md")
       .choice("comm.direction", "put", {"put", "get"},
-              "one-sided halos (rma, locus, locus-nb): put own boundary rows into the neighbours' ghosts "
-              "(the paper's) or get theirs");
+              "barrier-synchronised one-sided halos (rma, locus-barrier): put own boundary rows into the "
+              "neighbours' ghosts (the paper's) or get theirs; the notified halos (locus, locus-nb) move "
+              "every face from its owner and ignore it");
   locus::add_common_keys(s, "poisson5pt");
   return app;
 }

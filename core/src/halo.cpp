@@ -2,7 +2,11 @@
 
 #include <mpi.h>
 
+#include <algorithm>
+
 #include "locus/error.hpp"
+#include "locus/segment.hpp"
+#include "../src/transfer.hpp"
 #include "locus/wait.hpp"
 
 namespace locus {
@@ -212,6 +216,168 @@ class OneSidedHalo : public HaloExchange<T> {
   std::vector<Handle> handles_;
 };
 
+// Elements of a face in dimension d of a block (the interior of the other
+// two dimensions).
+std::size_t face_elements(const std::array<long, 3>& n, int d) {
+  std::size_t e = 1;
+  for (int k = 0; k < 3; ++k)
+    if (k != d) e *= static_cast<std::size_t>(n[k]);
+  return e;
+}
+
+// Notified one-sided halos: every unit waits only for its neighbours.
+//
+// Same-node faces move as one strided copy from the neighbour's boundary
+// layer into my ghost layer, after the neighbour has said that it reached
+// this exchange (its faces are final, its ghosts no longer read): the
+// `arrive` flag. In-place updates (Gauss-Seidel) also wait for the
+// neighbour's `done` flag at the end, since the neighbour overwrites the
+// faces I read right after the exchange; double-buffered updates do not,
+// because the next exchange's `arrive` covers it.
+//
+// Remote faces are packed by their owner into a contiguous buffer, put
+// into the neighbour's receive buffer as one contiguous transfer on the
+// segment window and announced by the `data` flag; the neighbour unpacks
+// them into its ghosts. Receive buffers alternate by step parity: the
+// buffer of step s is rewritten at step s + 2 only, and a unit starts
+// step s + 2 after it has received its neighbour's data of step s + 1,
+// which the neighbour sends after it has unpacked step s.
+//
+// Flags hold the step number (growing, never reset), one per face of the
+// receiving unit.
+template <class T>
+class NotifiedHalo : public HaloExchange<T> {
+ public:
+  NotifiedHalo(const CartDecomp& dc, const BlockShape& shape, Team& team, std::string name, bool nonblocking,
+               const HaloOptions& o)
+      : name_(std::move(name)), nonblocking_(nonblocking), in_place_(o.in_place), shape_(shape) {
+    const std::size_t per_buffer = slot_offset(shape.n, 6);
+    flags_ = Array<std::uint64_t>(team, 3 * 6);
+    std::fill(flags_.data(), flags_.data() + flags_.size(), 0);
+    recv_ = Array<T>(team, 2 * per_buffer);
+    recv_elements_ = per_buffer;
+    for (int d = 0; d < 3; ++d)
+      for (int side = 0; side < 2; ++side) {
+        const int dir = side ? +1 : -1;
+        const int nb = dc.neighbor(d, dir);
+        if (nb == MPI_PROC_NULL) continue;
+        const BlockShape other{dc.neighbor_local(d, dir), shape.g};
+        Face f;
+        f.unit = nb;
+        f.slot = 2 * d + side;
+        f.their_slot = 2 * d + (1 - side);
+        f.layout = face_layout(shape, d);
+        f.ghost_offset = face_offset(shape, d, side ? shape.n[d] + 1 : 0);
+        f.boundary_offset = face_offset(shape, d, side ? shape.n[d] : 1);
+        f.their_boundary_offset = face_offset(other, d, side ? 1 : other.n[d]);
+        f.their_layout = face_layout(other, d);
+        f.elements = face_elements(shape.n, d);
+        f.my_slot_offset = slot_offset(shape.n, f.slot);
+        f.their_slot_offset = slot_offset(other.n, f.their_slot);
+        f.their_buffer_elements = slot_offset(other.n, 6);
+        f.local = recv_.gptr(nb).is_local();
+        if (!f.local) f.packed.resize(f.elements);
+        faces_.push_back(std::move(f));
+      }
+    // Nobody signals before every unit has zeroed its flags.
+    barrier(team);
+  }
+
+  void exchange(GridFieldT<T>& field) override {
+    start(field);
+    finish(field);
+  }
+  void begin(GridFieldT<T>& field) override {
+    if (nonblocking_)
+      start(field);
+    else
+      exchange(field);
+  }
+  void end(GridFieldT<T>& field) override {
+    if (nonblocking_) finish(field);
+  }
+  bool split_phase() const override { return nonblocking_; }
+  std::string name() const override { return name_; }
+
+ private:
+  struct Face {
+    int unit = -1;
+    int slot = 0, their_slot = 0;  // 2 * d + side, seen from me and from the neighbour
+    bool local = false;            // same node (and comm.locality on)
+    Layout layout, their_layout;
+    std::size_t ghost_offset = 0, boundary_offset = 0, their_boundary_offset = 0;
+    std::size_t elements = 0, my_slot_offset = 0, their_slot_offset = 0, their_buffer_elements = 0;
+    std::vector<T> packed;  // remote: my boundary face, contiguous
+  };
+  enum Flag { arrive = 0, done = 6, data = 12 };
+
+  // Offset (elements) of a face slot in one receive buffer of a block.
+  static std::size_t slot_offset(const std::array<long, 3>& n, int slot) {
+    std::size_t off = 0;
+    for (int q = 0; q < slot; ++q) off += face_elements(n, q / 2);
+    return off;
+  }
+
+  GlobalPtr<std::uint64_t> their_flag(const Face& f, Flag kind) const {
+    return flags_.gptr(f.unit) + (kind + f.their_slot);
+  }
+  const std::uint64_t* my_flag(const Face& f, Flag kind) const { return flags_.data() + kind + f.slot; }
+
+  void start(GridFieldT<T>& field) {
+    const std::uint64_t s = ++step_;
+    const std::size_t parity = s % 2;
+    T* base = field.data();
+    for (const Face& f : faces_)
+      if (f.local) notify(their_flag(f, arrive), s);
+    handles_.clear();
+    for (Face& f : faces_) {
+      if (f.local) continue;
+      detail::copy_strided(reinterpret_cast<char*>(f.packed.data()), detail::packed(f.layout),
+                           reinterpret_cast<const char*>(base + f.boundary_offset), f.layout, sizeof(T));
+      GlobalPtr<T> dst =
+          recv_.gptr(f.unit) + static_cast<std::ptrdiff_t>(parity * f.their_buffer_elements + f.their_slot_offset);
+      handles_.push_back(put_async(dst, f.packed.data(), f.elements, Route::mpi));
+    }
+    wait_all(handles_);
+    for (const Face& f : faces_)
+      if (!f.local) notify(their_flag(f, data), s);
+  }
+
+  void finish(GridFieldT<T>& field) {
+    const std::uint64_t s = step_;
+    const std::size_t parity = s % 2;
+    T* base = field.data();
+    for (const Face& f : faces_) {
+      if (f.local) {
+        wait_notify(my_flag(f, arrive), s);
+        const T* from = field.gptr(f.unit).local() + f.their_boundary_offset;
+        detail::copy_strided(reinterpret_cast<char*>(base + f.ghost_offset), f.layout,
+                             reinterpret_cast<const char*>(from), f.their_layout, sizeof(T));
+      } else {
+        wait_notify(my_flag(f, data), s);
+        const T* from = recv_.data() + parity * recv_elements_ + f.my_slot_offset;
+        detail::copy_strided(reinterpret_cast<char*>(base + f.ghost_offset), f.layout,
+                             reinterpret_cast<const char*>(from), detail::packed(f.layout), sizeof(T));
+      }
+    }
+    if (!in_place_) return;
+    for (const Face& f : faces_)
+      if (f.local) notify(their_flag(f, done), s);
+    for (const Face& f : faces_)
+      if (f.local) wait_notify(my_flag(f, done), s);
+  }
+
+  std::string name_;
+  bool nonblocking_, in_place_;
+  BlockShape shape_;
+  Array<std::uint64_t> flags_;
+  Array<T> recv_;
+  std::size_t recv_elements_ = 0;
+  std::uint64_t step_ = 0;
+  std::vector<Face> faces_;
+  std::vector<Handle> handles_;
+};
+
 }  // namespace
 
 std::size_t face_offset(const BlockShape& s, int d, long layer) {
@@ -245,7 +411,7 @@ Layout face_layout(const std::array<long, 3>& n, int d) {
 }
 
 std::vector<std::string> halo_strategies() {
-  return {"p2p", "rma", "locus", "locus-nb"};
+  return {"p2p", "rma", "locus", "locus-nb", "locus-barrier"};
 }
 
 template <class T>
@@ -259,10 +425,12 @@ std::unique_ptr<HaloExchange<T>> make_halo(const std::string& strategy, const Ca
   if (strategy == "p2p") return std::make_unique<P2PHalo<T>>(decomp, shape);
   if (strategy == "rma")
     return std::make_unique<OneSidedHalo<T>>(decomp, shape, team, strategy, Route::mpi, false, options);
-  if (strategy == "locus")
+  if (strategy == "locus-barrier")
     return std::make_unique<OneSidedHalo<T>>(decomp, shape, team, strategy, Route::automatic, false, options);
+  if (strategy == "locus")
+    return std::make_unique<NotifiedHalo<T>>(decomp, shape, team, strategy, false, options);
   if (strategy == "locus-nb")
-    return std::make_unique<OneSidedHalo<T>>(decomp, shape, team, strategy, Route::automatic, true, options);
+    return std::make_unique<NotifiedHalo<T>>(decomp, shape, team, strategy, true, options);
   throw Error("comm.halo: unknown strategy '" + strategy + "'");
 }
 
