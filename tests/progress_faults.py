@@ -1,7 +1,8 @@
 """Progress processes under faults: an app that finishes, fails on one unit
 (the runtime aborts the job), fails on every unit together (clean exit 1,
 the servers are told to stop) or calls MPI_Abort with an offloaded get in
-flight. Each run must end within the time limit with the expected status,
+flight, or the core raises a collective error (a mismatched allocate).
+Each run must end within the time limit with the expected status,
 and no process of it may be left behind."""
 import os
 import subprocess
@@ -16,7 +17,8 @@ EXE = os.path.join(BUILD, "core", "tests", "progress_fault")
 MODES = {"none": (0, "none done on"),
          "local": (None, "deliberate local failure on unit 0"),
          "collective": (1, "progress_fault: error: deliberate collective failure"),
-         "abort": (None, "MPI_Abort")}
+         "abort": (None, "MPI_Abort"),
+         "core": (1, "allocate: mismatched collective call")}
 
 
 def leftovers(marker):
@@ -40,6 +42,7 @@ def main():
         except subprocess.TimeoutExpired:
             fail("%s: hung (no exit within 60 s)" % mode)
         dt = time.monotonic() - t0
+        check(dt < 20, "%s: took %.1f s to end (every error must end the job within seconds)" % (mode, dt))
         both = p.stdout + p.stderr
         if status is None:
             check(p.returncode != 0, "%s: exit status 0 after a failure" % mode)

@@ -227,35 +227,34 @@ std::size_t face_elements(const std::array<long, 3>& n, int d) {
 
 // Notified one-sided halos: every unit waits only for its neighbours.
 //
-// Same-node faces move as one strided copy from the neighbour's boundary
-// layer into my ghost layer, after the neighbour has said that it reached
-// this exchange (its faces are final, its ghosts no longer read): the
-// `arrive` flag. In-place updates (Gauss-Seidel) also wait for the
-// neighbour's `done` flag at the end, since the neighbour overwrites the
-// faces I read right after the exchange; double-buffered updates do not,
-// because the next exchange's `arrive` covers it.
-//
-// Remote faces are packed by their owner into a contiguous buffer, put
-// into the neighbour's receive buffer as one contiguous transfer on the
-// segment window and announced by the `data` flag; the neighbour unpacks
-// them into its ghosts. Receive buffers alternate by step parity: the
-// buffer of step s is rewritten at step s + 2 only, and a unit starts
-// step s + 2 after it has received its neighbour's data of step s + 1,
-// which the neighbour sends after it has unpacked step s.
-//
-// Flags hold the step number (growing, never reset), one per face of the
-// receiving unit.
+// Every face is fetched by the unit whose ghosts it fills, once its owner
+// has announced it with the face's `ready` flag (the step number, growing,
+// never reset; one flag per face of the fetching unit):
+//   same node  the owner announces on entering the exchange (its boundary
+//              layer is final, its ghosts are no longer read); the fetcher
+//              copies the boundary layer straight into its ghost layer
+//   remote     the owner packs the face into its send segment, then
+//              announces; the fetcher gets it as one contiguous transfer
+//              (an MPI_Rget on the segment window: complete when its
+//              request is, no flush, no derived datatype on the wire) and
+//              unpacks it into its ghosts
+// Send buffers alternate by step parity: the owner repacks the buffer of
+// step s at step s + 2 only, after it has fetched its neighbour's faces of
+// step s + 1, which the neighbour announces after it has fetched step s.
+// In-place updates (Gauss-Seidel) also exchange a `done` flag with
+// same-node neighbours at the end (they overwrite the faces just read);
+// double-buffered updates do not need it: the next `ready` covers it.
 template <class T>
 class NotifiedHalo : public HaloExchange<T> {
  public:
   NotifiedHalo(const CartDecomp& dc, const BlockShape& shape, Team& team, std::string name, bool nonblocking,
                const HaloOptions& o)
-      : name_(std::move(name)), nonblocking_(nonblocking), in_place_(o.in_place), shape_(shape) {
+      : name_(std::move(name)), nonblocking_(nonblocking), in_place_(o.in_place) {
     const std::size_t per_buffer = slot_offset(shape.n, 6);
-    flags_ = Array<std::uint64_t>(team, 3 * 6);
+    flags_ = Array<std::uint64_t>(team, 2 * 6);
     std::fill(flags_.data(), flags_.data() + flags_.size(), 0);
-    recv_ = Array<T>(team, 2 * per_buffer);
-    recv_elements_ = per_buffer;
+    send_ = Array<T>(team, 2 * per_buffer);
+    send_elements_ = per_buffer;
     for (int d = 0; d < 3; ++d)
       for (int side = 0; side < 2; ++side) {
         const int dir = side ? +1 : -1;
@@ -275,11 +274,11 @@ class NotifiedHalo : public HaloExchange<T> {
         f.my_slot_offset = slot_offset(shape.n, f.slot);
         f.their_slot_offset = slot_offset(other.n, f.their_slot);
         f.their_buffer_elements = slot_offset(other.n, 6);
-        f.local = recv_.gptr(nb).is_local();
-        if (!f.local) f.packed.resize(f.elements);
+        f.local = send_.gptr(nb).is_local();
+        if (!f.local) f.recv.resize(f.elements);
         faces_.push_back(std::move(f));
       }
-    // Nobody signals before every unit has zeroed its flags.
+    // Nobody announces before every unit has zeroed its flags.
     barrier(team);
   }
 
@@ -307,11 +306,11 @@ class NotifiedHalo : public HaloExchange<T> {
     Layout layout, their_layout;
     std::size_t ghost_offset = 0, boundary_offset = 0, their_boundary_offset = 0;
     std::size_t elements = 0, my_slot_offset = 0, their_slot_offset = 0, their_buffer_elements = 0;
-    std::vector<T> packed;  // remote: my boundary face, contiguous
+    std::vector<T> recv;  // remote: the neighbour's face, contiguous
   };
-  enum Flag { arrive = 0, done = 6, data = 12 };
+  enum Flag { ready = 0, done = 6 };
 
-  // Offset (elements) of a face slot in one receive buffer of a block.
+  // Offset (elements) of a face slot in one send buffer of a block.
   static std::size_t slot_offset(const std::array<long, 3>& n, int slot) {
     std::size_t off = 0;
     for (int q = 0; q < slot; ++q) off += face_elements(n, q / 2);
@@ -323,43 +322,51 @@ class NotifiedHalo : public HaloExchange<T> {
   }
   const std::uint64_t* my_flag(const Face& f, Flag kind) const { return flags_.data() + kind + f.slot; }
 
+  // Split phase (locus-nb): start() announces and, as each neighbour's
+  // announcement arrives, starts a non-blocking get of its face (carried by
+  // a progress process when large enough); finish() completes them. The
+  // blocking form fetches everything in finish().
   void start(GridFieldT<T>& field) {
     const std::uint64_t s = ++step_;
     const std::size_t parity = s % 2;
-    T* base = field.data();
+    const T* base = field.data();
     for (const Face& f : faces_)
-      if (f.local) notify(their_flag(f, arrive), s);
+      if (!f.local)
+        detail::copy_strided(reinterpret_cast<char*>(send_.data() + parity * send_elements_ + f.my_slot_offset),
+                             detail::packed(f.layout), reinterpret_cast<const char*>(base + f.boundary_offset),
+                             f.layout, sizeof(T));
+    std::atomic_thread_fence(std::memory_order_release);
+    for (const Face& f : faces_) notify(their_flag(f, ready), s);
     handles_.clear();
-    for (Face& f : faces_) {
-      if (f.local) continue;
-      detail::copy_strided(reinterpret_cast<char*>(f.packed.data()), detail::packed(f.layout),
-                           reinterpret_cast<const char*>(base + f.boundary_offset), f.layout, sizeof(T));
-      GlobalPtr<T> dst =
-          recv_.gptr(f.unit) + static_cast<std::ptrdiff_t>(parity * f.their_buffer_elements + f.their_slot_offset);
-      handles_.push_back(put_async(dst, f.packed.data(), f.elements, Route::mpi));
+    if (nonblocking_)
+      for (Face& f : faces_) fetch(f, field, s);
+  }
+
+  // Starts the get of one face once its owner has announced it. The
+  // blocking form never hands it to a progress process.
+  void fetch(Face& f, GridFieldT<T>& field, std::uint64_t s) {
+    wait_notify(my_flag(f, ready), s);
+    const Route route = nonblocking_ ? Route::automatic : Route::local;
+    if (f.local) {
+      GlobalPtr<T> from = field.gptr(f.unit) + static_cast<std::ptrdiff_t>(f.their_boundary_offset);
+      handles_.push_back(get_async(field.data() + f.ghost_offset, f.layout, from, f.their_layout, route));
+      return;
     }
-    wait_all(handles_);
-    for (const Face& f : faces_)
-      if (!f.local) notify(their_flag(f, data), s);
+    GlobalPtr<T> from = send_.gptr(f.unit) + static_cast<std::ptrdiff_t>((s % 2) * f.their_buffer_elements +
+                                                                         f.their_slot_offset);
+    handles_.push_back(get_async(f.recv.data(), from, f.elements, route));
   }
 
   void finish(GridFieldT<T>& field) {
     const std::uint64_t s = step_;
-    const std::size_t parity = s % 2;
+    if (!nonblocking_)
+      for (Face& f : faces_) fetch(f, field, s);
+    wait_all(handles_);
     T* base = field.data();
-    for (const Face& f : faces_) {
-      if (f.local) {
-        wait_notify(my_flag(f, arrive), s);
-        const T* from = field.gptr(f.unit).local() + f.their_boundary_offset;
+    for (const Face& f : faces_)
+      if (!f.local)
         detail::copy_strided(reinterpret_cast<char*>(base + f.ghost_offset), f.layout,
-                             reinterpret_cast<const char*>(from), f.their_layout, sizeof(T));
-      } else {
-        wait_notify(my_flag(f, data), s);
-        const T* from = recv_.data() + parity * recv_elements_ + f.my_slot_offset;
-        detail::copy_strided(reinterpret_cast<char*>(base + f.ghost_offset), f.layout,
-                             reinterpret_cast<const char*>(from), detail::packed(f.layout), sizeof(T));
-      }
-    }
+                             reinterpret_cast<const char*>(f.recv.data()), detail::packed(f.layout), sizeof(T));
     if (!in_place_) return;
     for (const Face& f : faces_)
       if (f.local) notify(their_flag(f, done), s);
@@ -369,10 +376,9 @@ class NotifiedHalo : public HaloExchange<T> {
 
   std::string name_;
   bool nonblocking_, in_place_;
-  BlockShape shape_;
   Array<std::uint64_t> flags_;
-  Array<T> recv_;
-  std::size_t recv_elements_ = 0;
+  Array<T> send_;
+  std::size_t send_elements_ = 0;
   std::uint64_t step_ = 0;
   std::vector<Face> faces_;
   std::vector<Handle> handles_;

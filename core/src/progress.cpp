@@ -10,6 +10,7 @@
 #include <climits>
 #include <cstring>
 #include <new>
+#include <mutex>
 #include <set>
 
 #include "locus/error.hpp"
@@ -209,6 +210,7 @@ void ProgressEngine::wake(ServerArea* s) {
 bool ProgressEngine::submit(CommandKind kind, void* origin, const Layout& local, int team, int segment,
                             int target, std::uint64_t target_offset, const Layout& remote, std::size_t esize,
                             bool same_node, Handle& h) {
+  std::lock_guard<std::recursive_mutex> lock(app_mutex_);
   if (free_slots_.empty()) return false;
   const std::size_t bytes = local.elements() * esize;
   Command c{};
@@ -290,6 +292,7 @@ void ProgressEngine::release(Handle& h) {
 }
 
 bool ProgressEngine::finish(Handle& h) {
+  std::lock_guard<std::recursive_mutex> lock(app_mutex_);
   UnitArea* a = unit_area(node_app_);
   const auto slot = static_cast<std::uint32_t>(HandleAccess::slot(h));
   const std::uint32_t st = a->state[slot].load(std::memory_order_acquire);
@@ -341,6 +344,7 @@ void ProgressEngine::wait(Handle& h) {
 }
 
 void ProgressEngine::quiesce() {
+  std::lock_guard<std::recursive_mutex> lock(app_mutex_);
   UnitArea* a = unit_area(node_app_);
   if (free_slots_.size() == kCompletion) return;
   a->waiting.store(1, std::memory_order_relaxed);

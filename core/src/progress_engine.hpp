@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -195,7 +196,9 @@ class ProgressEngine {
   std::vector<ServerArea*> servers_;  // node server index -> mailbox
   std::size_t area_bytes_ = 0;
 
-  // application side
+  // application side; app_mutex_ makes submit/test/wait/quiesce safe for
+  // several threads of the unit (the ring has one producer: the unit).
+  std::recursive_mutex app_mutex_;
   int node_app_ = -1;  // my index among my node's apps
   std::vector<std::uint32_t> free_slots_;
   std::size_t staged_used_ = 0;

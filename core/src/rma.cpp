@@ -190,8 +190,8 @@ bool same_node(const Target& t) {
 
 // The one route decision of a get/put.
 Path choose(const Target& t, Route r, std::size_t bytes, bool async) {
-  if (r != Route::automatic) return Path::direct;
-  if (async) {
+  if (r == Route::mpi) return Path::direct;
+  if (async && r == Route::automatic) {
     const detail::ProgressEngine* e = detail::progress_engine();
     if (e && t.team->served() && bytes >= e->settings().threshold) return Path::offload;
   }
@@ -493,10 +493,15 @@ void notify(const Target& t, std::uint64_t value) {
     return;
   }
   // Earlier puts to this unit are complete (blocking puts and completed
-  // handles are flushed), so only the flag itself moves here.
+  // handles are flushed), so only the flag itself moves here: an atomic
+  // replace, completed locally only (the value is on the stack). Its
+  // remote completion needs no wait of ours: the consumer polls, and the
+  // next flush to this target (or MPI progress on either side) completes
+  // it; accumulates from one origin to one location stay ordered, so a
+  // later value never lands before an earlier one.
   const Endpoint e = endpoint(t, Path::direct);
   MPI_Accumulate(&value, 1, MPI_UINT64_T, e.rank, e.disp, 1, MPI_UINT64_T, MPI_REPLACE, e.win);
-  MPI_Win_flush(e.rank, e.win);
+  MPI_Win_flush_local(e.rank, e.win);
 }
 
 }  // namespace detail
@@ -517,7 +522,7 @@ std::uint64_t wait_notify(const std::uint64_t* flag, std::uint64_t value) {
     if (v >= value) return v;
     // A producer on another node may need this process to enter MPI (an
     // MPI library that applies accumulates by active messages).
-    if (spins % 8 == 7) {
+    if (spins % 4 == 3) {
       int any = 0;
       MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm, &any, MPI_STATUS_IGNORE);
     }

@@ -52,16 +52,17 @@ void add_common_keys(Schema& s, const std::string& app_name) {
                "check every global pointer and collective call (always on in debug builds)");
 }
 
-namespace {
-bool g_collective_unwind = false;
+int& CollectiveError::live() {
+  static int count = 0;
+  return count;
 }
 
 bool unwinding_collectively() {
-  return g_collective_unwind;
+  return std::uncaught_exceptions() > 0 && CollectiveError::alive() > 0;
 }
 
 bool collective_cleanup_allowed() {
-  return std::uncaught_exceptions() == 0 || g_collective_unwind;
+  return std::uncaught_exceptions() == 0 || CollectiveError::alive() > 0;
 }
 
 void collective_require(MPI_Comm comm, bool ok, const std::string& msg) {
@@ -74,7 +75,6 @@ void collective_require(MPI_Comm comm, bool ok, const std::string& msg) {
   MPI_Bcast(&len, 1, MPI_INT, first_bad, comm);
   std::string text = rank == first_bad ? msg : std::string(len, '\0');
   MPI_Bcast(text.data(), len, MPI_CHAR, first_bad, comm);
-  g_collective_unwind = true;
   throw CollectiveError(text);
 }
 
@@ -177,7 +177,6 @@ Config load_everywhere(MPI_Comm comm, const AppInfo& app, const CommandLine& cl)
   try {
     return parse_config(app.schema, text, cl.deck, cl.overrides);
   } catch (const ConfigError& e) {
-    g_collective_unwind = true;
     throw CollectiveError(e.what());
   }
 }
@@ -303,7 +302,6 @@ int run(int argc, char** argv, const AppInfo& app, const std::function<int(Conte
         }
       }
     } catch (const CollectiveError& e) {
-      g_collective_unwind = false;
       // Errors the runtime raises about a deck key get the key's place.
       std::string msg = e.what();
       const std::string key = "runtime.progress.processes_per_node";

@@ -279,6 +279,13 @@ const SegmentInfo* Runtime::segment_containing(int team, const void* p, std::siz
   return nullptr;
 }
 
+std::uint64_t Runtime::next_generation() {
+  // Distinct across runtimes in one process (tests create several), so a
+  // thread's cached entry never matches a new runtime's segment.
+  static std::atomic<std::uint64_t> base{0};
+  return base.fetch_add(std::uint64_t(1) << 32);
+}
+
 Runtime& Runtime::current() {
   if (!g_runtime) throw Error("internal: no locus runtime (create one with locus::run or locus::Runtime)");
   return *g_runtime;
@@ -304,11 +311,21 @@ void Runtime::remove_team(int id) {
 }
 
 SegmentInfo* Runtime::find_segment(int team, int id) {
-  if (last_ && last_->id == id && last_->team == team) return last_;
+  // A one-entry cache per thread (several threads of a unit may look up
+  // segments at once); a freed segment invalidates every thread's entry.
+  struct Cache {
+    const Runtime* rt = nullptr;
+    std::uint64_t generation = 0;
+    SegmentInfo* seg = nullptr;
+  };
+  thread_local Cache cache;
+  const std::uint64_t gen = generation_.load(std::memory_order_acquire);
+  if (cache.rt == this && cache.generation == gen && cache.seg && cache.seg->id == id && cache.seg->team == team)
+    return cache.seg;
   auto it = segments_.find({team, id});
   if (it == segments_.end()) return nullptr;
-  last_ = it->second.get();
-  return last_;
+  cache = Cache{this, gen, it->second.get()};
+  return cache.seg;
 }
 
 SegmentInfo& Runtime::segment(int team, int id) {
@@ -329,7 +346,7 @@ std::unique_ptr<SegmentInfo> Runtime::take_segment(int team, int id) {
   if (it == segments_.end()) return nullptr;
   auto s = std::move(it->second);
   segments_.erase(it);
-  if (last_ == s.get()) last_ = nullptr;
+  generation_.fetch_add(1, std::memory_order_acq_rel);
   return s;
 }
 

@@ -10,6 +10,7 @@
 #include "locus/segment.hpp"
 
 // --- docs/core-api.md begins
+#include "locus/plan.hpp"
 #include "locus/rma.hpp"
 #include "locus/segment.hpp"
 
@@ -22,13 +23,14 @@ int app(locus::Context& ctx) {
   locus::barrier(world);
 
   // Blocking get from the right neighbour: memcpy when it is on my node
-  // (and comm.locality is on), MPI RMA on the team's dynamic window otherwise.
+  // (and comm.locality is on), MPI RMA on the segment's own window otherwise.
   int right = (world.rank() + 1) % world.size();
   std::vector<double> buf(16);
   locus::get(buf.data(), a.gptr(right) + 100, 16);
   if (buf[0] != right) throw locus::Error("get returned the wrong data");
 
-  // Non-blocking, completed together.
+  // Non-blocking, completed together (one flush per target window). A
+  // handle is move-only and spent after wait: waiting twice is an Error.
   std::vector<locus::Handle> hs;
   hs.push_back(locus::get_async(buf.data(), a.gptr(right), 8));
   hs.push_back(locus::put_async(a.gptr(right) + 500, buf.data(), 8));
@@ -39,17 +41,41 @@ int app(locus::Context& ctx) {
   locus::Layout packed{.block = 3, .count = 4, .stride = 3};
   locus::get(buf.data(), packed, a.gptr(right), remote);
 
-  // Atomics always go through MPI, so they are atomic with each other.
+  // Atomics take one mechanism per segment (CPU atomics when the team is on
+  // one node, else MPI), so they are atomic with each other.
   locus::Array<std::int64_t> counter(world, 1);
   counter.data()[0] = 0;  // segments are not zeroed
   locus::barrier(world);
   std::int64_t ticket = locus::fetch_and_op(counter.gptr(0), std::int64_t(1), locus::Op::sum);
   if (ticket < 0 || ticket >= world.size()) throw locus::Error("tickets are 0 .. units-1");
+  std::int64_t one = 1;
+  locus::Handle acc = locus::accumulate_async(counter.gptr(0), &one, 1, locus::Op::sum);
+  locus::wait(acc);
+
+  // Notified put: the right neighbour waits for my data, nobody else does.
+  locus::Array<std::uint64_t> flag(world, 1);
+  flag.data()[0] = 0;
+  locus::barrier(world);
+  double mine = world.rank();
+  locus::put_notify(a.gptr(right) + 1000, &mine, 1, flag.gptr(right), 1);
+  locus::wait_notify(flag.data(), 1);  // my left neighbour's value is here
+  int left = (world.rank() + world.size() - 1) % world.size();
+  if (a.data()[1000] != left) throw locus::Error("notified put: wrong data");
+
+  // A transfer plan: built once, executed every step (here: elements 3, 7
+  // and 9 of every unit's part into one local buffer).
+  std::vector<locus::PlanEntry> entries;
+  for (int u = 0; u < world.size(); ++u)
+    entries.push_back({u, locus::Side::contiguous(3 * u, 3), locus::Side::indexed(0, {3, 7, 9})});
+  locus::GetPlan<double> plan(a.gptr(), entries);
+  locus::barrier(world);
+  std::vector<double> gathered(3 * world.size());
+  plan.execute(gathered.data());
 
   // Force the MPI path for one call (the baseline, from the same code).
   locus::get(buf.data(), a.gptr(right), 16, locus::Route::mpi);
 
-  // Sub-teams have their own dynamic window and segments.
+  // Sub-teams have their own segments (and windows).
   auto half = world.split(world.rank() % 2);
   locus::Array<int> b(*half, 4);
   locus::barrier(*half);

@@ -1,4 +1,5 @@
-// GoogleTest main for tests that need MPI and Kokkos. Only rank 0 prints.
+// GoogleTest main for tests that need MPI and Kokkos. Rank 0 prints the
+// usual report; the other ranks print their failures.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -8,6 +9,7 @@
 #include <Kokkos_Core.hpp>
 
 #include "locus/team.hpp"
+#include "rank_printer.hpp"
 
 int main(int argc, char** argv) {
   int provided = 0;
@@ -16,10 +18,7 @@ int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  if (rank != 0) {
-    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
-    delete listeners.Release(listeners.default_result_printer());
-  }
+  locus::testing::print_failures_on_every_rank(rank);
   // The one-sided core as apps get it; LOCUS_NODE_SIZE emulates nodes.
   locus::CommSettings settings;
   settings.node_size = locus::effective_node_size(0);

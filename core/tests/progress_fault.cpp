@@ -7,6 +7,9 @@
 //   collective  every unit raises the same error: clean exit 1, the
 //               servers are told to stop
 //   abort       unit 0 calls MPI_Abort with an offloaded get in flight
+//   core        a mismatched collective allocate (unit 0 allocates floats,
+//               the others doubles): the core's CollectiveError must end
+//               every unit and server within seconds
 #include <mpi.h>
 
 #include <vector>
@@ -36,6 +39,12 @@ int app(locus::Context& ctx) {
     locus::barrier(world);  // never completes: unit 0 is gone
   } else if (mode == "collective") {
     locus::collective_require(ctx.comm(), world.rank() != 0, "deliberate collective failure");
+  } else if (mode == "core") {
+    if (world.rank() == 0) {
+      locus::Array<float> wrong(world, 16);
+    } else {
+      locus::Array<double> right_kind(world, 16);
+    }
   } else if (mode == "abort") {
     locus::Handle h = locus::get_async(buf.data(), a.gptr(right), n);
     if (world.rank() == 0) MPI_Abort(ctx.comm(), 3);
@@ -50,7 +59,7 @@ int app(locus::Context& ctx) {
 
 int main(int argc, char** argv) {
   locus::AppInfo info{"progress_fault", "fault injection for progress-process tests", {}};
-  info.schema.choice("progress_fault.mode", "none", {"none", "local", "collective", "abort"},
+  info.schema.choice("progress_fault.mode", "none", {"none", "local", "collective", "abort", "core"},
                      "how to fail after moving data through the progress processes");
   locus::add_common_keys(info.schema, "progress_fault");
   return locus::run(argc, argv, info, app);

@@ -12,6 +12,8 @@
 #include <sched.h>
 
 #include <Kokkos_Core.hpp>
+
+#include "rank_printer.hpp"
 #include <algorithm>
 #include <cstdlib>
 #include <numeric>
@@ -70,7 +72,7 @@ TEST(Progress, GetPutEverySizeAroundThreshold) {
       EXPECT_EQ(h.offloaded(), servers_on() && std::min(count, n - 3) * 8 >= kThreshold) << bytes;
       wait(h);
       for (std::size_t i = 0; i < std::min(count, n - 3); ++i)
-        ASSERT_EQ(dst.data()[i], value(t, i + 3)) << "get of " << bytes << " B from unit " << t;
+        EXPECT_EQ(dst.data()[i], value(t, i + 3)) << "get of " << bytes << " B from unit " << t;
     }
     // put my values into the next unit's dst part, from a segment
     barrier(w);
@@ -82,7 +84,7 @@ TEST(Progress, GetPutEverySizeAroundThreshold) {
     barrier(w);
     const int prev = (w.rank() + w.size() - 1) % w.size();
     for (std::size_t i = 0; i < c; ++i)
-      ASSERT_EQ(dst.data()[i], value(prev, i)) << "put of " << c * 8 << " B";
+      EXPECT_EQ(dst.data()[i], value(prev, i)) << "put of " << c * 8 << " B";
     barrier(w);
   }
 }
@@ -97,7 +99,7 @@ TEST(Progress, BuffersOutsideSegmentsAndLargerThanStaging) {
     std::vector<double> buf(count, -1.0);
     Handle h = get_async(buf.data(), src.gptr(t), count);
     wait(h);
-    for (std::size_t i = 0; i < count; ++i) ASSERT_EQ(buf[i], value(t, i)) << "staged get of " << count;
+    for (std::size_t i = 0; i < count; ++i) EXPECT_EQ(buf[i], value(t, i)) << "staged get of " << count;
     // put from a plain buffer, overwritten right after put_async returned
     std::vector<double> out(count);
     for (std::size_t i = 0; i < count; ++i) out[i] = -value(w.rank(), i);
@@ -108,7 +110,7 @@ TEST(Progress, BuffersOutsideSegmentsAndLargerThanStaging) {
     barrier(w);
     const int from = (w.rank() + w.size() - 1) % w.size();
     for (std::size_t i = 0; i < count; ++i)
-      ASSERT_EQ(dst.data()[i], -value(from, i)) << "staged put of " << count;
+      EXPECT_EQ(dst.data()[i], -value(from, i)) << "staged put of " << count;
     barrier(w);
   }
 }
@@ -130,8 +132,8 @@ TEST(Progress, StridedInAndOutOfSegments) {
   wait(a);
   for (std::size_t j = 0; j < ny; ++j)
     for (std::size_t i = 0; i < 32; ++i) {
-      ASSERT_EQ(plain[j * 32 + i], value(t, j * nx + 8 + i));
-      ASSERT_EQ(seg.data()[j * nx + 8 + i], value(t, j * nx + 8 + i));
+      EXPECT_EQ(plain[j * 32 + i], value(t, j * nx + 8 + i));
+      EXPECT_EQ(seg.data()[j * nx + 8 + i], value(t, j * nx + 8 + i));
     }
   barrier(w);
 }
@@ -165,7 +167,7 @@ TEST(Progress, ThousandHandlesWaitedInRandomOrder) {
     const int t =
         static_cast<int>((static_cast<std::size_t>(w.rank()) + k) % static_cast<std::size_t>(w.size()));
     for (std::size_t i = 0; i < chunk; ++i)
-      ASSERT_EQ(dst.data()[k * chunk + i], value(t, (k % 8) * chunk + i)) << "handle " << k;
+      EXPECT_EQ(dst.data()[k * chunk + i], value(t, (k % 8) * chunk + i)) << "handle " << k;
   }
   barrier(w);
 }
@@ -192,19 +194,19 @@ TEST(Progress, OrderingOfDirectAndOffloadedOperations) {
     put(a.gptr(t), &mark, 1);
     std::vector<double> back(n);
     get(back.data(), a.gptr(t), n);  // direct, blocking
-    ASSERT_EQ(back[0], mark);
-    ASSERT_EQ(back[n - 1], 1.0 + w.rank());
+    EXPECT_EQ(back[0], mark);
+    EXPECT_EQ(back[n - 1], 1.0 + w.rank());
     // direct put, then an offloaded get sees it
     put(a.gptr(t) + 5, &mark, 1);
     std::vector<double> again(n);
     Handle g = get_async(again.data(), a.gptr(t), n);
     wait(g);
-    ASSERT_EQ(again[5], mark);
+    EXPECT_EQ(again[5], mark);
     // an offloaded put completed by flush(team): a direct get sees it
     Handle f = put_async(a.gptr(t), big_seg.data(), n);
     flush(w);
     get(back.data(), a.gptr(t), n);
-    ASSERT_EQ(back[7], 2.0 + w.rank());
+    EXPECT_EQ(back[7], 2.0 + w.rank());
     EXPECT_TRUE(test(f));
   }
   barrier(w);
@@ -240,7 +242,11 @@ TEST(Progress, ServerFailureReachesWait) {
   // comm.check is off here, so the origin does not check bounds; the
   // server does, and the error must come back through wait().
   Handle h = get_async(buf.data(), a.gptr(t) + 512, 1024);
-  ASSERT_TRUE(h.offloaded());
+  if (!h.offloaded()) {  // no ASSERT before a collective: the others would wait for us
+    ADD_FAILURE() << "a get of 8 KiB was not offloaded";
+    barrier(w);
+    return;
+  }
   try {
     wait(h);
     ADD_FAILURE() << "an out-of-bounds offloaded get completed";
@@ -277,15 +283,19 @@ TEST(Progress, ServersAreBoundAwayFromTheirUnits) {
   MPI_Comm_rank(MPI_COMM_WORLD, &me);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   const std::vector<int>& cpus = rt.bound_cpus();
-  ASSERT_EQ(cpus.size(), static_cast<std::size_t>(size));
   cpu_set_t mask;
   CPU_ZERO(&mask);
-  ASSERT_EQ(sched_getaffinity(0, sizeof mask, &mask), 0);
+  const int server = detail::progress_engine()->my_server_rank();
+  if (cpus.size() != static_cast<std::size_t>(size) || sched_getaffinity(0, sizeof mask, &mask) != 0 ||
+      server < 0) {  // no ASSERT before the collective below
+    ADD_FAILURE() << "bound_cpus has " << cpus.size() << " entries for " << size
+                  << " ranks, or sched_getaffinity failed, or no server (" << server << ")";
+    barrier(Runtime::current().world());
+    return;
+  }
   EXPECT_EQ(CPU_COUNT(&mask), 1);
   EXPECT_TRUE(CPU_ISSET(cpus[static_cast<std::size_t>(me)], &mask));
   const std::set<int> distinct(cpus.begin(), cpus.end());
-  const int server = detail::progress_engine()->my_server_rank();
-  ASSERT_GE(server, 0);
   Team& node = Runtime::current().node();
   const int k = rt.settings().progress.processes_per_node;
   int served = 0;  // units of my node my server serves
@@ -318,10 +328,8 @@ int main(int argc, char** argv) {
     if (runtime.is_server()) {
       runtime.serve();
     } else {
-      if (runtime.world().rank() != 0) {
-        auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
-        delete listeners.Release(listeners.default_result_printer());
-      } else {
+      locus::testing::print_failures_on_every_rank(runtime.world().rank());
+      if (runtime.world().rank() == 0) {
         std::printf("%d units; %s\n", runtime.world().size(), runtime.progress_description().c_str());
       }
       failed = RUN_ALL_TESTS();

@@ -15,13 +15,26 @@ class Error : public std::runtime_error {
 // message (see collective_require in runtime.hpp). The runtime prints it
 // once and all ranks exit cleanly with a non-zero status; any other Error
 // is local to one rank and aborts the job.
+//
+// While a CollectiveError object exists (thrown and not yet handled) every
+// rank is unwinding together, so destructors may still make collective
+// calls (free segments, stop the progress processes). The state belongs to
+// the error: it ends when the error is handled, so a caught and handled
+// CollectiveError leaves no trace.
 class CollectiveError : public Error {
  public:
-  using Error::Error;
+  explicit CollectiveError(const std::string& what) : Error(what) { ++live(); }
+  CollectiveError(const CollectiveError& o) : Error(o) { ++live(); }
+  CollectiveError& operator=(const CollectiveError&) = default;
+  ~CollectiveError() override { --live(); }
+  // CollectiveError objects alive in this process.
+  static int alive() { return live(); }
+
+ private:
+  static int& live();
 };
 
-// True while a CollectiveError unwinds the stack (every rank is unwinding
-// together, so destructors may still make collective calls).
+// True while a CollectiveError unwinds the stack.
 bool unwinding_collectively();
 
 // False while a local (one-rank) error unwinds the stack: destructors must

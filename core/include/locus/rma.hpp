@@ -24,7 +24,9 @@
 
 namespace locus {
 
-enum class Route { automatic, mpi };
+// automatic: the route the core picks (below); local: the same, but never
+// through a progress process; mpi: MPI RMA on the segment's window.
+enum class Route { automatic, local, mpi };
 
 // A strided region, in elements: `rows` rows, each `count` blocks of `block`
 // contiguous elements, `stride` apart; rows `row_stride` apart.

@@ -10,6 +10,8 @@
 // node communicator over which the segments' shared-memory windows live.
 #include <mpi.h>
 
+#include <atomic>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -162,7 +164,9 @@ class Runtime {
   void remove_team(int id);
   int max_team_id() const { return max_team_id_; }
 
-  // The translation table: (team id, segment id) -> segment.
+  // The translation table: (team id, segment id) -> segment. Lookups are
+  // thread-safe; add/take happen in the collective allocate/free, which must
+  // not run while other threads of the unit use the core.
   SegmentInfo& segment(int team, int id);
   SegmentInfo* find_segment(int team, int id);
   void add_segment(std::unique_ptr<SegmentInfo> s);
@@ -183,7 +187,10 @@ class Runtime {
 
  private:
   std::map<std::pair<int, int>, std::unique_ptr<SegmentInfo>> segments_;
-  SegmentInfo* last_ = nullptr;  // one-entry lookup cache
+  // Bumped whenever a segment is freed (the lookup caches check it). A
+  // runtime made after another one was destroyed starts past its count.
+  std::atomic<std::uint64_t> generation_{next_generation()};
+  static std::uint64_t next_generation();
   CommSettings settings_;
   NodeMap nodes_;
   std::map<int, Team*> teams_;

@@ -1,0 +1,96 @@
+#pragma once
+// Transfer plans: who moves what from (or to) whom, built once, executed
+// every step (Cabana's Halo, built from export ids and ranks, is the model).
+//
+// A plan is a list of entries over one segment: a remote unit, an offset
+// into that unit's part, an offset into a local buffer, and the layout of
+// the elements on each side — contiguous, strided (Layout) or an index list
+// (element offsets, each the start of `block` contiguous elements). The
+// plan resolves every entry's route once (shared memory or MPI on the
+// segment's window), builds the MPI datatypes of index lists and strided
+// layouts once, and then a step is start() + wait() (or execute()).
+//
+//   std::vector<PlanEntry> wish = ...;  // e.g. spmv: the x entries I need
+//   GetPlan<double> halo(x.gptr(), wish);
+//   for (step...) { halo.execute(x_halo.data()); ... }
+//
+// Synchronisation is the caller's (a barrier, or notified transfers): the
+// plan only moves data. Not thread-safe: one thread executes a plan.
+#include <mpi.h>
+
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "locus/gptr.hpp"
+#include "locus/rma.hpp"
+
+namespace locus {
+
+// One side of a plan entry. An index list wins over the layout when it is
+// not empty: `index` holds element offsets, each the start of
+// `index_block` contiguous elements.
+struct Side {
+  std::size_t offset = 0;  // elements: into the local buffer, or into the unit's part
+  Layout layout{};
+  std::vector<std::size_t> index{};
+  std::size_t index_block = 1;
+  std::size_t elements() const { return index.empty() ? layout.elements() : index.size() * index_block; }
+  static Side contiguous(std::size_t offset, std::size_t count) { return Side{offset, Layout{count, 1, 0, 1, 0}, {}, 1}; }
+  static Side strided(std::size_t offset, const Layout& l) { return Side{offset, l, {}, 1}; }
+  static Side indexed(std::size_t offset, std::vector<std::size_t> index, std::size_t block = 1) {
+    return Side{offset, Layout{}, std::move(index), block};
+  }
+};
+
+struct PlanEntry {
+  int unit = -1;  // remote unit (team rank of the segment's team)
+  Side local, remote;
+};
+
+namespace detail {
+class PlanImpl;
+// Element size and MPI base type are all the plan needs of T.
+// A new plan, owned by the caller (freed with destroy_plan).
+PlanImpl* make_plan(int team, int segment, std::vector<PlanEntry> entries, std::size_t esize, bool get);
+void plan_start(PlanImpl& p, void* local_base);
+void plan_wait(PlanImpl& p);
+std::size_t plan_remote_entries(const PlanImpl& p);
+void destroy_plan(PlanImpl* p);
+struct PlanDeleter {
+  void operator()(PlanImpl* p) const { destroy_plan(p); }
+};
+}  // namespace detail
+
+// Gets (get = true) or puts of a plan's entries over the segment `seg`
+// points into (its unit and offset are ignored: entries name both).
+template <class T, bool Get>
+class TransferPlan {
+ public:
+  TransferPlan() = default;
+  // Checks every entry (same element count on both sides, bounds of the
+  // remote side); throws Error naming the entry.
+  TransferPlan(GlobalPtr<T> seg, std::vector<PlanEntry> entries)
+      : impl_(detail::make_plan(seg.team, seg.segment, std::move(entries), sizeof(T), Get)) {}
+  // Starts every entry; `local` is the local buffer the entries' local
+  // offsets count from. Same-node entries are complete on return.
+  void start(T* local) { detail::plan_start(*impl_, local); }
+  // Completes what start() began (one flush per target window).
+  void wait() { detail::plan_wait(*impl_); }
+  void execute(T* local) {
+    start(local);
+    wait();
+  }
+  // Entries that go through MPI (the others are memcpy on shared memory).
+  std::size_t remote_entries() const { return detail::plan_remote_entries(*impl_); }
+
+ private:
+  std::unique_ptr<detail::PlanImpl, detail::PlanDeleter> impl_;
+};
+
+template <class T>
+using GetPlan = TransferPlan<T, true>;
+template <class T>
+using PutPlan = TransferPlan<T, false>;
+
+}  // namespace locus

@@ -1,0 +1,92 @@
+// Transfer plans: index lists, strided and contiguous sides, gets and puts,
+// same-node (memcpy) and remote (MPI) entries, built once and executed many
+// times.
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <random>
+
+#include "locus/plan.hpp"
+#include "locus/segment.hpp"
+
+namespace {
+
+using locus::Layout;
+using locus::PlanEntry;
+using locus::Side;
+
+locus::Team& world() {
+  return locus::Runtime::current().world();
+}
+
+double value(int unit, std::size_t i, int step) {
+  return unit * 1e6 + static_cast<double>(i) + 0.25 * step;
+}
+
+TEST(Plans, IndexListGetsFromEveryUnit) {
+  const int me = world().rank(), n = world().size();
+  const std::size_t part = 1000;
+  locus::Array<double> x(world(), part);
+  // A wish list per unit, as spmv's halo: unsorted, with runs and gaps.
+  std::mt19937 rng(7u + static_cast<unsigned>(me));
+  std::vector<std::vector<std::size_t>> wish(static_cast<std::size_t>(n));
+  std::vector<PlanEntry> entries;
+  std::size_t at = 0;
+  for (int u = 0; u < n; ++u) {
+    auto& w = wish[static_cast<std::size_t>(u)];
+    for (std::size_t k = 0; k < 60; ++k) w.push_back(rng() % (part - 3));
+    w.push_back(part - 3);  // the last block of 3 elements
+    entries.push_back(PlanEntry{u, Side::contiguous(at, w.size() * 3), Side::indexed(0, w, 3)});
+    at += w.size() * 3;
+  }
+  locus::GetPlan<double> plan(x.gptr(), entries);
+  EXPECT_EQ(plan.remote_entries(), static_cast<std::size_t>(
+                                        std::count_if(entries.begin(), entries.end(), [&](const PlanEntry& e) {
+                                          return !x.gptr(e.unit).is_local();
+                                        })));
+  std::vector<double> halo(at, -1.0);
+  for (int step = 0; step < 5; ++step) {
+    for (std::size_t i = 0; i < part; ++i) x.data()[i] = value(me, i, step);
+    locus::barrier(world());
+    plan.execute(halo.data());
+    long bad = 0;
+    std::size_t k = 0;
+    for (int u = 0; u < n; ++u)
+      for (std::size_t i : wish[static_cast<std::size_t>(u)])
+        for (std::size_t b = 0; b < 3; ++b) bad += halo[k++] != value(u, i + b, step);
+    EXPECT_EQ(bad, 0) << "step " << step;
+    locus::barrier(world());
+  }
+}
+
+TEST(Plans, StridedPutsIntoTheNextUnit) {
+  const int me = world().rank(), n = world().size();
+  const int right = (me + 1) % n, left = (me + n - 1) % n;
+  locus::Array<double> grid(world(), 10 * 12);
+  std::fill(grid.data(), grid.data() + grid.size(), -1.0);
+  // My 10 values go into column 3 (every 12th element) of my right neighbour.
+  std::vector<double> col(10);
+  for (std::size_t i = 0; i < 10; ++i) col[i] = value(me, i, 0);
+  locus::PutPlan<double> plan(grid.gptr(), {PlanEntry{right, Side::contiguous(0, 10), Side::strided(3, Layout{1, 10, 12, 1, 0})}});
+  locus::barrier(world());
+  plan.execute(col.data());
+  locus::barrier(world());
+  long bad = 0;
+  for (std::size_t r = 0; r < 10; ++r)
+    for (std::size_t c = 0; c < 12; ++c) bad += grid.data()[r * 12 + c] != (c == 3 ? value(left, r, 0) : -1.0);
+  EXPECT_EQ(bad, 0);
+  locus::barrier(world());
+}
+
+TEST(Plans, BadEntriesAreClearErrors) {
+  locus::Array<double> x(world(), 16);
+  EXPECT_THROW(locus::GetPlan<double>(x.gptr(), {PlanEntry{0, Side::contiguous(0, 4), Side::contiguous(14, 4)}}),
+               locus::Error);
+  EXPECT_THROW(locus::GetPlan<double>(x.gptr(), {PlanEntry{0, Side::contiguous(0, 4), Side::contiguous(0, 5)}}),
+               locus::Error);
+  EXPECT_THROW(locus::GetPlan<double>(x.gptr(), {PlanEntry{world().size(), Side::contiguous(0, 1), Side::contiguous(0, 1)}}),
+               locus::Error);
+  locus::barrier(world());
+}
+
+}  // namespace
