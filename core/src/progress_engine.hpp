@@ -79,32 +79,32 @@ struct HandleAccess {
   // A direct-path operation in flight: a request and/or a flush of (target, win).
   static Handle make(MPI_Request req, MPI_Win win, int target, bool flush) {
     Handle h;
-    h.state_ = State::mpi;
-    h.req_ = req;
-    h.win_ = win;
-    h.target_ = target;
-    h.flush_ = flush;
+    h.o_.state = State::mpi;
+    h.o_.req = req;
+    h.o_.win = win;
+    h.o_.target = target;
+    h.o_.flush = flush;
     return h;
   }
   // An operation that completed when it was issued.
   static Handle ready() {
     Handle h;
-    h.state_ = State::ready;
+    h.o_.state = State::ready;
     return h;
   }
-  static State state(const Handle& h) { return h.state_; }
-  static void set_state(Handle& h, State s) { h.state_ = s; }
-  static MPI_Request& req(Handle& h) { return h.req_; }
-  static bool flush(const Handle& h) { return h.flush_; }
-  static MPI_Win win(const Handle& h) { return h.win_; }
-  static int target(const Handle& h) { return h.target_; }
-  static std::int32_t& slot(Handle& h) { return h.slot_; }
-  static std::int32_t& reg(Handle& h) { return h.reg_; }
-  static std::uint64_t& staged(Handle& h) { return h.staged_; }
-  static std::uint64_t& staged_bytes(Handle& h) { return h.staged_bytes_; }
-  static std::uint32_t& esize(Handle& h) { return h.esize_; }
-  static void*& unpack(Handle& h) { return h.unpack_; }
-  static Layout& unpack_layout(Handle& h) { return h.unpack_layout_; }
+  static State state(const Handle& h) { return h.o_.state; }
+  static void set_state(Handle& h, State s) { h.o_.state = s; }
+  static MPI_Request& req(Handle& h) { return h.o_.req; }
+  static bool flush(const Handle& h) { return h.o_.flush; }
+  static MPI_Win win(const Handle& h) { return h.o_.win; }
+  static int target(const Handle& h) { return h.o_.target; }
+  static std::int32_t& slot(Handle& h) { return h.o_.slot; }
+  static std::int32_t& reg(Handle& h) { return h.o_.reg; }
+  static std::uint64_t& staged(Handle& h) { return h.o_.staged; }
+  static std::uint64_t& staged_bytes(Handle& h) { return h.o_.staged_bytes; }
+  static std::uint32_t& esize(Handle& h) { return h.o_.esize; }
+  static void*& unpack(Handle& h) { return h.o_.unpack; }
+  static Layout& unpack_layout(Handle& h) { return h.o_.unpack_layout; }
 };
 namespace detail {
 

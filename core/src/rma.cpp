@@ -139,22 +139,9 @@ Handle::Handle(Handle&& o) noexcept {
 Handle& Handle::operator=(Handle&& o) noexcept {
   if (this == &o) return *this;
   abandon_or_complete();
-  state_ = o.state_;
-  flush_ = o.flush_;
-  req_ = o.req_;
-  win_ = o.win_;
-  target_ = o.target_;
-  slot_ = o.slot_;
-  reg_ = o.reg_;
-  esize_ = o.esize_;
-  staged_ = o.staged_;
-  staged_bytes_ = o.staged_bytes_;
-  unpack_ = o.unpack_;
-  unpack_layout_ = o.unpack_layout_;
-  o.state_ = State::moved;
-  o.req_ = MPI_REQUEST_NULL;
-  o.slot_ = o.reg_ = -1;
-  o.unpack_ = nullptr;
+  o_ = o.o_;
+  o.o_ = Owned{};
+  o.o_.state = State::moved;
   return *this;
 }
 
@@ -165,14 +152,14 @@ Handle::~Handle() {
 void Handle::abandon_or_complete() noexcept {
   if (!live()) return;
   if (std::uncaught_exceptions() > 0 || !Runtime::exists()) {
-    state_ = State::spent;  // the job is ending: leave the operation to it
+    o_.state = State::spent;  // the job is ending: leave the operation to it
     return;
   }
   try {
     wait(*this);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "locus: an operation completed by a destroyed handle failed: %s\n", e.what());
-    state_ = State::spent;
+    o_.state = State::spent;
   }
 }
 

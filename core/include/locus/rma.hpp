@@ -66,27 +66,30 @@ class Handle {
 
   // True when the operation has been started and not yet completed by
   // wait/test (it may have finished in the meantime).
-  bool live() const { return state_ >= State::ready; }
+  bool live() const { return o_.state >= State::ready; }
   // True when nothing is outstanding: never started, completed, or moved from.
   bool done() const { return !live(); }
   // True when a progress process carries the operation.
-  bool offloaded() const { return state_ == State::offload; }
+  bool offloaded() const { return o_.state == State::offload; }
 
  private:
   friend struct HandleAccess;
   enum class State : std::uint8_t { empty, spent, moved, ready, mpi, thread, offload };
   void abandon_or_complete() noexcept;
-  State state_ = State::empty;
-  bool flush_ = false;          // mpi/thread: a flush of (target_, win_) completes it
-  MPI_Request req_ = MPI_REQUEST_NULL;
-  MPI_Win win_ = MPI_WIN_NULL;
-  int target_ = -1;
-  std::int32_t slot_ = -1;  // progress-process completion slot
-  std::int32_t reg_ = -1;   // progress-thread registry entry
-  std::uint32_t esize_ = 0;
-  std::uint64_t staged_ = 0, staged_bytes_ = 0;  // staging-area offset and size
-  void* unpack_ = nullptr;                       // staged get: copied out to here at completion
-  Layout unpack_layout_{};
+  // What the handle owns, moved as one.
+  struct Owned {
+    State state = State::empty;
+    bool flush = false;  // mpi/thread: a flush of (target, win) completes it
+    MPI_Request req = MPI_REQUEST_NULL;
+    MPI_Win win = MPI_WIN_NULL;
+    int target = -1;
+    std::int32_t slot = -1;  // progress-process completion slot
+    std::int32_t reg = -1;   // progress-thread registry entry
+    std::uint32_t esize = 0;
+    std::uint64_t staged = 0, staged_bytes = 0;  // staging-area offset and size
+    void* unpack = nullptr;                      // staged get: copied out to here at completion
+    Layout unpack_layout{};
+  } o_;
 };
 
 // sum, min, max, replace for every element type; bxor (bitwise exclusive
