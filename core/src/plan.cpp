@@ -9,6 +9,7 @@
 
 #include "locus/error.hpp"
 #include "locus/team.hpp"
+#include "locus/wait.hpp"
 #include "transfer.hpp"
 
 namespace locus::detail {
@@ -84,7 +85,8 @@ class PlanImpl {
   std::vector<Entry> entries;
   std::size_t esize = 1;
   bool get = true;
-  std::set<std::pair<MPI_Win, int>> in_flight;
+  std::set<std::pair<MPI_Win, int>> in_flight;  // awaiting a flush
+  std::vector<MPI_Request> requests;            // contiguous entries
 
   ~PlanImpl() {
     for (auto& e : entries)
@@ -155,19 +157,33 @@ void plan_start(PlanImpl& p, void* local_base) {
         copy_runs(e.shared, e.remote, local, e.local, p.esize);
       continue;
     }
-    // Without requests, completed by one flush per target in wait(): MPICH
-    // 4.0 completes request-based gets with derived target types early.
     char* origin = local + e.ltype.first;
     const MPI_Aint disp = e.disp + e.rtype.first;
-    const int rc = p.get ? MPI_Get(origin, e.ltype.count, e.ltype.type, e.unit, disp, e.rtype.count, e.rtype.type, e.win)
-                         : MPI_Put(origin, e.ltype.count, e.ltype.type, e.unit, disp, e.rtype.count, e.rtype.type, e.win);
+    int rc = MPI_SUCCESS;
+    if (!e.ltype.owned && !e.rtype.owned) {
+      // Contiguous on both sides: request-based, so that wait() yields; a
+      // get is complete with its request, a put also needs the flush.
+      MPI_Request req;
+      rc = p.get ? MPI_Rget(origin, e.ltype.count, MPI_BYTE, e.unit, disp, e.rtype.count, MPI_BYTE, e.win, &req)
+                 : MPI_Rput(origin, e.ltype.count, MPI_BYTE, e.unit, disp, e.rtype.count, MPI_BYTE, e.win, &req);
+      p.requests.push_back(req);
+      if (!p.get) p.in_flight.insert({e.win, e.unit});
+    } else {
+      // Derived datatypes without requests, completed by one flush per
+      // target in wait(): MPICH 4.0 completes request-based gets with
+      // derived target types early.
+      rc = p.get ? MPI_Get(origin, e.ltype.count, e.ltype.type, e.unit, disp, e.rtype.count, e.rtype.type, e.win)
+                 : MPI_Put(origin, e.ltype.count, e.ltype.type, e.unit, disp, e.rtype.count, e.rtype.type, e.win);
+      p.in_flight.insert({e.win, e.unit});
+    }
     if (rc != MPI_SUCCESS) throw Error("transfer plan: MPI_Get/MPI_Put failed");
-    p.in_flight.insert({e.win, e.unit});
   }
   if (!p.get) std::atomic_thread_fence(std::memory_order_release);
 }
 
 void plan_wait(PlanImpl& p) {
+  if (!p.requests.empty()) wait_all_yielding(p.requests);
+  p.requests.clear();
   for (const auto& [win, unit] : p.in_flight) MPI_Win_flush(unit, win);
   p.in_flight.clear();
 }

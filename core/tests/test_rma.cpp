@@ -334,6 +334,73 @@ TEST(Atomics, AccumulateSumMinMaxReplace) {
   locus::barrier(world());
 }
 
+TEST(Atomics, StridedAndNonBlockingAccumulateAndBxor) {
+  const int me = world().rank(), n = world().size();
+  // Every unit adds 1 + me into a column (every 4th element) of every unit,
+  // non-blocking, then XORs a pattern into element 0 of unit 0.
+  locus::Array<std::int64_t> a(world(), 4 * 16);
+  std::fill(a.data(), a.data() + a.size(), 0);
+  locus::barrier(world());
+  const Layout column{1, 16, 4, 1, 0}, dense{1, 16, 1, 1, 0};
+  std::vector<std::int64_t> ones(16, 1 + me);
+  std::vector<locus::Handle> hs;
+  for (int u = 0; u < n; ++u)
+    hs.push_back(locus::accumulate_async(a.gptr(u) + 1, column, ones.data(), dense, locus::Op::sum));
+  locus::wait_all(hs);
+  const std::int64_t bits = std::int64_t(1) << (me % 60);
+  locus::Handle x = locus::accumulate_async(a.gptr(0) + 2, &bits, 1, locus::Op::bxor);
+  locus::wait(x);
+  locus::barrier(world());
+  const std::int64_t sum = static_cast<std::int64_t>(n) * (n + 1) / 2;
+  long bad = 0;
+  for (std::size_t i = 0; i < 16; ++i) {
+    bad += a.data()[4 * i + 1] != sum;
+    bad += a.data()[4 * i + 3] != 0;
+  }
+  EXPECT_EQ(bad, 0);
+  if (me == 0) {
+    std::int64_t expect = 0;
+    for (int u = 0; u < n; ++u) expect ^= std::int64_t(1) << (u % 60);
+    EXPECT_EQ(a.data()[2], expect);
+  }
+  const double d = 1.0;
+  EXPECT_THROW(locus::accumulate(locus::Array<double>(world(), 1).gptr(0), &d, 1, locus::Op::bxor), locus::Error);
+  locus::barrier(world());
+}
+
+TEST(Handles, SpentMovedAndDestroyed) {
+  const int me = world().rank(), n = world().size();
+  const int right = (me + 1) % n;
+  locus::Array<double> a(world(), 64);
+  std::fill(a.data(), a.data() + a.size(), -1.0);
+  locus::barrier(world());
+  std::vector<double> v(8, me + 0.5);
+  locus::Handle h = locus::put_async(a.gptr(right), v.data(), 8);
+  EXPECT_TRUE(h.live());
+  locus::Handle moved = std::move(h);
+  EXPECT_FALSE(h.live());
+  EXPECT_THROW(locus::wait(h), locus::Error);  // moved from
+  locus::wait(moved);
+  EXPECT_THROW(locus::wait(moved), locus::Error);  // spent
+  EXPECT_THROW((void)locus::test(moved), locus::Error);
+  locus::Handle never;
+  EXPECT_THROW(locus::wait(never), locus::Error);
+  {
+    // Destroyed while in flight: the put still completes.
+    locus::Handle dropped = locus::put_async(a.gptr(right) + 8, v.data(), 8);
+  }
+  // Assigned over while in flight: the first put completes too.
+  locus::Handle reused = locus::put_async(a.gptr(right) + 16, v.data(), 8);
+  reused = locus::put_async(a.gptr(right) + 24, v.data(), 8);
+  locus::wait(reused);
+  locus::barrier(world());
+  const int left = (me + n - 1) % n;
+  long bad = 0;
+  for (std::size_t i = 0; i < 32; ++i) bad += a.data()[i] != left + 0.5;
+  EXPECT_EQ(bad, 0);
+  locus::barrier(world());
+}
+
 TEST(Atomics, CompareAndSwapHasOneWinner) {
   const int me = world().rank(), n = world().size();
   locus::Array<std::int32_t> flag(world(), 1);
