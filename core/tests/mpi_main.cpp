@@ -26,10 +26,16 @@ int main(int argc, char** argv) {
   // LOCUS_WINDOW=dynamic runs the suite on the teams' dynamic windows.
   if (const char* w = std::getenv("LOCUS_WINDOW"); w && std::string(w) == "dynamic")
     settings.window = locus::WindowKind::dynamic;
+  // LOCUS_PROGRESS_PROCESSES=k: the last k ranks of every node serve.
+  if (const char* k = std::getenv("LOCUS_PROGRESS_PROCESSES")) settings.progress.processes_per_node = std::atoi(k);
   int failed = 0;
   {
     locus::Runtime runtime(MPI_COMM_WORLD, settings);
-    failed = RUN_ALL_TESTS();
+    if (runtime.is_server()) {
+      runtime.serve();
+    } else {
+      failed = RUN_ALL_TESTS();
+    }
   }
   // A failure on any rank fails the test everywhere.
   MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);

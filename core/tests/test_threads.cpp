@@ -87,6 +87,9 @@ TEST(Threads, ConcurrentGetsPutsAndAtomics) {
   });
   locus::flush(world());
   locus::barrier(world());
+  if (locus::Runtime::current().settings().progress.processes_per_node > 0) {
+    EXPECT_GT(locus::Runtime::current().offloaded(), 0u) << "no transfer went through the progress process";
+  }
   const int left = (me + n - 1) % n;
   long bad = 0;
   for (std::size_t i = 0; i < dst.size(); ++i) bad += dst.data()[i] != pattern(left, i);
