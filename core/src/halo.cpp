@@ -3,8 +3,10 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <map>
 
 #include "locus/error.hpp"
+#include "locus/plan.hpp"
 #include "locus/segment.hpp"
 #include "../src/transfer.hpp"
 #include "locus/wait.hpp"
@@ -238,6 +240,9 @@ std::size_t face_elements(const std::array<long, 3>& n, int d) {
 //              (an MPI_Rget on the segment window: complete when its
 //              request is, no flush, no derived datatype on the wire) and
 //              unpacks it into its ghosts
+// The fetches are transfer plans built from the decomposition: one per
+// field for the same-node faces (field segment -> ghosts) and one per step
+// parity for the remote faces (send segment -> receive buffer).
 // Send buffers alternate by step parity: the owner repacks the buffer of
 // step s at step s + 2 only, after it has fetched its neighbour's faces of
 // step s + 1, which the neighbour announces after it has fetched step s.
@@ -249,12 +254,16 @@ class NotifiedHalo : public HaloExchange<T> {
  public:
   NotifiedHalo(const CartDecomp& dc, const BlockShape& shape, Team& team, std::string name, bool nonblocking,
                const HaloOptions& o)
-      : name_(std::move(name)), nonblocking_(nonblocking), in_place_(o.in_place) {
+      : name_(std::move(name)),
+        nonblocking_(nonblocking),
+        in_place_(o.in_place),
+        route_(nonblocking ? Route::automatic : Route::local) {
     const std::size_t per_buffer = slot_offset(shape.n, 6);
     flags_ = Array<std::uint64_t>(team, 2 * 6);
     std::fill(flags_.data(), flags_.data() + flags_.size(), 0);
     send_ = Array<T>(team, 2 * per_buffer);
     send_elements_ = per_buffer;
+    std::vector<PlanEntry> remote[2];
     for (int d = 0; d < 3; ++d)
       for (int side = 0; side < 2; ++side) {
         const int dir = side ? +1 : -1;
@@ -268,16 +277,24 @@ class NotifiedHalo : public HaloExchange<T> {
         f.layout = face_layout(shape, d);
         f.ghost_offset = face_offset(shape, d, side ? shape.n[d] + 1 : 0);
         f.boundary_offset = face_offset(shape, d, side ? shape.n[d] : 1);
-        f.their_boundary_offset = face_offset(other, d, side ? 1 : other.n[d]);
-        f.their_layout = face_layout(other, d);
-        f.elements = face_elements(shape.n, d);
         f.my_slot_offset = slot_offset(shape.n, f.slot);
-        f.their_slot_offset = slot_offset(other.n, f.their_slot);
-        f.their_buffer_elements = slot_offset(other.n, 6);
         f.local = send_.gptr(nb).is_local();
-        if (!f.local) f.recv.resize(f.elements);
-        faces_.push_back(std::move(f));
+        if (f.local) {
+          local_entries_.push_back(PlanEntry{nb, Side::strided(f.ghost_offset, f.layout),
+                                             Side::strided(face_offset(other, d, side ? 1 : other.n[d]),
+                                                           face_layout(other, d))});
+        } else {
+          const std::size_t n = face_elements(shape.n, d);
+          f.recv_offset = recv_.size();
+          recv_.resize(recv_.size() + n);
+          for (std::size_t parity = 0; parity < 2; ++parity)
+            remote[parity].push_back(PlanEntry{
+                nb, Side::contiguous(f.recv_offset, n),
+                Side::contiguous(parity * slot_offset(other.n, 6) + slot_offset(other.n, f.their_slot), n)});
+        }
+        faces_.push_back(f);
       }
+    for (std::size_t parity = 0; parity < 2; ++parity) remote_[parity] = GetPlan<T>(send_.gptr(), remote[parity], route_);
     // Nobody announces before every unit has zeroed its flags.
     barrier(team);
   }
@@ -303,10 +320,8 @@ class NotifiedHalo : public HaloExchange<T> {
     int unit = -1;
     int slot = 0, their_slot = 0;  // 2 * d + side, seen from me and from the neighbour
     bool local = false;            // same node (and comm.locality on)
-    Layout layout, their_layout;
-    std::size_t ghost_offset = 0, boundary_offset = 0, their_boundary_offset = 0;
-    std::size_t elements = 0, my_slot_offset = 0, their_slot_offset = 0, their_buffer_elements = 0;
-    std::vector<T> recv;  // remote: the neighbour's face, contiguous
+    Layout layout;
+    std::size_t ghost_offset = 0, boundary_offset = 0, my_slot_offset = 0, recv_offset = 0;
   };
   enum Flag { ready = 0, done = 6 };
 
@@ -322,10 +337,17 @@ class NotifiedHalo : public HaloExchange<T> {
   }
   const std::uint64_t* my_flag(const Face& f, Flag kind) const { return flags_.data() + kind + f.slot; }
 
-  // Split phase (locus-nb): start() announces and, as each neighbour's
-  // announcement arrives, starts a non-blocking get of its face (carried by
-  // a progress process when large enough); finish() completes them. The
-  // blocking form fetches everything in finish().
+  // The same-node plan of a field (fields are segments; a plan per field).
+  GetPlan<T>& local_plan(GridFieldT<T>& field) {
+    const int key = field.gptr(0).segment;
+    auto it = local_.find(key);
+    if (it == local_.end()) it = local_.emplace(key, GetPlan<T>(field.gptr(0), local_entries_, route_)).first;
+    return it->second;
+  }
+
+  // Split phase (locus-nb): start() announces and starts the fetches
+  // (carried by a progress process when large enough); finish() completes
+  // them. The blocking form fetches in finish().
   void start(GridFieldT<T>& field) {
     const std::uint64_t s = ++step_;
     const std::size_t parity = s % 2;
@@ -337,36 +359,26 @@ class NotifiedHalo : public HaloExchange<T> {
                              f.layout, sizeof(T));
     std::atomic_thread_fence(std::memory_order_release);
     for (const Face& f : faces_) notify(their_flag(f, ready), s);
-    handles_.clear();
-    if (nonblocking_)
-      for (Face& f : faces_) fetch(f, field, s);
+    if (nonblocking_) fetch(field, s);
   }
 
-  // Starts the get of one face once its owner has announced it. The
-  // blocking form never hands it to a progress process.
-  void fetch(Face& f, GridFieldT<T>& field, std::uint64_t s) {
-    wait_notify(my_flag(f, ready), s);
-    const Route route = nonblocking_ ? Route::automatic : Route::local;
-    if (f.local) {
-      GlobalPtr<T> from = field.gptr(f.unit) + static_cast<std::ptrdiff_t>(f.their_boundary_offset);
-      handles_.push_back(get_async(field.data() + f.ghost_offset, f.layout, from, f.their_layout, route));
-      return;
-    }
-    GlobalPtr<T> from = send_.gptr(f.unit) + static_cast<std::ptrdiff_t>((s % 2) * f.their_buffer_elements +
-                                                                         f.their_slot_offset);
-    handles_.push_back(get_async(f.recv.data(), from, f.elements, route));
+  void fetch(GridFieldT<T>& field, std::uint64_t s) {
+    for (const Face& f : faces_) wait_notify(my_flag(f, ready), s);
+    local_plan(field).start(field.data());
+    remote_[s % 2].start(recv_.data());
   }
 
   void finish(GridFieldT<T>& field) {
     const std::uint64_t s = step_;
-    if (!nonblocking_)
-      for (Face& f : faces_) fetch(f, field, s);
-    wait_all(handles_);
+    if (!nonblocking_) fetch(field, s);
+    local_plan(field).wait();
+    remote_[s % 2].wait();
     T* base = field.data();
     for (const Face& f : faces_)
       if (!f.local)
         detail::copy_strided(reinterpret_cast<char*>(base + f.ghost_offset), f.layout,
-                             reinterpret_cast<const char*>(f.recv.data()), detail::packed(f.layout), sizeof(T));
+                             reinterpret_cast<const char*>(recv_.data() + f.recv_offset), detail::packed(f.layout),
+                             sizeof(T));
     if (!in_place_) return;
     for (const Face& f : faces_)
       if (f.local) notify(their_flag(f, done), s);
@@ -376,12 +388,16 @@ class NotifiedHalo : public HaloExchange<T> {
 
   std::string name_;
   bool nonblocking_, in_place_;
+  Route route_;
   Array<std::uint64_t> flags_;
   Array<T> send_;
   std::size_t send_elements_ = 0;
+  std::vector<T> recv_;  // remote faces, contiguous, one after another
   std::uint64_t step_ = 0;
   std::vector<Face> faces_;
-  std::vector<Handle> handles_;
+  std::vector<PlanEntry> local_entries_;
+  std::map<int, GetPlan<T>> local_;
+  GetPlan<T> remote_[2];
 };
 
 }  // namespace

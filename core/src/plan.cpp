@@ -10,6 +10,7 @@
 #include "locus/error.hpp"
 #include "locus/team.hpp"
 #include "locus/wait.hpp"
+#include "progress_engine.hpp"
 #include "transfer.hpp"
 
 namespace locus::detail {
@@ -81,8 +82,14 @@ class PlanImpl {
     MPI_Win win = MPI_WIN_NULL;
     MPI_Aint disp = 0;  // of the unit's part in win
     WireType ltype, rtype;
+    // Offloaded entries (layouts on both sides): what get_strided_async needs.
+    bool offload = false;
+    std::size_t local_offset = 0, remote_offset = 0;
+    Layout local_layout{}, remote_layout{};
   };
   std::vector<Entry> entries;
+  int team = 0, segment = 0;
+  std::vector<Handle> handles;  // offloaded entries in flight
   std::size_t esize = 1;
   bool get = true;
   std::set<std::pair<MPI_Win, int>> in_flight;  // awaiting a flush
@@ -95,12 +102,17 @@ class PlanImpl {
   }
 };
 
-PlanImpl* make_plan(int team, int segment, std::vector<PlanEntry> entries, std::size_t esize, bool get) {
+PlanImpl* make_plan(int team, int segment, std::vector<PlanEntry> entries, std::size_t esize, bool get,
+                    Route route) {
   Runtime& rt = Runtime::current();
   SegmentInfo& seg = rt.segment(team, segment);
   auto p = std::make_unique<PlanImpl>();
   p->esize = esize;
   p->get = get;
+  p->team = team;
+  p->segment = segment;
+  const ProgressEngine* engine = progress_engine();
+  const bool may_offload = route == Route::automatic && engine && rt.team(team).served();
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const PlanEntry& pe = entries[i];
     const std::string where = "transfer plan entry " + std::to_string(i) + " (unit " + std::to_string(pe.unit) + ")";
@@ -119,7 +131,18 @@ PlanImpl* make_plan(int team, int segment, std::vector<PlanEntry> entries, std::
     if (end * esize > part)
       throw Error(where + ": the remote side reaches element " + std::to_string(end) + ", past the end of the part (" +
                   std::to_string(part / esize) + " elements)");
-    if (rt.settings().locality) e.shared = seg.peer[static_cast<std::size_t>(pe.unit)];
+    if (route != Route::mpi && rt.settings().locality) e.shared = seg.peer[static_cast<std::size_t>(pe.unit)];
+    e.offload = may_offload && pe.local.index.empty() && pe.remote.index.empty() &&
+                pe.local.elements() * esize >= engine->settings().threshold;
+    if (e.offload) {
+      e.local_offset = pe.local.offset;
+      e.remote_offset = pe.remote.offset;
+      e.local_layout = pe.local.layout;
+      e.remote_layout = pe.remote.layout;
+      if (e.local_layout.block != e.remote_layout.block || e.local_layout.count != e.remote_layout.count ||
+          e.local_layout.rows != e.remote_layout.rows)
+        e.offload = false;  // shapes differ: the copy/MPI routes handle it
+    }
     if (!e.shared) {
       e.win = seg.rma;
       e.disp = seg.disp[static_cast<std::size_t>(pe.unit)];
@@ -150,6 +173,16 @@ void plan_start(PlanImpl& p, void* local_base) {
   char* local = static_cast<char*>(local_base);
   if (p.get) std::atomic_thread_fence(std::memory_order_acquire);
   for (auto& e : p.entries) {
+    if (e.offload) {
+      const Target t = resolve(p.team, p.segment, e.unit, e.remote_offset * p.esize,
+                               e.remote_layout.extent() * p.esize, "transfer plan");
+      char* origin = local + e.local_offset * p.esize;
+      p.handles.push_back(p.get ? get_strided_async(origin, e.local_layout, t, e.remote_layout, p.esize,
+                                                    Route::automatic)
+                                : put_strided_async(t, e.remote_layout, origin, e.local_layout, p.esize,
+                                                    Route::automatic));
+      continue;
+    }
     if (e.shared) {
       if (p.get)
         copy_runs(local, e.local, e.shared, e.remote, p.esize);
@@ -182,6 +215,8 @@ void plan_start(PlanImpl& p, void* local_base) {
 }
 
 void plan_wait(PlanImpl& p) {
+  if (!p.handles.empty()) wait_all(p.handles);
+  p.handles.clear();
   if (!p.requests.empty()) wait_all_yielding(p.requests);
   p.requests.clear();
   for (const auto& [win, unit] : p.in_flight) MPI_Win_flush(unit, win);
@@ -189,7 +224,8 @@ void plan_wait(PlanImpl& p) {
 }
 
 std::size_t plan_remote_entries(const PlanImpl& p) {
-  return static_cast<std::size_t>(std::count_if(p.entries.begin(), p.entries.end(), [](const auto& e) { return !e.shared; }));
+  return static_cast<std::size_t>(
+      std::count_if(p.entries.begin(), p.entries.end(), [](const auto& e) { return !e.shared && !e.offload; }));
 }
 
 void destroy_plan(PlanImpl* p) {

@@ -6,9 +6,10 @@
 // into that unit's part, an offset into a local buffer, and the layout of
 // the elements on each side — contiguous, strided (Layout) or an index list
 // (element offsets, each the start of `block` contiguous elements). The
-// plan resolves every entry's route once (shared memory or MPI on the
-// segment's window), builds the MPI datatypes of index lists and strided
-// layouts once, and then a step is start() + wait() (or execute()).
+// plan resolves every entry's route once (shared memory, MPI on the
+// segment's window, or the node's progress process), builds the MPI
+// datatypes of index lists and strided layouts once, and then a step is
+// start() + wait() (or execute()).
 //
 //   std::vector<PlanEntry> wish = ...;  // e.g. spmv: the x entries I need
 //   GetPlan<double> halo(x.gptr(), wish);
@@ -50,9 +51,9 @@ struct PlanEntry {
 
 namespace detail {
 class PlanImpl;
-// Element size and MPI base type are all the plan needs of T.
 // A new plan, owned by the caller (freed with destroy_plan).
-PlanImpl* make_plan(int team, int segment, std::vector<PlanEntry> entries, std::size_t esize, bool get);
+PlanImpl* make_plan(int team, int segment, std::vector<PlanEntry> entries, std::size_t esize, bool get,
+                    Route route);
 void plan_start(PlanImpl& p, void* local_base);
 void plan_wait(PlanImpl& p);
 std::size_t plan_remote_entries(const PlanImpl& p);
@@ -69,9 +70,12 @@ class TransferPlan {
  public:
   TransferPlan() = default;
   // Checks every entry (same element count on both sides, bounds of the
-  // remote side); throws Error naming the entry.
-  TransferPlan(GlobalPtr<T> seg, std::vector<PlanEntry> entries)
-      : impl_(detail::make_plan(seg.team, seg.segment, std::move(entries), sizeof(T), Get)) {}
+  // remote side); throws Error naming the entry. With Route::automatic and
+  // progress processes, entries of at least runtime.progress.threshold
+  // bytes whose sides are layouts (not index lists) are handed to the
+  // node's progress process; Route::local never does that.
+  TransferPlan(GlobalPtr<T> seg, std::vector<PlanEntry> entries, Route route = Route::automatic)
+      : impl_(detail::make_plan(seg.team, seg.segment, std::move(entries), sizeof(T), Get, route)) {}
   // Starts every entry; `local` is the local buffer the entries' local
   // offsets count from. Same-node entries are complete on return.
   void start(T* local) { detail::plan_start(*impl_, local); }
@@ -81,7 +85,7 @@ class TransferPlan {
     start(local);
     wait();
   }
-  // Entries that go through MPI (the others are memcpy on shared memory).
+  // Entries this unit moves by MPI itself (not memcpy, not offloaded).
   std::size_t remote_entries() const { return detail::plan_remote_entries(*impl_); }
 
  private:
