@@ -3,12 +3,13 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 
 #include "locus/error.hpp"
 #include "locus/plan.hpp"
 #include "locus/segment.hpp"
-#include "../src/transfer.hpp"
+#include "transfer.hpp"
 #include "locus/wait.hpp"
 
 namespace locus {
