@@ -4,7 +4,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from locus_testlib import check, run_app, scratch  # noqa: E402
+from locus_testlib import SOURCE, check, run_app, scratch  # noqa: E402
 
 BAD = """heat3d:
   grid:
@@ -36,6 +36,22 @@ def main():
                                                  "heat3d.grid.nz=0"], expect_ok=False)
     check(p.returncode != 0 and p.stderr.count(
         "--set heat3d.grid.nz=0: heat3d.grid.nz: must be a positive integer (got 0)") == 1, p.stderr)
+    # A grid no node can hold: refused before anything is mapped, with what
+    # it needs and what the node has, on every rank, with and without a
+    # progress process, and nothing left in /dev/shm or the output directory.
+    big = ["heat3d.grid.nx=10000", "heat3d.grid.ny=10000", "heat3d.grid.nz=10000",
+           "output.dir=" + os.path.join(out, "big")]
+    for extra in ([], ["runtime.progress.processes_per_node=1"]):
+        n = ranks + (1 if extra else 0)
+        shm_before = set(os.listdir("/dev/shm"))
+        p, secs = run_app("heat3d", os.path.join(SOURCE, "inputs", "heat3d", "default.yaml"), n,
+                          sets=big + extra, extra=["-q"], expect_ok=False, timeout=60)
+        check(p.returncode == 1 and secs < 30, "too large a grid: exit %d after %.1f s" % (p.returncode, secs))
+        check(p.stderr.count("GiB of shared memory, but the node has") == 1,
+              "too large a grid: one message naming the need\n" + p.stderr)
+        bigdir = os.path.join(out, "big")
+        check(not os.path.isdir(bigdir) or not os.listdir(bigdir), "too large a grid: no output file")
+        check(set(os.listdir("/dev/shm")) <= shm_before, "too large a grid: files left in /dev/shm")
     p, _ = run_app("heat3d", os.path.join(out, "missing.yaml"), ranks, expect_ok=False)
     check(p.returncode != 0 and p.stderr.count("missing.yaml: cannot open deck") == 1, p.stderr)
     p, _ = run_app("heat3d", deck, ranks, extra=["--frobnicate"], expect_ok=False)

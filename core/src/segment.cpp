@@ -1,9 +1,15 @@
 #include "locus/segment.hpp"
 
+#include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <limits>
+#include <string>
 
+#include "locus/runtime.hpp"
 #include "progress_engine.hpp"
 
 namespace locus {
@@ -56,7 +62,69 @@ void free_segment_window(MPI_Win& win) {
   MPI_Win_free(&win);
 }
 
-int allocate_segment(Team& team, std::size_t bytes, std::size_t elem_size) {
+namespace {
+
+std::string gib(double bytes) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.1f GiB", bytes / (1024.0 * 1024.0 * 1024.0));
+  return text;
+}
+
+// Bytes this node can still map: free space of /dev/shm (where the MPI
+// library backs shared-memory windows) and MemAvailable, the smaller.
+double node_capacity(std::string& what) {
+  double cap = -1.0;
+  struct statvfs fs;
+  if (statvfs("/dev/shm", &fs) == 0) {
+    cap = static_cast<double>(fs.f_bavail) * static_cast<double>(fs.f_frsize);
+    what = gib(cap) + " free in /dev/shm";
+  }
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  double kib = 0;
+  std::string unit;
+  while (meminfo >> key >> kib >> unit)
+    if (key == "MemAvailable:") {
+      const double avail = kib * 1024.0;
+      if (cap < 0 || avail < cap) {
+        cap = avail;
+        what = gib(avail) + " of memory available";
+      }
+      break;
+    }
+  return cap;
+}
+
+// Collective over the team: the sizes fit and every node can hold its
+// units' parts. Runs before the progress processes are told anything.
+void check_allocation(Team& team, std::size_t count, std::size_t elem_size, std::size_t& bytes) {
+  const bool overflow = elem_size != 0 && count > std::numeric_limits<std::size_t>::max() / elem_size / 2;
+  bytes = overflow ? 0 : count * elem_size;
+  double mine = overflow ? 0.0 : static_cast<double>(page_round(bytes));
+  double node_total = 0.0;
+  MPI_Allreduce(&mine, &node_total, 1, MPI_DOUBLE, MPI_SUM, team.node_comm());
+  std::string msg;
+  if (overflow) {
+    msg = "allocate: " + std::to_string(count) + " elements of " + std::to_string(elem_size) +
+          " bytes overflow a 64-bit size (unit " + std::to_string(team.rank()) + ")";
+  } else {
+    int node_rank = 0;
+    MPI_Comm_rank(team.node_comm(), &node_rank);
+    std::string what;
+    const double cap = node_rank == 0 ? node_capacity(what) : -1.0;
+    if (cap >= 0 && node_total > cap)
+      msg = "allocate: the units of team " + std::to_string(team.id()) + " on the node of unit " +
+            std::to_string(team.rank()) + " need " + gib(node_total) + " of shared memory, but the node has " +
+            what + " (make the problem smaller or use more nodes)";
+  }
+  collective_require(team.comm(), msg.empty(), msg);
+}
+
+}  // namespace
+
+int allocate_segment(Team& team, std::size_t count, std::size_t elem_size) {
+  std::size_t bytes = 0;
+  check_allocation(team, count, elem_size, bytes);
   Runtime& rt = Runtime::current();
   auto seg = std::make_unique<SegmentInfo>();
   seg->team = team.id();

@@ -524,6 +524,32 @@ TEST(Errors, FreedSegment) {
   EXPECT_THROW(locus::free(p), locus::Error);
 }
 
+TEST(Errors, AllocationsTooLargeForTheNodeOrOverflowing) {
+  const int me = world().rank();
+  // Only unit 0 asks for too much: every unit must get the same error, and
+  // the core must stay usable afterwards.
+  try {
+    locus::Array<double> huge(world(), me == 0 ? std::size_t(1) << 50 : 16);
+    ADD_FAILURE() << "an 8 PiB allocation succeeded";
+  } catch (const locus::CollectiveError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("need 8388608.0 GiB of shared memory, but the node has"), std::string::npos) << what;
+  }
+  try {
+    locus::Array<double> wraps(world(), me == world().size() - 1 ? ~std::size_t(0) / 4 : 16);
+    ADD_FAILURE() << "an overflowing allocation succeeded";
+  } catch (const locus::CollectiveError& e) {
+    EXPECT_NE(std::string(e.what()).find("overflow a 64-bit size"), std::string::npos) << e.what();
+  }
+  locus::Array<double> fine(world(), 16);
+  fine.data()[0] = me;
+  locus::barrier(world());
+  double got = -1;
+  locus::get(&got, fine.gptr((me + 1) % world().size()), 1);
+  EXPECT_EQ(got, (me + 1) % world().size());
+  locus::barrier(world());
+}
+
 TEST(Errors, MismatchedCollectiveCalls) {
   if (world().size() < 2) GTEST_SKIP() << "needs two units to disagree";
   const int me = world().rank();

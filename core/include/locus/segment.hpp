@@ -22,7 +22,12 @@ namespace locus {
 
 namespace detail {
 // Returns the new segment's id. Throws CollectiveError on mismatched calls.
-int allocate_segment(Team& team, std::size_t bytes, std::size_t elem_size);
+// Collective: `count` elements of `elem_size` bytes from every unit. Before
+// anything is mapped, the units check together that the sizes fit (no
+// overflow) and that every node can hold its units' parts (free space in
+// /dev/shm and available memory); otherwise every unit throws the same
+// CollectiveError saying how much the node needs and how much it has.
+int allocate_segment(Team& team, std::size_t count, std::size_t elem_size);
 // Collective over the segment's team.
 void free_segment(int team, int segment);
 // Collective over comm (one node): MPI_Win_allocate_shared of `bytes`
@@ -41,7 +46,7 @@ MPI_Win allocate_shared_pages(std::size_t bytes, MPI_Comm comm, void** base);
 template <class T>
 GlobalPtr<T> allocate(Team& team, std::size_t count) {
   static_assert(std::is_trivially_copyable_v<T>, "segments hold trivially copyable types");
-  int id = detail::allocate_segment(team, count * sizeof(T), sizeof(T));
+  int id = detail::allocate_segment(team, count, sizeof(T));
   return GlobalPtr<T>{team.rank(), team.id(), id, 0, 0};
 }
 
