@@ -9,6 +9,7 @@
 // decomposition, halo and I/O code serve both.
 #include <Kokkos_Core.hpp>
 #include <array>
+#include <cstdint>
 #include <string>
 
 #include "locus/decomp.hpp"
@@ -27,7 +28,17 @@ struct BlockShape {
   std::array<long, 3> g{1, 1, 1};
   // Stored extent in dimension d (ghosts included).
   long extent(int d) const { return n[d] + 2 * g[d]; }
-  std::size_t cells() const { return static_cast<std::size_t>(extent(0) * extent(1) * extent(2)); }
+  // Cells stored (ghosts included); a product past 64 bits saturates to
+  // SIZE_MAX, which allocate() refuses collectively as an overflow.
+  std::size_t cells() const {
+    std::size_t c = 1;
+    for (int d = 0; d < 3; ++d) {
+      const auto e = static_cast<std::size_t>(extent(d));
+      if (e != 0 && c > SIZE_MAX / e) return SIZE_MAX;
+      c *= e;
+    }
+    return c;
+  }
   // Element offset of (x, y, z) in stored coordinates (ghost layer at 0).
   std::size_t offset(long x, long y, long z) const {
     return static_cast<std::size_t>((z * extent(1) + y) * extent(0) + x);
