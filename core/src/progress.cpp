@@ -374,15 +374,6 @@ void ProgressEngine::fail(UnitArea* a, std::uint32_t slot, const std::string& wh
   a->state[slot].store(slot_error, std::memory_order_release);
 }
 
-namespace {
-std::string mpi_error_text(int rc) {
-  char text[MPI_MAX_ERROR_STRING] = {};
-  int len = 0;
-  MPI_Error_string(rc, text, &len);
-  return std::string(text, static_cast<std::size_t>(len));
-}
-}  // namespace
-
 void ProgressEngine::execute(int node_app, const Command& c, std::vector<Pending>& pending) {
   UnitArea* a = unit_area(node_app);
   const char* what = c.kind == CommandKind::get ? "get" : "put";

@@ -61,6 +61,13 @@ MPI_Datatype layout_type(const Layout& l, std::size_t esize, MPI_Datatype base) 
   return all;
 }
 
+std::string mpi_error_text(int rc) {
+  char text[MPI_MAX_ERROR_STRING] = {};
+  int len = 0;
+  MPI_Error_string(rc, text, &len);
+  return std::string(text, static_cast<std::size_t>(len));
+}
+
 Layout packed(const Layout& l) {
   Layout p = l;
   p.stride = l.block;
@@ -206,11 +213,7 @@ void check_shapes(const Layout& a, const Layout& b) {
 }
 
 void check_rc(int rc, const char* what) {
-  if (rc == MPI_SUCCESS) return;
-  char text[MPI_MAX_ERROR_STRING] = {};
-  int len = 0;
-  MPI_Error_string(rc, text, &len);
-  throw Error(std::string(what) + ": " + std::string(text, static_cast<std::size_t>(len)));
+  if (rc != MPI_SUCCESS) throw Error(std::string(what) + ": " + detail::mpi_error_text(rc));
 }
 
 // Completes what an executor started, blocking (yielding).

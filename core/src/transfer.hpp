@@ -8,6 +8,7 @@
 #include <mpi.h>
 
 #include <cstddef>
+#include <string>
 
 #include "locus/rma.hpp"
 
@@ -47,6 +48,9 @@ MPI_Datatype layout_type(const Layout& l, std::size_t esize, MPI_Datatype base =
 // A dense layout of the same shape.
 Layout packed(const Layout& l);
 bool contiguous(const Layout& l);
+
+// The MPI library's text for an error code.
+std::string mpi_error_text(int rc);
 
 // MPI counts are ints: contiguous transfers beyond this go in pieces.
 constexpr std::size_t kChunk = std::size_t(1) << 30;
