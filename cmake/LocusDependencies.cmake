@@ -14,6 +14,8 @@ if(NOT HDF5_IS_PARALLEL)
 endif()
 
 find_package(yaml-cpp REQUIRED)
+# spmv: threads inside each rank (g++ ships libgomp).
+find_package(OpenMP REQUIRED COMPONENTS CXX)
 find_package(GTest REQUIRED)
 # Tools and test drivers use Debian's python3 (numpy, h5py), not whatever
 # python3 comes first on PATH.

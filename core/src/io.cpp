@@ -217,6 +217,24 @@ void H5Output::write_root_vector(const std::string& name, const std::vector<doub
   check(H5Dwrite(dset, H5T_NATIVE_DOUBLE, memspace, filespace, xfer_, v.data()), "writing " + name);
 }
 
+void H5Output::write_distributed(const std::string& name, const double* data, std::uint64_t count,
+                                 std::uint64_t offset, std::uint64_t global) {
+  hsize_t dims = global;
+  Id filespace(H5Screate_simple(1, &dims, nullptr), H5Sclose, "H5Screate_simple");
+  Id dset(
+      H5Dcreate2(file_, name.c_str(), H5T_NATIVE_DOUBLE, filespace, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+      H5Dclose, "creating dataset " + name);
+  hsize_t start = offset, n = count;
+  Id memspace(H5Screate_simple(1, &n, nullptr), H5Sclose, "H5Screate_simple");
+  if (count == 0) {
+    H5Sselect_none(filespace);
+    H5Sselect_none(memspace);
+  } else {
+    check(H5Sselect_hyperslab(filespace, H5S_SELECT_SET, &start, nullptr, &n, nullptr), "hyperslab");
+  }
+  check(H5Dwrite(dset, H5T_NATIVE_DOUBLE, memspace, filespace, xfer_, data), "writing " + name);
+}
+
 void H5Output::write_rank_rows(const std::string& name, const std::vector<double>& row) {
   int size = 1;
   MPI_Comm_size(comm_, &size);

@@ -29,6 +29,10 @@ void Timers::stop(const std::string& name) {
   started_[i] = -1.0;
 }
 
+void Timers::add(const std::string& name, double seconds) {
+  total_[index(name)] += seconds;
+}
+
 double Timers::seconds(const std::string& name) const {
   return total_[index(name)];
 }

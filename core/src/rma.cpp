@@ -543,6 +543,13 @@ void finish_flush(Handle& h) {
 }
 }  // namespace
 
+Handle adopt(MPI_Request req) {
+  if (req == MPI_REQUEST_NULL) return HandleAccess::ready();
+  Started s{};
+  s.req = req;
+  return make_handle(s, Endpoint{});
+}
+
 void wait(Handle& h) {
   check_live(h, "wait");
   using S = HandleAccess::State;

@@ -7,6 +7,7 @@
 #include <hdf5.h>
 #include <mpi.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,11 @@ class H5Output {
   // A vector only rank 0 holds (other ranks pass anything; its size is taken
   // from rank 0).
   void write_root_vector(const std::string& name, const std::vector<double>& v);
+  // A 1D dataset of `global` elements of which this rank holds `count`
+  // starting at `offset` (the ranks' pieces tile it; a rank may hold none):
+  // a distributed vector such as spmv's y, written collectively.
+  void write_distributed(const std::string& name, const double* data, std::uint64_t count,
+                         std::uint64_t offset, std::uint64_t global);
   // One row per rank: a (ranks x row.size()) dataset.
   void write_rank_rows(const std::string& name, const std::vector<double>& row);
 

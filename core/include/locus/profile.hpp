@@ -20,6 +20,8 @@ class Timers {
   void start(const std::string& name);
   void stop(const std::string& name);
   double seconds(const std::string& name) const;
+  // Adds time measured elsewhere (e.g. per phase inside a kernel).
+  void add(const std::string& name, double seconds);
   const std::vector<std::string>& names() const { return names_; }
   const std::vector<double>& values() const { return total_; }
 

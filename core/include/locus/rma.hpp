@@ -215,6 +215,15 @@ Handle put_async(GlobalPtr<T> dst, const Layout& remote, const T* src, const Lay
                                    sizeof(T), r);
 }
 
+// Hands a request of the application's own non-blocking MPI call
+// (MPI_Isend, MPI_Irecv, ...) to locus, APSM-style: with the progress
+// thread on (runtime.progress.thread), the thread tests it while the
+// application computes, so the transfer advances without MPI calls from the
+// application; without the thread, wait/test call MPI on it directly.
+// Complete it with wait, wait_all or test like any other handle.
+// MPI_REQUEST_NULL gives a handle that is already complete.
+Handle adopt(MPI_Request req);
+
 // Completes the operation: data arrived (get) or is visible at the target
 // (put, accumulate). Throws Error for a spent, moved-from or empty handle.
 void wait(Handle& h);

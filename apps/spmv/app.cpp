@@ -1,0 +1,556 @@
+// spmv run orchestration: config -> matrix -> operator, products or CG,
+// the symmetry test and the CG iteration study, output and summary.
+#include <algorithm>
+#include <cmath>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+
+#include "locus/console.hpp"
+#include "locus/io.hpp"
+#include "locus/rma.hpp"
+#include "spmv.hpp"
+
+namespace spmv {
+
+using locus::Config;
+using locus::Context;
+
+locus::AppInfo app_info() {
+  locus::AppInfo app;
+  app.name = "spmv";
+  app.description =
+      "Hybrid MPI + threads sparse matrix-vector product y = A x with communication overlap (APSM's spMVM;\n"
+      "GHOST's vector / overlap / task modes, the progress thread, one-sided on the locus core) and CG.";
+  auto& s = app.schema;
+  const long big = locus::Schema::kNoMax;
+  s.choice("spmv.matrix.source", "generator", {"generator", "file"},
+           "generator: build the matrix in parallel (spmv.matrix.generator); file: read a Matrix Market file")
+      .string("spmv.matrix.file", "",
+              "file: Matrix Market path (relative paths are looked up next to the deck first, then in the "
+              "working directory)")
+      .boolean("spmv.matrix.allow_nonfinite", false, "file: accept NaN and inf values (else they are an error)")
+      .choice("spmv.matrix.generator", "hpcg27", {"laplace2d", "laplace3d", "hpcg27", "banded"},
+              "laplace2d: 5-point (nx x ny); laplace3d: 7-point; hpcg27: HPCG's 27-point operator (26 on the "
+              "diagonal, -1 off it); banded: random unsymmetric banded matrix")
+      .integer("spmv.matrix.nx", 32, 1, big, "stencil generators: grid points in x")
+      .integer("spmv.matrix.ny", 32, 1, big, "stencil generators: grid points in y")
+      .integer("spmv.matrix.nz", 32, 1, big, "laplace3d, hpcg27: grid points in z")
+      .integer("spmv.matrix.rows", 100000, 1, big, "banded: rows (= columns)")
+      .integer("spmv.matrix.bandwidth", 1000, 0, big, "banded: columns within +- this of the diagonal")
+      .integer("spmv.matrix.per_row", 27, 1, big,
+               "banded: nonzeros per row, diagonal included (fewer near the edges when the band is short)")
+      .integer("spmv.matrix.seed", 1, 0, big, "banded: random seed (the matrix does not depend on the ranks)")
+      .string("spmv.matrix.export", "",
+              "write the assembled matrix to this Matrix Market file (coordinate real general, 17 digits; "
+              "ranks append their rows in turn) and continue")
+      .choice("spmv.partition", "nonzeros", {"nonzeros", "rows"},
+              "rows per rank: about equal nonzeros (default) or equal rows")
+      .choice("spmv.mode", "rma", {"vector", "overlap", "task", "thread", "rma"},
+              "vector: exchange, then the product; overlap: start the exchange, local part, wait, remote part "
+              "(relies on the MPI library's progress); task: one extra thread drives the exchange while the "
+              "others compute the local part; thread: overlap with the locus progress thread driving MPI "
+              "(needs runtime.progress.thread: true); rma: one-sided on the locus core (transfer plan from "
+              "the owners' segments, notified)")
+      .integer("spmv.threads", 1, 1, 1024,
+               "compute threads (OpenMP) per rank; task mode adds one communication thread")
+      .choice("spmv.solver", "none", {"none", "cg"},
+              "none: spmv.repetitions products y = A x; cg: unpreconditioned conjugate gradients for A x = b "
+              "with b = A x* for a known x*")
+      .integer("spmv.repetitions", 20, 1, big, "solver none: products to time")
+      .choice("spmv.x", "random", {"random", "ones"},
+              "input vector (solver none) and manufactured solution x* (cg): deterministic pseudo-random "
+              "values in [0, 1) from the global index, or all ones")
+      .real("spmv.cg.tolerance", 1e-8, 0.0, HUGE_VAL, "cg: stop when ||r||_2 / ||b||_2 falls below this", true)
+      .integer("spmv.cg.max_iterations", 10000, 1, big, "cg: not converged by then is a failure")
+      .choice("spmv.validation.symmetry", "auto", {"auto", "on", "off"},
+              "HPCG's symmetry test |x'Ay - y'Ax| / (2 ||x||^2 ||y||^2 ||A||_inf eps) <= 1: auto runs it when "
+              "the input is symmetric (generator or Matrix Market banner)")
+      .choice("spmv.validation.mode", "none", {"none", "iterations"},
+              "iterations: CG on grids refined by 2 per dimension (Laplacian generators); the iteration "
+              "count must grow as points-per-dimension^1 (sqrt of the condition number)")
+      .integer("spmv.validation.levels", 3, 2, 6, "iterations: grids n, 2n, 4n, ...")
+      .real("spmv.validation.exponent_slack", 0.25, 0.0, 1.0,
+            "iterations: allowed |observed exponent - 1|", true);
+  locus::add_common_keys(s, "spmv");
+  return app;
+}
+
+namespace {
+
+struct Settings {
+  bool from_file = false;
+  std::string file;
+  ReadOptions read;
+  GeneratorSpec gen;
+  std::string export_path;
+  bool by_nonzeros = true;
+  Mode mode = Mode::rma;
+  int threads = 1;
+  bool cg = false;
+  long repetitions = 1;
+  bool ones = false;
+  double tolerance = 1e-8;
+  long max_iterations = 1;
+  std::string symmetry;
+  std::string validation;
+  long levels = 3;
+  double slack = 0.25;
+};
+
+YAML::Node number(double v) {
+  return locus::yaml_number(v);
+}
+
+std::string resolve_matrix_path(const Config& c, const std::string& file) {
+  namespace fs = std::filesystem;
+  if (file.empty() || fs::path(file).is_absolute()) return file;
+  const fs::path deck_dir = fs::path(c.source()).parent_path();
+  if (!c.source().empty() && !deck_dir.empty()) {
+    const fs::path beside = deck_dir / file;
+    std::error_code ec;
+    if (fs::exists(beside, ec)) return beside.string();
+  }
+  return file;
+}
+
+Settings read_settings(const Context& ctx) {
+  const Config& c = ctx.config();
+  Settings s;
+  s.from_file = c.string("spmv.matrix.source") == "file";
+  s.file = resolve_matrix_path(c, c.string("spmv.matrix.file"));
+  s.read.allow_nonfinite = c.boolean("spmv.matrix.allow_nonfinite");
+  s.gen.kind = c.string("spmv.matrix.generator");
+  s.gen.nx = c.integer("spmv.matrix.nx");
+  s.gen.ny = c.integer("spmv.matrix.ny");
+  s.gen.nz = c.integer("spmv.matrix.nz");
+  s.gen.n = c.integer("spmv.matrix.rows");
+  s.gen.bandwidth = c.integer("spmv.matrix.bandwidth");
+  s.gen.per_row = c.integer("spmv.matrix.per_row");
+  s.gen.seed = static_cast<std::uint64_t>(c.integer("spmv.matrix.seed"));
+  s.export_path = c.string("spmv.matrix.export");
+  s.by_nonzeros = c.string("spmv.partition") == "nonzeros";
+  s.mode = parse_mode(c.string("spmv.mode"));
+  s.threads = static_cast<int>(c.integer("spmv.threads"));
+  s.cg = c.string("spmv.solver") == "cg";
+  s.repetitions = c.integer("spmv.repetitions");
+  s.ones = c.string("spmv.x") == "ones";
+  s.tolerance = c.real("spmv.cg.tolerance");
+  s.max_iterations = c.integer("spmv.cg.max_iterations");
+  s.symmetry = c.string("spmv.validation.symmetry");
+  s.validation = c.string("spmv.validation.mode");
+  s.levels = c.integer("spmv.validation.levels");
+  s.slack = c.real("spmv.validation.exponent_slack");
+
+  MPI_Comm comm = ctx.comm();
+  locus::collective_require(comm, !s.from_file || !s.file.empty(),
+                            c.locate("spmv.matrix.file") + ": source file needs a Matrix Market path");
+  locus::collective_require(comm, s.from_file || c.string("spmv.matrix.file").empty(),
+                            c.locate("spmv.matrix.file") +
+                                ": only read with spmv.matrix.source: file (the source is generator)");
+  if (!s.from_file) {
+    // Overflow of the row count, before anything is built.
+    const double rows = s.gen.kind == "banded" ? double(s.gen.n)
+                        : s.gen.kind == "laplace2d" ? double(s.gen.nx) * double(s.gen.ny)
+                                                     : double(s.gen.nx) * double(s.gen.ny) * double(s.gen.nz);
+    locus::collective_require(comm, rows < 9.0e18,
+                              c.locate("spmv.matrix.nx") + ": the grid has " + std::to_string(rows) +
+                                  " rows, more than 64-bit indices hold");
+    if (s.gen.kind == "banded") {
+      locus::collective_require(comm, s.gen.per_row <= 2 * s.gen.bandwidth + 1,
+                                c.locate("spmv.matrix.per_row") + ": " + std::to_string(s.gen.per_row) +
+                                    " nonzeros per row do not fit in a band of +-" +
+                                    std::to_string(s.gen.bandwidth) + " (at most " +
+                                    std::to_string(2 * s.gen.bandwidth + 1) + ")");
+      locus::collective_require(comm, s.gen.bandwidth < s.gen.n,
+                                c.locate("spmv.matrix.bandwidth") + ": must be below the row count " +
+                                    std::to_string(s.gen.n));
+    }
+  }
+  locus::collective_require(
+      comm, s.mode != Mode::thread || ctx.runtime().settings().progress.thread,
+      c.locate("spmv.mode") + ": thread runs the exchange on the locus progress thread; set "
+                              "runtime.progress.thread: true (or use mode overlap for the same run without it)");
+  locus::collective_require(comm, s.validation == "none" || (!s.from_file && s.gen.kind != "banded"),
+                            c.locate("spmv.validation.mode") +
+                                ": iterations refines a Laplacian generator grid (laplace2d, laplace3d, "
+                                "hpcg27); the matrix here is " +
+                                (s.from_file ? std::string("a file") : s.gen.kind));
+  locus::collective_require(comm, s.validation == "none" || s.cg,
+                            c.locate("spmv.validation.mode") + ": iterations runs CG; set spmv.solver: cg");
+  return s;
+}
+
+// Writes the assembled rows as Matrix Market, ranks appending in turn.
+void export_matrix(MPI_Comm comm, const RowBlock& rows, const std::string& path) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  long long nnz = rows.nnz(), total = 0;
+  MPI_Allreduce(&nnz, &total, 1, MPI_LONG_LONG, MPI_SUM, comm);
+  std::string problem;
+  for (int r = 0; r < size; ++r) {
+    if (r == rank) {
+      std::FILE* f = std::fopen(path.c_str(), r == 0 ? "w" : "a");
+      if (!f) {
+        problem = "spmv.matrix.export: cannot write " + path + " (" + std::strerror(errno) + ")";
+      } else {
+        if (r == 0)
+          std::fprintf(f, "%%%%MatrixMarket matrix coordinate real general\n%% written by locus spmv\n%lld %lld %lld\n",
+                       static_cast<long long>(rows.n), static_cast<long long>(rows.n), total);
+        for (gidx i = 0; i < rows.rows(); ++i)
+          for (gidx k = rows.ptr[i]; k < rows.ptr[i + 1]; ++k)
+            std::fprintf(f, "%lld %lld %.17g\n", static_cast<long long>(rows.first + i + 1),
+                         static_cast<long long>(rows.col[k] + 1), rows.val[k]);
+        if (std::fclose(f) != 0) problem = "spmv.matrix.export: writing " + path + " failed";
+      }
+    }
+    int bad = problem.empty() ? 0 : 1, any = 0;
+    MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, comm);
+    if (any) break;
+  }
+  locus::collective_require(comm, problem.empty(), problem);
+}
+
+double dot(MPI_Comm comm, const double* a, const double* b, gidx n) {
+  double s = 0, t = 0;
+  for (gidx i = 0; i < n; ++i) s += a[i] * b[i];
+  MPI_Allreduce(&s, &t, 1, MPI_DOUBLE, MPI_SUM, comm);
+  return t;
+}
+
+void fill_vector(double* v, gidx first, gidx n, std::uint64_t seed, bool ones) {
+  for (gidx i = 0; i < n; ++i) v[i] = ones ? 1.0 : hash_uniform(seed, static_cast<std::uint64_t>(first + i));
+}
+
+struct CgResult {
+  long iterations = 0;
+  bool converged = false;
+  double relative_residual = 0;
+  double true_residual = 0;  // ||b - A x|| / ||b|| recomputed at the end
+  double max_error = 0;      // max |x - x*|
+  double seconds = 0;
+  std::vector<double> history;
+};
+
+// Unpreconditioned CG for A x = b, b = A x*, x0 = 0.
+CgResult conjugate_gradients(MPI_Comm comm, Operator& op, const Settings& s, std::vector<double>& x,
+                             std::vector<double>& xstar, bool show) {
+  const gidx n = op.rows();
+  CgResult res;
+  xstar.assign(static_cast<std::size_t>(n), 0.0);
+  fill_vector(xstar.data(), op.first(), n, 7, s.ones);
+  std::vector<double> b(n), r(n), ap(n);
+  std::copy(xstar.begin(), xstar.end(), op.x());
+  op.apply(b.data());
+  x.assign(static_cast<std::size_t>(n), 0.0);
+  r = b;
+  double* p = op.x();
+  std::copy(r.begin(), r.end(), p);
+  const double bnorm = std::sqrt(dot(comm, b.data(), b.data(), n));
+  double rr = dot(comm, r.data(), r.data(), n);
+  MPI_Barrier(comm);
+  const double t0 = MPI_Wtime();
+  res.history.push_back(bnorm > 0 ? std::sqrt(rr) / bnorm : 0.0);
+  while (res.iterations < s.max_iterations && res.history.back() > s.tolerance) {
+    op.apply(ap.data());
+    p = op.x();  // (rma: waits until the readers fetched p; nothing writes p before the update below)
+    const double pap = dot(comm, p, ap.data(), n);
+    const double alpha = rr / pap;
+    for (gidx i = 0; i < n; ++i) {
+      x[i] += alpha * p[i];
+      r[i] -= alpha * ap[i];
+    }
+    const double rr_new = dot(comm, r.data(), r.data(), n);
+    const double beta = rr_new / rr;
+    rr = rr_new;
+    for (gidx i = 0; i < n; ++i) p[i] = r[i] + beta * p[i];
+    ++res.iterations;
+    res.history.push_back(std::sqrt(rr) / bnorm);
+    if (!std::isfinite(res.history.back())) break;
+    if (show && res.iterations % 50 == 0)
+      std::fprintf(stderr, "\rspmv: cg iteration %ld, relative residual %.3e   ", res.iterations,
+                   res.history.back());
+  }
+  if (show) std::fprintf(stderr, "\r%60s\r", "");
+  double mine = MPI_Wtime() - t0;
+  MPI_Allreduce(&mine, &res.seconds, 1, MPI_DOUBLE, MPI_MAX, comm);
+  res.relative_residual = res.history.back();
+  res.converged = res.relative_residual <= s.tolerance;
+  // The true residual and the error.
+  std::copy(x.begin(), x.end(), op.x());
+  op.apply(ap.data());
+  for (gidx i = 0; i < n; ++i) ap[i] = b[i] - ap[i];
+  res.true_residual = bnorm > 0 ? std::sqrt(dot(comm, ap.data(), ap.data(), n)) / bnorm : 0.0;
+  double err = 0;
+  for (gidx i = 0; i < n; ++i) err = std::max(err, std::fabs(x[i] - xstar[i]));
+  MPI_Allreduce(&err, &res.max_error, 1, MPI_DOUBLE, MPI_MAX, comm);
+  return res;
+}
+
+// HPCG's symmetry test with ||A||_inf for HPCG's 2 * 26.
+YAML::Node symmetry_test(MPI_Comm comm, Operator& op, bool& pass) {
+  const gidx n = op.rows();
+  std::vector<double> xv(n), yv(n), z(n);
+  fill_vector(xv.data(), op.first(), n, 11, false);
+  fill_vector(yv.data(), op.first(), n, 13, false);
+  const double xx = dot(comm, xv.data(), xv.data(), n), yy = dot(comm, yv.data(), yv.data(), n);
+  std::copy(yv.begin(), yv.end(), op.x());
+  op.apply(z.data());
+  const double xtay = dot(comm, xv.data(), z.data(), n);
+  std::copy(xv.begin(), xv.end(), op.x());
+  op.apply(z.data());
+  const double ytax = dot(comm, yv.data(), z.data(), n);
+  double anorm = 0, mine = op.row_abs_max();
+  MPI_Allreduce(&mine, &anorm, 1, MPI_DOUBLE, MPI_MAX, comm);
+  const double departure = std::fabs(static_cast<long double>(xtay - ytax)) /
+                           ((xx * anorm * yy + yy * anorm * xx) * std::numeric_limits<double>::epsilon());
+  pass = departure <= 1.0;
+  YAML::Node out;
+  out["xtAy"] = number(xtay);
+  out["ytAx"] = number(ytax);
+  out["a_norm_inf"] = number(anorm);
+  out["departure_scaled"] = number(departure);
+  out["threshold"] = 1.0;
+  out["formula"] = "|x'Ay - y'Ax| / ((x'x ||A|| y'y + y'y ||A|| x'x) eps), x, y uniform [0,1) (HPCG TestSymmetry)";
+  out["verdict"] = pass ? "pass" : "FAIL";
+  return out;
+}
+
+struct Built {
+  RowBlock rows;
+  MatrixInfo info;
+  std::vector<gidx> starts;
+};
+
+Built build_matrix(const Context& ctx, const Settings& s, const GeneratorSpec& gen) {
+  MPI_Comm comm = ctx.comm();
+  Built b;
+  RowBlock raw = s.from_file ? read_matrix_market(comm, s.file, s.read, b.info) : generate(comm, gen, b.info);
+  b.starts = partition(comm, raw, s.by_nonzeros);
+  b.rows = redistribute(comm, raw, b.starts);
+  return b;
+}
+
+}  // namespace
+
+int run(Context& ctx) {
+  const Config& cfg = ctx.config();
+  MPI_Comm comm = ctx.comm();
+  Settings s = read_settings(ctx);
+  const bool show = ctx.rank() == 0 && !ctx.quiet() && locus::stderr_is_terminal();
+
+  locus::Timers timers({"total", "load", "setup", "products", "local", "remote", "post", "wait", "cg", "io"});
+  timers.start("total");
+  const std::string path = cfg.string("output.dir") + "/" + cfg.string("output.name") + ".h5";
+  // The matrix first: a malformed file ends the run before the output exists.
+  timers.start("load");
+  Built built = build_matrix(ctx, s, s.gen);
+  timers.stop("load");
+  if (!s.export_path.empty()) export_matrix(comm, built.rows, s.export_path);
+  locus::H5Output out(comm, path, cfg.boolean("output.overwrite"));
+
+  timers.start("setup");
+  const gidx nnz_mine = built.rows.nnz();
+  Operator op(ctx.runtime().world(), std::move(built.rows), built.starts, s.mode, s.threads);
+  timers.stop("setup");
+
+  YAML::Node results(YAML::NodeType::Map), validation;
+  bool pass = true;
+  const MatrixInfo& info = built.info;
+  long long nnz_total = 0, nnz_max = 0;
+  {
+    long long m = nnz_mine;
+    MPI_Allreduce(&m, &nnz_total, 1, MPI_LONG_LONG, MPI_SUM, comm);
+    MPI_Allreduce(&m, &nnz_max, 1, MPI_LONG_LONG, MPI_MAX, comm);
+  }
+  YAML::Node matrix;
+  matrix["source"] = info.source;
+  matrix["format"] = info.format;
+  if (info.format != "generator") {
+    matrix["field"] = info.field;
+    matrix["symmetry"] = info.symmetry;
+    matrix["entries_in_file"] = info.entries;
+  }
+  matrix["rows"] = op.n();
+  matrix["nonzeros"] = nnz_total;
+  matrix["load_seconds"] = number(info.load_seconds);
+  if (info.file_bytes > 0 && info.load_seconds > 0) {
+    matrix["load_mb_per_s"] = number(std::round(info.file_bytes / info.load_seconds / 1e5) / 10);
+  }
+  if (info.load_seconds > 0)
+    matrix["load_mnonzeros_per_s"] = number(std::round(double(nnz_total) / info.load_seconds / 1e5) / 10);
+  results["matrix"] = matrix;
+  results["mode"] = mode_name(s.mode);
+  results["threads"] = s.threads;
+  results["partition"] = cfg.string("spmv.partition");
+  results["nonzero_imbalance"] =
+      number(nnz_total > 0 ? double(nnz_max) * ctx.size() / double(nnz_total) : 1.0);
+  {
+    const HaloStats& h = op.halo();
+    int nb_max = 0;
+    long long halo_total = 0, halo_mine = h.halo_entries;
+    MPI_Allreduce(&h.neighbours, &nb_max, 1, MPI_INT, MPI_MAX, comm);
+    MPI_Allreduce(&halo_mine, &halo_total, 1, MPI_LONG_LONG, MPI_SUM, comm);
+    YAML::Node hn;
+    hn["max_neighbours"] = nb_max;
+    hn["halo_entries"] = halo_total;
+    hn["halo_bytes_per_product"] = halo_total * 8;
+    results["halo"] = hn;
+  }
+
+  // Symmetry test (HPCG).
+  const bool run_sym = s.symmetry == "on" || (s.symmetry == "auto" && info.symmetric);
+  if (run_sym) {
+    bool ok = false;
+    validation["symmetry"] = symmetry_test(comm, op, ok);
+    pass = pass && ok;
+  } else {
+    validation["symmetry"] = s.symmetry == "off" ? "off" : "not run (input not symmetric)";
+  }
+
+  std::vector<double> xin, y(static_cast<std::size_t>(op.rows())), xsol, xstar;
+  CgResult cg;
+  op.reset_times();
+  if (!s.cg) {
+    xin.resize(static_cast<std::size_t>(op.rows()));
+    fill_vector(xin.data(), op.first(), op.rows(), 7, s.ones);
+    MPI_Barrier(comm);
+    timers.start("products");
+    for (long rep = 0; rep < s.repetitions; ++rep) {
+      double* x = op.x();
+      std::copy(xin.begin(), xin.end(), x);
+      op.apply(y.data());
+    }
+    timers.stop("products");
+  } else {
+    timers.start("cg");
+    cg = conjugate_gradients(comm, op, s, xsol, xstar, show);
+    timers.stop("cg");
+    // y = A x (the solution)
+    std::copy(xsol.begin(), xsol.end(), op.x());
+    op.apply(y.data());
+    YAML::Node c;
+    c["iterations"] = cg.iterations;
+    c["converged"] = cg.converged;
+    c["tolerance"] = number(s.tolerance);
+    c["relative_residual"] = number(cg.relative_residual);
+    c["true_relative_residual"] = number(cg.true_residual);
+    c["max_error"] = number(cg.max_error);
+    c["seconds"] = number(cg.seconds);
+    results["cg"] = c;
+    validation["cg_converged"] = cg.converged;
+    pass = pass && cg.converged;
+  }
+  // Per-product figures (max over ranks of each phase).
+  {
+    const ModeTimes& t = op.times();
+    double v[5] = {t.total, t.local, t.remote, t.post, t.wait}, mx[5];
+    MPI_Allreduce(v, mx, 5, MPI_DOUBLE, MPI_MAX, comm);
+    const double per = t.products > 0 ? mx[0] / double(t.products) : 0.0;
+    double bytes = op.model_bytes(), bytes_total = 0;
+    MPI_Allreduce(&bytes, &bytes_total, 1, MPI_DOUBLE, MPI_SUM, comm);
+    YAML::Node pn;
+    pn["products"] = t.products;
+    pn["seconds_per_product"] = number(per);
+    auto us = [&](double x) { return number(t.products > 0 ? std::round(x / double(t.products) * 1e8) / 100 : 0.0); };
+    pn["local_us"] = us(mx[1]);
+    pn["remote_us"] = us(mx[2]);
+    pn["post_us"] = us(mx[3]);
+    pn["wait_us"] = us(mx[4]);
+    pn["gflop_per_s"] = number(per > 0 ? std::round(2.0 * double(nnz_total) / per / 1e6) / 1e3 : 0.0);
+    pn["model_gb_per_s"] = number(per > 0 ? std::round(bytes_total / per / 1e6) / 1e3 : 0.0);
+    results["product"] = pn;
+    timers.add("local", t.local);
+    timers.add("remote", t.remote);
+    timers.add("post", t.post);
+    timers.add("wait", t.wait);
+  }
+
+  // CG iteration growth on refined grids.
+  if (s.validation == "iterations") {
+    YAML::Node study;
+    std::vector<double> its;
+    bool all = true;
+    for (long level = 0; level < s.levels; ++level) {
+      GeneratorSpec g = s.gen;
+      g.nx <<= level;
+      g.ny <<= level;
+      if (g.kind != "laplace2d") g.nz <<= level;
+      Built lb = build_matrix(ctx, s, g);
+      Operator lop(ctx.runtime().world(), std::move(lb.rows), lb.starts, s.mode, s.threads);
+      std::vector<double> lx, lxs;
+      CgResult r = conjugate_gradients(comm, lop, s, lx, lxs, false);
+      YAML::Node lv;
+      lv["grid"] = lb.info.source;
+      lv["iterations"] = r.iterations;
+      lv["converged"] = r.converged;
+      lv["max_error"] = number(r.max_error);
+      study["levels"].push_back(lv);
+      its.push_back(double(r.iterations));
+      all = all && r.converged;
+    }
+    bool ok = all;
+    for (std::size_t i = 0; i + 1 < its.size(); ++i) {
+      const double e = std::log2(its[i + 1] / its[i]);
+      study["observed_exponent"].push_back(number(e));
+      ok = ok && std::isfinite(e) && std::fabs(e - 1.0) <= s.slack;
+    }
+    study["expected_exponent"] = 1.0;
+    study["allowed_deviation"] = number(s.slack);
+    study["meaning"] = "CG iterations ~ sqrt(condition number) ~ points per dimension";
+    validation["study"] = study;
+    pass = pass && ok;
+  }
+  validation["verdict"] = pass ? "pass" : "FAIL";
+
+  {
+    auto t = timers.scope("io");
+    locus::write_provenance(out, ctx);
+    const auto n = static_cast<std::uint64_t>(op.n());
+    const auto first = static_cast<std::uint64_t>(op.first()), rows = static_cast<std::uint64_t>(op.rows());
+    if (cfg.boolean("output.write_field")) {
+      out.write_distributed("y", y.data(), rows, first, n);
+      if (!s.cg) {
+        out.write_distributed("x", xin.data(), rows, first, n);
+        out.attribute("x", "meaning", std::string("the input vector of the products"));
+      } else {
+        out.write_distributed("x", xsol.data(), rows, first, n);
+        out.attribute("x", "meaning", std::string("the CG solution"));
+        out.write_distributed("x_exact", xstar.data(), rows, first, n);
+      }
+      out.attribute("y", "meaning", std::string("A x"));
+    }
+    std::vector<double> starts(built.starts.begin(), built.starts.end());
+    out.write_root_vector("row_partition", starts);
+    out.attribute("row_partition", "meaning", std::string("first row of every rank, then the row count"));
+    const HaloStats& h = op.halo();
+    const ModeTimes& mt = op.times();
+    out.write_rank_rows("halo", {double(h.neighbours), double(h.halo_entries), double(h.halo_entries) * 8.0,
+                                 double(h.readers), double(h.send_entries), double(op.rows()), double(op.nnz()),
+                                 double(op.nnz_remote())});
+    out.attribute("halo", "columns",
+                  std::string("neighbours,halo_entries,halo_bytes,readers,send_entries,rows,nonzeros,"
+                              "remote_nonzeros"));
+    out.write_rank_rows("mode_timers", {mt.local, mt.remote, mt.post, mt.wait, mt.total, double(mt.products)});
+    out.attribute("mode_timers", "columns", std::string("local,remote,post,wait,total,products"));
+    if (s.cg) {
+      out.write_root_vector("residual", cg.history);
+      out.attribute("residual", "meaning", std::string("||r||_2 / ||b||_2 at each CG iteration"));
+    }
+  }
+  const std::string summary = locus::finish_output(out, ctx, timers, results, validation);
+  if (ctx.rank() == 0) {
+    std::fputs(summary.c_str(), stdout);
+    std::fflush(stdout);
+    if (s.cg && !cg.converged)
+      std::fprintf(stderr, "spmv: warning: CG did not converge: relative residual %.3e after %ld iterations\n",
+                   cg.relative_residual, cg.iterations);
+  }
+  return pass ? 0 : 1;
+}
+
+}  // namespace spmv

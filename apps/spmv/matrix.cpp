@@ -1,0 +1,721 @@
+// spmv matrices: the parallel Matrix Market reader, the generators, and the
+// row partitions.
+#include <mpi.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <climits>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <string_view>
+
+#include "locus/error.hpp"
+#include "spmv.hpp"
+
+namespace spmv {
+
+namespace {
+
+// One entry on its way to the owner of its row. `order` is the entry's
+// place in the file, so that duplicates are summed in file order whatever
+// the rank count.
+struct Triplet {
+  gidx row, col;
+  double val;
+  gidx order;
+};
+
+int comm_size(MPI_Comm c) {
+  int s = 1;
+  MPI_Comm_size(c, &s);
+  return s;
+}
+int comm_rank(MPI_Comm c) {
+  int r = 0;
+  MPI_Comm_rank(c, &r);
+  return r;
+}
+
+int checked_count(std::size_t n, const char* what) {
+  if (n > static_cast<std::size_t>(INT_MAX))
+    throw locus::Error(std::string("spmv: ") + what + ": more than 2^31 elements in one message; use more ranks");
+  return static_cast<int>(n);
+}
+
+// MPI_Alltoallv of `send` grouped by destination (counts[d] elements for d).
+template <class T>
+std::vector<T> exchange(MPI_Comm comm, const std::vector<T>& send, const std::vector<std::size_t>& counts,
+                        MPI_Datatype type, const char* what) {
+  const int p = comm_size(comm);
+  std::vector<int> sc(p), rc(p), sd(p), rd(p);
+  std::size_t off = 0;
+  for (int d = 0; d < p; ++d) {
+    sc[d] = checked_count(counts[d], what);
+    sd[d] = checked_count(off, what);
+    off += counts[d];
+  }
+  MPI_Alltoall(sc.data(), 1, MPI_INT, rc.data(), 1, MPI_INT, comm);
+  std::size_t total = 0;
+  for (int d = 0; d < p; ++d) {
+    rd[d] = checked_count(total, what);
+    total += static_cast<std::size_t>(rc[d]);
+  }
+  std::vector<T> recv(total);
+  MPI_Alltoallv(send.data(), sc.data(), sd.data(), type, recv.data(), rc.data(), rd.data(), type, comm);
+  return recv;
+}
+
+int owner_of(const std::vector<gidx>& starts, gidx row) {
+  return static_cast<int>(std::upper_bound(starts.begin(), starts.end(), row) - starts.begin()) - 1;
+}
+
+std::vector<gidx> equal_rows(gidx n, int p) {
+  std::vector<gidx> s(static_cast<std::size_t>(p) + 1);
+  for (int r = 0; r <= p; ++r)
+    s[r] = static_cast<gidx>(static_cast<__int128>(n) * r / p);
+  return s;
+}
+
+// ---- Matrix Market text
+
+std::string lower(std::string_view s) {
+  std::string t(s);
+  for (char& c : t) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return t;
+}
+
+std::vector<std::string_view> tokens(std::string_view line) {
+  std::vector<std::string_view> t;
+  std::size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
+    std::size_t j = i;
+    while (j < line.size() && line[j] != ' ' && line[j] != '\t') ++j;
+    if (j > i) t.push_back(line.substr(i, j - i));
+    i = j;
+  }
+  return t;
+}
+
+bool blank(std::string_view line) {
+  return line.find_first_not_of(" \t") == std::string_view::npos;
+}
+
+std::string_view chomp(std::string_view line) {
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  return line;
+}
+
+std::string shown(std::string_view t) {
+  std::string s(t.substr(0, 40));
+  for (char& c : s)
+    if (static_cast<unsigned char>(c) < 32 || static_cast<unsigned char>(c) > 126) c = '?';
+  return "'" + s + (t.size() > 40 ? "...'" : "'");
+}
+
+bool parse_int(std::string_view t, gidx& v) {
+  if (!t.empty() && t.front() == '+') t.remove_prefix(1);
+  auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+  return ec == std::errc() && p == t.data() + t.size();
+}
+
+bool parse_real(std::string_view t, double& v) {
+  if (!t.empty() && t.front() == '+') t.remove_prefix(1);
+  auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+  if (ec == std::errc::result_out_of_range) {  // overflow: +-inf, as strtod does
+    v = std::strtod(std::string(t).c_str(), nullptr);
+    return true;
+  }
+  return ec == std::errc() && p == t.data() + t.size();
+}
+
+// Calls fn(line, index) for every line that starts in [begin, end) of the
+// file (index counts from 0 within the range); reads in 8 MiB pieces, so
+// memory does not grow with the range.
+template <class Fn>
+void for_lines(std::FILE* f, long long begin, long long end, long long file_size, bool first_range, Fn fn) {
+  long long pos = begin;
+  if (!first_range && begin > 0 && begin < file_size) {
+    // A line that starts before `begin` belongs to the previous range.
+    if (std::fseek(f, static_cast<long>(begin - 1), SEEK_SET) != 0) throw locus::Error("seek failed");
+    int c = std::fgetc(f);
+    pos = begin;
+    while (c != '\n' && c != EOF) {
+      c = std::fgetc(f);
+      ++pos;
+    }
+    if (c == EOF) return;
+    // pos is now the byte after the newline... when c was the byte at begin-1
+    // (a newline), pos == begin and the loop did not run.
+  } else if (std::fseek(f, static_cast<long>(begin), SEEK_SET) != 0) {
+    throw locus::Error("seek failed");
+  }
+  if (pos >= end) return;
+  const std::size_t chunk = std::size_t(8) << 20;
+  std::vector<char> buf;
+  std::string carry;
+  long long line_start = pos, index = 0;
+  bool done = false;
+  while (!done) {
+    buf.resize(chunk);
+    const std::size_t got = std::fread(buf.data(), 1, chunk, f);
+    if (got == 0) break;
+    std::size_t i = 0;
+    while (i < got) {
+      const char* nl = static_cast<const char*>(std::memchr(buf.data() + i, '\n', got - i));
+      if (!nl) {
+        carry.append(buf.data() + i, got - i);
+        break;
+      }
+      const std::size_t len = static_cast<std::size_t>(nl - (buf.data() + i));
+      if (carry.empty()) {
+        fn(chomp(std::string_view(buf.data() + i, len)), index++);
+      } else {
+        carry.append(buf.data() + i, len);
+        fn(chomp(std::string_view(carry)), index++);
+        carry.clear();
+      }
+      i += len + 1;
+      line_start = pos + static_cast<long long>(i);
+      if (line_start >= end) {
+        done = true;
+        break;
+      }
+    }
+    pos += static_cast<long long>(got);
+  }
+  if (!done && !carry.empty()) fn(chomp(std::string_view(carry)), index++);  // last line, no newline
+  (void)line_start;
+}
+
+struct Header {
+  std::string format, field, symmetry;
+  gidx m = 0, n = 0, nnz = 0;
+  long long data_begin = 0;  // byte after the size line
+  long long file_size = 0;
+  gidx lines = 0;  // lines up to and including the size line
+};
+
+// Rank 0: the banner, comments and the size line. Returns "" or the error.
+std::string read_header(const std::string& path, Header& h) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) return path + ": cannot open (" + std::strerror(errno) + ")";
+  struct stat st {};
+  if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+    std::fclose(f);
+    return path + ": not a regular file";
+  }
+  h.file_size = st.st_size;
+  std::string line;
+  long long consumed = 0;
+  auto next = [&](std::string& out) {
+    out.clear();
+    int c;
+    bool any = false;
+    while ((c = std::fgetc(f)) != EOF) {
+      any = true;
+      ++consumed;
+      if (c == '\n') break;
+      if (out.size() < 4096) out.push_back(static_cast<char>(c));
+    }
+    if (!out.empty() && out.back() == '\r') out.pop_back();
+    return any;
+  };
+  std::string err;
+  auto at = [&](gidx l) { return path + ":" + std::to_string(l) + ": "; };
+  if (!next(line)) {
+    err = at(1) + "empty file (expected a '%%MatrixMarket matrix ...' banner)";
+  } else {
+    h.lines = 1;
+    auto t = tokens(line);
+    if (t.empty() || lower(t[0]) != "%%matrixmarket") {
+      err = at(1) + "not a Matrix Market file: the first line must start with %%MatrixMarket (got " +
+            shown(line) + ")";
+    } else if (t.size() != 5 || lower(t[1]) != "matrix") {
+      err = at(1) + "banner must be '%%MatrixMarket matrix FORMAT FIELD SYMMETRY' (got " + shown(line) + ")";
+    } else {
+      h.format = lower(t[2]);
+      h.field = lower(t[3]);
+      h.symmetry = lower(t[4]);
+      if (h.format != "coordinate" && h.format != "array")
+        err = at(1) + "format " + shown(t[2]) + " is not coordinate or array";
+      else if (h.field == "complex")
+        err = at(1) + "complex matrices are not supported (real, integer or pattern)";
+      else if (h.field != "real" && h.field != "integer" && h.field != "pattern" && h.field != "double")
+        err = at(1) + "field " + shown(t[3]) + " is not real, integer or pattern";
+      else if (h.symmetry == "hermitian")
+        err = at(1) + "hermitian matrices are not supported (general, symmetric, skew-symmetric)";
+      else if (h.symmetry != "general" && h.symmetry != "symmetric" && h.symmetry != "skew-symmetric")
+        err = at(1) + "symmetry " + shown(t[4]) + " is not general, symmetric or skew-symmetric";
+      else if (h.format == "array" && (h.field == "pattern" || h.symmetry != "general"))
+        err = at(1) + "array matrices are supported as 'array real general' (or integer) only";
+      if (h.field == "double") h.field = "real";
+    }
+  }
+  if (err.empty()) {
+    // comments and blank lines, then the size line
+    bool found = false;
+    while (next(line)) {
+      ++h.lines;
+      if (!line.empty() && line[0] == '%') continue;
+      if (blank(line)) continue;
+      found = true;
+      break;
+    }
+    if (!found) {
+      err = at(h.lines + 1) + "missing size line (" +
+            std::string(h.format == "array" ? "'ROWS COLUMNS'" : "'ROWS COLUMNS ENTRIES'") +
+            ") after the banner";
+    } else {
+      auto t = tokens(line);
+      const std::size_t want = h.format == "array" ? 2 : 3;
+      gidx v[3] = {0, 0, 0};
+      bool ok = t.size() == want;
+      for (std::size_t i = 0; ok && i < want; ++i) ok = parse_int(t[i], v[i]) && v[i] >= 0;
+      if (!ok) {
+        err = at(h.lines) + "size line must be " +
+              std::string(h.format == "array" ? "'ROWS COLUMNS'" : "'ROWS COLUMNS ENTRIES'") +
+              " with non-negative integers (got " + shown(line) + ")";
+      } else {
+        h.m = v[0];
+        h.n = v[1];
+        h.nnz = h.format == "array" ? 0 : v[2];
+        if (h.m != h.n) {
+          err = at(h.lines) + "the matrix is " + std::to_string(h.m) + " x " + std::to_string(h.n) +
+                "; spmv needs a square matrix";
+        } else if (h.n == 0) {
+          err = at(h.lines) + "the matrix has no rows";
+        } else if (h.format == "array") {
+          if (h.n > gidx(3037000499)) err = at(h.lines) + "array matrix too large";
+          else h.nnz = h.n * h.n;
+        } else if (h.symmetry != "general" && h.nnz > h.n + (h.n * (h.n - 1)) / 2 && h.n < gidx(3037000499)) {
+          err = at(h.lines) + std::to_string(h.nnz) + " entries announced, but a " + h.symmetry + " " +
+                std::to_string(h.n) + " x " + std::to_string(h.n) + " matrix stores at most " +
+                std::to_string(h.n + (h.n * (h.n - 1)) / 2);
+        }
+      }
+    }
+  }
+  h.data_begin = consumed;
+  std::fclose(f);
+  return err;
+}
+
+// The first error a rank found, reported collectively: every rank throws
+// the one of the lowest line (ranks hold ascending ranges of lines).
+struct FirstError {
+  gidx line = -1;
+  std::string text;
+  void set(gidx l, std::string t) {
+    if (line < 0) {
+      line = l;
+      text = std::move(t);
+    }
+  }
+};
+
+void raise_first(MPI_Comm comm, const FirstError& e) {
+  long long mine = e.line < 0 ? LLONG_MAX : e.line, least = 0;
+  MPI_Allreduce(&mine, &least, 1, MPI_LONG_LONG, MPI_MIN, comm);
+  if (least == LLONG_MAX) return;
+  int cand = mine == least ? comm_rank(comm) : INT_MAX, who = 0;
+  MPI_Allreduce(&cand, &who, 1, MPI_INT, MPI_MIN, comm);
+  std::string text = e.text;
+  int len = static_cast<int>(text.size());
+  MPI_Bcast(&len, 1, MPI_INT, who, comm);
+  text.resize(static_cast<std::size_t>(len));
+  MPI_Bcast(text.data(), len, MPI_CHAR, who, comm);
+  throw locus::CollectiveError(text);
+}
+
+// Sorts triplets by (row, col, order) and sums duplicates into CSR.
+RowBlock assemble(std::vector<Triplet>& t, gidx n, gidx first, gidx rows) {
+  std::sort(t.begin(), t.end(), [](const Triplet& a, const Triplet& b) {
+    if (a.row != b.row) return a.row < b.row;
+    if (a.col != b.col) return a.col < b.col;
+    return a.order < b.order;
+  });
+  RowBlock b;
+  b.n = n;
+  b.first = first;
+  b.ptr.assign(static_cast<std::size_t>(rows) + 1, 0);
+  b.col.reserve(t.size());
+  b.val.reserve(t.size());
+  gidx prev_row = -1, prev_col = -1;
+  for (const Triplet& e : t) {
+    if (e.row == prev_row && e.col == prev_col) {
+      b.val.back() += e.val;  // duplicate: summed in file order
+      continue;
+    }
+    b.col.push_back(e.col);
+    b.val.push_back(e.val);
+    ++b.ptr[static_cast<std::size_t>(e.row - first) + 1];
+    prev_row = e.row;
+    prev_col = e.col;
+  }
+  for (std::size_t i = 1; i < b.ptr.size(); ++i) b.ptr[i] += b.ptr[i - 1];
+  return b;
+}
+
+MPI_Datatype triplet_type() {
+  static MPI_Datatype t = MPI_DATATYPE_NULL;
+  if (t == MPI_DATATYPE_NULL) {
+    MPI_Type_contiguous(sizeof(Triplet), MPI_BYTE, &t);
+    MPI_Type_commit(&t);
+  }
+  return t;
+}
+
+// Sends every triplet to the owner of its row in an equal-row partition
+// and assembles the rows there.
+RowBlock to_rows(MPI_Comm comm, std::vector<Triplet>& mine, gidx n) {
+  const int p = comm_size(comm), me = comm_rank(comm);
+  const std::vector<gidx> starts = equal_rows(n, p);
+  std::vector<std::size_t> counts(static_cast<std::size_t>(p), 0);
+  for (const Triplet& e : mine) ++counts[static_cast<std::size_t>(owner_of(starts, e.row))];
+  std::stable_sort(mine.begin(), mine.end(), [&](const Triplet& a, const Triplet& b) {
+    return owner_of(starts, a.row) < owner_of(starts, b.row);
+  });
+  std::vector<Triplet> got = exchange(comm, mine, counts, triplet_type(), "matrix entries");
+  mine.clear();
+  mine.shrink_to_fit();
+  return assemble(got, n, starts[me], starts[me + 1] - starts[me]);
+}
+
+}  // namespace
+
+RowBlock read_matrix_market(MPI_Comm comm, const std::string& path, const ReadOptions& opt, MatrixInfo& info) {
+  const double t0 = MPI_Wtime();
+  const int p = comm_size(comm), me = comm_rank(comm);
+  Header h;
+  std::string err;
+  if (me == 0) err = read_header(path, h);
+  {
+    FirstError e;
+    if (!err.empty()) e.set(1, err);
+    raise_first(comm, e);
+  }
+  long long hv[5] = {h.m, h.nnz, h.data_begin, h.file_size, h.lines};
+  MPI_Bcast(hv, 5, MPI_LONG_LONG, 0, comm);
+  h.n = h.m = hv[0];
+  h.nnz = hv[1];
+  h.data_begin = hv[2];
+  h.file_size = hv[3];
+  h.lines = hv[4];
+  char kinds[3][16] = {};
+  if (me == 0) {
+    std::snprintf(kinds[0], 16, "%s", h.format.c_str());
+    std::snprintf(kinds[1], 16, "%s", h.field.c_str());
+    std::snprintf(kinds[2], 16, "%s", h.symmetry.c_str());
+  }
+  MPI_Bcast(kinds, sizeof kinds, MPI_CHAR, 0, comm);
+  h.format = kinds[0];
+  h.field = kinds[1];
+  h.symmetry = kinds[2];
+
+  // My byte range of the data section.
+  const long long span = h.file_size - h.data_begin;
+  const long long begin = h.data_begin + static_cast<long long>(static_cast<__int128>(span) * me / p);
+  const long long end = h.data_begin + static_cast<long long>(static_cast<__int128>(span) * (me + 1) / p);
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  {
+    FirstError e;
+    if (!f) e.set(1, path + ": cannot open on rank " + std::to_string(me) + " (" + std::strerror(errno) + ")");
+    raise_first(comm, e);
+  }
+  const bool coordinate = h.format == "coordinate";
+  const bool pattern = h.field == "pattern", integer = h.field == "integer";
+  const bool sym = h.symmetry == "symmetric", skew = h.symmetry == "skew-symmetric";
+
+  // Pass 1: lines and data lines in my range, for global line numbers and
+  // entry indices.
+  gidx nlines = 0, ndata = 0;
+  for_lines(f, begin, end, h.file_size, me == 0, [&](std::string_view line, long long) {
+    ++nlines;
+    if (!blank(line) && line[0] != '%') ++ndata;
+  });
+  long long counts[2] = {nlines, ndata}, before[2] = {0, 0}, totals[2] = {0, 0};
+  MPI_Exscan(counts, before, 2, MPI_LONG_LONG, MPI_SUM, comm);
+  if (me == 0) before[0] = before[1] = 0;
+  MPI_Allreduce(counts, totals, 2, MPI_LONG_LONG, MPI_SUM, comm);
+
+  // Pass 2: parse.
+  std::vector<Triplet> mine;
+  mine.reserve(static_cast<std::size_t>(ndata) * (sym || skew ? 2 : 1));
+  FirstError e;
+  gidx entry = before[1];
+  const std::string want = coordinate ? (pattern ? "ROW COLUMN" : "ROW COLUMN VALUE") : "VALUE";
+  for_lines(f, begin, end, h.file_size, me == 0, [&](std::string_view line, long long index) {
+    if (e.line >= 0) return;
+    if (blank(line) || line[0] == '%') return;
+    const gidx lno = h.lines + before[0] + index + 1;
+    const std::string at = path + ":" + std::to_string(lno) + ": ";
+    const gidx k = entry++;
+    if (k >= h.nnz) {
+      e.set(lno, at + "more entries than the " + std::to_string(h.nnz) + " announced on line " +
+                     std::to_string(h.lines));
+      return;
+    }
+    auto t = tokens(line);
+    const std::size_t nt = coordinate ? (pattern ? 2 : 3) : 1;
+    if (t.size() < nt) {
+      e.set(lno, at + "expected '" + want + "', got " + shown(line) + " (entry " + std::to_string(k + 1) + ")");
+      return;
+    }
+    if (t.size() > nt) {
+      e.set(lno, at + "unexpected " + shown(t[nt]) + " after '" + want + "'");
+      return;
+    }
+    gidx i = 0, j = 0;
+    double v = 1.0;
+    if (coordinate) {
+      if (!parse_int(t[0], i) || !parse_int(t[1], j)) {
+        e.set(lno, at + "row and column must be integers (got " + shown(t[0]) + " " + shown(t[1]) + ")");
+        return;
+      }
+      if (i < 1 || i > h.n || j < 1 || j > h.n) {
+        e.set(lno, at + "index (" + std::to_string(i) + ", " + std::to_string(j) + ") out of range 1.." +
+                       std::to_string(h.n));
+        return;
+      }
+      --i;
+      --j;
+    } else {
+      i = k % h.n;
+      j = k / h.n;
+    }
+    const std::string_view vt = coordinate ? (pattern ? std::string_view() : t[2]) : t[0];
+    if (!vt.empty()) {
+      if (integer) {
+        gidx iv = 0;
+        if (!parse_int(vt, iv)) {
+          e.set(lno, at + "value " + shown(vt) + " is not an integer (field integer)");
+          return;
+        }
+        v = static_cast<double>(iv);
+      } else if (!parse_real(vt, v)) {
+        e.set(lno, at + "value " + shown(vt) + " is not a number");
+        return;
+      }
+      if (!std::isfinite(v) && !opt.allow_nonfinite) {
+        e.set(lno, at + "value " + shown(vt) + " is not finite (set spmv.matrix.allow_nonfinite: true to accept it)");
+        return;
+      }
+    }
+    if ((sym || skew) && j > i) {
+      e.set(lno, at + "entry (" + std::to_string(i + 1) + ", " + std::to_string(j + 1) +
+                     ") is above the diagonal; a " + h.symmetry + " file stores the lower triangle only");
+      return;
+    }
+    if (skew && i == j) {
+      e.set(lno, at + "entry (" + std::to_string(i + 1) + ", " + std::to_string(j + 1) +
+                     ") is on the diagonal, which a skew-symmetric file does not store");
+      return;
+    }
+    mine.push_back({i, j, v, k});
+    if ((sym || skew) && i != j) mine.push_back({j, i, skew ? -v : v, k});
+  });
+  std::fclose(f);
+  if (e.line < 0 && me == p - 1 && totals[1] < h.nnz)
+    e.set(h.lines + totals[0] + 1, path + ":" + std::to_string(std::max<gidx>(h.lines + totals[0], 1)) +
+                                       ": the file ends after " + std::to_string(totals[1]) + " of the " +
+                                       std::to_string(h.nnz) + " entries announced on line " +
+                                       std::to_string(h.lines));
+  raise_first(comm, e);
+
+  RowBlock rows = to_rows(comm, mine, h.n);
+  info.source = path;
+  info.format = h.format;
+  info.field = h.field;
+  info.symmetry = h.symmetry;
+  info.entries = h.nnz;
+  info.symmetric = sym;
+  info.file_bytes = static_cast<double>(h.file_size);
+  MPI_Barrier(comm);
+  info.load_seconds = MPI_Wtime() - t0;
+  return rows;
+}
+
+// ---- generators
+
+namespace {
+
+std::uint64_t mix(std::uint64_t z) {
+  z += 0x9e3779b97f4a7c15ULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+void stencil_row(const GeneratorSpec& g, gidx row, int radius3d, std::vector<gidx>& cols, std::vector<double>& vals) {
+  const gidx nx = g.nx, ny = g.ny, nz = g.kind == "laplace2d" ? 1 : g.nz;
+  const gidx x = row % nx, y = (row / nx) % ny, z = row / (nx * ny);
+  (void)radius3d;
+  const bool full = g.kind == "hpcg27";
+  const double diag = g.kind == "laplace2d" ? 4.0 : (full ? 26.0 : 6.0);
+  for (int dz = -1; dz <= 1; ++dz)
+    for (int dy = -1; dy <= 1; ++dy)
+      for (int dx = -1; dx <= 1; ++dx) {
+        const int manhattan = std::abs(dx) + std::abs(dy) + std::abs(dz);
+        if (!full && manhattan > 1) continue;
+        if (g.kind == "laplace2d" && dz != 0) continue;
+        const gidx xx = x + dx, yy = y + dy, zz = z + dz;
+        if (xx < 0 || xx >= nx || yy < 0 || yy >= ny || zz < 0 || zz >= nz) continue;
+        cols.push_back(xx + nx * (yy + ny * zz));
+        vals.push_back(manhattan == 0 ? diag : -1.0);
+      }
+}
+
+void banded_row(const GeneratorSpec& g, gidx row, std::vector<gidx>& cols, std::vector<double>& vals) {
+  const gidx lo = std::max<gidx>(0, row - g.bandwidth), hi = std::min<gidx>(g.n - 1, row + g.bandwidth);
+  const gidx slots = hi - lo;  // off-diagonal candidates
+  const gidx want = std::min<gidx>(g.per_row - 1, slots);
+  std::vector<gidx> picked;
+  if (want == slots) {
+    for (gidx c = lo; c <= hi; ++c)
+      if (c != row) picked.push_back(c);
+  } else {
+    // rejection sampling on a per-row stream; want <= slots, and when more
+    // than half the slots are wanted, pick the ones to leave out instead
+    const bool leave_out = want > slots / 2;
+    const gidx draws = leave_out ? slots - want : want;
+    std::vector<gidx> chosen;
+    std::uint64_t stream = mix(g.seed ^ mix(static_cast<std::uint64_t>(row)));
+    while (static_cast<gidx>(chosen.size()) < draws) {
+      stream = mix(stream);
+      gidx c = lo + static_cast<gidx>(stream % static_cast<std::uint64_t>(slots));
+      if (c >= row) ++c;  // skip the diagonal
+      if (std::find(chosen.begin(), chosen.end(), c) == chosen.end()) chosen.push_back(c);
+    }
+    if (leave_out) {
+      for (gidx c = lo; c <= hi; ++c)
+        if (c != row && std::find(chosen.begin(), chosen.end(), c) == chosen.end()) picked.push_back(c);
+    } else {
+      picked = chosen;
+    }
+  }
+  picked.push_back(row);
+  std::sort(picked.begin(), picked.end());
+  double off_sum = 0;
+  std::vector<double> v(picked.size());
+  for (std::size_t k = 0; k < picked.size(); ++k) {
+    if (picked[k] == row) continue;
+    // off-diagonal values in [-1, 1), multiples of 1/1024 (exact in sums)
+    const std::uint64_t h = mix(g.seed * 0x2545f4914f6cdd1dULL ^ mix(static_cast<std::uint64_t>(row) << 20 ^
+                                                                     static_cast<std::uint64_t>(picked[k])));
+    v[k] = static_cast<double>(static_cast<std::int64_t>(h % 2048) - 1024) / 1024.0;
+    off_sum += std::fabs(v[k]);
+  }
+  for (std::size_t k = 0; k < picked.size(); ++k) {
+    if (picked[k] == row) v[k] = 1.0 + off_sum;
+    cols.push_back(picked[k]);
+    vals.push_back(v[k]);
+  }
+}
+
+}  // namespace
+
+double hash_uniform(std::uint64_t seed, std::uint64_t index) {
+  return static_cast<double>(mix(mix(seed) ^ index) >> 11) * 0x1.0p-53;
+}
+
+RowBlock generate(MPI_Comm comm, const GeneratorSpec& g, MatrixInfo& info) {
+  const double t0 = MPI_Wtime();
+  const int p = comm_size(comm), me = comm_rank(comm);
+  gidx n = 0;
+  char desc[200];
+  if (g.kind == "banded") {
+    n = g.n;
+    std::snprintf(desc, sizeof desc, "banded %lld rows, bandwidth %lld, %lld nonzeros per row, seed %llu",
+                  static_cast<long long>(g.n), static_cast<long long>(g.bandwidth),
+                  static_cast<long long>(g.per_row), static_cast<unsigned long long>(g.seed));
+  } else if (g.kind == "laplace2d") {
+    n = g.nx * g.ny;
+    std::snprintf(desc, sizeof desc, "laplace2d %lld x %lld (5-point)", static_cast<long long>(g.nx),
+                  static_cast<long long>(g.ny));
+  } else {
+    n = g.nx * g.ny * g.nz;
+    std::snprintf(desc, sizeof desc, "%s %lld x %lld x %lld (%s)", g.kind.c_str(), static_cast<long long>(g.nx),
+                  static_cast<long long>(g.ny), static_cast<long long>(g.nz),
+                  g.kind == "hpcg27" ? "HPCG 27-point" : "7-point");
+  }
+  const std::vector<gidx> starts = equal_rows(n, p);
+  RowBlock b;
+  b.n = n;
+  b.first = starts[me];
+  const gidx rows = starts[me + 1] - starts[me];
+  b.ptr.assign(static_cast<std::size_t>(rows) + 1, 0);
+  for (gidx r = 0; r < rows; ++r) {
+    if (g.kind == "banded")
+      banded_row(g, b.first + r, b.col, b.val);
+    else
+      stencil_row(g, b.first + r, 1, b.col, b.val);
+    b.ptr[static_cast<std::size_t>(r) + 1] = b.nnz();
+  }
+  info.source = desc;
+  info.format = "generator";
+  info.field = "real";
+  info.symmetry = g.kind == "banded" ? "general" : "symmetric";
+  info.symmetric = g.kind != "banded";
+  long long local = b.nnz(), total = 0;
+  MPI_Allreduce(&local, &total, 1, MPI_LONG_LONG, MPI_SUM, comm);
+  info.entries = total;
+  MPI_Barrier(comm);
+  info.load_seconds = MPI_Wtime() - t0;
+  return b;
+}
+
+// ---- partitions
+
+std::vector<gidx> partition(MPI_Comm comm, const RowBlock& rows, bool by_nonzeros) {
+  const int p = comm_size(comm);
+  if (!by_nonzeros) return equal_rows(rows.n, p);
+  long long local = rows.nnz(), before = 0, total = 0;
+  MPI_Exscan(&local, &before, 1, MPI_LONG_LONG, MPI_SUM, comm);
+  if (comm_rank(comm) == 0) before = 0;
+  MPI_Allreduce(&local, &total, 1, MPI_LONG_LONG, MPI_SUM, comm);
+  // start of rank k: the first row whose preceding nonzeros reach k*total/p
+  std::vector<long long> cand(static_cast<std::size_t>(p) + 1, rows.n), starts(cand.size());
+  for (int k = 1; k < p; ++k) {
+    const long long target = static_cast<long long>(static_cast<__int128>(total) * k / p);
+    // prefix(first + r) = before + ptr[r]; smallest r in [0, rows) with prefix >= target
+    if (rows.rows() == 0 || before + rows.ptr[rows.rows() - 1] < target) continue;
+    auto it = std::lower_bound(rows.ptr.begin(), rows.ptr.end() - 1, target - before);
+    cand[k] = rows.first + (it - rows.ptr.begin());
+  }
+  MPI_Allreduce(cand.data(), starts.data(), p + 1, MPI_LONG_LONG, MPI_MIN, comm);
+  starts[0] = 0;
+  starts[p] = rows.n;
+  for (int k = 1; k <= p; ++k) starts[k] = std::max(starts[k], starts[k - 1]);
+  return std::vector<gidx>(starts.begin(), starts.end());
+}
+
+RowBlock redistribute(MPI_Comm comm, const RowBlock& rows, const std::vector<gidx>& starts) {
+  const int p = comm_size(comm), me = comm_rank(comm);
+  std::vector<std::size_t> nrows(p, 0), nnz(p, 0);
+  std::vector<gidx> lens(static_cast<std::size_t>(rows.rows()));
+  for (gidx r = 0; r < rows.rows(); ++r) {
+    const int d = owner_of(starts, rows.first + r);
+    lens[r] = rows.ptr[r + 1] - rows.ptr[r];
+    ++nrows[d];
+    nnz[d] += static_cast<std::size_t>(lens[r]);
+  }
+  // rows are contiguous and destinations ascend with them: no reordering
+  std::vector<gidx> rlen = exchange(comm, lens, nrows, MPI_INT64_T, "row lengths");
+  std::vector<gidx> col = exchange(comm, rows.col, nnz, MPI_INT64_T, "column indices");
+  std::vector<double> val = exchange(comm, rows.val, nnz, MPI_DOUBLE, "values");
+  RowBlock b;
+  b.n = rows.n;
+  b.first = starts[me];
+  b.ptr.assign(rlen.size() + 1, 0);
+  for (std::size_t r = 0; r < rlen.size(); ++r) b.ptr[r + 1] = b.ptr[r] + rlen[r];
+  b.col = std::move(col);
+  b.val = std::move(val);
+  if (b.rows() != starts[me + 1] - starts[me]) throw locus::Error("spmv: redistribution lost rows");
+  return b;
+}
+
+}  // namespace spmv

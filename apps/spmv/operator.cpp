@@ -1,0 +1,437 @@
+// The distributed operator: split storage, the halo plan, and the five
+// ways of running y = A x.
+#include <mpi.h>
+#include <omp.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+
+#include "locus/error.hpp"
+#include "locus/plan.hpp"
+#include "locus/rma.hpp"
+#include "locus/wait.hpp"
+#include "spmv.hpp"
+
+namespace spmv {
+
+Mode parse_mode(const std::string& s) {
+  if (s == "vector") return Mode::vector;
+  if (s == "overlap") return Mode::overlap;
+  if (s == "task") return Mode::task;
+  if (s == "thread") return Mode::thread;
+  if (s == "rma") return Mode::rma;
+  throw locus::Error("spmv: unknown mode " + s);
+}
+
+std::string mode_name(Mode m) {
+  switch (m) {
+    case Mode::vector:
+      return "vector";
+    case Mode::overlap:
+      return "overlap";
+    case Mode::task:
+      return "task";
+    case Mode::thread:
+      return "thread";
+    case Mode::rma:
+      return "rma";
+  }
+  return "?";
+}
+
+struct Operator::RmaState {
+  locus::Array<std::uint64_t> flags;  // per unit: ready[P] then done[P]
+  locus::GetPlan<double> plan;
+  std::uint64_t step = 0;
+  int size = 0;
+};
+
+// The communication thread of task mode: sleeps until a product starts,
+// posts the exchange, drives it to completion (testing, then sleeping
+// briefly, so that it leaves the core to the workers), and says so.
+struct Operator::TaskThread {
+  std::mutex m;
+  std::condition_variable cv;
+  std::uint64_t started = 0;        // products handed to the thread (under m)
+  std::atomic<std::uint64_t> finished{0};
+  bool stop = false;
+  double post = 0, wait = 0;        // of the last product (read after finished)
+  std::thread thread;
+};
+
+namespace {
+
+constexpr int kTag = 7301;
+
+// Splits [0, count) into `parts` ranges of about equal nonzeros by `ptr`.
+std::vector<gidx> split_by_nonzeros(const std::vector<gidx>& ptr, gidx count, int parts) {
+  std::vector<gidx> s(static_cast<std::size_t>(parts) + 1, count);
+  s[0] = 0;
+  const gidx total = ptr[count] - ptr[0];
+  for (int t = 1; t < parts; ++t) {
+    const gidx target = ptr[0] + static_cast<gidx>(static_cast<__int128>(total) * t / parts);
+    s[t] = std::lower_bound(ptr.begin(), ptr.begin() + count, target) - ptr.begin();
+    s[t] = std::max(s[t], s[t - 1]);
+  }
+  return s;
+}
+
+int owner_of(const std::vector<gidx>& starts, gidx row) {
+  return static_cast<int>(std::upper_bound(starts.begin(), starts.end(), row) - starts.begin()) - 1;
+}
+
+}  // namespace
+
+Operator::Operator(locus::Team& team, RowBlock rows, const std::vector<gidx>& starts, Mode mode, int threads)
+    : team_(team), mode_(mode), threads_(std::max(1, threads)) {
+  MPI_Comm comm = team.comm();
+  const int p = team.size(), me = team.rank();
+  n_ = rows.n;
+  first_ = rows.first;
+  nrows_ = rows.rows();
+
+  // The x entries I need from others: distinct columns outside my rows,
+  // ascending (so grouped by owner, owners ascending).
+  std::vector<gidx> halo;
+  for (gidx c : rows.col)
+    if (c < first_ || c >= first_ + nrows_) halo.push_back(c);
+  std::sort(halo.begin(), halo.end());
+  halo.erase(std::unique(halo.begin(), halo.end()), halo.end());
+  const gidx nhalo = static_cast<gidx>(halo.size());
+  locus::collective_require(comm, nrows_ + nhalo < INT_MAX,
+                            "spmv: rank " + std::to_string(me) + " would hold " + std::to_string(nrows_ + nhalo) +
+                                " entries of x (owned + halo), more than 32-bit local indices address; use more ranks");
+
+  // Wish lists: how many entries I want from each owner, then which.
+  std::vector<int> want(p, 0), give(p, 0);
+  for (gidx c : halo) ++want[owner_of(starts, c)];
+  MPI_Alltoall(want.data(), 1, MPI_INT, give.data(), 1, MPI_INT, comm);
+  std::vector<int> sdisp(p, 0), rdisp(p, 0);
+  for (int q = 1; q < p; ++q) {
+    sdisp[q] = sdisp[q - 1] + want[q - 1];
+    rdisp[q] = rdisp[q - 1] + give[q - 1];
+  }
+  std::vector<gidx> asked(static_cast<std::size_t>(rdisp[p - 1] + give[p - 1]));
+  MPI_Alltoallv(halo.data(), want.data(), sdisp.data(), MPI_INT64_T, asked.data(), give.data(), rdisp.data(),
+                MPI_INT64_T, comm);
+  for (int q = 0; q < p; ++q) {
+    if (want[q] > 0) {
+      recv_rank_.push_back(q);
+      recv_off_.push_back(sdisp[q]);
+      recv_cnt_.push_back(want[q]);
+    }
+  }
+  send_off_.push_back(0);
+  for (int q = 0; q < p; ++q) {
+    if (give[q] == 0) continue;
+    send_rank_.push_back(q);
+    for (int k = 0; k < give[q]; ++k) {
+      const gidx g = asked[static_cast<std::size_t>(rdisp[q] + k)];
+      if (g < first_ || g >= first_ + nrows_) throw locus::Error("spmv: a wish list names a row I do not own");
+      send_idx_.push_back(static_cast<std::int32_t>(g - first_));
+    }
+    send_off_.push_back(static_cast<gidx>(send_idx_.size()));
+  }
+  send_buf_.resize(send_idx_.size());
+  halo_.neighbours = static_cast<int>(recv_rank_.size());
+  halo_.readers = static_cast<int>(send_rank_.size());
+  halo_.halo_entries = nhalo;
+  halo_.send_entries = static_cast<gidx>(send_idx_.size());
+
+  // Split storage.
+  lptr_.assign(static_cast<std::size_t>(nrows_) + 1, 0);
+  rptr_.push_back(0);
+  for (gidx r = 0; r < nrows_; ++r) {
+    bool has_remote = false;
+    double abs_sum = 0;
+    for (gidx k = rows.ptr[r]; k < rows.ptr[r + 1]; ++k) {
+      const gidx c = rows.col[k];
+      abs_sum += std::fabs(rows.val[k]);
+      if (c >= first_ && c < first_ + nrows_) {
+        lcol_.push_back(static_cast<std::int32_t>(c - first_));
+        lval_.push_back(rows.val[k]);
+      } else {
+        const gidx pos = std::lower_bound(halo.begin(), halo.end(), c) - halo.begin();
+        rcol_.push_back(static_cast<std::int32_t>(nrows_ + pos));
+        rval_.push_back(rows.val[k]);
+        has_remote = true;
+      }
+    }
+    row_abs_max_ = std::max(row_abs_max_, abs_sum);
+    lptr_[r + 1] = static_cast<gidx>(lcol_.size());
+    if (has_remote) {
+      rrow_.push_back(r);
+      rptr_.push_back(static_cast<gidx>(rcol_.size()));
+    }
+  }
+  nnz_local_ = static_cast<gidx>(lcol_.size());
+  nnz_remote_ = static_cast<gidx>(rcol_.size());
+  lsplit_ = split_by_nonzeros(lptr_, nrows_, threads_);
+  rsplit_ = split_by_nonzeros(rptr_, static_cast<gidx>(rrow_.size()), threads_);
+  rows = RowBlock{};  // the assembled copy is no longer needed
+
+  // x lives in a segment: owned part, then the halo.
+  xseg_ = locus::Array<double>(team, static_cast<std::size_t>(nrows_ + nhalo));
+  xext_ = xseg_.data();
+  std::fill(xext_, xext_ + nrows_ + nhalo, 0.0);
+
+  if (mode_ == Mode::rma) {
+    rma_ = std::make_unique<RmaState>();
+    rma_->size = p;
+    rma_->flags = locus::Array<std::uint64_t>(team, 2 * static_cast<std::size_t>(p));
+    std::fill(rma_->flags.data(), rma_->flags.data() + 2 * p, 0);
+    std::vector<locus::PlanEntry> entries;
+    for (std::size_t i = 0; i < recv_rank_.size(); ++i) {
+      const int q = recv_rank_[i];
+      std::vector<std::size_t> idx(static_cast<std::size_t>(recv_cnt_[i]));
+      for (gidx k = 0; k < recv_cnt_[i]; ++k)
+        idx[static_cast<std::size_t>(k)] = static_cast<std::size_t>(halo[recv_off_[i] + k] - starts[q]);
+      locus::PlanEntry e;
+      e.unit = q;
+      e.remote = locus::Side::indexed(0, std::move(idx));
+      e.local = locus::Side::contiguous(static_cast<std::size_t>(nrows_ + recv_off_[i]),
+                                        static_cast<std::size_t>(recv_cnt_[i]));
+      entries.push_back(std::move(e));
+    }
+    rma_->plan = locus::GetPlan<double>(xseg_.gptr(), std::move(entries));
+  }
+  if (mode_ == Mode::task) {
+    locus::require_thread_level(MPI_THREAD_MULTIPLE, "spmv.mode: task");
+    task_ = std::make_unique<TaskThread>();
+    task_->thread = std::thread([this] { task_loop(); });
+  }
+  locus::barrier(team);  // flags zeroed everywhere before anyone notifies
+}
+
+Operator::~Operator() {
+  if (task_) {
+    {
+      std::lock_guard<std::mutex> lock(task_->m);
+      task_->stop = true;
+    }
+    task_->cv.notify_one();
+    task_->thread.join();
+  }
+}
+
+double Operator::model_bytes() const {
+  const double nnz = static_cast<double>(nnz_local_ + nnz_remote_);
+  const double rows = static_cast<double>(nrows_), halo = static_cast<double>(halo_.halo_entries);
+  const double rrows = static_cast<double>(rrow_.size());
+  // values + 32-bit indices, row pointers, x owned + halo, y written; the
+  // remote part re-reads and re-writes y on its rows and reads its row list
+  return 12.0 * nnz + 8.0 * (rows + 1) + 8.0 * (rows + halo) + 8.0 * rows + rrows * (8.0 + 8.0 + 16.0);
+}
+
+double* Operator::x() {
+  if (rma_) {
+    // Readers fetch my owned x during their apply(step); they say so with
+    // done[me] = step. Wait for all of them before x changes.
+    const std::uint64_t* done = rma_->flags.data() + rma_->size;
+    for (int q : send_rank_) locus::wait_notify(done + q, rma_->step);
+  }
+  return xext_;
+}
+
+void Operator::local_rows(double* y, gidx r0, gidx r1) const {
+  const double* x = xext_;
+  const gidx* ptr = lptr_.data();
+  const std::int32_t* col = lcol_.data();
+  const double* val = lval_.data();
+  for (gidx i = r0; i < r1; ++i) {
+    double s = 0;
+    for (gidx k = ptr[i]; k < ptr[i + 1]; ++k) s += val[k] * x[col[k]];
+    y[i] = s;
+  }
+}
+
+void Operator::remote_rows(double* y, gidx k0, gidx k1) const {
+  const double* x = xext_;
+  for (gidx kk = k0; kk < k1; ++kk) {
+    double s = 0;
+    for (gidx k = rptr_[kk]; k < rptr_[kk + 1]; ++k) s += rval_[k] * x[rcol_[k]];
+    y[rrow_[kk]] += s;
+  }
+}
+
+void Operator::compute_local(double* y) {
+  if (threads_ == 1) {
+    local_rows(y, 0, nrows_);
+    return;
+  }
+#pragma omp parallel num_threads(threads_)
+  {
+    const int t = omp_get_thread_num();
+    local_rows(y, lsplit_[t], lsplit_[t + 1]);
+  }
+}
+
+void Operator::compute_remote(double* y) {
+  if (threads_ == 1) {
+    remote_rows(y, 0, static_cast<gidx>(rrow_.size()));
+    return;
+  }
+#pragma omp parallel num_threads(threads_)
+  {
+    const int t = omp_get_thread_num();
+    remote_rows(y, rsplit_[t], rsplit_[t + 1]);
+  }
+}
+
+void Operator::post_exchange(std::vector<MPI_Request>& reqs) {
+  MPI_Comm comm = team_.comm();
+  reqs.clear();
+  for (std::size_t i = 0; i < recv_rank_.size(); ++i) {
+    reqs.emplace_back();
+    MPI_Irecv(xext_ + nrows_ + recv_off_[i], static_cast<int>(recv_cnt_[i]), MPI_DOUBLE, recv_rank_[i], kTag, comm,
+              &reqs.back());
+  }
+  for (std::size_t i = 0; i < send_rank_.size(); ++i) {
+    const gidx b = send_off_[i], e = send_off_[i + 1];
+    for (gidx k = b; k < e; ++k) send_buf_[k] = xext_[send_idx_[k]];
+    reqs.emplace_back();
+    MPI_Isend(send_buf_.data() + b, static_cast<int>(e - b), MPI_DOUBLE, send_rank_[i], kTag, comm, &reqs.back());
+  }
+}
+
+void Operator::apply_two_sided(double* y) {
+  std::vector<MPI_Request> reqs;
+  double t0 = MPI_Wtime();
+  post_exchange(reqs);
+  double t1 = MPI_Wtime();
+  times_.post += t1 - t0;
+  if (mode_ == Mode::vector) {
+    locus::wait_all_yielding(reqs);
+    double t2 = MPI_Wtime();
+    times_.wait += t2 - t1;
+    compute_local(y);
+    double t3 = MPI_Wtime();
+    times_.local += t3 - t2;
+    compute_remote(y);
+    times_.remote += MPI_Wtime() - t3;
+    return;
+  }
+  std::vector<locus::Handle> handles;
+  if (mode_ == Mode::thread) {
+    // APSM: the progress thread drives the requests while we compute
+    handles.reserve(reqs.size());
+    for (MPI_Request r : reqs) handles.push_back(locus::adopt(r));
+    const double t1b = MPI_Wtime();
+    times_.post += t1b - t1;
+    t1 = t1b;
+  }
+  compute_local(y);
+  double t2 = MPI_Wtime();
+  times_.local += t2 - t1;
+  if (mode_ == Mode::thread)
+    locus::wait_all(handles);
+  else
+    locus::wait_all_yielding(reqs);
+  double t3 = MPI_Wtime();
+  times_.wait += t3 - t2;
+  compute_remote(y);
+  times_.remote += MPI_Wtime() - t3;
+}
+
+void Operator::task_loop() {
+  TaskThread& tt = *task_;
+  std::uint64_t seen = 0;
+  std::vector<MPI_Request> reqs;
+  while (true) {
+    {
+      std::unique_lock<std::mutex> lock(tt.m);
+      tt.cv.wait(lock, [&] { return tt.stop || tt.started > seen; });
+      if (tt.stop) return;
+      seen = tt.started;
+    }
+    const double t0 = MPI_Wtime();
+    post_exchange(reqs);
+    const double t1 = MPI_Wtime();
+    int flag = 0;
+    for (int spins = 0;; ++spins) {
+      MPI_Testall(static_cast<int>(reqs.size()), reqs.data(), &flag, MPI_STATUSES_IGNORE);
+      if (flag) break;
+      if (spins < 8)
+        sched_yield();
+      else
+        std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+    tt.post = t1 - t0;
+    tt.wait = MPI_Wtime() - t1;
+    tt.finished.store(seen, std::memory_order_release);
+  }
+}
+
+void Operator::apply_task(double* y) {
+  // Explicit overlap: the communication thread runs the exchange while the
+  // compute threads do the local part; then the remote part.
+  TaskThread& tt = *task_;
+  std::uint64_t ticket;
+  {
+    std::lock_guard<std::mutex> lock(tt.m);
+    ticket = ++tt.started;
+  }
+  tt.cv.notify_one();
+  const double t0 = MPI_Wtime();
+  compute_local(y);
+  const double t1 = MPI_Wtime();
+  while (tt.finished.load(std::memory_order_acquire) < ticket) sched_yield();
+  const double t2 = MPI_Wtime();
+  compute_remote(y);
+  times_.local += t1 - t0;
+  times_.post += tt.post;
+  times_.wait += tt.wait;
+  times_.comm_wait += t2 - t1;
+  times_.remote += MPI_Wtime() - t2;
+}
+
+void Operator::apply_rma(double* y) {
+  RmaState& s = *rma_;
+  const std::uint64_t step = ++s.step;
+  const int me = team_.rank();
+  const double t0 = MPI_Wtime();
+  // My x is ready for my readers; wait until my owners' x is ready.
+  for (int q : send_rank_) locus::notify(s.flags.gptr(q) + me, step);
+  for (int q : recv_rank_) locus::wait_notify(s.flags.data() + q, step);
+  s.plan.start(xext_);
+  const double t1 = MPI_Wtime();
+  compute_local(y);
+  const double t2 = MPI_Wtime();
+  s.plan.wait();
+  for (int q : recv_rank_) locus::notify(s.flags.gptr(q) + (s.size + me), step);
+  const double t3 = MPI_Wtime();
+  compute_remote(y);
+  times_.post += t1 - t0;
+  times_.local += t2 - t1;
+  times_.wait += t3 - t2;
+  times_.remote += MPI_Wtime() - t3;
+}
+
+void Operator::apply(double* y) {
+  const double t0 = MPI_Wtime();
+  switch (mode_) {
+    case Mode::vector:
+    case Mode::overlap:
+    case Mode::thread:
+      apply_two_sided(y);
+      break;
+    case Mode::task:
+      apply_task(y);
+      break;
+    case Mode::rma:
+      apply_rma(y);
+      break;
+  }
+  times_.total += MPI_Wtime() - t0;
+  ++times_.products;
+}
+
+}  // namespace spmv
