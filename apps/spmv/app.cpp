@@ -156,8 +156,10 @@ Settings read_settings(const Context& ctx) {
     const double rows = s.gen.kind == "banded" ? double(s.gen.n)
                         : s.gen.kind == "laplace2d" ? double(s.gen.nx) * double(s.gen.ny)
                                                      : double(s.gen.nx) * double(s.gen.ny) * double(s.gen.nz);
-    locus::collective_require(comm, rows < 9.0e18,
-                              c.locate("spmv.matrix.nx") + ": the grid has " + std::to_string(rows) +
+    char text[64];
+    std::snprintf(text, sizeof text, "%.3g", rows);
+    locus::collective_require(comm, rows < 4.0e18,
+                              c.locate("spmv.matrix.nx") + ": the grid has " + text +
                                   " rows, more than 64-bit indices hold");
     if (s.gen.kind == "banded") {
       locus::collective_require(comm, s.gen.per_row <= 2 * s.gen.bandwidth + 1,
@@ -326,10 +328,39 @@ struct Built {
   std::vector<gidx> starts;
 };
 
+// Bytes per stored nonzero while the matrix is built: entries in flight
+// (32 B triplets, twice), the assembled and redistributed rows (16 B each)
+// and the split storage (12 B); per row: pointers and vectors.
+constexpr double kBytesPerEntry = 2 * 32 + 16 + 16 + 12, kBytesPerRow = 3 * 8 + 6 * 8;
+
+void check_memory(const Context& ctx, double rows, double entries, const std::string& what) {
+  const double p = ctx.size();
+  locus::require_node_memory(ctx.runtime().world(), (entries * kBytesPerEntry + rows * kBytesPerRow) / p, what);
+}
+
 Built build_matrix(const Context& ctx, const Settings& s, const GeneratorSpec& gen) {
   MPI_Comm comm = ctx.comm();
   Built b;
-  RowBlock raw = s.from_file ? read_matrix_market(comm, s.file, s.read, b.info) : generate(comm, gen, b.info);
+  RowBlock raw;
+  if (s.from_file) {
+    ReadOptions opt = s.read;
+    opt.before_entries = [&](gidx rows, gidx entries, bool expands) {
+      check_memory(ctx, double(rows), double(entries) * (expands ? 2.0 : 1.0),
+                   "spmv.matrix.file: " + s.file + " (" + std::to_string(rows) + " rows, " +
+                       std::to_string(entries) + " entries)");
+    };
+    raw = read_matrix_market(comm, s.file, opt, b.info);
+  } else {
+    const double rows = gen.kind == "banded"      ? double(gen.n)
+                        : gen.kind == "laplace2d" ? double(gen.nx) * double(gen.ny)
+                                                  : double(gen.nx) * double(gen.ny) * double(gen.nz);
+    const double per_row = gen.kind == "banded"      ? double(gen.per_row)
+                           : gen.kind == "laplace2d" ? 5.0
+                           : gen.kind == "laplace3d" ? 7.0
+                                                     : 27.0;
+    check_memory(ctx, rows, rows * per_row, ctx.config().locate("spmv.matrix.generator") + ": " + gen.kind);
+    raw = generate(comm, gen, b.info);
+  }
   b.starts = partition(comm, raw, s.by_nonzeros);
   b.rows = redistribute(comm, raw, b.starts);
   return b;

@@ -201,13 +201,14 @@ struct Header {
 
 // Rank 0: the banner, comments and the size line. Returns "" or the error.
 std::string read_header(const std::string& path, Header& h) {
+  // stat before open: opening a FIFO would block
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) return path + ": cannot open (" + std::strerror(errno) + ")";
+  if (!S_ISREG(st.st_mode))
+    return path + ": not a regular file (" + (S_ISDIR(st.st_mode) ? "a directory" : "a device, FIFO or socket") +
+           "); spmv.matrix.file must name a Matrix Market file";
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) return path + ": cannot open (" + std::strerror(errno) + ")";
-  struct stat st {};
-  if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-    std::fclose(f);
-    return path + ": not a regular file";
-  }
   h.file_size = st.st_size;
   std::string line;
   long long consumed = 0;
@@ -415,6 +416,11 @@ RowBlock read_matrix_market(MPI_Comm comm, const std::string& path, const ReadOp
   h.format = kinds[0];
   h.field = kinds[1];
   h.symmetry = kinds[2];
+
+  // (a line holds at least 2 bytes per entry, so a file cannot carry more
+  // entries than half its size, whatever its size line claims)
+  if (opt.before_entries)
+    opt.before_entries(h.n, std::min<gidx>(h.nnz, (h.file_size - h.data_begin) / 2 + 1), h.symmetry != "general");
 
   // My byte range of the data section.
   const long long span = h.file_size - h.data_begin;

@@ -13,6 +13,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -55,6 +56,10 @@ struct MatrixInfo {
 
 struct ReadOptions {
   bool allow_nonfinite = false;  // NaN / inf values accepted
+  // Called collectively once the header is read (rows, entries announced,
+  // symmetric expansion), before any entry is stored: the caller's
+  // memory check.
+  std::function<void(gidx rows, gidx entries, bool expands)> before_entries;
 };
 
 // Collective: reads a Matrix Market file in parallel (each rank parses a

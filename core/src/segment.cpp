@@ -95,6 +95,15 @@ double node_capacity(std::string& what) {
   return cap;
 }
 
+double mem_available() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key, unit;
+  double kib = 0;
+  while (meminfo >> key >> kib >> unit)
+    if (key == "MemAvailable:") return kib * 1024.0;
+  return -1.0;
+}
+
 // Collective over the team: the sizes fit and every node can hold its
 // units' parts. Runs before the progress processes are told anything.
 void check_allocation(Team& team, std::size_t count, std::size_t elem_size, std::size_t& bytes) {
@@ -226,5 +235,19 @@ void free_segment(int team_id, int segment) {
 }
 
 }  // namespace detail
+
+void require_node_memory(Team& team, double bytes, const std::string& what) {
+  double need = 0;
+  MPI_Allreduce(&bytes, &need, 1, MPI_DOUBLE, MPI_SUM, team.node_comm());
+  int units = 1;
+  MPI_Comm_size(team.node_comm(), &units);
+  const double have = detail::mem_available();
+  std::string problem;
+  if (have >= 0 && need > have) {
+    problem = what + ": needs " + detail::gib(need) + " of memory on this node (" + std::to_string(units) +
+              " unit" + (units == 1 ? "" : "s") + "), the node has " + detail::gib(have) + " available";
+  }
+  collective_require(team.comm(), problem.empty(), problem);
+}
 
 }  // namespace locus

@@ -13,6 +13,7 @@
 #include <mpi.h>
 
 #include <cstddef>
+#include <string>
 #include <utility>
 
 #include "locus/gptr.hpp"
@@ -42,6 +43,14 @@ MPI_Win create_segment_window(void* base, std::size_t bytes, MPI_Comm comm);
 void free_segment_window(MPI_Win& win);
 MPI_Win allocate_shared_pages(std::size_t bytes, MPI_Comm comm, void** base);
 }  // namespace detail
+
+// Collective over the team, before a large private allocation: every unit
+// says how many bytes it is about to need; when the units of a node need
+// more than the node's available memory (MemAvailable), every unit throws
+// the same CollectiveError: "<what>: needs X GiB on node N (k units), the
+// node has Y GiB of memory available". Apps call it before building big
+// data structures that do not live in segments (allocate checks those).
+void require_node_memory(Team& team, double bytes, const std::string& what);
 
 template <class T>
 GlobalPtr<T> allocate(Team& team, std::size_t count) {
