@@ -90,7 +90,7 @@ for name, sets, how in cases:
     # two threads (not at 4 ranks: 12 threads on a 2-core machine), emulated nodes
     if NP < 4:
         for mode in ("task", "overlap"):
-            _, y2, _ = run(name + "_t2", sets + ["spmv.mode=" + mode, "spmv.threads=2"])
+            _, y2, _ = run(name + "_t2_" + mode, sets + ["spmv.mode=" + mode, "spmv.threads=2"])
             check(np.array_equal(y2.view(np.uint64), ys["vector"].view(np.uint64)),
                   "%s: 2 threads (mode %s) differ" % (name, mode))
     for mode in ("rma", "overlap"):

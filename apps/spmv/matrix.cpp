@@ -361,15 +361,6 @@ RowBlock assemble(std::vector<Triplet>& t, gidx n, gidx first, gidx rows) {
   return b;
 }
 
-MPI_Datatype triplet_type() {
-  static MPI_Datatype t = MPI_DATATYPE_NULL;
-  if (t == MPI_DATATYPE_NULL) {
-    MPI_Type_contiguous(sizeof(Triplet), MPI_BYTE, &t);
-    MPI_Type_commit(&t);
-  }
-  return t;
-}
-
 // Sends every triplet to the owner of its row in an equal-row partition
 // and assembles the rows there.
 RowBlock to_rows(MPI_Comm comm, std::vector<Triplet>& mine, gidx n) {
@@ -380,7 +371,11 @@ RowBlock to_rows(MPI_Comm comm, std::vector<Triplet>& mine, gidx n) {
   std::stable_sort(mine.begin(), mine.end(), [&](const Triplet& a, const Triplet& b) {
     return owner_of(starts, a.row) < owner_of(starts, b.row);
   });
-  std::vector<Triplet> got = exchange(comm, mine, counts, triplet_type(), "matrix entries");
+  MPI_Datatype type;
+  MPI_Type_contiguous(sizeof(Triplet), MPI_BYTE, &type);
+  MPI_Type_commit(&type);
+  std::vector<Triplet> got = exchange(comm, mine, counts, type, "matrix entries");
+  MPI_Type_free(&type);
   mine.clear();
   mine.shrink_to_fit();
   return assemble(got, n, starts[me], starts[me + 1] - starts[me]);

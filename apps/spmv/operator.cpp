@@ -231,6 +231,11 @@ double Operator::model_bytes() const {
   return 12.0 * nnz + 8.0 * (rows + 1) + 8.0 * (rows + halo) + 8.0 * rows + rrows * (8.0 + 8.0 + 16.0);
 }
 
+double Operator::local_model_bytes() const {
+  const double rows = static_cast<double>(nrows_);
+  return 12.0 * static_cast<double>(nnz_local_) + 8.0 * (rows + 1) + 8.0 * rows + 8.0 * rows;
+}
+
 double* Operator::x() {
   if (rma_) {
     // Readers fetch my owned x during their apply(step); they say so with
@@ -246,10 +251,21 @@ void Operator::local_rows(double* y, gidx r0, gidx r1) const {
   const gidx* ptr = lptr_.data();
   const std::int32_t* col = lcol_.data();
   const double* val = lval_.data();
+  // Four partial sums per row: a single chain of dependent adds makes a
+  // 27-entry row latency-bound (4 cycles per add) instead of memory-bound.
+  // The order is fixed by the row alone, so y is the same in every mode.
   for (gidx i = r0; i < r1; ++i) {
-    double s = 0;
-    for (gidx k = ptr[i]; k < ptr[i + 1]; ++k) s += val[k] * x[col[k]];
-    y[i] = s;
+    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    gidx k = ptr[i];
+    const gidx e = ptr[i + 1];
+    for (; k + 3 < e; k += 4) {
+      s0 += val[k] * x[col[k]];
+      s1 += val[k + 1] * x[col[k + 1]];
+      s2 += val[k + 2] * x[col[k + 2]];
+      s3 += val[k + 3] * x[col[k + 3]];
+    }
+    for (; k < e; ++k) s0 += val[k] * x[col[k]];
+    y[i] = (s0 + s1) + (s2 + s3);
   }
 }
 

@@ -141,6 +141,11 @@ class Operator {
   // rank must call it the same number of times.
   void apply(double* y);
 
+  // The local part alone (y = A_local x_owned), for the bandwidth
+  // measurement of the benchmark; and its traffic by the same model.
+  void apply_local(double* y) { compute_local(y); }
+  double local_model_bytes() const;
+
   // Bytes moved per product by the traffic model: 12 B per nonzero (value
   // and 32-bit column index), 8 B per row pointer, x (owned + halo) read
   // once, y written once.
