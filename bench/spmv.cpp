@@ -11,7 +11,7 @@
 //  3. APSM's ghost-cell benchmark: a ring, a halo of bench.ghost_bytes to
 //     each neighbour, then a triad workload sized to L2; the visible
 //     communication time = T(exchange + work) - T(work alone), and the
-//     fraction of the exchange hidden, for: two-sided without help
+//     fraction of the baseline's bare exchange time hidden, for: two-sided without help
 //     (baseline), two-sided with the locus progress thread, and (with
 //     progress processes in the run) one-sided puts offloaded to them.
 #include <algorithm>
@@ -46,7 +46,7 @@ locus::AppInfo app_info() {
   s.string("bench.matrices", "hpcg27,banded", "comma list: hpcg27 (27-point, nx^3), banded (random unsymmetric)")
       .integer("bench.nx", 64, 2, big, "hpcg27: grid points per dimension")
       .integer("bench.banded_rows", 400000, 10, big, "banded: rows")
-      .integer("bench.bandwidth", 2000, 1, big, "banded: half bandwidth")
+      .integer("bench.bandwidth", 200, 1, big, "banded: half bandwidth (wider bands gather x from L2 rather than L1)")
       .integer("bench.per_row", 27, 1, big, "banded: nonzeros per row")
       .string("bench.modes", "vector,overlap,task,thread,rma",
               "comma list of spmv modes (thread needs runtime.progress.thread: true)")
@@ -462,11 +462,14 @@ int run(Context& ctx) {
                   "work alone %.1f us\n", g.size, g.bytes, c.integer("bench.l2_kib"), g.work_reps, tw * 1e6);
       std::printf("%-32s %12s %12s %12s %9s\n", "variant", "exchange_us", "ex+work_us", "visible_us", "hidden");
     }
+    // hidden: the share of the baseline's bare exchange (the communication
+    // a user wants hidden) that no longer shows: 1 - visible / T_exchange
+    const double texchange = median(comm_only[vars[0].name]);
     double hidden_thread = -1, hidden_base = -1;
     for (const Variant& v : vars) {
       const double tc = median(comm_only[v.name]), tb = median(both[v.name]);
       const double visible = std::max(0.0, tb - tw);
-      const double hidden = tc > 0 ? std::max(0.0, 1.0 - visible / tc) : 0.0;
+      const double hidden = texchange > 0 ? std::max(0.0, 1.0 - visible / texchange) : 0.0;
       if (root)
         std::printf("%-32s %12.1f %12.1f %12.1f %8.0f%%\n", v.name.c_str(), tc * 1e6, tb * 1e6, visible * 1e6,
                     100 * hidden);

@@ -26,7 +26,7 @@ from locuslib import (ROOT, Located, UserError, app_keys, closest, config_hash, 
 
 STUDY_KEYS = {
     "name": "study name (default: the file stem); results go to results/<name>/",
-    "app": "the app to run (heat3d, poisson5pt)",
+    "app": "the app to run (heat3d, poisson5pt, spmv)",
     "deck": "base deck, relative to the study file or the repository",
     "scaling": "strong (fixed problem) or weak (fixed size per rank)",
     "ranks": "list of rank counts",
@@ -35,7 +35,7 @@ STUDY_KEYS = {
     "sweep": "swept keys: {key: [values]}",
     "baseline": "ratios are taken against this variant: {swept key: value}; swept keys it leaves out "
                 "keep each variant's own value (e.g. {comm.halo: rma} compares per node size)",
-    "weak_size": "weak: the problem per rank (heat3d: [nx, ny, nz] per rank; poisson5pt: [n])",
+    "weak_size": "weak: the problem per rank (heat3d: [nx, ny, nz] per rank; poisson5pt: [n]; spmv: [nx, ny, nz], nz grows)",
     "metric": "timer for the time plots (slowest rank); default total",
     "timeout": "seconds per run before it counts as failed; default 900",
 }
@@ -78,8 +78,16 @@ def weak_poisson5pt(size, ranks):
     return [("poisson5pt.grid.n", str(int(round(size[0] * math.sqrt(ranks)))))]
 
 
+def weak_spmv(size, ranks):
+    if len(size) != 3:
+        raise UserError("spmv: weak_size is [nx, ny, nz] per rank (stencil generators)")
+    # rows are split in blocks of the last dimension: nz grows with the ranks
+    return [("spmv.matrix.nx", str(size[0])), ("spmv.matrix.ny", str(size[1])),
+            ("spmv.matrix.nz", str(size[2] * ranks))]
+
+
 # A new app joins studies by adding its rule here (and a deck).
-WEAK_RULES = {"heat3d": weak_heat3d, "poisson5pt": weak_poisson5pt}
+WEAK_RULES = {"heat3d": weak_heat3d, "poisson5pt": weak_poisson5pt, "spmv": weak_spmv}
 
 
 # ---------------------------------------------------------------- the study file

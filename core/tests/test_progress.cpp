@@ -233,6 +233,38 @@ TEST(Progress, ThreadCompletesWhileTheUnitComputes) {
   barrier(w);
 }
 
+// An application's own two-sided requests, adopted: the thread (when on)
+// completes them while the unit computes; with or without it, wait_all
+// completes them and the data arrives.
+TEST(Progress, AdoptedTwoSidedRequests) {
+  Runtime& rt = Runtime::current();
+  Team& w = rt.world();
+  const int right = (w.rank() + 1) % w.size(), left = (w.rank() + w.size() - 1) % w.size();
+  std::vector<double> out(4096), in(4096, -1.0);
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = w.rank() * 10000.0 + double(i);
+  MPI_Request r[2];
+  MPI_Irecv(in.data(), 4096, MPI_DOUBLE, left, 77, w.comm(), &r[0]);
+  MPI_Isend(out.data(), 4096, MPI_DOUBLE, right, 77, w.comm(), &r[1]);
+  const std::uint64_t before = rt.thread_completions();
+  std::vector<Handle> hs;
+  hs.push_back(locus::adopt(r[0]));
+  hs.push_back(locus::adopt(r[1]));
+  hs.push_back(locus::adopt(MPI_REQUEST_NULL));  // already complete
+  if (rt.settings().progress.thread) {
+    const double t0 = MPI_Wtime();
+    while (rt.thread_completions() < before + 2 && MPI_Wtime() - t0 < 5.0) {
+      // compute, no MPI call on this thread
+    }
+    EXPECT_GE(rt.thread_completions(), before + 2) << "the thread did not complete the adopted requests";
+  }
+  wait_all(hs);
+  EXPECT_EQ(in[0], left * 10000.0);
+  EXPECT_EQ(in[4095], left * 10000.0 + 4095);
+  for (auto& h : hs) EXPECT_FALSE(h.live());
+  EXPECT_THROW(wait(hs[0]), locus::Error);  // spent
+  barrier(w);
+}
+
 TEST(Progress, ServerFailureReachesWait) {
   if (!servers_on()) GTEST_SKIP() << "no progress processes";
   Team& w = Runtime::current().world();
