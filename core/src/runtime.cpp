@@ -142,17 +142,24 @@ CommandLine parse_args(int argc, char** argv) {
 }
 
 void print_usage(const AppInfo& app, bool full) {
+  // the example override: the app's first integer key with its default
+  std::string example = "name=run1";
+  for (const KeySpec& k : app.schema.keys())
+    if (k.kind == KeyKind::Integer) {
+      example = k.path + "=" + std::to_string(std::get<long>(k.fallback) * 2);
+      break;
+    }
   std::printf(
       "usage: %s DECK.yaml [--set key=value]... [--quiet] [--print-config]\n"
       "       %s --help | --version | --print-schema\n\n"
       "%s\n\n"
       "  DECK.yaml          the run's configuration (see docs/config.md)\n"
-      "  --set key=value    override one key, e.g. --set %s.grid.nx=128 (repeatable)\n"
+      "  --set key=value    override one key, e.g. --set %s (repeatable)\n"
       "  --quiet, -q        no progress line\n"
       "  --print-config     print the effective configuration and exit\n"
       "  --print-schema     print every deck key (type, default, help) as YAML and exit\n"
       "  --version          print the locus version and exit\n",
-      app.name.c_str(), app.name.c_str(), app.description.c_str(), app.name.c_str());
+      app.name.c_str(), app.name.c_str(), app.description.c_str(), example.c_str());
   if (full) std::printf("\nkeys:\n%s", app.schema.help_text().c_str());
 }
 
