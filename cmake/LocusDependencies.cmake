@@ -16,6 +16,9 @@ endif()
 find_package(yaml-cpp REQUIRED)
 # spmv: threads inside each rank (g++ ships libgomp).
 find_package(OpenMP REQUIRED COMPONENTS CXX)
+# tensor_contract: DGEMM through CBLAS from OpenBLAS (Debian: libopenblas-dev).
+set(BLA_VENDOR OpenBLAS)
+find_package(BLAS REQUIRED)
 find_package(GTest REQUIRED)
 # Tools and test drivers use Debian's python3 (numpy, h5py), not whatever
 # python3 comes first on PATH.

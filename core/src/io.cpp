@@ -217,6 +217,24 @@ void H5Output::write_root_vector(const std::string& name, const std::vector<doub
   check(H5Dwrite(dset, H5T_NATIVE_DOUBLE, memspace, filespace, xfer_, v.data()), "writing " + name);
 }
 
+void H5Output::write_root_array(const std::string& name, const std::vector<double>& v,
+                                const std::vector<hsize_t>& dims) {
+  hsize_t n = 1;
+  for (hsize_t d : dims) n *= d;
+  if (rank_ == 0 && v.size() != n) throw Error("output: " + name + ": " + std::to_string(v.size()) +
+                                               " values for a dataset of " + std::to_string(n));
+  Id filespace(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), H5Sclose, "H5Screate_simple");
+  Id dset(
+      H5Dcreate2(file_, name.c_str(), H5T_NATIVE_DOUBLE, filespace, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+      H5Dclose, "creating dataset " + name);
+  Id memspace(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), H5Sclose, "H5Screate_simple");
+  if (rank_ != 0 || n == 0) {
+    H5Sselect_none(filespace);
+    H5Sselect_none(memspace);
+  }
+  check(H5Dwrite(dset, H5T_NATIVE_DOUBLE, memspace, filespace, xfer_, v.data()), "writing " + name);
+}
+
 void H5Output::write_distributed(const std::string& name, const double* data, std::uint64_t count,
                                  std::uint64_t offset, std::uint64_t global) {
   hsize_t dims = global;

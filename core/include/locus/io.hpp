@@ -50,6 +50,9 @@ class H5Output {
   // a distributed vector such as spmv's y, written collectively.
   void write_distributed(const std::string& name, const double* data, std::uint64_t count,
                          std::uint64_t offset, std::uint64_t global);
+  // An N-d array only rank 0 holds (row-major, `dims` on every rank; other
+  // ranks pass anything).
+  void write_root_array(const std::string& name, const std::vector<double>& v, const std::vector<hsize_t>& dims);
   // One row per rank: a (ranks x row.size()) dataset.
   void write_rank_rows(const std::string& name, const std::vector<double>& row);
 

@@ -1,0 +1,436 @@
+// tensor_contract run orchestration: config -> phases, task loops,
+// validation (reference, task and counter checks), output and summary.
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <sstream>
+
+#include "locus/console.hpp"
+#include "locus/io.hpp"
+#include "locus/rma.hpp"
+#include "tensor.hpp"
+
+extern "C" void openblas_set_num_threads(int);
+
+namespace tensor_contract {
+
+using locus::Config;
+using locus::Context;
+
+namespace {
+
+void profile_keys(locus::Schema& s, const std::string& base, const std::string& contraction, long extent,
+                  long tile, const std::string& what) {
+  const long big = locus::Schema::kNoMax;
+  s.string(base + ".contraction", contraction,
+           what + "the contraction 'C = A * B' as index letters, e.g. \"abij = acik * cbkj\", or a preset: "
+                  "matmul (ij = ik * kj), ccsd (abij = acik * cbkj), triples (abcijk = abil * lcjk)")
+      .integer(base + ".extent", extent, 1, big, what + "extent of every index")
+      .string(base + ".extents", "", what + "per-index extents overriding extent, e.g. \"a=40,i=20\"")
+      .integer(base + ".tile", tile, 1, big, what + "tile size of every index (the last tile may be smaller)")
+      .string(base + ".tiles", "", what + "per-index tile sizes overriding tile, e.g. \"a=8,k=16\"");
+}
+
+}  // namespace
+
+locus::AppInfo app_info() {
+  locus::AppInfo app;
+  app.name = "tensor_contract";
+  app.description =
+      "Block tensor contraction C += A * B in NWChem TCE's get-compute-accumulate pattern: tiles on locus\n"
+      "segments, non-blocking gets with prefetch, sort, DGEMM (OpenBLAS), atomic accumulate, NXTASK scheduling.";
+  auto& s = app.schema;
+  const long big = locus::Schema::kNoMax;
+  profile_keys(s, "tensor_contract", "ccsd", 24, 8, "");
+  s.choice("tensor_contract.symmetry.irreps", "1", {"1", "2", "4", "8"},
+           "irreducible representations: tile t of every index has label t mod irreps, and a block is non-zero "
+           "only when the XOR of its labels is 0 (TCE's spin/point-group block sparsity); 1: dense")
+      .choice("tensor_contract.distribution", "round-robin", {"round-robin", "block-cyclic"},
+              "owner of the n-th non-zero block: n mod units, or (n / cyclic_block) mod units")
+      .integer("tensor_contract.cyclic_block", 4, 1, big, "block-cyclic: consecutive blocks per owner")
+      .choice("tensor_contract.values", "integer", {"integer", "random"},
+              "integer: small integers in [-2, 2] (every product and sum exact: C is bitwise independent of "
+              "ranks, scheduling, chunks and tiles); random: uniform in [-1, 1)")
+      .integer("tensor_contract.seed", 1, 0, big, "seed of the values")
+      .choice("tensor_contract.scheduling", "nxtask", {"nxtask", "static"},
+              "nxtask: dynamic, fetch-and-add on a shared counter (NWChem's NXTASK); static: task k on unit "
+              "k mod units, no counter (the baseline)")
+      .choice("tensor_contract.counter.owner", "last", {"first", "last"},
+              "the unit holding the NXTASK counter (Global Arrays puts it on the last)")
+      .integer("tensor_contract.counter.chunk", 1, 1, big, "tasks handed out per counter hit")
+      .boolean("tensor_contract.counter.skip_first", false,
+               "each unit takes its first chunk (unit r: tasks r*chunk...) without touching the counter")
+      .integer("tensor_contract.blas_threads", 1, 1, 256, "OpenBLAS threads per rank (1 with one rank per core)")
+      .string("tensor_contract.phases", "",
+              "multiphase run: a sequence of comp and comm, e.g. \"comp comp comm comm comp comp comm comm\" (the "
+              "Casper paper's Table 4); each phase uses the tensor_contract.comp.* or .comm.* keys; empty: one "
+              "phase with the keys above");
+  profile_keys(s, "tensor_contract.comp", "ccsd", 32, 16, "comp phases: ");
+  profile_keys(s, "tensor_contract.comm", "ccsd", 32, 4, "comm phases: ");
+  s.choice("tensor_contract.validation.mode", "none", {"none", "reference"},
+           "reference: rank 0 also computes every phase serially from the dense inputs and compares (integer "
+           "values: exactly; random: within the rounding bound); needs the dense sizes to fit "
+           "validation.max_elements")
+      .integer("tensor_contract.validation.max_elements", 1 << 24, 1, big,
+               "largest dense tensor gathered for output or the reference; larger C is written as its blocks")
+      .boolean("tensor_contract.output.inputs", false, "also write A and B (dense, when they fit)");
+  locus::add_common_keys(s, "tensor_contract");
+  return app;
+}
+
+namespace {
+
+YAML::Node number(double v) {
+  return locus::yaml_number(v);
+}
+
+// "a=40,i=20" -> {a: 40, i: 20}; "" when fine, else what is wrong.
+std::string parse_overrides(const std::string& text, std::map<char, long>& out) {
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    item.erase(std::remove(item.begin(), item.end(), ' '), item.end());
+    if (item.empty()) continue;
+    if (item.size() < 3 || item[1] != '=' || item[0] < 'a' || item[0] > 'z')
+      return "expected index=value pairs like \"a=40,i=20\" (got '" + item + "')";
+    char* end = nullptr;
+    const long v = std::strtol(item.c_str() + 2, &end, 10);
+    if (*end != '\0' || v < 1) return "'" + item + "': the value must be a positive integer";
+    out[item[0]] = v;
+  }
+  return "";
+}
+
+struct PhaseSpec {
+  std::string kind;  // "", comp or comm
+  Problem problem;
+};
+
+Problem read_problem(const Context& ctx, const std::string& base) {
+  const Config& c = ctx.config();
+  MPI_Comm comm = ctx.comm();
+  Problem p;
+  std::string text = c.string(base + ".contraction");
+  if (!preset_contraction(text).empty()) text = preset_contraction(text);
+  const std::string err = parse_contraction(text, p.con);
+  locus::collective_require(comm, err.empty(), c.locate(base + ".contraction") + ": " + err);
+  std::map<char, long> ext, til;
+  std::string e1 = parse_overrides(c.string(base + ".extents"), ext);
+  locus::collective_require(comm, e1.empty(), c.locate(base + ".extents") + ": " + e1);
+  std::string e2 = parse_overrides(c.string(base + ".tiles"), til);
+  locus::collective_require(comm, e2.empty(), c.locate(base + ".tiles") + ": " + e2);
+  const std::string all = p.con.c + p.con.contracted;
+  for (const auto& [ch, v] : ext)
+    locus::collective_require(comm, all.find(ch) != std::string::npos,
+                              c.locate(base + ".extents") + ": index '" + std::string(1, ch) +
+                                  "' is not in the contraction " + p.con.text());
+  for (const auto& [ch, v] : til)
+    locus::collective_require(comm, all.find(ch) != std::string::npos,
+                              c.locate(base + ".tiles") + ": index '" + std::string(1, ch) +
+                                  "' is not in the contraction " + p.con.text());
+  for (char ch : all) {
+    IndexSpec is;
+    is.extent = ext.count(ch) ? ext[ch] : c.integer(base + ".extent");
+    is.tile = til.count(ch) ? til[ch] : c.integer(base + ".tile");
+    is.tile = std::min(is.tile, is.extent);
+    p.index[ch] = is;
+  }
+  p.irreps = std::stoi(c.string("tensor_contract.symmetry.irreps"));
+  p.distribution = c.string("tensor_contract.distribution") == "round-robin" ? Distribution::round_robin
+                                                                              : Distribution::block_cyclic;
+  p.cyclic_block = static_cast<int>(c.integer("tensor_contract.cyclic_block"));
+  p.values = c.string("tensor_contract.values") == "integer" ? Values::integer : Values::random;
+  p.seed = static_cast<std::uint64_t>(c.integer("tensor_contract.seed"));
+  // sizes: overflow, tile tables, memory
+  double elems[3] = {1, 1, 1}, combos[3] = {1, 1, 1};
+  const std::string* idx[3] = {&p.con.a, &p.con.b, &p.con.c};
+  for (int t = 0; t < 3; ++t)
+    for (char ch : *idx[t]) {
+      elems[t] *= double(p.index[ch].extent);
+      combos[t] *= double(p.index[ch].tiles());
+    }
+  char buf[200];
+  for (int t = 0; t < 3; ++t) {
+    std::snprintf(buf, sizeof buf, "%s has %.3g tile blocks; at most 2^26 are supported (raise the tile sizes)",
+                  t == 0 ? "A" : t == 1 ? "B" : "C", combos[t]);
+    locus::collective_require(comm, combos[t] <= double(1 << 26), c.locate(base + ".tile") + ": " + buf);
+  }
+  const double bytes = 8.0 * (elems[0] + elems[1] + elems[2]) / double(p.irreps);
+  locus::require_node_memory(ctx.runtime().world(), bytes / ctx.size(),
+                             c.locate(base + ".extent") + ": tensors of " + p.con.text());
+  return p;
+}
+
+Schedule read_schedule(const Context& ctx) {
+  const Config& c = ctx.config();
+  Schedule s;
+  s.scheduling = c.string("tensor_contract.scheduling") == "nxtask" ? Scheduling::nxtask : Scheduling::static_rr;
+  s.owner = c.string("tensor_contract.counter.owner") == "first" ? CounterOwner::first : CounterOwner::last;
+  s.chunk = c.integer("tensor_contract.counter.chunk");
+  s.skip_first = c.boolean("tensor_contract.counter.skip_first");
+  s.blas_threads = static_cast<int>(c.integer("tensor_contract.blas_threads"));
+  return s;
+}
+
+double dense_elements(const Problem& p, const std::string& idx) {
+  double e = 1;
+  for (char ch : idx) e *= double(p.index.at(ch).extent);
+  return e;
+}
+
+std::vector<hsize_t> h5dims(const Problem& p, const std::string& idx) {
+  std::vector<hsize_t> d;
+  for (char ch : idx) d.push_back(static_cast<hsize_t>(p.index.at(ch).extent));
+  return d;
+}
+
+}  // namespace
+
+int run(Context& ctx) {
+  const Config& cfg = ctx.config();
+  MPI_Comm comm = ctx.comm();
+  locus::Team& world = ctx.runtime().world();
+  const bool root = ctx.rank() == 0;
+  const Schedule sched = read_schedule(ctx);
+  openblas_set_num_threads(sched.blas_threads);
+
+  // The phases.
+  std::vector<PhaseSpec> phases;
+  {
+    std::stringstream ss(cfg.string("tensor_contract.phases"));
+    std::string word;
+    while (ss >> word) {
+      std::string w = word;
+      std::transform(w.begin(), w.end(), w.begin(), ::tolower);
+      locus::collective_require(comm, w == "comp" || w == "comm",
+                                cfg.locate("tensor_contract.phases") + ": '" + word +
+                                    "' is not a phase (comp or comm)");
+      phases.push_back({w, Problem{}});
+    }
+    if (phases.empty()) phases.push_back({"", Problem{}});
+    for (auto& ph : phases) ph.problem = read_problem(ctx, ph.kind.empty() ? "tensor_contract" : "tensor_contract." + ph.kind);
+  }
+  const std::string mode = cfg.string("tensor_contract.validation.mode");
+  const double max_dense = double(cfg.integer("tensor_contract.validation.max_elements"));
+  if (mode == "reference")
+    for (const auto& ph : phases) {
+      const Problem& p = ph.problem;
+      double work = dense_elements(p, p.con.c);
+      for (char ch : p.con.contracted) work *= double(p.index.at(ch).extent);
+      const bool fits = dense_elements(p, p.con.a) <= max_dense && dense_elements(p, p.con.b) <= max_dense &&
+                        dense_elements(p, p.con.c) <= max_dense && work <= 64.0 * max_dense;
+      locus::collective_require(comm, fits,
+                                cfg.locate("tensor_contract.validation.mode") +
+                                    ": reference needs the dense tensors within validation.max_elements (" +
+                                    std::to_string(long(max_dense)) + ") and the serial work within 64 times "
+                                    "that; this run's " + p.con.text() + " is larger");
+    }
+
+  locus::Timers timers({"total", "setup", "contract", "get", "wait", "sort", "dgemm", "accumulate", "nxtask",
+                        "reference", "io"});
+  timers.start("total");
+  const std::string path = cfg.string("output.dir") + "/" + cfg.string("output.name") + ".h5";
+  locus::H5Output out(comm, path, cfg.boolean("output.overwrite"));
+
+  YAML::Node results(YAML::NodeType::Map), validation(YAML::NodeType::Map);
+  bool pass = true;
+  std::vector<double> ph_seconds, ph_gflops, ph_comm_ratio, ph_tasks;
+  std::vector<double> last_c, last_a, last_b;
+  std::unique_ptr<TiledTensor> keepA, keepB, keepC;
+  const Problem* last = nullptr;
+  LoopStats sum;
+  for (std::size_t i = 0; i < phases.size(); ++i) {
+    const Problem& p = phases[i].problem;
+    timers.start("setup");
+    keepC.reset();
+    keepB.reset();
+    keepA.reset();
+    keepA = std::make_unique<TiledTensor>(world, p, p.con.a, 0);
+    keepB = std::make_unique<TiledTensor>(world, p, p.con.b, 1);
+    keepC = std::make_unique<TiledTensor>(world, p, p.con.c, 2);
+    timers.stop("setup");
+    timers.start("contract");
+    PhaseResult r = contract(world, p, sched, *keepA, *keepB, *keepC);
+    timers.stop("contract");
+    const LoopStats& st = r.stats;
+    sum.get += st.get;
+    sum.wait += st.wait;
+    sum.sort += st.sort;
+    sum.dgemm += st.dgemm;
+    sum.accumulate += st.accumulate;
+    sum.nxtask += st.nxtask;
+    sum.tasks += st.tasks;
+    sum.flops += st.flops;
+    double flops = 0, comm_t = 0, tot = 0;
+    const double mine_comm = st.get + st.wait + st.accumulate + st.nxtask;
+    MPI_Allreduce(&st.flops, &flops, 1, MPI_DOUBLE, MPI_SUM, comm);
+    MPI_Allreduce(&mine_comm, &comm_t, 1, MPI_DOUBLE, MPI_SUM, comm);
+    MPI_Allreduce(&st.total, &tot, 1, MPI_DOUBLE, MPI_SUM, comm);
+    const double gflops = r.seconds > 0 ? flops / r.seconds / 1e9 : 0.0;
+    YAML::Node ph;
+    ph["phase"] = static_cast<long>(i + 1);
+    if (!phases[i].kind.empty()) ph["kind"] = phases[i].kind;
+    ph["contraction"] = p.con.text();
+    std::string tiles;
+    for (const auto& [ch, is] : p.index)
+      tiles += (tiles.empty() ? "" : ", ") + std::string(1, ch) + "=" + std::to_string(is.extent) + "/" +
+               std::to_string(is.tile);
+    ph["extents_tiles"] = tiles;
+    ph["blocks_a_b_c"] = locus::yaml_flow_list(std::vector<long>{long(keepA->blocks()), long(keepB->blocks()),
+                                                                  long(keepC->blocks())});
+    ph["tasks"] = r.tasks;
+    ph["seconds"] = number(r.seconds);
+    ph["gflop_per_s"] = number(std::round(gflops * 1000) / 1000);
+    ph["communication_ratio"] = number(tot > 0 ? std::round(comm_t / tot * 1000) / 1000 : 0.0);
+    ph["every_task_once"] = r.every_task_once;
+    if (sched.scheduling == Scheduling::nxtask) {
+      ph["counter_final"] = static_cast<unsigned long>(r.counter_final);
+      ph["counter_expected"] = static_cast<unsigned long>(r.counter_expected);
+    }
+    const bool counter_ok = r.counter_final == r.counter_expected;
+    bool ok = r.every_task_once && counter_ok;
+    if (!r.every_task_once) ph["task_errors"] = r.task_errors;
+
+    // reference
+    const bool dense_ok = dense_elements(p, p.con.c) <= max_dense;
+    std::vector<double> cd;
+    if (dense_ok) cd = gather_dense(world, p, *keepC);
+    if (mode == "reference") {
+      auto t = timers.scope("reference");
+      int verdict = 1;
+      double maxdiff = 0, maxbound = 0;
+      if (root) {
+        std::vector<double> ref, ref_abs;
+        reference(p, ref, ref_abs);
+        double k = 1;
+        for (char ch : p.con.contracted) k *= double(p.index.at(ch).extent);
+        const double gamma = (k + 2) * std::numeric_limits<double>::epsilon();
+        for (std::size_t e = 0; e < ref.size(); ++e) {
+          const double diff = std::fabs(cd[e] - ref[e]);
+          const double bound = p.values == Values::integer ? 0.0 : gamma * ref_abs[e];
+          maxdiff = std::max(maxdiff, diff);
+          maxbound = std::max(maxbound, bound);
+          if (diff > bound) verdict = 0;
+        }
+      }
+      MPI_Bcast(&verdict, 1, MPI_INT, 0, comm);
+      MPI_Bcast(&maxdiff, 1, MPI_DOUBLE, 0, comm);
+      MPI_Bcast(&maxbound, 1, MPI_DOUBLE, 0, comm);
+      YAML::Node rf;
+      rf["max_abs_difference"] = number(maxdiff);
+      rf["bound"] = p.values == Values::integer ? std::string("exact (integer values)")
+                                                : std::string("(K + 2) eps sum|a b| per element");
+      if (p.values != Values::integer) rf["largest_bound"] = number(maxbound);
+      rf["verdict"] = verdict ? "pass" : "FAIL";
+      ph["reference"] = rf;
+      ok = ok && verdict;
+    }
+    ph["verdict"] = ok ? "pass" : "FAIL";
+    pass = pass && ok;
+    validation["phases"].push_back(ph);
+    ph_seconds.push_back(r.seconds);
+    ph_gflops.push_back(gflops);
+    ph_comm_ratio.push_back(tot > 0 ? comm_t / tot : 0.0);
+    ph_tasks.push_back(double(r.tasks));
+    if (i + 1 == phases.size()) {
+      last_c = std::move(cd);
+      last = &p;
+      if (cfg.boolean("tensor_contract.output.inputs")) {
+        if (dense_elements(p, p.con.a) <= max_dense) last_a = gather_dense(world, p, *keepA);
+        if (dense_elements(p, p.con.b) <= max_dense) last_b = gather_dense(world, p, *keepB);
+      }
+    }
+  }
+  timers.add("get", sum.get);
+  timers.add("wait", sum.wait);
+  timers.add("sort", sum.sort);
+  timers.add("dgemm", sum.dgemm);
+  timers.add("accumulate", sum.accumulate);
+  timers.add("nxtask", sum.nxtask);
+
+  {
+    double flops = 0, tasks = 0, tmin = 0, tmax = 0, t = double(sum.tasks);
+    MPI_Allreduce(&sum.flops, &flops, 1, MPI_DOUBLE, MPI_SUM, comm);
+    MPI_Allreduce(&t, &tasks, 1, MPI_DOUBLE, MPI_SUM, comm);
+    MPI_Allreduce(&t, &tmin, 1, MPI_DOUBLE, MPI_MIN, comm);
+    MPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, comm);
+    double secs = 0;
+    for (double s : ph_seconds) secs += s;
+    results["scheduling"] = cfg.string("tensor_contract.scheduling");
+    if (sched.scheduling == Scheduling::nxtask) {
+      results["counter_owner"] = cfg.string("tensor_contract.counter.owner");
+      results["chunk"] = sched.chunk;
+      results["skip_first"] = sched.skip_first;
+    }
+    results["phases"] = static_cast<long>(phases.size());
+    results["tasks"] = static_cast<long>(tasks);
+    results["tasks_per_rank_min_max"] = locus::yaml_flow_list(std::vector<long>{long(tmin), long(tmax)});
+    results["seconds"] = number(secs);
+    results["gflop"] = number(flops / 1e9);
+    results["gflop_per_s"] = number(secs > 0 ? std::round(flops / secs / 1e6) / 1e3 : 0.0);
+    results["gflop_per_s_per_rank"] = number(secs > 0 ? std::round(flops / secs / ctx.size() / 1e6) / 1e3 : 0.0);
+  }
+  validation["verdict"] = pass ? "pass" : "FAIL";
+
+  {
+    auto t = timers.scope("io");
+    locus::write_provenance(out, ctx);
+    const Problem& p = *last;
+    if (cfg.boolean("output.write_field")) {
+      if (dense_elements(p, p.con.c) <= max_dense) {
+        out.write_root_array("C", last_c, h5dims(p, p.con.c));
+        out.attribute("C", "indices", p.con.c);
+      } else {
+        // too large to gather: every unit writes its blocks
+        long long mine = keepC->local_size(), before = 0, total = 0;
+        MPI_Exscan(&mine, &before, 1, MPI_LONG_LONG, MPI_SUM, comm);
+        if (ctx.rank() == 0) before = 0;
+        MPI_Allreduce(&mine, &total, 1, MPI_LONG_LONG, MPI_SUM, comm);
+        out.write_distributed("C_blocks", keepC->local(), static_cast<std::uint64_t>(mine),
+                              static_cast<std::uint64_t>(before), static_cast<std::uint64_t>(total));
+        std::vector<double> table;  // per block: owner, offset in the owner's part, then its tile indices
+        for (gidx b = 0; b < keepC->blocks(); ++b) {
+          table.push_back(keepC->owner(b));
+          table.push_back(double(keepC->offset(b)));
+          for (gidx tt : keepC->tiles_of(b)) table.push_back(double(tt));
+        }
+        out.write_root_vector("C_block_table", table);
+        out.attribute("C_blocks", "meaning",
+                      std::string("every unit's C blocks in unit order; C_block_table: per block owner, offset in "
+                                  "the owner's part, tile indices (" +
+                                  p.con.c + ")"));
+      }
+      const bool inputs = cfg.boolean("tensor_contract.output.inputs");
+      if (inputs && dense_elements(p, p.con.a) <= max_dense) {
+        out.write_root_array("A", last_a, h5dims(p, p.con.a));
+        out.attribute("A", "indices", p.con.a);
+      }
+      if (inputs && dense_elements(p, p.con.b) <= max_dense) {
+        out.write_root_array("B", last_b, h5dims(p, p.con.b));
+        out.attribute("B", "indices", p.con.b);
+      }
+    }
+    out.write_root_vector("phase_seconds", ph_seconds);
+    out.write_root_vector("phase_gflop_per_s", ph_gflops);
+    out.write_root_vector("phase_communication_ratio", ph_comm_ratio);
+    out.write_root_vector("phase_tasks", ph_tasks);
+    const LoopStats& st = sum;
+    out.write_rank_rows("loop", {st.get, st.wait, st.sort, st.dgemm, st.accumulate, st.nxtask, double(st.tasks),
+                                 st.flops});
+    out.attribute("loop", "columns", std::string("get,wait,sort,dgemm,accumulate,nxtask,tasks,flops"));
+  }
+  keepC.reset();
+  keepB.reset();
+  keepA.reset();
+  const std::string summary = locus::finish_output(out, ctx, timers, results, validation);
+  if (root) {
+    std::fputs(summary.c_str(), stdout);
+    std::fflush(stdout);
+  }
+  return pass ? 0 : 1;
+}
+
+}  // namespace tensor_contract

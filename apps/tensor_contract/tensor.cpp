@@ -1,0 +1,489 @@
+// tensor_contract: contraction parsing, tiled tensors, the task loop, the
+// reference.
+#include "tensor.hpp"
+
+#include <cblas.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <set>
+
+#include "locus/error.hpp"
+#include "locus/rma.hpp"
+#include "locus/wait.hpp"
+
+namespace tensor_contract {
+
+std::string preset_contraction(const std::string& name) {
+  if (name == "matmul") return "ij = ik * kj";
+  if (name == "ccsd") return "abij = acik * cbkj";
+  if (name == "triples") return "abcijk = abil * lcjk";
+  return "";
+}
+
+std::string parse_contraction(const std::string& text, Contraction& out) {
+  std::string s;
+  for (char ch : text)
+    if (ch != ' ' && ch != '\t') s.push_back(ch);
+  const auto eq = s.find('='), star = s.find('*');
+  if (eq == std::string::npos || star == std::string::npos || star < eq)
+    return "expected 'C = A * B' with index letters, e.g. \"abij = acik * cbkj\" (got \"" + text + "\")";
+  out.c = s.substr(0, eq);
+  out.a = s.substr(eq + 1, star - eq - 1);
+  out.b = s.substr(star + 1);
+  for (const std::string* t : {&out.c, &out.a, &out.b}) {
+    if (t->empty()) return "a tensor without indices in \"" + text + "\"";
+    std::set<char> seen;
+    for (char ch : *t) {
+      if (ch < 'a' || ch > 'z') return std::string("index '") + ch + "' in \"" + text + "\": indices are letters a-z";
+      if (!seen.insert(ch).second)
+        return std::string("index '") + ch + "' appears twice in " + *t + " (traces are not supported)";
+    }
+  }
+  out.contracted.clear();
+  out.ext_a.clear();
+  out.ext_b.clear();
+  for (char ch : out.a) {
+    const bool in_c = out.c.find(ch) != std::string::npos, in_b = out.b.find(ch) != std::string::npos;
+    if (in_c && in_b) return std::string("index '") + ch + "' is in C, A and B (Hadamard products are not supported)";
+    if (!in_c && !in_b) return std::string("index '") + ch + "' of A is neither in C nor in B";
+    if (in_b) out.contracted.push_back(ch);
+  }
+  for (char ch : out.b) {
+    const bool in_c = out.c.find(ch) != std::string::npos, in_a = out.a.find(ch) != std::string::npos;
+    if (!in_c && !in_a) return std::string("index '") + ch + "' of B is neither in C nor in A";
+  }
+  for (char ch : out.c) {
+    const bool in_a = out.a.find(ch) != std::string::npos, in_b = out.b.find(ch) != std::string::npos;
+    if (!in_a && !in_b) return std::string("index '") + ch + "' of C is in neither A nor B";
+    (in_a ? out.ext_a : out.ext_b).push_back(ch);
+  }
+  return "";
+}
+
+namespace {
+
+std::uint64_t mix(std::uint64_t z) {
+  z += 0x9e3779b97f4a7c15ULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+gidx product(const std::vector<gidx>& v) {
+  gidx p = 1;
+  for (gidx x : v) p *= x;
+  return p;
+}
+
+// dst (index order didx) = src (index order sidx, extents sdims); didx is a
+// permutation of sidx. The "sort" of TCE.
+void permute(const double* src, const std::string& sidx, const std::vector<gidx>& sdims, double* dst,
+             const std::string& didx) {
+  const std::size_t r = sidx.size();
+  std::vector<gidx> sstr(r, 1), ddims(r), step(r);
+  for (std::size_t i = r - 1; i-- > 0;) sstr[i] = sstr[i + 1] * sdims[i + 1];
+  for (std::size_t j = 0; j < r; ++j) {
+    const std::size_t pos = sidx.find(didx[j]);
+    ddims[j] = sdims[pos];
+    step[j] = sstr[pos];
+  }
+  if (sidx == didx) {
+    std::copy(src, src + product(sdims), dst);
+    return;
+  }
+  std::vector<gidx> ctr(r, 0);
+  gidx off = 0, n = 0;
+  const gidx inner = ddims[r - 1], istep = step[r - 1];
+  const gidx total = product(ddims);
+  while (n < total) {
+    for (gidx k = 0; k < inner; ++k) dst[n++] = src[off + k * istep];
+    // advance the odometer over the outer dimensions
+    std::size_t d = r - 1;
+    while (d-- > 0) {
+      off += step[d];
+      if (++ctr[d] < ddims[d]) break;
+      off -= step[d] * ddims[d];
+      ctr[d] = 0;
+    }
+  }
+}
+
+}  // namespace
+
+// ---- tiled tensors
+
+double TiledTensor::value(const Problem& p, int which, const std::vector<gidx>& coord) {
+  (void)which;
+  std::uint64_t h = mix(p.seed * 1000003ULL + static_cast<std::uint64_t>(which));
+  for (gidx c : coord) h = mix(h ^ static_cast<std::uint64_t>(c));
+  if (p.values == Values::integer) return static_cast<double>(static_cast<int>(h % 5) - 2);
+  return static_cast<double>(h >> 11) * 0x1.0p-52 - 1.0;
+}
+
+bool TiledTensor::nonzero(const Problem& p, const std::string& idx, const std::vector<gidx>& coord) {
+  int x = 0;
+  for (std::size_t i = 0; i < idx.size(); ++i) x ^= p.label(idx[i], coord[i] / p.index.at(idx[i]).tile);
+  return x == 0;
+}
+
+TiledTensor::TiledTensor(locus::Team& team, const Problem& p, const std::string& idx, int which)
+    : p_(p), idx_(idx) {
+  const int units = team.size(), me = team.rank();
+  for (char ch : idx) ntiles_.push_back(p.index.at(ch).tiles());
+  const gidx combos = product(ntiles_);
+  lookup_.assign(static_cast<std::size_t>(combos), -1);
+  std::vector<gidx> t(idx.size(), 0);
+  std::vector<gidx> next_offset(static_cast<std::size_t>(units), 0);
+  for (gidx lin = 0; lin < combos; ++lin) {
+    int x = 0;
+    for (std::size_t i = 0; i < idx.size(); ++i) x ^= p.label(idx[i], t[i]);
+    if (x == 0) {
+      const gidx id = static_cast<gidx>(owner_.size());
+      lookup_[static_cast<std::size_t>(lin)] = id;
+      tiles_.push_back(t);
+      gidx sz = 1;
+      for (std::size_t i = 0; i < idx.size(); ++i) sz *= p.index.at(idx[i]).tile_size(t[i]);
+      const int o = p.distribution == Distribution::round_robin
+                        ? static_cast<int>(id % units)
+                        : static_cast<int>((id / p.cyclic_block) % units);
+      owner_.push_back(o);
+      offset_.push_back(next_offset[static_cast<std::size_t>(o)]);
+      next_offset[static_cast<std::size_t>(o)] += sz;
+      size_.push_back(sz);
+      total_ += sz;
+    }
+    for (std::size_t d = idx.size(); d-- > 0;) {
+      if (++t[d] < ntiles_[d]) break;
+      t[d] = 0;
+    }
+  }
+  data_ = locus::Array<double>(team, static_cast<std::size_t>(next_offset[static_cast<std::size_t>(me)]));
+  double* mine = data_.data();
+  for (gidx b = 0; b < blocks(); ++b) {
+    if (owner(b) != me) continue;
+    double* out = mine + offset(b);
+    if (which == 2) {
+      std::fill(out, out + size(b), 0.0);
+      continue;
+    }
+    const std::vector<gidx> d = dims(b);
+    std::vector<gidx> c(idx.size(), 0), coord(idx.size());
+    for (gidx e = 0; e < size(b); ++e) {
+      for (std::size_t i = 0; i < idx.size(); ++i) coord[i] = tiles_of(b)[i] * p.index.at(idx[i]).tile + c[i];
+      out[e] = value(p, which, coord);
+      for (std::size_t i = idx.size(); i-- > 0;) {
+        if (++c[i] < d[i]) break;
+        c[i] = 0;
+      }
+    }
+  }
+  locus::barrier(team);
+}
+
+gidx TiledTensor::find(const std::vector<gidx>& tiles) const {
+  gidx lin = 0;
+  for (std::size_t i = 0; i < tiles.size(); ++i) lin = lin * ntiles_[i] + tiles[i];
+  return lookup_[static_cast<std::size_t>(lin)];
+}
+
+std::vector<gidx> TiledTensor::dims(gidx block) const {
+  std::vector<gidx> d(idx_.size());
+  for (std::size_t i = 0; i < idx_.size(); ++i) d[i] = p_.index.at(idx_[i]).tile_size(tiles_of(block)[i]);
+  return d;
+}
+
+std::uint64_t expected_counter(gidx tasks, int units, gidx chunk, bool skip_first) {
+  const gidx fetches_ok = (tasks + chunk - 1) / chunk;
+  if (!skip_first) return static_cast<std::uint64_t>(chunk * (fetches_ok + units));
+  return static_cast<std::uint64_t>(chunk * (std::max<gidx>(fetches_ok, units) + units));
+}
+
+// ---- the task loop
+
+namespace {
+
+struct Pair {
+  gidx a, b;
+};
+
+class Loop {
+ public:
+  Loop(locus::Team& team, const Problem& p, TiledTensor& A, TiledTensor& B, TiledTensor& C, LoopStats& st)
+      : team_(team), p_(p), A_(A), B_(B), C_(C), st_(st) {
+    const Contraction& k = p.con;
+    for (char ch : k.contracted) cntiles_.push_back(p.index.at(ch).tiles());
+    a_dst_ = k.ext_a + k.contracted;
+    b_dst_ = k.contracted + k.ext_b;
+    c_mat_ = k.ext_a + k.ext_b;
+  }
+
+  void task(gidx cblock, std::vector<locus::Handle>& pending) {
+    const Contraction& k = p_.con;
+    const std::vector<gidx>& ct = C_.tiles_of(cblock);
+    // the pairs of this task
+    pairs_.clear();
+    std::vector<gidx> combo(k.contracted.size(), 0), at(k.a.size()), bt(k.b.size());
+    const gidx combos = product(cntiles_);
+    for (gidx n = 0; n < combos; ++n) {
+      for (std::size_t i = 0; i < k.a.size(); ++i) {
+        const auto pc = k.contracted.find(k.a[i]);
+        at[i] = pc != std::string::npos ? combo[pc] : ct[k.c.find(k.a[i])];
+      }
+      for (std::size_t i = 0; i < k.b.size(); ++i) {
+        const auto pc = k.contracted.find(k.b[i]);
+        bt[i] = pc != std::string::npos ? combo[pc] : ct[k.c.find(k.b[i])];
+      }
+      const gidx ab = A_.find(at), bb = B_.find(bt);
+      if (ab >= 0 && bb >= 0) pairs_.push_back({ab, bb});
+      for (std::size_t d = combo.size(); d-- > 0;) {
+        if (++combo[d] < cntiles_[d]) break;
+        combo[d] = 0;
+      }
+    }
+    // matrix shape of the result
+    gidx m = 1, nn = 1;
+    const std::vector<gidx> cd = C_.dims(cblock);
+    for (char ch : k.ext_a) m *= cd[k.c.find(ch)];
+    for (char ch : k.ext_b) nn *= cd[k.c.find(ch)];
+    cmat_.assign(static_cast<std::size_t>(m * nn), 0.0);
+    if (!pairs_.empty()) {
+      issue(0, 0);
+      for (std::size_t i = 0; i < pairs_.size(); ++i) {
+        const int cur = static_cast<int>(i % 2);
+        if (i + 1 < pairs_.size()) issue(i + 1, 1 - cur);  // prefetch the next pair
+        double t0 = MPI_Wtime();
+        locus::wait(ha_[cur]);
+        locus::wait(hb_[cur]);
+        double t1 = MPI_Wtime();
+        st_.wait += t1 - t0;
+        const Pair& pr = pairs_[i];
+        const std::vector<gidx> ad = A_.dims(pr.a), bd = B_.dims(pr.b);
+        gidx kk = 1;
+        for (char ch : k.contracted) kk *= ad[k.a.find(ch)];
+        asort_.resize(static_cast<std::size_t>(A_.size(pr.a)));
+        bsort_.resize(static_cast<std::size_t>(B_.size(pr.b)));
+        permute(abuf_[cur].data(), k.a, ad, asort_.data(), a_dst_);
+        permute(bbuf_[cur].data(), k.b, bd, bsort_.data(), b_dst_);
+        double t2 = MPI_Wtime();
+        st_.sort += t2 - t1;
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m), static_cast<int>(nn),
+                    static_cast<int>(kk), 1.0, asort_.data(), static_cast<int>(kk), bsort_.data(),
+                    static_cast<int>(nn), 1.0, cmat_.data(), static_cast<int>(nn));
+        st_.dgemm += MPI_Wtime() - t2;
+        st_.flops += 2.0 * double(m) * double(nn) * double(kk);
+        ++st_.pairs;
+      }
+    }
+    // the previous task's accumulate must be done before its buffer is reused
+    double t3 = MPI_Wtime();
+    if (acc_.live()) locus::wait(acc_);
+    double t4 = MPI_Wtime();
+    st_.accumulate += t4 - t3;
+    cblk_.resize(static_cast<std::size_t>(m * nn));
+    std::vector<gidx> mdims;
+    for (char ch : c_mat_) mdims.push_back(cd[k.c.find(ch)]);
+    permute(cmat_.data(), c_mat_, mdims, cblk_.data(), k.c);
+    double t5 = MPI_Wtime();
+    st_.sort += t5 - t4;
+    acc_ = locus::accumulate_async(C_.at(cblock), cblk_.data(), static_cast<std::size_t>(C_.size(cblock)),
+                                   locus::Op::sum);
+    st_.accumulate += MPI_Wtime() - t5;
+    (void)pending;
+    ++st_.tasks;
+  }
+
+  void finish() {
+    const double t0 = MPI_Wtime();
+    if (acc_.live()) locus::wait(acc_);
+    st_.accumulate += MPI_Wtime() - t0;
+  }
+
+ private:
+  void issue(std::size_t i, int slot) {
+    const double t0 = MPI_Wtime();
+    const Pair& pr = pairs_[i];
+    abuf_[slot].resize(static_cast<std::size_t>(A_.size(pr.a)));
+    bbuf_[slot].resize(static_cast<std::size_t>(B_.size(pr.b)));
+    ha_[slot] = locus::get_async(abuf_[slot].data(), A_.at(pr.a), static_cast<std::size_t>(A_.size(pr.a)));
+    hb_[slot] = locus::get_async(bbuf_[slot].data(), B_.at(pr.b), static_cast<std::size_t>(B_.size(pr.b)));
+    st_.get += MPI_Wtime() - t0;
+  }
+
+  locus::Team& team_;
+  const Problem& p_;
+  TiledTensor &A_, &B_, &C_;
+  LoopStats& st_;
+  std::vector<gidx> cntiles_;
+  std::string a_dst_, b_dst_, c_mat_;
+  std::vector<Pair> pairs_;
+  std::vector<double> abuf_[2], bbuf_[2], asort_, bsort_, cmat_, cblk_;
+  locus::Handle ha_[2], hb_[2], acc_;
+};
+
+}  // namespace
+
+PhaseResult contract(locus::Team& team, const Problem& p, const Schedule& s, TiledTensor& A, TiledTensor& B,
+                     TiledTensor& C) {
+  const int units = team.size(), me = team.rank();
+  PhaseResult res;
+  res.tasks = C.blocks();
+  const gidx n = res.tasks;
+  const int owner = s.owner == CounterOwner::first ? 0 : units - 1;
+  locus::Array<std::uint64_t> counter(team, 1);
+  const std::uint64_t init = s.skip_first ? static_cast<std::uint64_t>(units * s.chunk) : 0;
+  counter.data()[0] = init;
+  const gidx per = (n + units - 1) / units;
+  locus::Array<std::int64_t> done(team, static_cast<std::size_t>(std::max<gidx>(per, 1)));
+  std::fill(done.data(), done.data() + std::max<gidx>(per, 1), 0);
+  locus::barrier(team);
+
+  LoopStats& st = res.stats;
+  Loop loop(team, p, A, B, C, st);
+  std::vector<locus::Handle> marks;
+  const std::int64_t one = 1;
+  auto run_task = [&](gidx k) {
+    loop.task(k, marks);
+    marks.push_back(locus::accumulate_async(done.gptr(static_cast<int>(k % units)) + (k / units), &one, 1,
+                                            locus::Op::sum));
+  };
+  auto next_chunk = [&]() -> gidx {
+    const double t0 = MPI_Wtime();
+    const std::uint64_t v =
+        locus::fetch_and_op(counter.gptr(owner), static_cast<std::uint64_t>(s.chunk), locus::Op::sum);
+    st.nxtask += MPI_Wtime() - t0;
+    ++st.counter_hits;
+    return static_cast<gidx>(v);
+  };
+  MPI_Barrier(team.comm());
+  const double t0 = MPI_Wtime();
+  if (s.scheduling == Scheduling::static_rr) {
+    for (gidx k = me; k < n; k += units) run_task(k);
+  } else {
+    gidx start = s.skip_first ? static_cast<gidx>(me) * s.chunk : next_chunk();
+    bool from_counter = !s.skip_first;
+    while (true) {
+      if (start < n) {
+        for (gidx k = start; k < std::min(n, start + s.chunk); ++k) run_task(k);
+      } else if (from_counter) {
+        break;
+      }
+      start = next_chunk();
+      from_counter = true;
+    }
+  }
+  loop.finish();
+  locus::wait_all(marks);
+  st.total = MPI_Wtime() - t0;
+  locus::flush(team);
+  locus::barrier(team);
+  MPI_Allreduce(&st.total, &res.seconds, 1, MPI_DOUBLE, MPI_MAX, team.comm());
+
+  // every task exactly once; the counter's final value
+  gidx bad = 0;
+  for (gidx i = 0; i < per; ++i) {
+    const gidx k = i * units + me;
+    if (k < n && done.data()[i] != 1) ++bad;
+  }
+  MPI_Allreduce(&bad, &res.task_errors, 1, MPI_INT64_T, MPI_SUM, team.comm());
+  res.every_task_once = res.task_errors == 0;
+  std::uint64_t fin = me == owner ? counter.data()[0] : 0;
+  MPI_Allreduce(MPI_IN_PLACE, &fin, 1, MPI_UINT64_T, MPI_MAX, team.comm());
+  res.counter_final = fin;
+  res.counter_expected = s.scheduling == Scheduling::nxtask ? expected_counter(n, units, s.chunk, s.skip_first) : init;
+  locus::barrier(team);
+  return res;
+}
+
+// ---- dense views and the reference
+
+std::vector<gidx> dense_dims(const Problem& p, const std::string& idx) {
+  std::vector<gidx> d;
+  for (char ch : idx) d.push_back(p.index.at(ch).extent);
+  return d;
+}
+
+std::vector<double> gather_dense(locus::Team& team, const Problem& p, const TiledTensor& t) {
+  std::vector<double> dense;
+  if (team.rank() != 0) return dense;
+  const std::string& idx = t.indices();
+  const std::vector<gidx> gd = dense_dims(p, idx);
+  dense.assign(static_cast<std::size_t>(product(gd)), 0.0);
+  std::vector<gidx> gstr(idx.size(), 1);
+  for (std::size_t i = idx.size() - 1; i-- > 0;) gstr[i] = gstr[i + 1] * gd[i + 1];
+  std::vector<double> buf;
+  for (gidx b = 0; b < t.blocks(); ++b) {
+    buf.resize(static_cast<std::size_t>(t.size(b)));
+    locus::get(buf.data(), t.at(b), buf.size());
+    const std::vector<gidx> d = t.dims(b);
+    std::vector<gidx> c(idx.size(), 0);
+    for (gidx e = 0; e < t.size(b); ++e) {
+      gidx off = 0;
+      for (std::size_t i = 0; i < idx.size(); ++i) off += (t.tiles_of(b)[i] * p.index.at(idx[i]).tile + c[i]) * gstr[i];
+      dense[static_cast<std::size_t>(off)] = buf[static_cast<std::size_t>(e)];
+      for (std::size_t i = idx.size(); i-- > 0;) {
+        if (++c[i] < d[i]) break;
+        c[i] = 0;
+      }
+    }
+  }
+  return dense;
+}
+
+void reference(const Problem& p, std::vector<double>& c, std::vector<double>& c_abs) {
+  const Contraction& k = p.con;
+  auto dense = [&](const std::string& idx, int which) {
+    const std::vector<gidx> d = dense_dims(p, idx);
+    std::vector<double> v(static_cast<std::size_t>(product(d)));
+    std::vector<gidx> coord(idx.size(), 0);
+    for (std::size_t e = 0; e < v.size(); ++e) {
+      v[e] = TiledTensor::nonzero(p, idx, coord) ? TiledTensor::value(p, which, coord) : 0.0;
+      for (std::size_t i = idx.size(); i-- > 0;) {
+        if (++coord[i] < d[i]) break;
+        coord[i] = 0;
+      }
+    }
+    return v;
+  };
+  const std::vector<double> a = dense(k.a, 0), b = dense(k.b, 1);
+  const std::vector<gidx> cd = dense_dims(p, k.c);
+  c.assign(static_cast<std::size_t>(product(cd)), 0.0);
+  c_abs.assign(c.size(), 0.0);
+  // every index: C's, then the contracted ones; strides in each tensor
+  const std::string all = k.c + k.contracted;
+  auto strides = [&](const std::string& idx) {
+    const std::vector<gidx> d = dense_dims(p, idx);
+    std::vector<gidx> s(all.size(), 0);
+    gidx st = 1;
+    for (std::size_t i = idx.size(); i-- > 0;) {
+      s[all.find(idx[i])] = st;
+      st *= d[i];
+    }
+    return s;
+  };
+  const std::vector<gidx> sa = strides(k.a), sb = strides(k.b), sc = strides(k.c);
+  std::vector<gidx> ext;
+  for (char ch : all) ext.push_back(p.index.at(ch).extent);
+  std::vector<gidx> ctr(all.size(), 0);
+  gidx oa = 0, ob = 0, oc = 0;
+  const gidx total = product(ext);
+  for (gidx n = 0; n < total; ++n) {
+    const double x = a[static_cast<std::size_t>(oa)], y = b[static_cast<std::size_t>(ob)];
+    c[static_cast<std::size_t>(oc)] += x * y;
+    c_abs[static_cast<std::size_t>(oc)] += std::fabs(x * y);
+    for (std::size_t d = all.size(); d-- > 0;) {
+      oa += sa[d];
+      ob += sb[d];
+      oc += sc[d];
+      if (++ctr[d] < ext[d]) break;
+      oa -= sa[d] * ext[d];
+      ob -= sb[d] * ext[d];
+      oc -= sc[d] * ext[d];
+      ctr[d] = 0;
+    }
+  }
+}
+
+}  // namespace tensor_contract

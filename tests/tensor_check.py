@@ -1,0 +1,131 @@
+#!/usr/bin/python3
+"""tensor_contract at NP ranks:
+
+  * with integer values C equals numpy's einsum of the A and B the app
+    wrote, exactly, for the matrix product, the CCSD-like doubles term
+    (dense and block sparse) and the triples-like term;
+  * C is bitwise the same for static and NXTASK scheduling, every chunk
+    size, skip-first, counter owner first or last, other tile sizes and
+    block-cyclic distribution (and so for every rank count: einsum is the
+    same everywhere);
+  * every task is done exactly once and the counter ends at
+    chunk * (ceil(tasks / chunk) + units), or with skip-first
+    chunk * (max(ceil(tasks / chunk), units) + units) (checked here from
+    the formula, independently of the app);
+  * random values pass the in-app reference within the rounding bound;
+  * the multiphase run reports every phase.
+
+    tensor_check.py NP
+"""
+import math
+import os
+import sys
+
+import h5py
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from locus_testlib import SOURCE, check, run_app, scratch, summary  # noqa: E402
+
+NP = int(sys.argv[1])
+OUT = scratch("tensor_check_np%d" % NP)
+DECK = os.path.join(SOURCE, "inputs", "tensor_contract", "default.yaml")
+count = [0]
+
+
+def run(sets, deck=DECK):
+    count[0] += 1
+    name = "t%03d" % count[0]
+    p, _ = run_app("tensor_contract", deck, NP, list(sets) + ["output.dir=" + OUT, "output.name=" + name],
+                   extra=["--quiet"])
+    s = summary(p.stdout)
+    check(s["validation"]["verdict"] == "pass", "%s: verdict %s" % (sets, s["validation"]))
+    f = h5py.File(os.path.join(OUT, name + ".h5"), "r")
+    return f, s
+
+
+def expected_counter(tasks, units, chunk, skip):
+    ok = -(-tasks // chunk)
+    return chunk * ((max(ok, units) if skip else ok) + units)
+
+
+def einsum_check(label, sets):
+    f, s = run(sets + ["tensor_contract.output.inputs=true"])
+    a, b, c = np.array(f["A"]), np.array(f["B"]), np.array(f["C"])
+    spec = "%s,%s->%s" % (f["A"].attrs["indices"], f["B"].attrs["indices"], f["C"].attrs["indices"])
+    ref = np.einsum(spec, a, b)
+    check(np.array_equal(c, ref), "%s: C differs from einsum %s (max %g)" % (label, spec, np.max(np.abs(c - ref))))
+    check(np.any(c != 0), "%s: C is all zero" % label)
+    ph = s["validation"]["phases"][0]
+    check(ph["every_task_once"], "%s: a task was not done exactly once" % label)
+    print("%-34s C == einsum(%s) exactly, %d tasks" % (label, spec, ph["tasks"]))
+    return c, s
+
+
+base = ["tensor_contract.validation.mode=none"]
+einsum_check("matmul 40x36x28, tiles 8", base + ["tensor_contract.contraction=matmul",
+                                                 "tensor_contract.extents=i=40,j=36,k=28"])
+ref_c, _ = einsum_check("ccsd 12, tiles 4", base + ["tensor_contract.extent=12", "tensor_contract.tile=4"])
+sparse_c, _ = einsum_check("ccsd 12, tiles 3, 4 irreps", base + ["tensor_contract.extent=12",
+                                                                "tensor_contract.tile=3",
+                                                                "tensor_contract.symmetry.irreps=4"])
+check(np.count_nonzero(sparse_c) < np.count_nonzero(ref_c), "block sparsity left C as dense as without it")
+einsum_check("triples 6, tiles 2, 2 irreps", base + ["tensor_contract.contraction=triples",
+                                                     "tensor_contract.extent=6", "tensor_contract.tile=2",
+                                                     "tensor_contract.symmetry.irreps=2"])
+
+# bitwise invariance of C over scheduling, chunks, tiles, distribution
+variants = [
+    ["tensor_contract.scheduling=static"],
+    ["tensor_contract.counter.chunk=3"],
+    ["tensor_contract.counter.chunk=2", "tensor_contract.counter.skip_first=true"],
+    ["tensor_contract.counter.owner=first", "tensor_contract.counter.skip_first=true"],
+    ["tensor_contract.tile=5"],
+    ["tensor_contract.tiles=a=7,c=2,k=12"],
+    ["tensor_contract.distribution=block-cyclic", "tensor_contract.cyclic_block=3"],
+    # emulated nodes: gets, accumulates and the counter through MPI on the segment windows
+    ["runtime.node_size=1", "tensor_contract.counter.chunk=2"],
+]
+for v in variants:
+    f, s = run(base + ["tensor_contract.extent=12", "tensor_contract.tile=4"] + v)
+    c = np.array(f["C"])
+    check(np.array_equal(c.view(np.uint64), ref_c.view(np.uint64)), "C differs with %s" % v)
+    ph = s["validation"]["phases"][0]
+    r = s["results"]
+    if r["scheduling"] == "nxtask":
+        want = expected_counter(ph["tasks"], NP, r["chunk"], r["skip_first"])
+        check(ph["counter_final"] == want, "%s: counter %d, formula %d" % (v, ph["counter_final"], want))
+    check(ph["every_task_once"], "%s: tasks not done exactly once" % v)
+    print("%-60s C bitwise equal; counter %s" % (" ".join(v), ph.get("counter_final", "-")))
+
+# with a progress process (2 units + 1 server): large gets offloaded
+if NP == 2:
+    count[0] += 1
+    name = "t%03d" % count[0]
+    p, _ = run_app("tensor_contract", DECK, 3, base + ["tensor_contract.extent=12", "tensor_contract.tile=4",
+                                                       "runtime.progress.processes_per_node=1",
+                                                       "runtime.progress.threshold=1024",
+                                                       "output.dir=" + OUT, "output.name=" + name], extra=["--quiet"])
+    with h5py.File(os.path.join(OUT, name + ".h5"), "r") as f:
+        check(np.array_equal(np.array(f["C"]).view(np.uint64), ref_c.view(np.uint64)),
+              "C differs with a progress process")
+    print("with a progress process: C bitwise equal")
+
+# random values against the in-app reference (rounding bound)
+f, s = run(["tensor_contract.values=random", "tensor_contract.extent=10", "tensor_contract.tile=3",
+            "tensor_contract.validation.mode=reference"])
+rf = s["validation"]["phases"][0]["reference"]
+check(rf["verdict"] == "pass" and rf["max_abs_difference"] <= rf["largest_bound"], "random: %s" % rf)
+print("random values: max |C - reference| %.2e within bound %.2e" % (rf["max_abs_difference"], rf["largest_bound"]))
+
+# multiphase
+f, s = run([], deck=os.path.join(SOURCE, "inputs", "tensor_contract", "multiphase.yaml"))
+phases = s["validation"]["phases"]
+check([p["kind"] for p in phases] == ["comp", "comp", "comm", "comm", "comp", "comp", "comm", "comm"],
+      "phase kinds %s" % [p.get("kind") for p in phases])
+check(len(np.array(f["phase_seconds"])) == 8 and np.all(np.array(f["phase_seconds"]) > 0), "phase_seconds")
+comp = [p["tasks"] for p in phases if p["kind"] == "comp"]
+comm = [p["tasks"] for p in phases if p["kind"] == "comm"]
+check(min(comm) > max(comp), "comm phases should have more (smaller) tasks than comp phases")
+print("multiphase: 8 phases, tasks comp %d / comm %d" % (comp[0], comm[0]))
+print("PASS")
