@@ -17,7 +17,7 @@ import yaml
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from locuslib import ROOT, UserError, app_binary  # noqa: E402
 
-APPS = ["heat3d", "poisson5pt", "spmv"]  # a new app joins here
+APPS = ["heat3d", "poisson5pt", "spmv", "tensor_contract"]  # a new app joins here
 COMMON = ("name", "output.", "runtime.", "comm.locality", "comm.check")
 PAGE = os.path.join(ROOT, "docs", "config-reference.md")
 

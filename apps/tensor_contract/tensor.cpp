@@ -99,7 +99,12 @@ void permute(const double* src, const std::string& sidx, const std::vector<gidx>
   const gidx inner = ddims[r - 1], istep = step[r - 1];
   const gidx total = product(ddims);
   while (n < total) {
-    for (gidx k = 0; k < inner; ++k) dst[n++] = src[off + k * istep];
+    if (istep == 1) {  // rows contiguous on both sides: a vector copy
+      std::copy(src + off, src + off + inner, dst + n);
+      n += inner;
+    } else {
+      for (gidx k = 0; k < inner; ++k) dst[n++] = src[off + k * istep];
+    }
     // advance the odometer over the outer dimensions
     std::size_t d = r - 1;
     while (d-- > 0) {
@@ -255,23 +260,32 @@ class Loop {
         const int cur = static_cast<int>(i % 2);
         if (i + 1 < pairs_.size()) issue(i + 1, 1 - cur);  // prefetch the next pair
         double t0 = MPI_Wtime();
-        locus::wait(ha_[cur]);
-        locus::wait(hb_[cur]);
+        if (ha_[cur].live()) locus::wait(ha_[cur]);
+        if (hb_[cur].live()) locus::wait(hb_[cur]);
         double t1 = MPI_Wtime();
         st_.wait += t1 - t0;
         const Pair& pr = pairs_[i];
         const std::vector<gidx> ad = A_.dims(pr.a), bd = B_.dims(pr.b);
         gidx kk = 1;
         for (char ch : k.contracted) kk *= ad[k.a.find(ch)];
-        asort_.resize(static_cast<std::size_t>(A_.size(pr.a)));
-        bsort_.resize(static_cast<std::size_t>(B_.size(pr.b)));
-        permute(abuf_[cur].data(), k.a, ad, asort_.data(), a_dst_);
-        permute(bbuf_[cur].data(), k.b, bd, bsort_.data(), b_dst_);
+        // the sort: skipped when the block already is in matrix layout
+        const double* amat = asrc_[cur];
+        const double* bmat = bsrc_[cur];
+        if (k.a != a_dst_) {
+          asort_.resize(static_cast<std::size_t>(A_.size(pr.a)));
+          permute(asrc_[cur], k.a, ad, asort_.data(), a_dst_);
+          amat = asort_.data();
+        }
+        if (k.b != b_dst_) {
+          bsort_.resize(static_cast<std::size_t>(B_.size(pr.b)));
+          permute(bsrc_[cur], k.b, bd, bsort_.data(), b_dst_);
+          bmat = bsort_.data();
+        }
         double t2 = MPI_Wtime();
         st_.sort += t2 - t1;
         cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m), static_cast<int>(nn),
-                    static_cast<int>(kk), 1.0, asort_.data(), static_cast<int>(kk), bsort_.data(),
-                    static_cast<int>(nn), 1.0, cmat_.data(), static_cast<int>(nn));
+                    static_cast<int>(kk), 1.0, amat, static_cast<int>(kk), bmat, static_cast<int>(nn), 1.0,
+                    cmat_.data(), static_cast<int>(nn));
         st_.dgemm += MPI_Wtime() - t2;
         st_.flops += 2.0 * double(m) * double(nn) * double(kk);
         ++st_.pairs;
@@ -283,9 +297,13 @@ class Loop {
     double t4 = MPI_Wtime();
     st_.accumulate += t4 - t3;
     cblk_.resize(static_cast<std::size_t>(m * nn));
-    std::vector<gidx> mdims;
-    for (char ch : c_mat_) mdims.push_back(cd[k.c.find(ch)]);
-    permute(cmat_.data(), c_mat_, mdims, cblk_.data(), k.c);
+    if (c_mat_ == k.c) {
+      cblk_.swap(cmat_);  // already in C's layout
+    } else {
+      std::vector<gidx> mdims;
+      for (char ch : c_mat_) mdims.push_back(cd[k.c.find(ch)]);
+      permute(cmat_.data(), c_mat_, mdims, cblk_.data(), k.c);
+    }
     double t5 = MPI_Wtime();
     st_.sort += t5 - t4;
     acc_ = locus::accumulate_async(C_.at(cblock), cblk_.data(), static_cast<std::size_t>(C_.size(cblock)),
@@ -302,14 +320,23 @@ class Loop {
   }
 
  private:
+  // Starts the transfers of pair i into buffer set `slot`. A block in
+  // shared memory on this node (comm.locality on) is not copied at all: the
+  // sort reads it in place (A and B do not change during a phase).
   void issue(std::size_t i, int slot) {
     const double t0 = MPI_Wtime();
     const Pair& pr = pairs_[i];
-    abuf_[slot].resize(static_cast<std::size_t>(A_.size(pr.a)));
-    bbuf_[slot].resize(static_cast<std::size_t>(B_.size(pr.b)));
-    ha_[slot] = locus::get_async(abuf_[slot].data(), A_.at(pr.a), static_cast<std::size_t>(A_.size(pr.a)));
-    hb_[slot] = locus::get_async(bbuf_[slot].data(), B_.at(pr.b), static_cast<std::size_t>(B_.size(pr.b)));
+    asrc_[slot] = fetch(A_, pr.a, abuf_[slot], ha_[slot]);
+    bsrc_[slot] = fetch(B_, pr.b, bbuf_[slot], hb_[slot]);
     st_.get += MPI_Wtime() - t0;
+  }
+
+  static const double* fetch(const TiledTensor& t, gidx block, std::vector<double>& buf, locus::Handle& h) {
+    const locus::GlobalPtr<double> src = t.at(block);
+    if (src.is_local()) return src.local();
+    buf.resize(static_cast<std::size_t>(t.size(block)));
+    h = locus::get_async(buf.data(), src, buf.size());
+    return buf.data();
   }
 
   locus::Team& team_;
@@ -320,6 +347,8 @@ class Loop {
   std::string a_dst_, b_dst_, c_mat_;
   std::vector<Pair> pairs_;
   std::vector<double> abuf_[2], bbuf_[2], asort_, bsort_, cmat_, cblk_;
+  const double* asrc_[2] = {nullptr, nullptr};
+  const double* bsrc_[2] = {nullptr, nullptr};
   locus::Handle ha_[2], hb_[2], acc_;
 };
 

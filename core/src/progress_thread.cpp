@@ -16,8 +16,14 @@ ProgressThread* progress_thread() {
   return g_thread;
 }
 
-ProgressThread::ProgressThread(int interval_us) : interval_us_(interval_us) {
+ProgressThread::ProgressThread(int interval_us, MPI_Comm comm) : interval_us_(interval_us) {
   if (g_thread) throw Error("internal: a progress thread exists already");
+  // A communicator no message is ever sent on: probing it drives MPI's
+  // progress engine without matching anything of the application's. (A
+  // duplicate of MPI_COMM_SELF is not enough: MPICH serves it by its self
+  // path, and one-sided operations from other processes wait for UCX's
+  // 1 ms timer instead.) Collective over the units.
+  MPI_Comm_dup(comm, &probe_comm_);
   thread_ = std::thread([this] { loop(); });
   g_thread = this;
 }
@@ -26,12 +32,21 @@ ProgressThread::~ProgressThread() {
   g_thread = nullptr;
   stop_.store(true);
   thread_.join();
+  MPI_Comm_free(&probe_comm_);
 }
 
 void ProgressThread::loop() {
   const timespec pause{0, static_cast<long>(interval_us_) * 1000};
   while (!stop_.load(std::memory_order_relaxed)) {
-    if (active_.load(std::memory_order_acquire) > 0) {
+    if (active_.load(std::memory_order_acquire) == 0) {
+      // Nothing of ours outstanding: still drive MPI's progress engine, so
+      // that one-sided operations other units aim at this one (an NXTASK
+      // fetch-and-add on a counter it holds, gets of its data) complete
+      // while the application computes without MPI calls (the target-side
+      // half of asynchronous progress).
+      int flag = 0;
+      MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, probe_comm_, &flag, MPI_STATUS_IGNORE);
+    } else {
       std::lock_guard<std::mutex> lock(m_);
       for (std::size_t i = 0; i < reqs_.size(); ++i) {
         if (state_[i] != active) continue;

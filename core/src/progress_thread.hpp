@@ -3,7 +3,9 @@
 //
 // One thread per unit keeps MPI progressing while the application
 // computes: every `interval` it tests the MPI requests locus has
-// outstanding (non-blocking gets and puts on the direct path). The
+// outstanding (non-blocking gets and puts on the direct path, adopted
+// requests), or, with none, polls MPI's progress engine so that
+// operations aimed at this unit complete (target-side progress). The
 // requests live in a registry shared by the thread and the application
 // under one mutex (MPI_THREAD_MULTIPLE), so either side may complete them.
 #include <mpi.h>
@@ -18,7 +20,8 @@ namespace locus::detail {
 
 class ProgressThread {
  public:
-  explicit ProgressThread(int interval_us);
+  // Collective over `comm` (the application units).
+  ProgressThread(int interval_us, MPI_Comm comm);
   ~ProgressThread();
   ProgressThread(const ProgressThread&) = delete;
   ProgressThread& operator=(const ProgressThread&) = delete;
@@ -42,6 +45,7 @@ class ProgressThread {
   std::atomic<bool> stop_{false};
   std::atomic<std::uint64_t> by_thread_{0};
   int interval_us_;
+  MPI_Comm probe_comm_ = MPI_COMM_NULL;
   std::thread thread_;
 };
 

@@ -208,7 +208,7 @@ Runtime::Runtime(MPI_Comm comm, const CommSettings& settings) : settings_(settin
   node_ = world_->split(nodes_.node_of[static_cast<std::size_t>(unit)]);
   if (settings.progress.thread) {
     require_thread_level(MPI_THREAD_MULTIPLE, "runtime.progress.thread");
-    thread_ = std::make_unique<detail::ProgressThread>(settings.progress.thread_interval_us);
+    thread_ = std::make_unique<detail::ProgressThread>(settings.progress.thread_interval_us, world_->comm());
   }
 }
 
