@@ -73,6 +73,12 @@ check(np.count_nonzero(sparse_c) < np.count_nonzero(ref_c), "block sparsity left
 einsum_check("triples 6, tiles 2, 2 irreps", base + ["tensor_contract.contraction=triples",
                                                      "tensor_contract.extent=6", "tensor_contract.tile=2",
                                                      "tensor_contract.symmetry.irreps=2"])
+einsum_check("triples, strided accumulates", base + ["tensor_contract.contraction=triples",
+                                                     "tensor_contract.extents=a=5,b=4,c=6,i=3,j=5,k=4,l=7",
+                                                     "tensor_contract.tile=3", "tensor_contract.accumulate=strided"])
+einsum_check("matmul, strided accumulates", base + ["tensor_contract.contraction=ji = ik * kj",
+                                                    "tensor_contract.extents=i=17,j=9,k=5", "tensor_contract.tile=4",
+                                                    "tensor_contract.accumulate=strided"])
 
 # bitwise invariance of C over scheduling, chunks, tiles, distribution
 variants = [
@@ -85,6 +91,9 @@ variants = [
     ["tensor_contract.distribution=block-cyclic", "tensor_contract.cyclic_block=3"],
     # emulated nodes: gets, accumulates and the counter through MPI on the segment windows
     ["runtime.node_size=1", "tensor_contract.counter.chunk=2"],
+    # the result added by strided accumulates straight from the matrix layout
+    ["tensor_contract.accumulate=strided"],
+    ["tensor_contract.accumulate=strided", "runtime.node_size=1", "tensor_contract.tiles=a=5,b=7"],
 ]
 for v in variants:
     f, s = run(base + ["tensor_contract.extent=12", "tensor_contract.tile=4"] + v)

@@ -64,6 +64,10 @@ locus::AppInfo app_info() {
       .boolean("tensor_contract.counter.skip_first", false,
                "each unit takes its first chunk (unit r: tasks r*chunk...) without touching the counter")
       .integer("tensor_contract.blas_threads", 1, 1, 256, "OpenBLAS threads per rank (1 with one rank per core)")
+      .choice("tensor_contract.accumulate", "sorted", {"sorted", "strided"},
+              "sorted: the result is sorted into C's block layout and added by one contiguous accumulate (TCE's); "
+              "strided: added straight from the DGEMM's matrix layout by strided accumulates, one per "
+              "combination of C's outer indices (no sort; many small strided operations)")
       .string("tensor_contract.phases", "",
               "multiphase run: a sequence of comp and comm, e.g. \"comp comp comm comm comp comp comm comm\" (the "
               "Casper paper's Table 4); each phase uses the tensor_contract.comp.* or .comm.* keys; empty: one "
@@ -172,6 +176,7 @@ Schedule read_schedule(const Context& ctx) {
   s.chunk = c.integer("tensor_contract.counter.chunk");
   s.skip_first = c.boolean("tensor_contract.counter.skip_first");
   s.blas_threads = static_cast<int>(c.integer("tensor_contract.blas_threads"));
+  s.accumulate = c.string("tensor_contract.accumulate") == "strided" ? AccumulateKind::strided : AccumulateKind::sorted;
   return s;
 }
 
@@ -285,6 +290,11 @@ int run(Context& ctx) {
     ph["seconds"] = number(r.seconds);
     ph["gflop_per_s"] = number(std::round(gflops * 1000) / 1000);
     ph["communication_ratio"] = number(tot > 0 ? std::round(comm_t / tot * 1000) / 1000 : 0.0);
+    {
+      long long acc = st.accumulates, all = 0;
+      MPI_Allreduce(&acc, &all, 1, MPI_LONG_LONG, MPI_SUM, comm);
+      ph["accumulates"] = all;
+    }
     ph["every_task_once"] = r.every_task_once;
     if (sched.scheduling == Scheduling::nxtask) {
       ph["counter_final"] = static_cast<unsigned long>(r.counter_final);
@@ -365,6 +375,7 @@ int run(Context& ctx) {
       results["chunk"] = sched.chunk;
       results["skip_first"] = sched.skip_first;
     }
+    results["accumulate"] = cfg.string("tensor_contract.accumulate");
     results["phases"] = static_cast<long>(phases.size());
     results["tasks"] = static_cast<long>(tasks);
     results["tasks_per_rank_min_max"] = locus::yaml_flow_list(std::vector<long>{long(tmin), long(tmax)});

@@ -216,8 +216,9 @@ struct Pair {
 
 class Loop {
  public:
-  Loop(locus::Team& team, const Problem& p, TiledTensor& A, TiledTensor& B, TiledTensor& C, LoopStats& st)
-      : team_(team), p_(p), A_(A), B_(B), C_(C), st_(st) {
+  Loop(locus::Team& team, const Problem& p, const Schedule& s, TiledTensor& A, TiledTensor& B, TiledTensor& C,
+       LoopStats& st)
+      : team_(team), p_(p), strided_(s.accumulate == AccumulateKind::strided), A_(A), B_(B), C_(C), st_(st) {
     const Contraction& k = p.con;
     for (char ch : k.contracted) cntiles_.push_back(p.index.at(ch).tiles());
     a_dst_ = k.ext_a + k.contracted;
@@ -253,6 +254,12 @@ class Loop {
     const std::vector<gidx> cd = C_.dims(cblock);
     for (char ch : k.ext_a) m *= cd[k.c.find(ch)];
     for (char ch : k.ext_b) nn *= cd[k.c.find(ch)];
+    if (!accs_.empty()) {  // strided: this buffer's accumulates from two tasks ago
+      const double t0 = MPI_Wtime();
+      locus::wait_all(accs_);
+      accs_.clear();
+      st_.accumulate += MPI_Wtime() - t0;
+    }
     cmat_.assign(static_cast<std::size_t>(m * nn), 0.0);
     if (!pairs_.empty()) {
       issue(0, 0);
@@ -296,6 +303,16 @@ class Loop {
     if (acc_.live()) locus::wait(acc_);
     double t4 = MPI_Wtime();
     st_.accumulate += t4 - t3;
+    if (strided_) {
+      // straight from the matrix layout; cmat_ and cnext_ alternate so the
+      // accumulates complete while the next task computes
+      accumulate_strided(cblock, cd, cmat_.data());
+      cmat_.swap(cnext_);
+      std::swap(accs_, accs_next_);
+      st_.accumulate += MPI_Wtime() - t4;
+      ++st_.tasks;
+      return;
+    }
     cblk_.resize(static_cast<std::size_t>(m * nn));
     if (c_mat_ == k.c) {
       cblk_.swap(cmat_);  // already in C's layout
@@ -316,6 +333,8 @@ class Loop {
   void finish() {
     const double t0 = MPI_Wtime();
     if (acc_.live()) locus::wait(acc_);
+    locus::wait_all(accs_);
+    locus::wait_all(accs_next_);
     st_.accumulate += MPI_Wtime() - t0;
   }
 
@@ -339,14 +358,73 @@ class Loop {
     return buf.data();
   }
 
+  // Strided accumulates of the matrix-layout result `mat` (index order
+  // c_mat_) into C's block (index order k.c): C's last index is the
+  // layout's block when it is also the matrix's last (else blocks of one),
+  // the next two of C's indices its count and rows; one accumulate per
+  // combination of C's remaining (outer) indices.
+  void accumulate_strided(gidx cblock, const std::vector<gidx>& cd, const double* mat) {
+    const Contraction& k = p_.con;
+    const std::size_t r = k.c.size();
+    std::vector<gidx> cstr(r, 1), mstr(r, 1);  // strides of each of C's indices in C and in the matrix
+    for (std::size_t i = r - 1; i-- > 0;) cstr[i] = cstr[i + 1] * cd[i + 1];
+    {
+      std::vector<gidx> md(r), ms(r, 1);
+      for (std::size_t i = 0; i < r; ++i) md[i] = cd[k.c.find(c_mat_[i])];
+      for (std::size_t i = r - 1; i-- > 0;) ms[i] = ms[i + 1] * md[i + 1];
+      for (std::size_t i = 0; i < r; ++i) mstr[k.c.find(c_mat_[i])] = ms[i];
+    }
+    // dims of C (from the last): block, count, rows; the rest are outer
+    std::vector<std::size_t> inner;  // positions in C: count, rows
+    std::size_t block = 1, pos = r;
+    if (c_mat_.back() == k.c.back()) {
+      block = static_cast<std::size_t>(cd[r - 1]);
+      pos = r - 1;
+    }
+    while (pos > 0 && inner.size() < 2) inner.push_back(--pos);
+    locus::Layout remote{block, 1, 0, 1, 0}, local{block, 1, 0, 1, 0};
+    if (inner.size() >= 1) {
+      remote.count = local.count = static_cast<std::size_t>(cd[inner[0]]);
+      remote.stride = static_cast<std::size_t>(cstr[inner[0]]);
+      local.stride = static_cast<std::size_t>(mstr[inner[0]]);
+    }
+    if (inner.size() >= 2) {
+      remote.rows = local.rows = static_cast<std::size_t>(cd[inner[1]]);
+      remote.row_stride = static_cast<std::size_t>(cstr[inner[1]]);
+      local.row_stride = static_cast<std::size_t>(mstr[inner[1]]);
+    }
+    // outer indices: C positions [0, pos)
+    std::vector<gidx> ctr(pos, 0);
+    const locus::GlobalPtr<double> base = C_.at(cblock);
+    while (true) {
+      gidx roff = 0, loff = 0;
+      for (std::size_t i = 0; i < pos; ++i) {
+        roff += ctr[i] * cstr[i];
+        loff += ctr[i] * mstr[i];
+      }
+      accs_.push_back(locus::accumulate_async(base + roff, remote, mat + loff, local, locus::Op::sum));
+      ++st_.accumulates;
+      std::size_t d = pos;
+      while (d-- > 0) {
+        if (++ctr[d] < cd[d]) break;
+        ctr[d] = 0;
+      }
+      if (d == static_cast<std::size_t>(-1)) break;
+    }
+  }
+
   locus::Team& team_;
   const Problem& p_;
+  bool strided_ = false;
+  std::vector<locus::Handle> accs_;  // strided accumulates in flight (from cmat_)
   TiledTensor &A_, &B_, &C_;
   LoopStats& st_;
   std::vector<gidx> cntiles_;
   std::string a_dst_, b_dst_, c_mat_;
   std::vector<Pair> pairs_;
   std::vector<double> abuf_[2], bbuf_[2], asort_, bsort_, cmat_, cblk_;
+  std::vector<double> cnext_;
+  std::vector<locus::Handle> accs_next_;
   const double* asrc_[2] = {nullptr, nullptr};
   const double* bsrc_[2] = {nullptr, nullptr};
   locus::Handle ha_[2], hb_[2], acc_;
@@ -370,7 +448,7 @@ PhaseResult contract(locus::Team& team, const Problem& p, const Schedule& s, Til
   locus::barrier(team);
 
   LoopStats& st = res.stats;
-  Loop loop(team, p, A, B, C, st);
+  Loop loop(team, p, s, A, B, C, st);
   std::vector<locus::Handle> marks;
   const std::int64_t one = 1;
   auto run_task = [&](gidx k) {

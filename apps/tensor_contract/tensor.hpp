@@ -103,8 +103,15 @@ class TiledTensor {
 enum class Scheduling { nxtask, static_rr };
 enum class CounterOwner { first, last };
 
+// How a task's result reaches C: sorted into C's block layout, then one
+// contiguous accumulate (TCE's); or straight from the DGEMM's matrix
+// layout by strided accumulates (no sort; one per combination of C's
+// outer indices: many small strided operations).
+enum class AccumulateKind { sorted, strided };
+
 struct Schedule {
   Scheduling scheduling = Scheduling::nxtask;
+  AccumulateKind accumulate = AccumulateKind::sorted;
   CounterOwner owner = CounterOwner::last;
   gidx chunk = 1;
   bool skip_first = false;
@@ -114,7 +121,7 @@ struct Schedule {
 // Per-rank timers of the task loop (seconds) and counts.
 struct LoopStats {
   double get = 0, wait = 0, sort = 0, dgemm = 0, accumulate = 0, nxtask = 0, total = 0;
-  gidx tasks = 0, pairs = 0, counter_hits = 0;
+  gidx tasks = 0, pairs = 0, counter_hits = 0, accumulates = 0;
   double flops = 0;
 };
 
