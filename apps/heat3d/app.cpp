@@ -207,6 +207,20 @@ YAML::Node order_study(const Context& ctx, const Settings& s, locus::Timers& tim
 int run(Context& ctx) {
   const Config& cfg = ctx.config();
   Settings s = read_settings(cfg);
+  {
+    // the checkpoint must not land on the output (or its .tmp) or on the
+    // file it restarts from
+    namespace fs = std::filesystem;
+    auto norm = [](const std::string& p) { return fs::absolute(fs::path(p)).lexically_normal().string(); };
+    const std::string out_path = norm(s.out_dir + "/" + s.out_name + ".h5");
+    const std::string ck = norm(s.checkpoint_file);
+    locus::collective_require(ctx.comm(), ck != out_path && ck != out_path + ".tmp" && ck != out_path + ".lock",
+                              cfg.locate("checkpoint.file") + ": " + s.checkpoint_file +
+                                  " is the run's output file; give the checkpoint another name");
+    locus::collective_require(ctx.comm(), s.restart_file.empty() || norm(s.restart_file) != out_path,
+                              cfg.locate("checkpoint.restart") + ": " + s.restart_file +
+                                  " is the run's own output file, which this run replaces; copy it first");
+  }
   const bool show = ctx.rank() == 0 && !ctx.quiet() && locus::stderr_is_terminal();
   locus::collective_require(
       ctx.comm(), !(s.mode == "order" && (s.checkpoint_every > 0 || !s.restart_file.empty())),
@@ -298,9 +312,13 @@ int run(Context& ctx) {
     if (solver && cfg.boolean("output.write_field") && cfg.boolean("output.xdmf")) {
       const Problem& p = solver->problem();
       std::string xmf = s.out_dir + "/" + s.out_name + ".xmf";
-      locus::write_xdmf(xmf, std::filesystem::path(path).filename().string(), "temperature", p.n,
-                        {p.h(0), p.h(1), p.h(2)}, {p.h(0), p.h(1), p.h(2)},
-                        p.dt * double(outcome.history.step));
+      const std::string err = locus::write_xdmf(xmf, std::filesystem::path(path).filename().string(),
+                                                "temperature", p.n, {p.h(0), p.h(1), p.h(2)},
+                                                {p.h(0), p.h(1), p.h(2)}, p.dt * double(outcome.history.step));
+      if (!err.empty()) {
+        std::fprintf(stderr, "heat3d: error: %s (%s itself is complete)\n", err.c_str(), path.c_str());
+        pass = false;
+      }
     }
     std::fputs(summary.c_str(), stdout);
     std::fflush(stdout);

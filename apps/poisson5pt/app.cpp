@@ -362,8 +362,13 @@ int run(Context& ctx) {
     if (solver && cfg.boolean("output.write_field") && cfg.boolean("output.xdmf")) {
       std::string xmf = cfg.string("output.dir") + "/" + cfg.string("output.name") + ".xmf";
       const double h = p.h();
-      locus::write_xdmf(xmf, std::filesystem::path(path).filename().string(), "solution", {p.n, p.n, 1},
-                        {h, h, 0.0}, {h, h, 0.0}, 0.0, 2, s.precision == "float32" ? 4 : 8);
+      const std::string err =
+          locus::write_xdmf(xmf, std::filesystem::path(path).filename().string(), "solution", {p.n, p.n, 1},
+                            {h, h, 0.0}, {h, h, 0.0}, 0.0, 2, s.precision == "float32" ? 4 : 8);
+      if (!err.empty()) {
+        std::fprintf(stderr, "poisson5pt: error: %s (%s itself is complete)\n", err.c_str(), path.c_str());
+        pass = false;
+      }
     }
     std::fputs(summary.c_str(), stdout);
     std::fflush(stdout);

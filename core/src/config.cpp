@@ -1,5 +1,7 @@
 #include "locus/config.hpp"
 
+#include <sys/stat.h>
+
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -12,6 +14,11 @@
 #include <sstream>
 
 namespace locus {
+
+namespace {
+constexpr long kMaxDeckBytes = 16L << 20;  // a deck is a few KiB; 16 MiB is surely a wrong file
+constexpr std::size_t kMaxErrors = 20;
+}  // namespace
 
 // ---------------------------------------------------------------- helpers
 
@@ -292,7 +299,17 @@ void apply_override(const Schema& schema, const std::string& arg, std::map<std::
   }
   YAML::Node node;
   try {
-    node = YAML::Load(arg.substr(eq + 1));
+    const std::string value = arg.substr(eq + 1);
+    if (value.find('\0') != std::string::npos || value.find('\n') != std::string::npos) {
+      errors.push_back(at + path + ": a value is one line of text (no line breaks or NUL bytes)");
+      return;
+    }
+    std::vector<YAML::Node> docs = YAML::LoadAll(value);
+    if (docs.size() > 1) {
+      errors.push_back(at + path + ": one value, not several YAML documents");
+      return;
+    }
+    if (!docs.empty()) node = docs[0];
   } catch (const YAML::Exception& e) {
     errors.push_back(at + path + ": cannot parse value: " + e.msg);
     return;
@@ -517,6 +534,15 @@ std::string Config::yaml() const {
 }
 
 std::string read_deck(const std::string& path) {
+  // stat before open: a FIFO would block, a device never end
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) throw ConfigError(path + ": cannot open deck (" + std::strerror(errno) + ")");
+  if (S_ISDIR(st.st_mode)) throw ConfigError(path + ": is a directory, not a deck (give a YAML file)");
+  if (!S_ISREG(st.st_mode))
+    throw ConfigError(path + ": not a regular file (a FIFO, device or socket); a deck is a YAML file");
+  if (st.st_size > kMaxDeckBytes)
+    throw ConfigError(path + ": " + std::to_string(st.st_size) + " bytes; a deck may have at most " +
+                      std::to_string(kMaxDeckBytes) + " (is it the right file?)");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ConfigError(path + ": cannot open deck (" + std::strerror(errno) + ")");
   std::ostringstream os;
@@ -534,9 +560,27 @@ Config parse_config(const Schema& schema, const std::string& text, const std::st
     cfg.values_[k.path] = k.fallback;
   }
   std::vector<std::string> errors;
+  // Old Mac line ends (CR alone) would make the whole deck one line, so
+  // that a leading comment swallows every key: refuse them.
+  for (std::size_t i = 0; i < text.size(); ++i)
+    if (text[i] == '\r' && (i + 1 == text.size() || text[i + 1] != '\n')) {
+      const long line = 1 + static_cast<long>(std::count(text.begin(), text.begin() + static_cast<long>(i), '\n'));
+      throw ConfigError(source + ":" + std::to_string(line) +
+                        ": a carriage return without a line feed (old Mac line ends); save the deck with LF or "
+                        "CRLF line ends");
+    }
+  if (text.find('\0') != std::string::npos) {
+    const std::size_t i = text.find('\0');
+    const long line = 1 + static_cast<long>(std::count(text.begin(), text.begin() + static_cast<long>(i), '\n'));
+    throw ConfigError(source + ":" + std::to_string(line) + ": a NUL byte; a deck is a text file");
+  }
   YAML::Node root;
   try {
-    root = YAML::Load(text);
+    std::vector<YAML::Node> docs = YAML::LoadAll(text);
+    if (docs.size() > 1)
+      throw ConfigError(where(source, docs[1].Mark()) +
+                        "a second YAML document ('---'); a deck is one document");
+    if (!docs.empty()) root = docs[0];
   } catch (const YAML::Exception& e) {
     throw ConfigError(where(source, e.mark) + "YAML syntax error: " + e.msg);
   }
@@ -547,8 +591,15 @@ Config parse_config(const Schema& schema, const std::string& text, const std::st
                      Checker::list(schema.children("")) + ")");
   for (const auto& o : overrides) apply_override(schema, o, cfg.values_, cfg.origins_, errors);
   if (!errors.empty()) {
+    // at most kMaxErrors problems, each at most 400 characters
     std::string msg;
-    for (const auto& e : errors) msg += (msg.empty() ? "" : "\n") + e;
+    for (std::size_t i = 0; i < errors.size() && i < kMaxErrors; ++i) {
+      std::string e = errors[i];
+      if (e.size() > 400) e = e.substr(0, 400) + "... (" + std::to_string(errors[i].size() - 400) + " more characters)";
+      msg += (msg.empty() ? "" : "\n") + e;
+    }
+    if (errors.size() > kMaxErrors)
+      msg += "\n... and " + std::to_string(errors.size() - kMaxErrors) + " more problems in " + source;
     throw ConfigError(msg);
   }
   return cfg;

@@ -1,5 +1,10 @@
 #include "locus/io.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -14,7 +19,27 @@ namespace fs = std::filesystem;
 
 namespace locus {
 
+namespace detail {
+// The output this process is writing (rank 0), for the signal handler:
+// removed when a run is terminated. Plain arrays: read in a signal handler.
+char g_output_tmp[4096] = {0};
+char g_output_lock[4096] = {0};
+
+void remove_unfinished_output() noexcept {
+  if (g_output_tmp[0]) ::unlink(g_output_tmp);
+  if (g_output_lock[0]) ::unlink(g_output_lock);
+}
+}  // namespace detail
+
 namespace {
+
+void remember(char* slot, const std::string& path) {
+  if (path.size() < 4095) {
+    std::memcpy(slot, path.c_str(), path.size() + 1);
+  } else {
+    slot[0] = 0;
+  }
+}
 
 // HDF5 identifiers closed with their owner.
 class Id {
@@ -110,19 +135,52 @@ H5Output::H5Output(MPI_Comm comm, const std::string& path, bool overwrite)
     std::error_code ec;
     fs::path parent = fs::path(path).parent_path();
     if (!parent.empty()) fs::create_directories(parent, ec);
-    if (ec)
+    if (ec) {
       problem = "output: cannot create directory " + parent.string() + " (" + ec.message() + ")";
-    else if (fs::exists(path) && !overwrite)
-      problem = "output: " + path +
-                " exists; set output.overwrite: true (or --set output.overwrite=true) to replace it, "
-                "or choose another output.dir/output.name";
-    else
-      fs::remove(tmp_, ec);  // a stale file from an aborted run
+    } else {
+      // One run per output: the first holds a lock on NAME.h5.lock until it
+      // commits or fails, so a second run with the same output is refused
+      // before any work (the lock dies with its process; a lock file left
+      // by a killed run is taken over).
+      lock_ = path + ".lock";
+      lock_fd_ = ::open(lock_.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
+      if (lock_fd_ < 0) {
+        problem = "output: cannot create " + lock_ + " (" + std::strerror(errno) + ")";
+      } else if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+        problem = "output: another run is writing " + path + " right now (it holds " + lock_ +
+                  "); wait for it or choose another output.dir/output.name";
+        ::close(lock_fd_);
+        lock_fd_ = -1;
+      } else {
+        remember(detail::g_output_lock, lock_);
+        const bool exists = fs::exists(path, ec);
+        if (ec)
+          problem = "output: cannot use " + path + " (" + ec.message() + ")";
+        else if (exists && fs::is_directory(path, ec))
+          problem = "output: " + path + " is a directory; choose another output.name";
+        else if (exists && !overwrite)
+          problem = "output: " + path +
+                    " exists; set output.overwrite: true (or --set output.overwrite=true) to replace it, "
+                    "or choose another output.dir/output.name";
+        else if (fs::is_directory(tmp_, ec))
+          problem = "output: " + tmp_ + " is a directory; remove it or choose another output.name";
+        else
+          fs::remove(tmp_, ec);  // a stale file from a killed run
+      }
+    }
+    if (!problem.empty()) release_lock();
   }
   collective_require(comm, problem.empty(), problem);
   Id fapl = open_access(comm);
   file_ = H5Fcreate(tmp_.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
-  collective_require(comm, file_ >= 0, "output: cannot create " + tmp_);
+  // every rank knows the paths: whichever rank a signal reaches first
+  // removes the unfinished output (the launcher may kill the others)
+  if (file_ >= 0) {
+    remember(detail::g_output_tmp, tmp_);
+    remember(detail::g_output_lock, path + ".lock");
+  }
+  if (file_ < 0 && rank_ == 0) release_lock();
+  collective_require(comm, file_ >= 0, "output: cannot create " + tmp_ + " (" + std::strerror(errno) + ")");
   xfer_ = H5Pcreate(H5P_DATASET_XFER);
   check(H5Pset_dxpl_mpio(xfer_, H5FD_MPIO_COLLECTIVE), "H5Pset_dxpl_mpio");
 }
@@ -130,12 +188,35 @@ H5Output::H5Output(MPI_Comm comm, const std::string& path, bool overwrite)
 H5Output::~H5Output() {
   if (committed_) return;
   // Closing is collective: only safe when every rank is here. A local error
-  // is followed by MPI_Abort, which leaves NAME.h5.tmp behind, never NAME.h5.
+  // is followed by MPI_Abort; then rank 0 still removes NAME.h5.tmp (never
+  // NAME.h5 exists) before the job ends.
   if (collective_cleanup_allowed()) {
     if (xfer_ >= 0) H5Pclose(xfer_);
     if (file_ >= 0) H5Fclose(file_);
-    if (rank_ == 0) std::remove(tmp_.c_str());
   }
+  if (rank_ == 0) {
+    std::remove(tmp_.c_str());
+    release_lock();
+  }
+  detail::g_output_tmp[0] = 0;
+  detail::g_output_lock[0] = 0;
+}
+
+void H5Output::written(herr_t status, const std::string& name) {
+  const int err = errno;
+  std::string why = status < 0 ? std::string(std::strerror(err)) : std::string();
+  collective_require(comm_, status >= 0,
+                     "output: writing " + name + " to " + tmp_ + " failed (" + why +
+                         "; is the file system full or read-only?); nothing was written under " + path_);
+}
+
+void H5Output::release_lock() {
+  if (lock_fd_ >= 0) {
+    ::unlink(lock_.c_str());
+    ::close(lock_fd_);
+    lock_fd_ = -1;
+  }
+  detail::g_output_lock[0] = 0;
 }
 
 hid_t H5Output::object(const std::string& name) const {
@@ -184,7 +265,7 @@ void H5Output::write_block(const std::string& name, const void* data, hid_t type
           "creating dataset " + name);
   Id memspace = memory_space(shape);
   select_block(dc, shape, ndims, filespace, memspace);
-  check(H5Dwrite(dset, type, memspace, filespace, xfer_, data), "writing " + name);
+  written(H5Dwrite(dset, type, memspace, filespace, xfer_, data), name);
 }
 
 void H5Output::write_field(const std::string& name, const Field3D& f, const CartDecomp& dc) {
@@ -214,7 +295,7 @@ void H5Output::write_root_vector(const std::string& name, const std::vector<doub
     H5Sselect_none(filespace);
     H5Sselect_none(memspace);
   }
-  check(H5Dwrite(dset, H5T_NATIVE_DOUBLE, memspace, filespace, xfer_, v.data()), "writing " + name);
+  if (n > 0) written(H5Dwrite(dset, H5T_NATIVE_DOUBLE, memspace, filespace, xfer_, v.data()), name);
 }
 
 void H5Output::write_root_array(const std::string& name, const std::vector<double>& v,
@@ -232,7 +313,7 @@ void H5Output::write_root_array(const std::string& name, const std::vector<doubl
     H5Sselect_none(filespace);
     H5Sselect_none(memspace);
   }
-  check(H5Dwrite(dset, H5T_NATIVE_DOUBLE, memspace, filespace, xfer_, v.data()), "writing " + name);
+  if (n > 0) written(H5Dwrite(dset, H5T_NATIVE_DOUBLE, memspace, filespace, xfer_, v.data()), name);
 }
 
 void H5Output::write_distributed(const std::string& name, const double* data, std::uint64_t count,
@@ -250,7 +331,7 @@ void H5Output::write_distributed(const std::string& name, const double* data, st
   } else {
     check(H5Sselect_hyperslab(filespace, H5S_SELECT_SET, &start, nullptr, &n, nullptr), "hyperslab");
   }
-  check(H5Dwrite(dset, H5T_NATIVE_DOUBLE, memspace, filespace, xfer_, data), "writing " + name);
+  if (global > 0) written(H5Dwrite(dset, H5T_NATIVE_DOUBLE, memspace, filespace, xfer_, data), name);
 }
 
 void H5Output::write_rank_rows(const std::string& name, const std::vector<double>& row) {
@@ -264,7 +345,7 @@ void H5Output::write_rank_rows(const std::string& name, const std::vector<double
   hsize_t start[2] = {hsize_t(rank_), 0}, count[2] = {1, row.size()};
   check(H5Sselect_hyperslab(filespace, H5S_SELECT_SET, start, nullptr, count, nullptr), "hyperslab");
   Id memspace(H5Screate_simple(2, count, nullptr), H5Sclose, "H5Screate_simple");
-  check(H5Dwrite(dset, H5T_NATIVE_DOUBLE, memspace, filespace, xfer_, row.data()), "writing " + name);
+  if (!row.empty()) written(H5Dwrite(dset, H5T_NATIVE_DOUBLE, memspace, filespace, xfer_, row.data()), name);
 }
 
 void H5Output::commit() {
@@ -272,10 +353,21 @@ void H5Output::commit() {
   xfer_ = -1;
   herr_t st = H5Fclose(file_);
   file_ = -1;
-  collective_require(comm_, st >= 0, "output: closing " + tmp_ + " failed");
+  const int err = errno;
+  if (st < 0 && rank_ == 0) std::remove(tmp_.c_str());  // the destructor removes it too; be explicit
+  collective_require(comm_, st >= 0,
+                     "output: writing " + tmp_ + " failed at close (" + std::strerror(err) +
+                         "; is the file system full?); nothing was written under " + path_);
   std::string problem;
-  if (rank_ == 0 && std::rename(tmp_.c_str(), path_.c_str()) != 0)
-    problem = "output: cannot rename " + tmp_ + " to " + path_ + " (" + std::strerror(errno) + ")";
+  if (rank_ == 0) {
+    if (std::rename(tmp_.c_str(), path_.c_str()) != 0) {
+      problem = "output: cannot rename " + tmp_ + " to " + path_ + " (" + std::strerror(errno) + ")";
+      std::remove(tmp_.c_str());
+    }
+    release_lock();
+  }
+  detail::g_output_tmp[0] = 0;
+  detail::g_output_lock[0] = 0;
   committed_ = true;
   collective_require(comm_, problem.empty(), problem);
 }
@@ -308,8 +400,17 @@ H5Input::H5Input(MPI_Comm comm, const std::string& path) : comm_(comm), path_(pa
   quiet_hdf5();
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
-  bool exists = fs::exists(path);
-  collective_require(comm, exists, path + ": no such file");
+  // stat, not open: a FIFO would block; a directory or device is no file
+  std::string problem;
+  if (rank == 0) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0)
+      problem = errno == ENOENT ? path + ": no such file" : path + ": cannot open (" + std::strerror(errno) + ")";
+    else if (!S_ISREG(st.st_mode))
+      problem = path + ": not a regular file (" + (S_ISDIR(st.st_mode) ? "a directory" : "a FIFO, device or socket") +
+                "); give an HDF5 file";
+  }
+  collective_require(comm, problem.empty(), problem);
   Id fapl = open_access(comm);
   file_ = H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl);
   collective_require(comm, file_ >= 0, path + ": not an HDF5 file (or unreadable)");
@@ -390,13 +491,29 @@ std::string H5Input::string_attribute(const std::string& name) {
 
 // ---------------------------------------------------------------- XDMF
 
-void write_xdmf(const std::string& xmf_path, const std::string& h5_file, const std::string& dataset,
-                const std::array<long, 3>& n, const std::array<double, 3>& origin,
-                const std::array<double, 3>& spacing, double time, int ndims, int precision) {
+std::string write_xdmf(const std::string& xmf_path, const std::string& h5_file, const std::string& dataset,
+                       const std::array<long, 3>& n, const std::array<double, 3>& origin,
+                       const std::array<double, 3>& spacing, double time, int ndims, int precision) {
+  try {
+    write_xdmf_file(xmf_path, h5_file, dataset, n, origin, spacing, time, ndims, precision);
+  } catch (const std::exception& e) {
+    std::remove((xmf_path + ".tmp").c_str());
+    return e.what();
+  }
+  return "";
+}
+
+void write_xdmf_file(const std::string& xmf_path, const std::string& h5_file, const std::string& dataset,
+                     const std::array<long, 3>& n, const std::array<double, 3>& origin,
+                     const std::array<double, 3>& spacing, double time, int ndims, int precision) {
   std::string tmp = xmf_path + ".tmp";
   {
+    std::error_code ec;
+    if (fs::is_directory(tmp, ec)) throw Error("output: " + tmp + " is a directory; remove it");
+  }
+  {
     std::ofstream x(tmp);
-    if (!x) throw Error("output: cannot write " + tmp);
+    if (!x) throw Error("output: cannot write " + tmp + " (" + std::strerror(errno) + ")");
     x.precision(17);
     // XDMF lists dimensions slowest first: z y x (or y x).
     auto zyx = [ndims](const auto& v) {
@@ -423,7 +540,7 @@ void write_xdmf(const std::string& xmf_path, const std::string& h5_file, const s
     if (!x) throw Error("output: writing " + tmp + " failed");
   }
   if (std::rename(tmp.c_str(), xmf_path.c_str()) != 0)
-    throw Error("output: cannot rename " + tmp + " to " + xmf_path);
+    throw Error("output: cannot rename " + tmp + " to " + xmf_path + " (" + std::strerror(errno) + ")");
 }
 
 std::string finish_output(H5Output& out, const Context& ctx, Timers& timers, const YAML::Node& results,

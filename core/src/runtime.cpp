@@ -1,5 +1,10 @@
 #include "locus/runtime.hpp"
 
+#include <unistd.h>
+
+#include <csignal>
+#include <sstream>
+
 #include <yaml-cpp/yaml.h>
 
 #include <Kokkos_Core.hpp>
@@ -9,6 +14,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "locus/io.hpp"
 #include "locus/version.hpp"
 
 namespace locus {
@@ -20,7 +26,7 @@ void add_common_keys(Schema& s, const std::string& app_name) {
       .boolean("output.overwrite", false, "replace an existing output file")
       .boolean("output.write_field", true, "write the final field(s) into the HDF5 file")
       .boolean("output.xdmf", true, "write an XDMF file next to grid fields (ParaView)")
-      .integer("runtime.node_size", 0, 0, Schema::kNoMax,
+      .integer("runtime.node_size", 0, 0, 1 << 20,
                "emulate nodes of N consecutive ranks (0: real nodes, or env LOCUS_NODE_SIZE)")
       .integer("runtime.progress.processes_per_node", 0, 0, 64,
                "progress processes per node: the last k ranks of every node serve the others' "
@@ -188,6 +194,71 @@ Config load_everywhere(MPI_Comm comm, const AppInfo& app, const CommandLine& cl)
   }
 }
 
+// SIGTERM / SIGINT (also forwarded by mpiexec): remove the unfinished
+// output, say so once (rank 0), exit 128 + signal. Everything here is
+// async-signal-safe.
+char g_signal_msg[2][256];
+int g_signal_rank = 0;
+
+extern "C" void on_terminate(int sig) {
+  detail::remove_unfinished_output();
+  if (g_signal_rank == 0) {
+    const char* m = g_signal_msg[sig == SIGINT ? 1 : 0];
+    ssize_t ignored = ::write(2, m, std::strlen(m));
+    (void)ignored;
+  }
+  ::_exit(128 + sig);
+}
+
+void install_signal_handlers(const std::string& app, int rank) {
+  g_signal_rank = rank;
+  std::snprintf(g_signal_msg[0], sizeof g_signal_msg[0],
+                "%s: terminated (SIGTERM); the unfinished output was removed\n", app.c_str());
+  std::snprintf(g_signal_msg[1], sizeof g_signal_msg[1],
+                "%s: interrupted (SIGINT); the unfinished output was removed\n", app.c_str());
+  struct sigaction sa {};
+  sa.sa_handler = on_terminate;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
+}
+
+// output.dir and output.name name a file this run can create: checked on
+// every rank alike (the config is the same everywhere), before any work.
+void check_output_keys(MPI_Comm comm, const Config& c) {
+  const std::string& name = c.string("output.name");
+  const std::string& dir = c.string("output.dir");
+  std::string problem;
+  if (name.empty())
+    problem = c.locate("output.name") + ": empty; give a file stem such as run1";
+  else if (name.find('\0') != std::string::npos)
+    problem = c.locate("output.name") + ": contains a NUL byte";
+  else if (name.find('/') != std::string::npos)
+    problem = c.locate("output.name") + ": a file stem, not a path (put directories in output.dir)";
+  else if (name == "." || name == "..")
+    problem = c.locate("output.name") + ": '" + name + "' is not a file name";
+  else if (name.size() + 8 > 255)  // NAME.h5.lock must fit NAME_MAX
+    problem = c.locate("output.name") + ": " + std::to_string(name.size()) +
+              " characters; file names have at most 255 (247 for the stem)";
+  else if (dir.empty())
+    problem = c.locate("output.dir") + ": empty; use . for the working directory";
+  else if (dir.find('\0') != std::string::npos)
+    problem = c.locate("output.dir") + ": contains a NUL byte";
+  else if (dir.size() + name.size() + 9 > 4095)
+    problem = c.locate("output.dir") + ": the output path would be longer than 4095 characters";
+  else {
+    std::string part;
+    std::stringstream ss(dir);
+    while (std::getline(ss, part, '/'))
+      if (part.size() > 255) {
+        problem = c.locate("output.dir") + ": a directory name of " + std::to_string(part.size()) +
+                  " characters; at most 255";
+        break;
+      }
+  }
+  collective_require(comm, problem.empty(), problem);
+}
+
 std::string stem_of(const std::string& path) {
   return std::filesystem::path(path).stem().string();
 }
@@ -241,6 +312,7 @@ int run(int argc, char** argv, const AppInfo& app, const std::function<int(Conte
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
+  install_signal_handlers(app.name, rank);
 
   CommandLine cl = parse_args(argc, argv);
   if (cl.help || cl.version || cl.print_schema || !cl.error.empty()) {
@@ -280,6 +352,7 @@ int run(int argc, char** argv, const AppInfo& app, const std::function<int(Conte
     }
     try {
       ctx.config_ = load_everywhere(ctx.comm_, app, cl);
+      check_output_keys(ctx.comm_, ctx.config_);
       ctx.run_name_ = ctx.config_.string("name").empty() ? stem_of(cl.deck) : ctx.config_.string("name");
       if (cl.print_config) {
         if (rank == 0) std::fputs(ctx.config_.yaml().c_str(), stdout);

@@ -2,8 +2,10 @@
 // Parallel HDF5 output (mpio driver) and input (checkpoints).
 //
 // An H5Output is written as NAME.h5.tmp and renamed to NAME.h5 by commit(),
-// so an aborted run never leaves a half-written file under the final name.
-// An existing NAME.h5 is an error unless overwrite is set.
+// so an aborted run never leaves a half-written file under the final name;
+// a failed or terminated run removes the .tmp. An existing NAME.h5 is an
+// error unless overwrite is set, and while a run writes NAME.h5 it holds a
+// lock on NAME.h5.lock, so a second run with the same output is refused.
 #include <hdf5.h>
 #include <mpi.h>
 
@@ -18,6 +20,12 @@
 namespace locus {
 
 class Context;
+
+namespace detail {
+// Removes the .tmp and .lock of the output this process is writing, if
+// any (async-signal-safe: the runtime's SIGTERM/SIGINT handler calls it).
+void remove_unfinished_output() noexcept;
+}  // namespace detail
 
 class H5Output {
  public:
@@ -64,9 +72,13 @@ class H5Output {
   hid_t object(const std::string& name) const;
   void write_block(const std::string& name, const void* data, hid_t type, const BlockShape& shape,
                    const CartDecomp& dc, int ndims);
+  void release_lock();
+  // Collective: a failed write is one CollectiveError with the path and errno.
+  void written(herr_t status, const std::string& name);
   MPI_Comm comm_;
   int rank_ = 0;
-  std::string path_, tmp_;
+  std::string path_, tmp_, lock_;
+  int lock_fd_ = -1;
   hid_t file_ = -1;
   hid_t xfer_ = -1;
   bool committed_ = false;
@@ -110,8 +122,12 @@ class H5Input {
 // (ny, nx) one with ndims 2 (dims[2], origin[2] and spacing[2] unused).
 // `precision` is the element size in bytes (4 or 8). Written by rank 0
 // (tmp + rename). xyz order for dims, origin, spacing.
-void write_xdmf(const std::string& xmf_path, const std::string& h5_file, const std::string& dataset,
-                const std::array<long, 3>& dims, const std::array<double, 3>& origin,
-                const std::array<double, 3>& spacing, double time, int ndims = 3, int precision = 8);
+std::string write_xdmf(const std::string& xmf_path, const std::string& h5_file, const std::string& dataset,
+                       const std::array<long, 3>& dims, const std::array<double, 3>& origin,
+                       const std::array<double, 3>& spacing, double time, int ndims = 3, int precision = 8);
+// The same, throwing Error on failure.
+void write_xdmf_file(const std::string& xmf_path, const std::string& h5_file, const std::string& dataset,
+                     const std::array<long, 3>& dims, const std::array<double, 3>& origin,
+                     const std::array<double, 3>& spacing, double time, int ndims = 3, int precision = 8);
 
 }  // namespace locus

