@@ -124,6 +124,60 @@ os.mkfifo(rf)
 expect("heat3d", "restart_fifo", h, ["checkpoint.restart=" + rf], "not a regular file")
 print("heat3d           max_steps 0, .xmf.tmp directory, checkpoint on output, FIFO restart: clean")
 
+# restart files are validated before use
+import h5py  # noqa: E402
+import numpy as np  # noqa: E402
+small = ["heat3d.grid.nx=8", "heat3d.grid.ny=8", "heat3d.grid.nz=8"]
+od = os.path.join(OUT, "ckpt_src")
+ck = os.path.join(OUT, "good.restart.h5")
+run_app("heat3d", h, NP, small + ["heat3d.time.max_steps=6", "heat3d.time.tolerance=0", "checkpoint.every=3",
+                                  "checkpoint.file=" + ck, "output.dir=" + od], extra=["--quiet"], expect_ok=False)
+check(os.path.exists(ck), "no checkpoint written")
+
+
+def damaged(label, edit, needle):
+    import shutil
+    bad = os.path.join(OUT, "restart_%s.h5" % label)
+    shutil.copy(ck, bad)
+    with h5py.File(bad, "r+") as f:
+        edit(f)
+    expect("heat3d", "restart_" + label, h, small + ["heat3d.time.max_steps=100", "checkpoint.restart=" + bad],
+           needle)
+
+
+def set_attr(name, value):
+    def edit(f):
+        del f.attrs[name]
+        f.attrs[name] = value
+    return edit
+
+
+def nan_field(f):
+    t = np.array(f["temperature"])
+    t[1, 2, 3] = np.nan
+    f["temperature"][...] = t
+
+
+def float32_field(f):
+    t = np.array(f["temperature"]).astype(np.float32)
+    del f["temperature"]
+    f["temperature"] = t
+
+
+def long_residual(f):
+    del f["residual"]
+    f["residual"] = np.ones(50)
+
+
+damaged("nan", nan_field, "temperature holds NaN or infinite values")
+damaged("step_negative", set_attr("step", np.int64(-5)), "step -5 is outside [0, 100]")
+damaged("step_huge", set_attr("step", np.int64(10 ** 18)), "is outside [0, 100]")
+damaged("step_text", set_attr("step", "six"), "attribute step is not a single integer")
+damaged("dt_text", set_attr("dt", "x"), "attribute dt is not a single floating-point number")
+damaged("float32", float32_field, "temperature is float32, expected float64")
+damaged("residual", long_residual, "residual has 50 elements, more than the 6 it may have")
+print("heat3d           damaged restart files (NaN, step range, types, lengths): clean errors")
+
 # a second run on the same output is refused while the first runs; SIGTERM
 # to a rank and SIGINT to the launcher remove the unfinished output
 long_run = ["heat3d.grid.nx=96", "heat3d.grid.ny=96", "heat3d.grid.nz=96", "heat3d.time.tolerance=0",

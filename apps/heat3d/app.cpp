@@ -120,11 +120,23 @@ History read_checkpoint(const Context& ctx, Solver& solver, const std::string& p
                             path + ": written in validation mode '" + mode + "', this run uses '" +
                                 ctx.config().string("heat3d.validation.mode") + "'");
   History h;
+  const long max_steps = ctx.config().integer("heat3d.time.max_steps");
   h.step = in.integer_attribute("step");
-  h.residuals = in.read_vector("residual");
+  locus::collective_require(ctx.comm(), h.step >= 0 && h.step <= max_steps,
+                            path + ": step " + std::to_string(h.step) + " is outside [0, " +
+                                std::to_string(max_steps) + "] (heat3d.time.max_steps of this run)");
+  h.residuals = in.read_vector("residual", static_cast<std::size_t>(h.step));
+  bool good = h.residuals.size() == static_cast<std::size_t>(h.step);
+  for (double r : h.residuals) good = good && std::isfinite(r) && r >= 0;
+  locus::collective_require(ctx.comm(), good,
+                            path + ": residual must hold " + std::to_string(h.step) +
+                                " finite, non-negative values (one per step); it has " +
+                                std::to_string(h.residuals.size()) + (good ? "" : " or bad values"));
   locus::GridField tmp(ctx.runtime().world(), solver.decomp());
   in.read_field("temperature", tmp.view(), solver.decomp());
   solver.load_interior(tmp.view());
+  // every value finite (a NaN would make every later figure meaningless)
+  locus::collective_require(ctx.comm(), solver.all_finite(), path + ": temperature holds NaN or infinite values");
   return h;
 }
 
@@ -290,7 +302,14 @@ int run(Context& ctx) {
       if (!outcome.converged) validation["reason"] = "did not reach time.tolerance within max_steps";
     }
   }
-  validation["verdict"] = s.mode == "none" ? "not checked" : (pass ? "pass" : "FAIL");
+  bool finite = true;
+  if (solver) {
+    finite = solver->all_finite();
+    validation["field_finite"] = finite;
+    if (!finite) validation["reason"] = "the temperature field holds NaN or infinite values";
+  }
+  validation["verdict"] = !finite ? "FAIL" : s.mode == "none" ? "not checked" : (pass ? "pass" : "FAIL");
+  pass = pass && finite;
 
   {
     auto t = timers.scope("io");

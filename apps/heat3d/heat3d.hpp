@@ -57,6 +57,8 @@ class Solver {
 
   // Collective reductions over the interior.
   double global_min() const;
+  // Collective: every interior value is finite (no NaN, no inf).
+  bool all_finite() const;
   double global_max() const;
   // Temperature at global point (nx/2, ny/2, nz/2).
   double centre_value() const;

@@ -142,6 +142,13 @@ double Solver::global_min() const {
   return v;
 }
 
+bool Solver::all_finite() const {
+  double bad = reduce_interior(u_.view(), decomp_, 0.0,
+                               [](double m, double x, long, long, long) { return std::isfinite(x) ? m : m + 1; });
+  MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_DOUBLE, MPI_SUM, comm_);
+  return bad == 0;
+}
+
 double Solver::global_max() const {
   double v = reduce_interior(u_.view(), decomp_, -std::numeric_limits<double>::infinity(),
                              [](double m, double x, long, long, long) { return std::max(m, x); });

@@ -424,9 +424,27 @@ bool H5Input::has(const std::string& name) const {
   return H5Lexists(file_, name.c_str(), H5P_DEFAULT) > 0;
 }
 
+namespace {
+// "float64" when the dataset's type is a 64-bit IEEE float, else its kind.
+std::string float64_or_kind(hid_t dset) {
+  Id t(H5Dget_type(dset), H5Tclose, "H5Dget_type");
+  const H5T_class_t cls = H5Tget_class(t);
+  const std::size_t size = H5Tget_size(t);
+  if (cls == H5T_FLOAT && size == 8) return "float64";
+  if (cls == H5T_FLOAT) return "float" + std::to_string(8 * size);
+  if (cls == H5T_INTEGER) return "int" + std::to_string(8 * size);
+  if (cls == H5T_STRING) return "string";
+  return "a non-numeric type";
+}
+}  // namespace
+
 void H5Input::read_field(const std::string& name, Field3D& f, const CartDecomp& dc) {
   collective_require(comm_, has(name), path_ + ": has no dataset " + name);
   Id dset(H5Dopen2(file_, name.c_str(), H5P_DEFAULT), H5Dclose, "opening " + name);
+  {
+    const std::string kind = float64_or_kind(dset);
+    collective_require(comm_, kind == "float64", path_ + ": " + name + " is " + kind + ", expected float64");
+  }
   Id filespace(H5Dget_space(dset), H5Sclose, "H5Dget_space");
   hsize_t dims[3] = {0, 0, 0};
   int rank = H5Sget_simple_extent_ndims(filespace);
@@ -441,17 +459,27 @@ void H5Input::read_field(const std::string& name, Field3D& f, const CartDecomp& 
   Id memspace = memory_space(shape);
   select_block(dc, shape, 3, filespace, memspace);
   Id dxpl = collective_transfer();
-  check(H5Dread(dset, H5T_NATIVE_DOUBLE, memspace, filespace, dxpl, f.data()), "reading " + name);
+  const herr_t st = H5Dread(dset, H5T_NATIVE_DOUBLE, memspace, filespace, dxpl, f.data());
+  collective_require(comm_, st >= 0, path_ + ": reading " + name + " failed (damaged file?)");
 }
 
-std::vector<double> H5Input::read_vector(const std::string& name) {
+std::vector<double> H5Input::read_vector(const std::string& name, std::size_t max_elements) {
   collective_require(comm_, has(name), path_ + ": has no dataset " + name);
   Id dset(H5Dopen2(file_, name.c_str(), H5P_DEFAULT), H5Dclose, "opening " + name);
+  {
+    const std::string kind = float64_or_kind(dset);
+    collective_require(comm_, kind == "float64", path_ + ": " + name + " is " + kind + ", expected float64");
+  }
   Id space(H5Dget_space(dset), H5Sclose, "H5Dget_space");
   hssize_t n = H5Sget_simple_extent_npoints(space);
+  collective_require(comm_, n >= 0 && static_cast<std::size_t>(n) <= max_elements,
+                     path_ + ": " + name + " has " + std::to_string(n) + " elements, more than the " +
+                         std::to_string(max_elements) + " it may have");
   std::vector<double> v(static_cast<std::size_t>(n));
+  if (n == 0) return v;
   Id dxpl = collective_transfer();
-  check(H5Dread(dset, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, dxpl, v.data()), "reading " + name);
+  const herr_t st = H5Dread(dset, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, dxpl, v.data());
+  collective_require(comm_, st >= 0, path_ + ": reading " + name + " failed (damaged file?)");
   return v;
 }
 
@@ -461,8 +489,17 @@ T read_scalar_attr(MPI_Comm comm, hid_t file, const std::string& path, const std
   bool ok = H5Aexists(file, name.c_str()) > 0;
   collective_require(comm, ok, path + ": has no attribute " + name);
   Id attr(H5Aopen(file, name.c_str(), H5P_DEFAULT), H5Aclose, "opening attribute " + name);
+  // the stored type must be the same kind (a number) and a scalar
+  Id stored(H5Aget_type(attr), H5Tclose, "H5Aget_type");
+  Id space(H5Aget_space(attr), H5Sclose, "H5Aget_space");
+  const H5T_class_t want = H5Tget_class(type), have = H5Tget_class(stored);
+  const bool scalar = H5Sget_simple_extent_npoints(space) == 1;
+  collective_require(comm, want == have && scalar,
+                     path + ": attribute " + name + " is not a single " +
+                         (want == H5T_FLOAT ? "floating-point number" : "integer"));
   T v{};
-  check(H5Aread(attr, type, &v), "reading attribute " + name);
+  const herr_t st = H5Aread(attr, type, &v);
+  collective_require(comm, st >= 0, path + ": reading attribute " + name + " failed (damaged file?)");
   return v;
 }
 }  // namespace
@@ -479,6 +516,11 @@ std::string H5Input::string_attribute(const std::string& name) {
   bool ok = H5Aexists(file_, name.c_str()) > 0;
   collective_require(comm_, ok, path_ + ": has no attribute " + name);
   Id attr(H5Aopen(file_, name.c_str(), H5P_DEFAULT), H5Aclose, "opening attribute " + name);
+  {
+    Id stored(H5Aget_type(attr), H5Tclose, "H5Aget_type");
+    collective_require(comm_, H5Tget_class(stored) == H5T_STRING && H5Tis_variable_str(stored) > 0,
+                       path_ + ": attribute " + name + " is not a text attribute");
+  }
   Id type(H5Tcopy(H5T_C_S1), H5Tclose, "H5Tcopy");
   check(H5Tset_size(type, H5T_VARIABLE), "H5Tset_size");
   check(H5Tset_cset(type, H5T_CSET_UTF8), "H5Tset_cset");

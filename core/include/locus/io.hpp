@@ -107,7 +107,9 @@ class H5Input {
   // Collective. Throws CollectiveError when the dataset's shape differs from
   // the decomposition's global grid.
   void read_field(const std::string& name, Field3D& f, const CartDecomp& dc);
-  std::vector<double> read_vector(const std::string& name);
+  // Collective. A dataset that is not float64, or longer than
+  // max_elements, is a CollectiveError (before anything is allocated).
+  std::vector<double> read_vector(const std::string& name, std::size_t max_elements = std::size_t(1) << 26);
   double real_attribute(const std::string& name);
   long integer_attribute(const std::string& name);
   std::string string_attribute(const std::string& name);
