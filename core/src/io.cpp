@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/file.h>
 #include <unistd.h>
 
@@ -24,6 +25,11 @@ namespace detail {
 // removed when a run is terminated. Plain arrays: read in a signal handler.
 char g_output_tmp[4096] = {0};
 char g_output_lock[4096] = {0};
+
+bool g_output_abandoned = false;
+bool output_abandoned() {
+  return g_output_abandoned;
+}
 
 void remove_unfinished_output() noexcept {
   if (g_output_tmp[0]) ::unlink(g_output_tmp);
@@ -64,6 +70,14 @@ void check(herr_t status, const std::string& what) {
 }
 
 void quiet_hdf5() {
+  // No HDF5 clean-up at exit: every output is closed (or, after a failed
+  // write, deliberately abandoned) by locus; HDF5's own exit handler would
+  // try to close an abandoned file again, and hang or crash.
+  static const bool once = [] {
+    H5dont_atexit();
+    return true;
+  }();
+  (void)once;
   // Errors become locus::Error messages; HDF5's own stack dump only adds noise.
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
 }
@@ -190,10 +204,11 @@ H5Output::~H5Output() {
   // Closing is collective: only safe when every rank is here. A local error
   // is followed by MPI_Abort; then rank 0 still removes NAME.h5.tmp (never
   // NAME.h5 exists) before the job ends.
-  if (collective_cleanup_allowed()) {
+  if (collective_cleanup_allowed() && !broken_) {
     if (xfer_ >= 0) H5Pclose(xfer_);
     if (file_ >= 0) H5Fclose(file_);
   }
+  if (broken_) detail::g_output_abandoned = true;
   if (rank_ == 0) {
     std::remove(tmp_.c_str());
     release_lock();
@@ -202,9 +217,35 @@ H5Output::~H5Output() {
   detail::g_output_lock[0] = 0;
 }
 
+void H5Output::ensure_space(double bytes, const std::string& name) {
+  // HDF5 1.10 does not survive a write that fails on some ranks only (the
+  // others stay inside MPI-IO collectives): check the space first.
+  double avail = -1;
+  if (rank_ == 0) {
+    struct statvfs fs {};
+    const std::string dir = fs::path(tmp_).parent_path().string();
+    if (::statvfs(dir.empty() ? "." : dir.c_str(), &fs) == 0)
+      avail = static_cast<double>(fs.f_bavail) * static_cast<double>(fs.f_frsize);
+  }
+  MPI_Bcast(&avail, 1, MPI_DOUBLE, 0, comm_);
+  const double need = bytes + 256.0 * 1024;  // the data and room for metadata
+  char text[160];
+  std::snprintf(text, sizeof text, "needs %.1f MiB more, the file system has %.1f MiB free", need / 1048576.0,
+                avail / 1048576.0);
+  collective_require(comm_, avail < 0 || avail >= need,
+                     "output: writing " + name + " to " + tmp_ + ": " + text + "; nothing was written under " +
+                         path_);
+}
+
 void H5Output::written(herr_t status, const std::string& name) {
   const int err = errno;
   std::string why = status < 0 ? std::string(std::strerror(err)) : std::string();
+  int bad = status < 0 ? 1 : 0, any = 0;
+  MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, comm_);
+  // After a failed write HDF5's close runs different collectives on
+  // different ranks (one flushes metadata, another truncates) and hangs:
+  // such a file is abandoned, not closed.
+  if (any) broken_ = true;
   collective_require(comm_, status >= 0,
                      "output: writing " + name + " to " + tmp_ + " failed (" + why +
                          "; is the file system full or read-only?); nothing was written under " + path_);
@@ -265,6 +306,7 @@ void H5Output::write_block(const std::string& name, const void* data, hid_t type
           "creating dataset " + name);
   Id memspace = memory_space(shape);
   select_block(dc, shape, ndims, filespace, memspace);
+  ensure_space(double(dims[0]) * double(dims[1]) * double(dims[2]) * double(H5Tget_size(type)), name);
   written(H5Dwrite(dset, type, memspace, filespace, xfer_, data), name);
 }
 
@@ -295,6 +337,7 @@ void H5Output::write_root_vector(const std::string& name, const std::vector<doub
     H5Sselect_none(filespace);
     H5Sselect_none(memspace);
   }
+  if (n > 0) ensure_space(8.0 * double(n), name);
   if (n > 0) written(H5Dwrite(dset, H5T_NATIVE_DOUBLE, memspace, filespace, xfer_, v.data()), name);
 }
 
@@ -313,6 +356,7 @@ void H5Output::write_root_array(const std::string& name, const std::vector<doubl
     H5Sselect_none(filespace);
     H5Sselect_none(memspace);
   }
+  if (n > 0) ensure_space(8.0 * double(n), name);
   if (n > 0) written(H5Dwrite(dset, H5T_NATIVE_DOUBLE, memspace, filespace, xfer_, v.data()), name);
 }
 
@@ -331,6 +375,7 @@ void H5Output::write_distributed(const std::string& name, const double* data, st
   } else {
     check(H5Sselect_hyperslab(filespace, H5S_SELECT_SET, &start, nullptr, &n, nullptr), "hyperslab");
   }
+  if (global > 0) ensure_space(8.0 * double(global), name);
   if (global > 0) written(H5Dwrite(dset, H5T_NATIVE_DOUBLE, memspace, filespace, xfer_, data), name);
 }
 
@@ -345,6 +390,7 @@ void H5Output::write_rank_rows(const std::string& name, const std::vector<double
   hsize_t start[2] = {hsize_t(rank_), 0}, count[2] = {1, row.size()};
   check(H5Sselect_hyperslab(filespace, H5S_SELECT_SET, start, nullptr, count, nullptr), "hyperslab");
   Id memspace(H5Screate_simple(2, count, nullptr), H5Sclose, "H5Screate_simple");
+  if (!row.empty()) ensure_space(8.0 * double(size) * double(row.size()), name);
   if (!row.empty()) written(H5Dwrite(dset, H5T_NATIVE_DOUBLE, memspace, filespace, xfer_, row.data()), name);
 }
 
@@ -354,6 +400,7 @@ void H5Output::commit() {
   herr_t st = H5Fclose(file_);
   file_ = -1;
   const int err = errno;
+  if (st < 0) broken_ = true;
   if (st < 0 && rank_ == 0) std::remove(tmp_.c_str());  // the destructor removes it too; be explicit
   collective_require(comm_, st >= 0,
                      "output: writing " + tmp_ + " failed at close (" + std::strerror(err) +

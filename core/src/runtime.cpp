@@ -396,6 +396,14 @@ int run(int argc, char** argv, const AppInfo& app, const std::function<int(Conte
     MPI_Comm_free(&ctx.comm_);
   }
   Kokkos::finalize();
+  if (detail::output_abandoned()) {
+    // An output whose write failed could not be closed (HDF5 would hang in
+    // mismatched collectives); HDF5's MPI_Finalize hook would try again and
+    // hang. Every rank knows (the failure was collective): end here.
+    std::fflush(stdout);
+    std::fflush(stderr);
+    ::_exit(status == 0 ? 1 : status);
+  }
   MPI_Finalize();
   return status;
 }

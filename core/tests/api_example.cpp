@@ -48,6 +48,7 @@ int app(locus::Context& ctx) {
   locus::barrier(world);
   std::int64_t ticket = locus::fetch_and_op(counter.gptr(0), std::int64_t(1), locus::Op::sum);
   if (ticket < 0 || ticket >= world.size()) throw locus::Error("tickets are 0 .. units-1");
+  locus::barrier(world);  // every unit has its ticket before the counter moves on
   std::int64_t one = 1;
   locus::Handle acc = locus::accumulate_async(counter.gptr(0), &one, 1, locus::Op::sum);
   locus::wait(acc);

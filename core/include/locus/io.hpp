@@ -25,6 +25,9 @@ namespace detail {
 // Removes the .tmp and .lock of the output this process is writing, if
 // any (async-signal-safe: the runtime's SIGTERM/SIGINT handler calls it).
 void remove_unfinished_output() noexcept;
+// True after an output whose write failed was abandoned (not closed): the
+// process must not call MPI_Finalize (HDF5's hook would hang).
+bool output_abandoned();
 }  // namespace detail
 
 class H5Output {
@@ -75,6 +78,9 @@ class H5Output {
   void release_lock();
   // Collective: a failed write is one CollectiveError with the path and errno.
   void written(herr_t status, const std::string& name);
+  // Collective: the file system has room for `bytes` more (else one
+  // CollectiveError saying how much it needs and has).
+  void ensure_space(double bytes, const std::string& name);
   MPI_Comm comm_;
   int rank_ = 0;
   std::string path_, tmp_, lock_;
@@ -82,6 +88,7 @@ class H5Output {
   hid_t file_ = -1;
   hid_t xfer_ = -1;
   bool committed_ = false;
+  bool broken_ = false;  // a write failed: the file is abandoned, not closed
 };
 
 // Run provenance as root attributes: effective config, locus version, git
