@@ -24,6 +24,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from locus_testlib import MPIEXEC, SOURCE, app_path, check, run_app, scratch  # noqa: E402
 
 NP = int(sys.argv[1])
+# a run killed half way may have left its tmpfs mounts behind
+for _stale in ("full_fs", "ro_fs"):
+    subprocess.run(["umount", os.path.abspath(os.path.join("scratch", "hardening_np%d" % NP, _stale))],
+                   capture_output=True)
 OUT = scratch("hardening_np%d" % NP)
 APPS = {
     "heat3d": os.path.join(SOURCE, "inputs", "heat3d", "default.yaml"),

@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "locus/error.hpp"
+#include "locus/hash.hpp"
 #include "spmv.hpp"
 
 namespace spmv {
@@ -545,16 +546,12 @@ RowBlock read_matrix_market(MPI_Comm comm, const std::string& path, const ReadOp
 namespace {
 
 std::uint64_t mix(std::uint64_t z) {
-  z += 0x9e3779b97f4a7c15ULL;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
+  return locus::mix64(z);
 }
 
-void stencil_row(const GeneratorSpec& g, gidx row, int radius3d, std::vector<gidx>& cols, std::vector<double>& vals) {
+void stencil_row(const GeneratorSpec& g, gidx row, std::vector<gidx>& cols, std::vector<double>& vals) {
   const gidx nx = g.nx, ny = g.ny, nz = g.kind == "laplace2d" ? 1 : g.nz;
   const gidx x = row % nx, y = (row / nx) % ny, z = row / (nx * ny);
-  (void)radius3d;
   const bool full = g.kind == "hpcg27";
   const double diag = g.kind == "laplace2d" ? 4.0 : (full ? 26.0 : 6.0);
   for (int dz = -1; dz <= 1; ++dz)
@@ -653,7 +650,7 @@ RowBlock generate(MPI_Comm comm, const GeneratorSpec& g, MatrixInfo& info) {
     if (g.kind == "banded")
       banded_row(g, b.first + r, b.col, b.val);
     else
-      stencil_row(g, b.first + r, 1, b.col, b.val);
+      stencil_row(g, b.first + r, b.col, b.val);
     b.ptr[static_cast<std::size_t>(r) + 1] = b.nnz();
   }
   info.source = desc;

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "locus/error.hpp"
+#include "locus/hash.hpp"
 #include "locus/rma.hpp"
 #include "locus/wait.hpp"
 
@@ -66,10 +67,7 @@ std::string parse_contraction(const std::string& text, Contraction& out) {
 namespace {
 
 std::uint64_t mix(std::uint64_t z) {
-  z += 0x9e3779b97f4a7c15ULL;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
+  return locus::mix64(z);
 }
 
 gidx product(const std::vector<gidx>& v) {
