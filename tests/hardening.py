@@ -126,7 +126,11 @@ check(leftovers(od) == [], "checkpoint: leftovers %s" % leftovers(od))
 rf = os.path.join(OUT, "restart_fifo.h5")
 os.mkfifo(rf)
 expect("heat3d", "restart_fifo", h, ["checkpoint.restart=" + rf], "not a regular file")
-print("heat3d           max_steps 0, .xmf.tmp directory, checkpoint on output, FIFO restart: clean")
+pdeck = os.path.join(OUT, "procs.yaml")
+with open(pdeck, "w") as f:
+    f.write("heat3d:\n  procs: [%d, 1, 1]\n" % (NP + 1))
+expect("heat3d", "procs_line", pdeck, [], "procs.yaml:2:10: heat3d.procs: process grid [%d, 1, 1] needs" % (NP + 1))
+print("heat3d           max_steps 0, .xmf.tmp directory, checkpoint on output, FIFO restart, procs: clean")
 
 # restart files are validated before use
 import h5py  # noqa: E402

@@ -220,6 +220,21 @@ int run(Context& ctx) {
   const Config& cfg = ctx.config();
   Settings s = read_settings(cfg);
   {
+    // the process grid against the ranks and the grid, with the deck line
+    const locus::Dims pg = s.procs[0] == 0 ? locus::auto_process_grid(ctx.size(), 3) : s.procs;
+    const long product = long(pg[0]) * pg[1] * pg[2];
+    const std::string grid = "[" + std::to_string(pg[0]) + ", " + std::to_string(pg[1]) + ", " +
+                             std::to_string(pg[2]) + "]";
+    locus::collective_require(ctx.comm(), product == ctx.size(),
+                              cfg.locate("heat3d.procs") + ": process grid " + grid + " needs " +
+                                  std::to_string(product) + " ranks, but the run has " + std::to_string(ctx.size()));
+    for (int d = 0; d < 3; ++d)
+      locus::collective_require(ctx.comm(), s.problem.n[d] >= pg[d],
+                                cfg.locate("heat3d.procs") + ": " + std::to_string(pg[d]) + " blocks in " + "xyz"[d] +
+                                    " but heat3d.grid.n" + "xyz"[d] + " is " + std::to_string(s.problem.n[d]) +
+                                    "; use a smaller process grid or a larger grid");
+  }
+  {
     // the checkpoint must not land on the output (or its .tmp) or on the
     // file it restarts from
     namespace fs = std::filesystem;
