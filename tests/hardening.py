@@ -68,6 +68,10 @@ with open(big, "wb") as f:
 two = os.path.join(OUT, "two.yaml")
 cr = os.path.join(OUT, "cr.yaml")
 nul = os.path.join(OUT, "nul.yaml")
+tab = os.path.join(OUT, "tab.yaml")
+deep = os.path.join(OUT, "deep.yaml")
+with open(deep, "w") as f:
+    f.write("# it's a deck\nname: " + "[" * 1000 + "]" * 1000 + "\n")
 many = os.path.join(OUT, "many.yaml")
 with open(many, "w") as f:
     f.write("".join("unknown_key_%d: 1\n" % i for i in range(3000)))
@@ -79,10 +83,13 @@ for app, deck in APPS.items():
         f.write("# a deck\r%s:\r  x: 1\r" % app)
     with open(nul, "wb") as f:
         f.write(b"name: a\x00b\n")
+    with open(tab, "w") as f:
+        f.write("%s:\n\tx: 1\n" % app)
     for label, d, needle in (("fifo", fifo, "not a regular file"), ("directory", OUT, "is a directory, not a deck"),
                              ("device", "/dev/zero", "not a regular file"), ("big", big, "a deck may have at most"),
                              ("two_docs", two, "a second YAML document"), ("cr", cr, "old Mac line ends"),
-                             ("nul", nul, "a NUL byte")):
+                             ("nul", nul, "a NUL byte"), ("tab", tab, "tab.yaml:2:1: a tab in the indentation"),
+                             ("deep", deep, "deep.yaml:2: brackets nested 1000 deep")):
         expect(app, label, d, [], needle)
     for label, sets, needle in (
             ("set_docs", ["name=a\n---\nb"], "a value is one line of text"),

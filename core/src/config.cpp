@@ -574,6 +574,59 @@ Config parse_config(const Schema& schema, const std::string& text, const std::st
     const long line = 1 + static_cast<long>(std::count(text.begin(), text.begin() + static_cast<long>(i), '\n'));
     throw ConfigError(source + ":" + std::to_string(line) + ": a NUL byte; a deck is a text file");
   }
+  // Tabs in the indentation (YAML allows only spaces; yaml-cpp would say
+  // "illegal map value" somewhere else on the line).
+  {
+    long line = 1;
+    std::size_t start = 0;
+    for (std::size_t i = 0; i <= text.size(); ++i) {
+      if (i == text.size() || text[i] == '\n') {
+        for (std::size_t j = start; j < i && (text[j] == ' ' || text[j] == '\t'); ++j)
+          if (text[j] == '\t')
+            throw ConfigError(source + ":" + std::to_string(line) + ":" + std::to_string(j - start + 1) +
+                              ": a tab in the indentation; YAML indents with spaces only");
+        start = i + 1;
+        ++line;
+      }
+    }
+  }
+  // Nesting deeper than any deck needs (yaml-cpp gives up with "bad file").
+  {
+    long depth = 0, worst = 0, line = 1, worst_line = 1;
+    bool quoted = false, comment = false;
+    char quote = 0, prev = '\n';
+    for (char ch : text) {
+      const char before = prev;
+      prev = ch;
+      if (ch == '\n') {
+        ++line;
+        comment = false;
+        quoted = false;  // (multi-line scalars do not matter here)
+        continue;
+      }
+      if (comment) continue;
+      if (quoted) {
+        if (ch == quote) quoted = false;
+        continue;
+      }
+      if (ch == '#' && (before == ' ' || before == '\t' || before == '\n')) {
+        comment = true;
+      } else if (ch == '"' || ch == '\'') {
+        quoted = true;
+        quote = ch;
+      } else if (ch == '[' || ch == '{') {
+        if (++depth > worst) {
+          worst = depth;
+          worst_line = line;
+        }
+      } else if (ch == ']' || ch == '}') {
+        --depth;
+      }
+    }
+    if (worst > 64)
+      throw ConfigError(source + ":" + std::to_string(worst_line) + ": brackets nested " + std::to_string(worst) +
+                        " deep; a deck needs a few levels (at most 64 accepted)");
+  }
   YAML::Node root;
   try {
     std::vector<YAML::Node> docs = YAML::LoadAll(text);
@@ -582,7 +635,9 @@ Config parse_config(const Schema& schema, const std::string& text, const std::st
                         "a second YAML document ('---'); a deck is one document");
     if (!docs.empty()) root = docs[0];
   } catch (const YAML::Exception& e) {
-    throw ConfigError(where(source, e.mark) + "YAML syntax error: " + e.msg);
+    std::string msg = e.msg;
+    if (msg == "bad file") msg = "the structure is too deeply nested or malformed for the YAML parser";
+    throw ConfigError(where(source, e.mark) + "YAML syntax error: " + msg);
   }
   if (root.IsMap())
     Checker(schema, source, cfg.values_, cfg.origins_, errors).mapping(root, "");
