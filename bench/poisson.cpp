@@ -14,6 +14,7 @@
 #include <map>
 #include <thread>
 
+#include "common.hpp"
 #include "locus/profile.hpp"
 #include "locus/runtime.hpp"
 #include "locus/wait.hpp"
@@ -52,11 +53,7 @@ locus::AppInfo app_info() {
   return app;
 }
 
-double max_over_ranks(MPI_Comm comm, double v) {
-  double out = 0;
-  locus::allreduce_yielding(&v, &out, 1, MPI_DOUBLE, MPI_MAX, comm);
-  return out;
-}
+using bench::max_over_ranks;
 
 double min_over_ranks(MPI_Comm comm, double v) {
   double out = 0;

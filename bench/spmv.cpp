@@ -24,6 +24,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common.hpp"
 #include "locus/profile.hpp"
 #include "locus/rma.hpp"
 #include "locus/runtime.hpp"
@@ -65,20 +66,8 @@ locus::AppInfo app_info() {
   return app;
 }
 
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ','))
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
-
-double max_over(MPI_Comm comm, double v) {
-  double m = 0;
-  MPI_Allreduce(&v, &m, 1, MPI_DOUBLE, MPI_MAX, comm);
-  return m;
-}
+using bench::max_over_ranks;
+using bench::split_list;
 
 // Memory bandwidth on every rank at once, best of 5, GB/s per rank: the
 // STREAM triad a = b + s c (reported as STREAM counts it, 24 B per element,
@@ -98,7 +87,7 @@ Bandwidth measure_bandwidth(MPI_Comm comm, std::size_t mib) {
     MPI_Barrier(comm);
     double t0 = MPI_Wtime();
     for (std::size_t i = 0; i < n; ++i) a[i] = b[i] + 3.0 * c[i];
-    best_triad = std::min(best_triad, max_over(comm, MPI_Wtime() - t0));
+    best_triad = std::min(best_triad, max_over_ranks(comm, MPI_Wtime() - t0));
     MPI_Barrier(comm);
     t0 = MPI_Wtime();
     double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
@@ -109,7 +98,7 @@ Bandwidth measure_bandwidth(MPI_Comm comm, std::size_t mib) {
       s3 += b[i + 3] * c[i + 3];
     }
     sum += s0 + s1 + s2 + s3;
-    best_read = std::min(best_read, max_over(comm, MPI_Wtime() - t0));
+    best_read = std::min(best_read, max_over_ranks(comm, MPI_Wtime() - t0));
   }
   volatile double sink = a[n / 2] + sum;
   (void)sink;
@@ -173,7 +162,7 @@ double ghost_run(Ghost& g, long iters, bool exchange, bool work, bool thread) {
         locus::wait_all_yielding(reqs);
     }
   }
-  return max_over(g.comm, MPI_Wtime() - t0) / double(iters);
+  return max_over_ranks(g.comm, MPI_Wtime() - t0) / double(iters);
 }
 
 // One-sided variant: puts of the halo into the neighbours' segments
@@ -207,7 +196,7 @@ double ghost_run_onesided(Ghost& g, OneSided& os, locus::Team& team, long iters,
       locus::wait_notify(os.flags.data() + 1, os.step);
     }
   }
-  return max_over(g.comm, MPI_Wtime() - t0) / double(iters);
+  return max_over_ranks(g.comm, MPI_Wtime() - t0) / double(iters);
 }
 
 double median(std::vector<double> v) {
@@ -244,18 +233,12 @@ int run(Context& ctx) {
 
   const std::size_t bw_mib = static_cast<std::size_t>(c.integer("bench.stream_mib"));
   const Bandwidth bw = measure_bandwidth(comm, bw_mib);
-  int processes = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &processes);
-  const unsigned cores = std::thread::hardware_concurrency();
-  const bool over = cores > 0 && static_cast<unsigned>(processes) > cores;
   const double stream = bw.best();
   if (root)
     std::printf("# spmv benchmark, %d ranks, %s%s\n# memory bandwidth per rank, all ranks at once: STREAM triad %.2f "
                 "GB/s (24 B/element; %.2f with write-allocate), read-only %.2f GB/s; roofline: %.2f GB/s\n",
                 ctx.size(), label.c_str(),
-                over ? (" (OVER-SUBSCRIBED: " + std::to_string(processes) + " processes on " + std::to_string(cores) +
-                        " cores)").c_str()
-                     : "",
+                bench::oversubscription_note().c_str(),
                 bw.triad_stream,
                 bw.triad_real, bw.read, stream);
   row("stream", "triad", "-", "gb_per_s_per_rank", bw.triad_stream);
@@ -316,20 +299,20 @@ int run(Context& ctx) {
             op.x();
             op.apply(ys[k].data());
           }
-          const double t = max_over(comm, MPI_Wtime() - t0) / double(products);
+          const double t = max_over_ranks(comm, MPI_Wtime() - t0) / double(products);
           const spmv::ModeTimes& mt = op.times();
           fig[k].per_product.push_back(t);
-          fig[k].local.push_back(max_over(comm, mt.local) / double(products));
-          fig[k].remote.push_back(max_over(comm, mt.remote) / double(products));
-          fig[k].post.push_back(max_over(comm, mt.post) / double(products));
-          fig[k].wait.push_back(max_over(comm, mt.wait) / double(products));
+          fig[k].local.push_back(max_over_ranks(comm, mt.local) / double(products));
+          fig[k].remote.push_back(max_over_ranks(comm, mt.remote) / double(products));
+          fig[k].post.push_back(max_over_ranks(comm, mt.post) / double(products));
+          fig[k].wait.push_back(max_over_ranks(comm, mt.wait) / double(products));
         }
         // the local part alone (same data, no communication), and the
         // memory bandwidth right next to it (the host's drifts)
         locus::barrier(world);
         const double t0 = MPI_Wtime();
         for (long p = 0; p < products; ++p) ops[0]->apply_local(ys[0].data());
-        const double tl = max_over(comm, MPI_Wtime() - t0) / double(products);
+        const double tl = max_over_ranks(comm, MPI_Wtime() - t0) / double(products);
         local_only.push_back(tl);
         const double round_bw = measure_bandwidth(comm, bw_mib).best();
         local_fraction.push_back(lbytes / tl / 1e9 / (round_bw * ctx.size()));

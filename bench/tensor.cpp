@@ -20,6 +20,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common.hpp"
 #include "locus/profile.hpp"
 #include "locus/rma.hpp"
 #include "locus/runtime.hpp"
@@ -55,20 +56,8 @@ locus::AppInfo bench_app_info() {
   return app;
 }
 
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ','))
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
-
-double max_over(MPI_Comm comm, double v) {
-  double m = 0;
-  MPI_Allreduce(&v, &m, 1, MPI_DOUBLE, MPI_MAX, comm);
-  return m;
-}
+using bench::max_over_ranks;
+using bench::split_list;
 
 Problem ccsd(long extent, long tile, int irreps) {
   Problem p;
@@ -97,10 +86,6 @@ int bench_run(Context& ctx) {
   const bool emulated = ctx.runtime().node_map().emulated_size > 0;
   std::string label = c.string("bench.label");
   if (label.empty()) label = emulated ? "emulated nodes" : "real nodes";
-  int processes = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &processes);
-  const unsigned cores = std::thread::hardware_concurrency();
-  const bool over = cores > 0 && static_cast<unsigned>(processes) > cores;
   const std::string dir = c.string("output.dir");
   if (root) std::filesystem::create_directories(dir);
   const std::string csv_path = dir + "/" + c.string("output.name") + ".csv";
@@ -119,10 +104,7 @@ int bench_run(Context& ctx) {
   std::vector<std::string> goals;
   if (root)
     std::printf("# tensor_contract benchmark, %d ranks, %s%s\n", units, label.c_str(),
-                over ? (" (OVER-SUBSCRIBED: " + std::to_string(processes) + " processes on " +
-                        std::to_string(cores) + " cores)")
-                           .c_str()
-                     : "");
+                bench::oversubscription_note().c_str());
 
   if (wants("dgemm")) {
     const int n = static_cast<int>(c.integer("bench.dgemm_n"));
@@ -134,7 +116,7 @@ int bench_run(Context& ctx) {
       const double t0 = MPI_Wtime();
       cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0, a.data(), n, b.data(), n, 0.0,
                   cc.data(), n);
-      return 2.0 * double(n) * n * n / max_over(comm, MPI_Wtime() - t0) / 1e9;
+      return 2.0 * double(n) * n * n / max_over_ranks(comm, MPI_Wtime() - t0) / 1e9;
     };
     std::vector<double> peaks;
     for (long r = 0; r < repeats; ++r) peaks.push_back(large_dgemm());
@@ -162,7 +144,7 @@ int bench_run(Context& ctx) {
         fractions.push_back(rates.back() / round_peak);
         const LoopStats& st = res.stats;
         const double ov = (st.get + st.wait + st.sort + st.accumulate + st.nxtask) / st.total;
-        overheads.push_back(max_over(comm, ov));
+        overheads.push_back(max_over_ranks(comm, ov));
         keep = st;
       }
       const double rate = locus::median(rates), ov = locus::median(overheads);
@@ -194,7 +176,7 @@ int bench_run(Context& ctx) {
         locus::barrier(world);
         double t0 = MPI_Wtime();
         for (long i = 0; i < fetches; ++i) locus::fetch_and_op(counter.gptr(owner), std::uint64_t(1), locus::Op::sum);
-        lat.push_back(max_over(comm, (MPI_Wtime() - t0) / double(fetches)));
+        lat.push_back(max_over_ranks(comm, (MPI_Wtime() - t0) / double(fetches)));
         // the owner computes without MPI; the others fetch meanwhile
         locus::barrier(world);
         double mine = 0;
@@ -206,7 +188,7 @@ int bench_run(Context& ctx) {
           for (long i = 0; i < n; ++i) locus::fetch_and_op(counter.gptr(owner), std::uint64_t(1), locus::Op::sum);
           mine = (MPI_Wtime() - t0) / double(n);
         }
-        lat_busy.push_back(max_over(comm, mine));
+        lat_busy.push_back(max_over_ranks(comm, mine));
       }
       const char* name = owner_last ? "last" : "first";
       const double l = locus::median(lat) * 1e6, lb = locus::median(lat_busy) * 1e6;
@@ -235,7 +217,7 @@ int bench_run(Context& ctx) {
         TiledTensor A(world, p, p.con.a, 0), B(world, p, p.con.b, 1), C(world, p, p.con.c, 2);
         PhaseResult res = contract(world, p, sched, A, B, C);
         (st ? ts : tn).push_back(res.seconds);
-        double busy = res.stats.dgemm + res.stats.sort, mx = max_over(comm, busy), sum = 0;
+        double busy = res.stats.dgemm + res.stats.sort, mx = max_over_ranks(comm, busy), sum = 0;
         MPI_Allreduce(&busy, &sum, 1, MPI_DOUBLE, MPI_SUM, comm);
         imbalance[st] = sum > 0 ? mx * units / sum : 1.0;
       }
