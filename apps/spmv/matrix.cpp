@@ -69,10 +69,6 @@ std::vector<T> exchange(MPI_Comm comm, const std::vector<T>& send, const std::ve
   return recv;
 }
 
-int owner_of(const std::vector<gidx>& starts, gidx row) {
-  return static_cast<int>(std::upper_bound(starts.begin(), starts.end(), row) - starts.begin()) - 1;
-}
-
 std::vector<gidx> equal_rows(gidx n, int p) {
   std::vector<gidx> s(static_cast<std::size_t>(p) + 1);
   for (int r = 0; r <= p; ++r)
@@ -667,6 +663,10 @@ RowBlock generate(MPI_Comm comm, const GeneratorSpec& g, MatrixInfo& info) {
 }
 
 // ---- partitions
+
+int owner_of(const std::vector<gidx>& starts, gidx row) {
+  return static_cast<int>(std::upper_bound(starts.begin(), starts.end(), row) - starts.begin()) - 1;
+}
 
 std::vector<gidx> partition(MPI_Comm comm, const RowBlock& rows, bool by_nonzeros) {
   const int p = comm_size(comm);

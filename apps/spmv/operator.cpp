@@ -84,10 +84,6 @@ std::vector<gidx> split_by_nonzeros(const std::vector<gidx>& ptr, gidx count, in
   return s;
 }
 
-int owner_of(const std::vector<gidx>& starts, gidx row) {
-  return static_cast<int>(std::upper_bound(starts.begin(), starts.end(), row) - starts.begin()) - 1;
-}
-
 }  // namespace
 
 Operator::Operator(locus::Team& team, RowBlock rows, const std::vector<gidx>& starts, Mode mode, int threads)

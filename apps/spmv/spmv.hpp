@@ -83,6 +83,8 @@ RowBlock generate(MPI_Comm comm, const GeneratorSpec& g, MatrixInfo& info);
 // First row of every rank (size ranks + 1) for equal rows or equal
 // nonzeros (a rank may get no rows when one row holds many nonzeros).
 std::vector<gidx> partition(MPI_Comm comm, const RowBlock& rows, bool by_nonzeros);
+// The rank whose rows of the partition `starts` hold `row`.
+int owner_of(const std::vector<gidx>& starts, gidx row);
 // Collective: moves rows to the partition `starts`.
 RowBlock redistribute(MPI_Comm comm, const RowBlock& rows, const std::vector<gidx>& starts);
 
