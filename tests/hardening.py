@@ -10,7 +10,9 @@ that cannot be files; a directory where the output or its .xmf.tmp would
 go; a second run on the same output while the first runs (refused by the
 lock); SIGTERM to a rank and SIGINT to the launcher (the unfinished output
 removed); a checkpoint on the output file; a FIFO as restart file;
-thousands of unknown keys (messages capped); heat3d with max_steps 0.
+thousands of unknown keys (messages capped); heat3d with max_steps 0;
+kill -9 of a unit and of a progress process and SIGTERM to one rank, for
+every app (nothing left in the output directory, no process left).
 
     hardening.py NP
 """
@@ -137,7 +139,25 @@ pdeck = os.path.join(OUT, "procs.yaml")
 with open(pdeck, "w") as f:
     f.write("heat3d:\n  procs: [%d, 1, 1]\n" % (NP + 1))
 expect("heat3d", "procs_line", pdeck, [], "procs.yaml:2:10: heat3d.procs: process grid [%d, 1, 1] needs" % (NP + 1))
-print("heat3d           max_steps 0, .xmf.tmp directory, checkpoint on output, FIFO restart, procs: clean")
+nulr = os.path.join(OUT, "restart_nul.yaml")
+with open(nulr, "w") as f:
+    f.write('checkpoint:\n  restart: "ab\\0cd.h5"\n')
+expect("heat3d", "restart_nul", nulr, [], 'restart_nul.yaml:2:12: checkpoint.restart: contains a NUL byte ("ab\\0cd.h5")')
+expect("heat3d", "restart_missing", h, ["checkpoint.restart=missing.h5"],
+       "--set checkpoint.restart=missing.h5: checkpoint.restart: missing.h5: no such file")
+# the largest staging area the schema allows runs; one byte more is refused
+small_run = ["heat3d.grid.nx=8", "heat3d.grid.ny=8", "heat3d.grid.nz=8", "heat3d.time.max_steps=5",
+             "heat3d.validation.mode=none"]
+expect("heat3d", "staging_range", h, ["runtime.progress.staging=%d" % ((1 << 30) + 1)],
+       "runtime.progress.staging: must be an integer in [4096, 1073741824]")
+if NP >= 2:
+    od = os.path.join(OUT, "staging_max")
+    p, dt = run_app("heat3d", h, NP, small_run + ["runtime.progress.staging=%d" % (1 << 30),
+                                                 "runtime.progress.processes_per_node=1", "output.dir=" + od],
+                    extra=["--quiet"], timeout=60)
+    check("verdict" in p.stdout and dt < 30, "staging at the maximum: %.0f s\n%s" % (dt, p.stderr))
+print("heat3d           max_steps 0, .xmf.tmp directory, checkpoint on output, restart NUL/missing/FIFO, "
+      "staging range, procs: clean")
 
 # restart files are validated before use
 import h5py  # noqa: E402
@@ -254,4 +274,77 @@ for how in ("second_run", "sigterm_rank", "sigint_launcher"):
     left = subprocess.run(["pgrep", "-f", od], capture_output=True, text=True).stdout.strip()
     check(not left, "%s: processes left: %s" % (how, left))
     print("heat3d           %-16s exit %d, nothing left" % (how, a.returncode))
+
+# Every app under kill -9 of a unit and (with a progress process) of the
+# progress process, and SIGTERM to one rank: the job ends within seconds with
+# a non-zero status, no process is left and nothing stays in the output
+# directory (a killed run cannot clean up: rank 0's output watcher does).
+LONG = {
+    "heat3d": long_run,
+    "poisson5pt": ["poisson5pt.grid.n=2047", "poisson5pt.solver.tolerance=0",
+                   "poisson5pt.solver.max_iterations=1000000"],
+    "spmv": ["spmv.repetitions=100000000"],
+    "tensor_contract": ["tensor_contract.extent=80", "tensor_contract.tile=8", "tensor_contract.validation.mode=none"],
+}
+
+
+def pids_of(marker):
+    found = {}
+    for pid in subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.split():
+        try:
+            env = open("/proc/%s/environ" % pid, "rb").read().split(b"\0")
+        except OSError:
+            continue
+        for e in env:
+            if e.startswith(b"PMI_RANK="):
+                found[int(e[9:])] = int(pid)
+    return found
+
+
+def wait_gone(marker, seconds):
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < seconds:
+        left = [p for p in subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.split()
+                if int(p) != os.getpid()]
+        if not left:
+            return []
+        time.sleep(0.2)
+    return left
+
+
+scenarios = [("kill9_unit", 0, signal.SIGKILL), ("sigterm_unit", 0, signal.SIGTERM)]
+if NP >= 2:
+    scenarios.append(("kill9_server", NP - 1, signal.SIGKILL))
+for app, deck in APPS.items():
+    for how, victim, sig in scenarios:
+        od = os.path.join(OUT, "fault_%s_%s" % (app, how))
+        sets = LONG[app] + ["output.dir=" + od]
+        if NP >= 2:
+            sets.append("runtime.progress.processes_per_node=%d" % (1 if how == "kill9_server" else 0))
+        cmd = [MPIEXEC, "-n", str(NP), app_path(app), deck, "--quiet"]
+        for s_ in sets:
+            cmd += ["--set", s_]
+        a = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        t0 = time.monotonic()
+        tmp = os.path.join(od, app if app in ("heat3d", "spmv", "tensor_contract") else "default")
+        while not os.path.exists(tmp + ".h5.tmp") and time.monotonic() - t0 < 30:
+            time.sleep(0.1)
+        time.sleep(0.5)
+        ranks = pids_of(od)
+        check(victim in ranks, "%s %s: rank %d not found (%s)" % (app, how, victim, ranks))
+        os.kill(ranks[victim], sig)
+        t1 = time.monotonic()
+        try:
+            out, err = a.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(a.pid, signal.SIGKILL)
+            check(False, "%s %s: the job did not end within 30 s of the signal" % (app, how))
+        dt = time.monotonic() - t1
+        check(a.returncode != 0, "%s %s: exit 0 after a killed rank" % (app, how))
+        for b in ("Traceback", "Assertion", "backtrace", "terminate called"):
+            check(b not in err, "%s %s: %s in stderr:\n%s" % (app, how, b, err[-2000:]))
+        left = wait_gone(od, 10)
+        check(not left, "%s %s: processes left: %s" % (app, how, left))
+        check(leftovers(od) == [], "%s %s: left in the output directory: %s" % (app, how, leftovers(od)))
+        print("%-16s %-13s exit %d, ended %.1f s after the signal, nothing left" % (app, how, a.returncode, dt))
 print("PASS")

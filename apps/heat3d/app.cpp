@@ -274,7 +274,12 @@ int run(Context& ctx) {
     History start;
     if (!s.restart_file.empty()) {
       auto t = timers.scope("checkpoint");
-      start = read_checkpoint(ctx, *solver, s.restart_file);
+      try {
+        start = read_checkpoint(ctx, *solver, s.restart_file);
+      } catch (const locus::CollectiveError& e) {
+        // Every rank has the same message: name the key and its deck line.
+        throw locus::CollectiveError(cfg.locate("checkpoint.restart") + ": " + e.what());
+      }
       results["restarted_from"] = s.restart_file;
       results["restart_step"] = start.step;
     }

@@ -629,7 +629,8 @@ SolveResult solve(MPI_Comm comm, SolverBase& solver, const StopRule& rule, bool 
   progress.finish();
   locus::allreduce_yielding(&elapsed, &r.seconds, 1, MPI_DOUBLE, MPI_MAX, comm);
   r.relative_residual = rel;
-  if (rule.tolerance == 0) r.converged = true;  // asked for a fixed number of iterations
+  // tolerance 0 asks for a fixed number of iterations: nothing was tested
+  // against a tolerance, so nothing converged (the verdict says "not checked").
   return r;
 }
 

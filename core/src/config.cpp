@@ -124,9 +124,27 @@ std::string value_text(const Value& v) {
   return std::visit(visit, v);
 }
 
+// Control characters shown as escapes, so that a message is never cut at a
+// NUL or broken over lines by a value it quotes.
+std::string printable(const std::string& s) {
+  std::string out;
+  for (unsigned char ch : s) {
+    if (ch == 0) {
+      out += "\\0";
+    } else if (ch < 0x20 || ch == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", ch);
+      out += buf;
+    } else {
+      out += static_cast<char>(ch);
+    }
+  }
+  return out;
+}
+
 std::string node_text(const YAML::Node& n) {
   if (!n.IsDefined() || n.IsNull()) return "nothing";
-  if (n.IsScalar()) return n.Scalar();
+  if (n.IsScalar()) return printable(n.Scalar());
   if (n.IsSequence()) return "a list";
   return "a mapping";
 }
@@ -171,6 +189,8 @@ std::string convert(const KeySpec& k, const YAML::Node& n, Value& out) {
   }
   if (!n.IsScalar()) return fail;
   const std::string& s = n.Scalar();
+  if (s.find('\0') != std::string::npos)
+    return "contains a NUL byte (\"" + printable(s) + "\"); a value is text without NUL bytes";
   switch (k.kind) {
     case KeyKind::Integer: {
       long v = 0;

@@ -1,9 +1,11 @@
 #include "locus/io.hpp"
 
 #include <fcntl.h>
+#include <spawn.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/file.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -34,6 +36,26 @@ bool output_abandoned() {
 void remove_unfinished_output() noexcept {
   if (g_output_tmp[0]) ::unlink(g_output_tmp);
   if (g_output_lock[0]) ::unlink(g_output_lock);
+}
+
+// The watcher of one output (see spawn_output_reaper): waits for the run's
+// lock on LOCK, then, if LOCK is still the file it locked (a run that ends
+// normally unlinks it first), the run died without cleaning up: remove TMP
+// and LOCK. Runs without MPI, in its own session.
+int reap_output(const char* lock, const char* tmp) {
+  const int fd = ::open(lock, O_RDWR | O_CLOEXEC);
+  if (fd < 0) return 0;
+  struct stat locked {};
+  if (::fstat(fd, &locked) != 0) return 0;
+  while (::flock(fd, LOCK_EX) != 0)
+    if (errno != EINTR) return 0;
+  struct stat now {};
+  if (::stat(lock, &now) == 0 && now.st_ino == locked.st_ino && now.st_dev == locked.st_dev) {
+    ::unlink(tmp);
+    ::unlink(lock);
+  }
+  ::close(fd);
+  return 0;
 }
 }  // namespace detail
 
@@ -194,6 +216,7 @@ H5Output::H5Output(MPI_Comm comm, const std::string& path, bool overwrite)
     remember(detail::g_output_lock, path + ".lock");
   }
   if (file_ < 0 && rank_ == 0) release_lock();
+  if (file_ >= 0 && rank_ == 0) spawn_reaper();
   collective_require(comm, file_ >= 0, "output: cannot create " + tmp_ + " (" + std::strerror(errno) + ")");
   xfer_ = H5Pcreate(H5P_DATASET_XFER);
   check(H5Pset_dxpl_mpio(xfer_, H5FD_MPIO_COLLECTIVE), "H5Pset_dxpl_mpio");
@@ -251,11 +274,53 @@ void H5Output::written(herr_t status, const std::string& name) {
                          "; is the file system full or read-only?); nothing was written under " + path_);
 }
 
+// A run killed with SIGKILL (a launcher cleaning up after one dead rank
+// kills the rest that way) cannot remove its own NAME.h5.tmp: rank 0 starts
+// a small watcher, this executable in reaper mode (locus::run handles the
+// argument before MPI_Init), in a session of its own so that the launcher's
+// kill does not reach it. It waits on the run's lock and removes what a
+// killed run left. Best effort: if it cannot start, the next run with the
+// same output removes the stale files (the lock says the run is gone).
+void H5Output::spawn_reaper() {
+  char exe[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) return;
+  exe[n] = 0;
+  posix_spawn_file_actions_t actions;
+  posix_spawnattr_t attr;
+  if (posix_spawn_file_actions_init(&actions) != 0) return;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  sigset_t none, all;
+  sigemptyset(&none);
+  sigfillset(&all);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setsigdefault(&attr, &all);
+  // no descriptor of the run: the launcher waits for its output pipes
+  for (int f = 0; f < 3; ++f) posix_spawn_file_actions_addopen(&actions, f, "/dev/null", O_RDWR, 0);
+  posix_spawn_file_actions_addclosefrom_np(&actions, 3);
+  std::string lock = lock_, tmp = tmp_;
+  char arg0[] = "locus-output-reaper";
+  char mode[] = "--locus-reap-output";
+  char* argv[] = {arg0, mode, lock.data(), tmp.data(), nullptr};
+  char* envp[] = {nullptr};
+  pid_t pid = 0;
+  if (posix_spawn(&pid, exe, &actions, &attr, argv, envp) == 0) reaper_ = pid;
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+}
+
 void H5Output::release_lock() {
   if (lock_fd_ >= 0) {
     ::unlink(lock_.c_str());
     ::close(lock_fd_);
     lock_fd_ = -1;
+  }
+  if (reaper_ > 0) {
+    // it wakes on the released lock, finds the file gone and ends
+    while (::waitpid(reaper_, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    reaper_ = 0;
   }
   detail::g_output_lock[0] = 0;
 }

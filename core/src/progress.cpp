@@ -14,6 +14,7 @@
 #include <set>
 
 #include "locus/error.hpp"
+#include "locus/runtime.hpp"
 #include "locus/segment.hpp"
 #include "locus/team.hpp"
 #include "locus/wait.hpp"
@@ -119,9 +120,25 @@ ProgressEngine::ProgressEngine(const ProgressLayout& layout, const ProgressSetti
   const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
   area_bytes_ = round_up(sizeof(UnitArea) + settings_.staging, page);
   const std::size_t mine = layout_.server ? round_up(sizeof(ServerArea), page) : area_bytes_;
+  {
+    // The staging areas live in shared memory: check the node can hold them
+    // before mapping (an oversized runtime.progress.staging otherwise makes
+    // MPICH loop in msync on a sparse /dev/shm file).
+    double need = static_cast<double>(mine), node_need = 0.0;
+    MPI_Allreduce(&need, &node_need, 1, MPI_DOUBLE, MPI_SUM, layout_.node_full);
+    std::string what, msg;
+    const double cap = layout_.node_index == 0 ? node_capacity(what) : -1.0;
+    if (cap >= 0 && node_need > cap)
+      msg = "runtime.progress.staging: " + std::to_string(settings_.staging) + " bytes per unit need " +
+            gib(node_need) + " of shared memory on a node, but the node has " + what +
+            " (use a smaller staging area; transfers larger than it are sent in pieces)";
+    collective_require(layout_.full_comm, msg.empty(), msg);
+  }
   void* base = nullptr;
   boot_ = allocate_shared_pages(mine, layout_.node_full, &base);
-  std::memset(base, 0, mine);
+  // Fresh shared pages are zero; touch only the header (the staging area is
+  // mapped page by page as transfers use it).
+  std::memset(base, 0, layout_.server ? sizeof(ServerArea) : sizeof(UnitArea));
   if (layout_.server)
     new (base) ServerArea{};
   else

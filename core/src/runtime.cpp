@@ -8,6 +8,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <Kokkos_Core.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -33,9 +34,9 @@ void add_common_keys(Schema& s, const std::string& app_name) {
                "non-blocking transfers instead of running the app (0: none)")
       .integer("runtime.progress.threshold", 4096, 1, Schema::kNoMax,
                "non-blocking gets/puts of at least this many bytes go to the node's progress process")
-      .integer("runtime.progress.staging", 4 << 20, 4096, 1L << 34,
-               "bytes per unit of staging memory for origin buffers outside segments (larger transfers "
-               "are split)")
+      .integer("runtime.progress.staging", 4 << 20, 4096, 1L << 30,
+               "bytes per unit of staging memory (shared, checked against the node's free memory) for "
+               "origin buffers outside segments; larger transfers are sent in pieces")
       .choice("runtime.progress.idle", "sleep", {"spin", "yield", "sleep"},
               "what an idle progress process does: spin, yield the core, or sleep with back-off")
       .integer("runtime.progress.linger_us", 500, 0, 1000000,
@@ -233,6 +234,8 @@ void check_output_keys(MPI_Comm comm, const Config& c) {
     problem = c.locate("output.name") + ": empty; give a file stem such as run1";
   else if (name.find('\0') != std::string::npos)
     problem = c.locate("output.name") + ": contains a NUL byte";
+  else if (std::any_of(name.begin(), name.end(), [](unsigned char ch) { return ch < 0x20 || ch == 0x7f; }))
+    problem = c.locate("output.name") + ": contains a control character (a line break, tab or escape)";
   else if (name.find('/') != std::string::npos)
     problem = c.locate("output.name") + ": a file stem, not a path (put directories in output.dir)";
   else if (name == "." || name == "..")
@@ -307,6 +310,8 @@ CommSettings comm_settings(const Config& c) {
 }
 
 int run(int argc, char** argv, const AppInfo& app, const std::function<int(Context&)>& main) {
+  // The output watcher rank 0 starts (io.cpp): no MPI, no deck.
+  if (argc == 4 && std::strcmp(argv[1], "--locus-reap-output") == 0) return detail::reap_output(argv[2], argv[3]);
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   int rank = 0, size = 1;

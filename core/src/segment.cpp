@@ -62,8 +62,6 @@ void free_segment_window(MPI_Win& win) {
   MPI_Win_free(&win);
 }
 
-namespace {
-
 std::string gib(double bytes) {
   char text[64];
   std::snprintf(text, sizeof text, "%.1f GiB", bytes / (1024.0 * 1024.0 * 1024.0));
@@ -94,6 +92,8 @@ double node_capacity(std::string& what) {
     }
   return cap;
 }
+
+namespace {
 
 double mem_available() {
   std::ifstream meminfo("/proc/meminfo");

@@ -9,6 +9,8 @@
 #include <hdf5.h>
 #include <mpi.h>
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -28,6 +30,9 @@ void remove_unfinished_output() noexcept;
 // True after an output whose write failed was abandoned (not closed): the
 // process must not call MPI_Finalize (HDF5's hook would hang).
 bool output_abandoned();
+// The output watcher's main (the executable started with
+// --locus-reap-output LOCK TMP; see H5Output::spawn_reaper).
+int reap_output(const char* lock, const char* tmp);
 }  // namespace detail
 
 class H5Output {
@@ -76,6 +81,7 @@ class H5Output {
   void write_block(const std::string& name, const void* data, hid_t type, const BlockShape& shape,
                    const CartDecomp& dc, int ndims);
   void release_lock();
+  void spawn_reaper();
   // Collective: a failed write is one CollectiveError with the path and errno.
   void written(herr_t status, const std::string& name);
   // Collective: the file system has room for `bytes` more (else one
@@ -85,6 +91,7 @@ class H5Output {
   int rank_ = 0;
   std::string path_, tmp_, lock_;
   int lock_fd_ = -1;
+  pid_t reaper_ = 0;  // the watcher that removes a killed run's files
   hid_t file_ = -1;
   hid_t xfer_ = -1;
   bool committed_ = false;

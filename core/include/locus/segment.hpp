@@ -42,6 +42,11 @@ MPI_Win create_segment_window(void* base, std::size_t bytes, MPI_Comm comm);
 // Closes the epoch and frees the window (collective).
 void free_segment_window(MPI_Win& win);
 MPI_Win allocate_shared_pages(std::size_t bytes, MPI_Comm comm, void** base);
+// Bytes this node can still map in shared memory (free space in /dev/shm and
+// MemAvailable, the smaller; -1 if unknown); `what` says which and how much.
+double node_capacity(std::string& what);
+// "1.5 GiB"
+std::string gib(double bytes);
 }  // namespace detail
 
 // Collective over the team, before a large private allocation: every unit
