@@ -8,6 +8,7 @@
 #include <limits>
 #include <sstream>
 
+#include "locus/async.hpp"
 #include "locus/console.hpp"
 #include "locus/io.hpp"
 #include "locus/rma.hpp"
@@ -256,6 +257,9 @@ int run(Context& ctx) {
     keepA = std::make_unique<TiledTensor>(world, p, p.con.a, 0);
     keepB = std::make_unique<TiledTensor>(world, p, p.con.b, 1);
     keepC = std::make_unique<TiledTensor>(world, p, p.con.c, 2);
+    // A phase point (flush-all + barrier): comm.async user/auto decide
+    // here whether this phase runs with redirection (locus/async.hpp).
+    locus::phase_point(world, phases[i].kind.empty() ? "contract" : phases[i].kind);
     timers.stop("setup");
     timers.start("contract");
     PhaseResult r = contract(world, p, sched, *keepA, *keepB, *keepC);
@@ -288,6 +292,8 @@ int run(Context& ctx) {
                                                                   long(keepC->blocks())});
     ph["tasks"] = r.tasks;
     ph["seconds"] = number(r.seconds);
+    if (ctx.runtime().settings().async.mode != locus::AsyncMode::off)
+      ph["redirection"] = locus::async_enabled(world) ? "on" : "off";
     ph["gflop_per_s"] = number(std::round(gflops * 1000) / 1000);
     ph["communication_ratio"] = number(tot > 0 ? std::round(comm_t / tot * 1000) / 1000 : 0.0);
     {

@@ -15,6 +15,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "locus/async.hpp"
 #include "locus/runtime.hpp"
 #include "locus/version.hpp"
 
@@ -704,6 +705,47 @@ std::string finish_output(H5Output& out, const Context& ctx, Timers& timers, con
   summary.results = results;
   summary.validation = validation;
   summary.output = fs::absolute(out.path()).string();
+  const AsyncSettings& as = ctx.runtime().settings().async;
+  if (as.mode != AsyncMode::off) {
+    // What redirection did: the mode and one entry per phase point, in the
+    // summary and as datasets (async_time, async_on, async_cr: points x units).
+    YAML::Node a;
+    a["mode"] = async_mode_name(as.mode);
+    if (as.mode == AsyncMode::user) a["on_phases"] = yaml_flow_list(as.on_phases);
+    if (as.mode == AsyncMode::automatic) {
+      a["interval"] = yaml_number(as.interval);
+      a["low"] = yaml_number(as.low);
+      a["high"] = yaml_number(as.high);
+      if (!as.thresholds.empty()) a["thresholds"] = as.thresholds;
+    }
+    const auto& log = async_log();
+    std::vector<double> t, on, cr;
+    for (const auto& d : log) {
+      YAML::Node e;
+      e["time"] = yaml_number(std::round(d.time * 1e4) / 1e4);
+      e["phase"] = d.phase;
+      e["mean_cr"] = yaml_number(std::round(d.mean_cr * 1e3) / 1e3);
+      e["on"] = d.on;
+      e["why"] = d.why;
+      a["decisions"].push_back(e);
+      t.push_back(d.time);
+      on.push_back(d.on ? 1.0 : 0.0);
+      cr.insert(cr.end(), d.cr.begin(), d.cr.end());
+    }
+    a["on_at_end"] = async_enabled(ctx.runtime().world());
+    summary.async = a;
+    if (!log.empty()) {
+      out.write_root_vector("async_time", t);
+      out.write_root_vector("async_on", on);
+      out.write_root_array("async_cr", cr, {static_cast<hsize_t>(log.size()), static_cast<hsize_t>(log[0].cr.size())});
+      std::string phases;
+      for (const auto& d : log) phases += (phases.empty() ? "" : ",") + d.phase;
+      out.attribute("async_on", "phases", phases);
+      out.attribute("async_cr", "meaning",
+                    std::string("communication ratio Tcomm/(Tcomm+Tcomp) of each unit (columns) over the profile "
+                                "interval ending at each phase point (rows)"));
+    }
+  }
   out.write_rank_rows("timers", timers.values());
   std::string columns;
   for (const auto& n : timers.names()) columns += (columns.empty() ? "" : ",") + n;

@@ -89,6 +89,7 @@ class PlanImpl {
   };
   std::vector<Entry> entries;
   int team = 0, segment = 0;
+  const SegmentInfo* seg = nullptr;  // redirect, ghost and ghost_disp are read at each start
   std::vector<Handle> handles;  // offloaded entries in flight
   std::size_t esize = 1;
   bool get = true;
@@ -111,6 +112,7 @@ PlanImpl* make_plan(int team, int segment, std::vector<PlanEntry> entries, std::
   p->get = get;
   p->team = team;
   p->segment = segment;
+  p->seg = &seg;
   const ProgressEngine* engine = progress_engine();
   const bool may_offload = route == Route::automatic && engine && rt.team(team).served();
   for (std::size_t i = 0; i < entries.size(); ++i) {
@@ -170,7 +172,11 @@ void copy_runs(char* dst_base, const Runs& dst, const char* src_base, const Runs
 }  // namespace
 
 void plan_start(PlanImpl& p, void* local_base) {
+  CommScope timed;
   char* local = static_cast<char*>(local_base);
+  // Redirection (async.hpp) is switched only at collective points with
+  // nothing in flight: read once per start.
+  const bool redirect = p.seg->redirect;
   if (p.get) std::atomic_thread_fence(std::memory_order_acquire);
   for (auto& e : p.entries) {
     if (e.offload) {
@@ -191,23 +197,25 @@ void plan_start(PlanImpl& p, void* local_base) {
       continue;
     }
     char* origin = local + e.ltype.first;
-    const MPI_Aint disp = e.disp + e.rtype.first;
+    const auto u = static_cast<std::size_t>(e.unit);
+    const int rank = redirect ? p.seg->ghost[u] : e.unit;
+    const MPI_Aint disp = (redirect ? p.seg->ghost_disp[u] : e.disp) + e.rtype.first;
     int rc = MPI_SUCCESS;
     if (!e.ltype.owned && !e.rtype.owned) {
       // Contiguous on both sides: request-based, so that wait() yields; a
       // get is complete with its request, a put also needs the flush.
       MPI_Request req;
-      rc = p.get ? MPI_Rget(origin, e.ltype.count, MPI_BYTE, e.unit, disp, e.rtype.count, MPI_BYTE, e.win, &req)
-                 : MPI_Rput(origin, e.ltype.count, MPI_BYTE, e.unit, disp, e.rtype.count, MPI_BYTE, e.win, &req);
+      rc = p.get ? MPI_Rget(origin, e.ltype.count, MPI_BYTE, rank, disp, e.rtype.count, MPI_BYTE, e.win, &req)
+                 : MPI_Rput(origin, e.ltype.count, MPI_BYTE, rank, disp, e.rtype.count, MPI_BYTE, e.win, &req);
       p.requests.push_back(req);
-      if (!p.get) p.in_flight.insert({e.win, e.unit});
+      if (!p.get) p.in_flight.insert({e.win, rank});
     } else {
       // Derived datatypes without requests, completed by one flush per
       // target in wait(): MPICH 4.0 completes request-based gets with
       // derived target types early.
-      rc = p.get ? MPI_Get(origin, e.ltype.count, e.ltype.type, e.unit, disp, e.rtype.count, e.rtype.type, e.win)
-                 : MPI_Put(origin, e.ltype.count, e.ltype.type, e.unit, disp, e.rtype.count, e.rtype.type, e.win);
-      p.in_flight.insert({e.win, e.unit});
+      rc = p.get ? MPI_Get(origin, e.ltype.count, e.ltype.type, rank, disp, e.rtype.count, e.rtype.type, e.win)
+                 : MPI_Put(origin, e.ltype.count, e.ltype.type, rank, disp, e.rtype.count, e.rtype.type, e.win);
+      p.in_flight.insert({e.win, rank});
     }
     if (rc != MPI_SUCCESS) throw Error("transfer plan: MPI_Get/MPI_Put failed");
   }
@@ -215,6 +223,7 @@ void plan_start(PlanImpl& p, void* local_base) {
 }
 
 void plan_wait(PlanImpl& p) {
+  CommScope timed;
   if (!p.handles.empty()) wait_all(p.handles);
   p.handles.clear();
   if (!p.requests.empty()) wait_all_yielding(p.requests);

@@ -120,6 +120,7 @@ std::string Summary::yaml() const {
     out << YAML::Key << it->first << YAML::Value << it->second;
   out << YAML::Key << "timers_seconds" << YAML::Value << timers_;
   out << YAML::Key << "results" << YAML::Value << results;
+  if (async.IsDefined() && !async.IsNull()) out << YAML::Key << "async" << YAML::Value << async;
   out << YAML::Key << "validation" << YAML::Value << validation;
   out << YAML::Key << "output" << YAML::Value << output;
   out << YAML::EndMap << YAML::EndMap;

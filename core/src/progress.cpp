@@ -187,6 +187,17 @@ int ProgressEngine::my_server_rank() const {
   return -1;
 }
 
+int ProgressEngine::ghost_of(int unit) const {
+  const int node = layout_.app_node[static_cast<std::size_t>(unit)];
+  int index = 0;  // the unit's index among its node's units
+  for (int v = 0; v < unit; ++v) index += layout_.app_node[static_cast<std::size_t>(v)] == node ? 1 : 0;
+  int want = server_in_node(index, layout_.node_servers);
+  const int apps = static_cast<int>(layout_.app_ranks.size());
+  for (std::size_t i = 0; i < layout_.server_ranks.size(); ++i)
+    if (layout_.server_node[i] == node && want-- == 0) return apps + static_cast<int>(i);
+  return -1;
+}
+
 // ------------------------------------------------------------ application side
 
 void ProgressEngine::notify_servers(Control kind, int team, int segment) {
@@ -529,6 +540,15 @@ double now_us() {
 
 void ProgressEngine::idle(unsigned& passes) {
   if (passes++ == 0) idle_since_ = now_us();
+  if (redirect_) {
+    // Operations aimed at my units arrive at me: keep MPI progressing (an
+    // MPI library may apply accumulates only when the target enters MPI),
+    // yielding the core between polls.
+    int flag = 0;
+    MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, layout_.full_comm, &flag, MPI_STATUS_IGNORE);
+    if (settings_.idle != IdlePolicy::spin) sched_yield();
+    return;
+  }
   if (settings_.idle == IdlePolicy::spin || passes < 64) return;
   if (settings_.idle == IdlePolicy::yield || now_us() - idle_since_ < settings_.linger_us) {
     sched_yield();
@@ -567,7 +587,18 @@ void ProgressEngine::server_alloc(int segment) {
     s.peer[static_cast<std::size_t>(node_units_[i])] = static_cast<char*>(p);
   }
   if (Runtime::current().settings().window == WindowKind::segment) {
-    s.own = create_segment_window(nullptr, 0, layout_.full_comm);
+    // Redirection (async.hpp): expose my node's parts, from the lowest to
+    // the end of the highest, so that origins reach a unit's byte x at
+    // its ghost_disp + x.
+    char* lo = nullptr;
+    char* hi = nullptr;
+    for (std::size_t i = 0; i < node_units_.size(); ++i) {
+      const auto u = static_cast<std::size_t>(node_units_[i]);
+      if (s.bytes[u] == 0 || !s.peer[u]) continue;
+      if (!lo || s.peer[u] < lo) lo = s.peer[u];
+      if (!hi || s.peer[u] + s.bytes[u] > hi) hi = s.peer[u] + s.bytes[u];
+    }
+    s.own = create_segment_window(lo, lo ? static_cast<std::size_t>(hi - lo) : 0, layout_.full_comm);
     MPI_Win_set_errhandler(s.own, MPI_ERRORS_RETURN);
     s.rma = s.own;
   } else {
@@ -619,6 +650,9 @@ int ProgressEngine::serve() {
           break;
         case Control::exit:
           running = false;
+          break;
+        case Control::async:
+          redirect_ = segment != 0;
           break;
         case Control::none:
           break;

@@ -51,7 +51,9 @@ struct UnitArea {
   // the staging area follows
 };
 
-enum class Control : std::uint32_t { none = 0, alloc = 1, free = 2, exit = 3 };
+// async: redirection switched (segment field: 1 on, 0 off); the server
+// keeps MPI progressing while it is on instead of sleeping.
+enum class Control : std::uint32_t { none = 0, alloc = 1, free = 2, exit = 3, async = 4 };
 
 // Per server: its mailbox for collective events.
 struct ServerArea {
@@ -68,6 +70,7 @@ struct ServerArea {
 struct Claim {
   long long disp;
   long long bytes;
+  long long node_offset;  // of the part from the lowest part of its node (served teams)
   int segment;
   int elem_size;
 };
@@ -138,12 +141,19 @@ class ProgressEngine {
   void shutdown_app();
   // Commands this unit has handed to its server.
   std::uint64_t submitted() const { return next_head_; }
+  // The rank in full_comm (= in a served segment's own window) of the main
+  // progress process of world-team unit `unit` (round-robin on its node).
+  int ghost_of(int unit) const;
   // World ranks (in the original communicator) of the servers.
   const std::vector<int>& server_ranks() const { return layout_.server_ranks; }
   // Which server (rank in the original communicator) serves me.
   int my_server_rank() const;
 
-  // ---- server side: runs until the application shuts down; returns 0.
+  // ---- server side
+  // Redirection on at the start (comm.async not off); later changes come
+  // as Control::async events.
+  void set_redirect(bool on) { redirect_ = on; }
+  // Runs until the application shuts down; returns 0.
   int serve();
 
  private:
@@ -212,6 +222,7 @@ class ProgressEngine {
   double idle_since_ = 0.0;
   std::uint64_t seen_seq_ = 0;
   std::map<int, ServerSegment> segs_;  // world-team segment id -> table
+  bool redirect_ = false;              // redirection on: poll MPI when idle
 };
 
 }  // namespace detail

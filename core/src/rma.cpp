@@ -172,11 +172,12 @@ void Handle::abandon_or_complete() noexcept {
 
 namespace {
 
+using detail::CommScope;
 using detail::Endpoint;
 using detail::Started;
 using detail::Target;
 
-enum class Path { shared, direct, offload };
+enum class Path { shared, direct, offload, redirect };
 
 bool same_node(const Target& t) {
   return t.seg->peer[static_cast<std::size_t>(t.unit)] != nullptr;
@@ -185,11 +186,21 @@ bool same_node(const Target& t) {
 // The one route decision of a get/put.
 Path choose(const Target& t, Route r, std::size_t bytes, bool async) {
   if (r == Route::mpi) return Path::direct;
+  const bool shm = Runtime::current().settings().locality && same_node(t);
+  // Redirection on: another node's unit is reached through its ghost.
+  if (t.seg->redirect && !shm) return Path::redirect;
   if (async && r == Route::automatic) {
     const detail::ProgressEngine* e = detail::progress_engine();
     if (e && t.team->served() && bytes >= e->settings().threshold) return Path::offload;
   }
-  return Runtime::current().settings().locality && same_node(t) ? Path::shared : Path::direct;
+  return shm ? Path::shared : Path::direct;
+}
+
+// Atomics: all of a segment's go through one mechanism -- the target's
+// ghost while redirection is on (local origins included), else MPI on the
+// unit (or CPU atomics, decided at allocation).
+Path atomic_path(const Target& t) {
+  return t.seg->redirect ? Path::redirect : Path::direct;
 }
 
 Endpoint endpoint(const Target& t, Path p) {
@@ -197,6 +208,10 @@ Endpoint endpoint(const Target& t, Path p) {
   const auto u = static_cast<std::size_t>(t.unit);
   if (p == Path::shared) {
     e.shared = t.seg->peer[u] + t.offset;
+  } else if (p == Path::redirect) {
+    e.win = t.seg->rma;
+    e.rank = t.seg->ghost[u];
+    e.disp = t.seg->ghost_disp[u] + static_cast<MPI_Aint>(t.offset);
   } else {
     e.win = t.seg->rma;
     e.rank = t.unit;
@@ -234,6 +249,7 @@ bool offload(detail::CommandKind kind, void* origin, const Layout& local, const 
 
 Handle transfer_async(bool get, void* origin, const Layout& local, const Target& t, const Layout& remote,
                       std::size_t esize, Route r) {
+  detail::CommScope timed;
   check_shapes(local, remote);
   if (local.elements() == 0) return HandleAccess::ready();
   Path p = choose(t, r, local.elements() * esize, true);
@@ -251,6 +267,7 @@ Handle transfer_async(bool get, void* origin, const Layout& local, const Target&
 
 void transfer(bool get, void* origin, const Layout& local, const Target& t, const Layout& remote,
               std::size_t esize, Route r) {
+  CommScope timed;
   check_shapes(local, remote);
   if (local.elements() == 0) return;
   const Endpoint e = endpoint(t, choose(t, r, 0, false));
@@ -396,8 +413,9 @@ Handle accumulate_async(const Target& t, const Layout& remote, const void* src, 
   check_shapes(local, remote);
   check_op(type, op, "accumulate");
   if (local.elements() == 0) return HandleAccess::ready();
+  CommScope timed;
   const std::size_t esize = type_size(type);
-  if (t.seg->cpu_atomics) {
+  if (t.seg->cpu_atomics && !t.seg->redirect) {
     char* base = cpu_address(t);
     const char* in = static_cast<const char*>(src);
     dispatch(type, [&](auto zero) {
@@ -411,7 +429,7 @@ Handle accumulate_async(const Target& t, const Layout& remote, const void* src, 
     });
     return HandleAccess::ready();
   }
-  const Endpoint e = endpoint(t, Path::direct);
+  const Endpoint e = endpoint(t, atomic_path(t));
   int n = 1;
   MPI_Datatype lt = type, rt = type;
   if (contiguous(local) && contiguous(remote)) {
@@ -431,7 +449,8 @@ Handle accumulate_async(const Target& t, const Layout& remote, const void* src, 
 
 void fetch_and_op(const Target& t, const void* operand, void* result, MPI_Datatype type, Op op) {
   check_op(type, op, "fetch_and_op");
-  if (t.seg->cpu_atomics) {
+  CommScope timed;
+  if (t.seg->cpu_atomics && !t.seg->redirect) {
     dispatch(type, [&](auto zero) {
       using T = decltype(zero);
       T v;
@@ -443,7 +462,7 @@ void fetch_and_op(const Target& t, const void* operand, void* result, MPI_Dataty
   }
   // MPI_Rget_accumulate is the request form of MPI_Fetch_and_op: its
   // completion means the old value arrived, so the update was applied.
-  const Endpoint e = endpoint(t, Path::direct);
+  const Endpoint e = endpoint(t, atomic_path(t));
   MPI_Request req;
   MPI_Rget_accumulate(operand, 1, type, result, 1, type, e.rank, e.disp, 1, type, mpi_op(op), e.win, &req);
   wait_yielding(req);
@@ -455,7 +474,8 @@ void compare_and_swap(const Target& t, const void* compare, const void* value, v
   // integer types in MPI_Compare_and_swap).
   if (type == MPI_DOUBLE) type = MPI_INT64_T;
   if (type == MPI_FLOAT) type = MPI_INT32_T;
-  if (t.seg->cpu_atomics) {
+  CommScope timed;
+  if (t.seg->cpu_atomics && !t.seg->redirect) {
     auto cas = [&](auto zero) {
       using T = decltype(zero);
       T expected, desired;
@@ -471,7 +491,7 @@ void compare_and_swap(const Target& t, const void* compare, const void* value, v
       cas(std::int64_t{});
     return;
   }
-  const Endpoint e = endpoint(t, Path::direct);
+  const Endpoint e = endpoint(t, atomic_path(t));
   MPI_Compare_and_swap(value, compare, result, type, e.rank, e.disp, e.win);
   MPI_Win_flush(e.rank, e.win);
 }
@@ -488,8 +508,9 @@ void notify(const Target& t, std::uint64_t value) {
   // remote completion needs no wait of ours: the consumer polls, and the
   // next flush to this target (or MPI progress on either side) completes
   // it; accumulates from one origin to one location stay ordered, so a
-  // later value never lands before an earlier one.
-  const Endpoint e = endpoint(t, Path::direct);
+  // later value never lands before an earlier one. (A same-node flag is a
+  // release store above, redirection or not: a flag has one producer.)
+  const Endpoint e = endpoint(t, atomic_path(t));
   MPI_Accumulate(&value, 1, MPI_UINT64_T, e.rank, e.disp, 1, MPI_UINT64_T, MPI_REPLACE, e.win);
   MPI_Win_flush_local(e.rank, e.win);
 }
@@ -505,6 +526,7 @@ bool test_notify(const std::uint64_t* flag, std::uint64_t value) {
 }
 
 std::uint64_t wait_notify(const std::uint64_t* flag, std::uint64_t value) {
+  detail::CommScope timed;
   unsigned spins = 0;
   MPI_Comm comm = Runtime::current().world().comm();
   for (;;) {
@@ -552,6 +574,7 @@ Handle adopt(MPI_Request req) {
 
 void wait(Handle& h) {
   check_live(h, "wait");
+  detail::CommScope timed;
   using S = HandleAccess::State;
   switch (HandleAccess::state(h)) {
     case S::offload:
@@ -578,6 +601,7 @@ void wait(Handle& h) {
 }
 
 void wait_all(std::vector<Handle>& hs) {
+  detail::CommScope timed;
   using S = HandleAccess::State;
   std::vector<MPI_Request> reqs;
   std::set<std::pair<MPI_Win, int>> flushes;
@@ -630,6 +654,7 @@ bool test(Handle& h) {
 }
 
 void flush(Team& team) {
+  detail::CommScope timed;
   if (detail::ProgressEngine* e = detail::progress_engine(); e && team.served()) e->quiesce();
   Runtime::current().for_each_window(team.id(), [](MPI_Win w) { MPI_Win_flush_all(w); });
   std::atomic_thread_fence(std::memory_order_seq_cst);

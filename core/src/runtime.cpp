@@ -10,6 +10,7 @@
 #include <Kokkos_Core.hpp>
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <filesystem>
@@ -56,7 +57,24 @@ void add_common_keys(Schema& s, const std::string& app_name) {
               "dynamic window with the segments attached (the DART design; MPICH serves it by active "
               "messages, 4-16x slower from 64 KiB)")
       .boolean("comm.check", false,
-               "check every global pointer and collective call (always on in debug builds)");
+               "check every global pointer and collective call (always on in debug builds)")
+      .choice("comm.async", "off", {"off", "on", "user", "auto"},
+              "target-side redirection (Casper): operations on units of other nodes and all atomics go to "
+              "the target node's progress process, so they complete while the target computes. off; on; "
+              "user: on in the phases named by comm.async_phases, off in the others; auto: switched by the "
+              "measured communication ratio (comm.adapt.*). Needs runtime.progress.processes_per_node >= 1 "
+              "(env LOCUS_ASYNC overrides)")
+      .string("comm.async_phases", "comp",
+              "user: comma-separated phase names that run with redirection on (the app names its phases)")
+      .real("comm.adapt.interval", 1.0, 0.0, 3600.0,
+            "auto: seconds of communication profile before the mode may change (a minimum interval; 0: at every "
+            "phase point)")
+      .real("comm.adapt.low", 0.3, 0.0, 1.0,
+            "auto: switch redirection on when the communication ratio Tcomm/(Tcomm+Tcomp) falls below this")
+      .real("comm.adapt.high", 0.6, 0.0, 1.0,
+            "auto: switch redirection off when the communication ratio rises above this (low < high)")
+      .string("comm.adapt.thresholds", "",
+              "auto: a thresholds file from ./locus bench calibrate (its low/high replace comm.adapt.low/high)");
 }
 
 int& CollectiveError::live() {
@@ -288,6 +306,62 @@ void require_thread_level(int needed, const std::string& feature, int provided) 
                 thread_level_name(provided) + " (" + mpi_library() + ")");
 }
 
+namespace {
+// comm.async and comm.adapt.*, checked (the same on every rank: the error
+// is collective).
+AsyncSettings async_settings(const Config& c, const CommSettings& cs) {
+  AsyncSettings a;
+  std::string mode = c.string("comm.async");
+  std::string where = c.locate("comm.async");
+  if (const char* env = std::getenv("LOCUS_ASYNC"); env && *env) {
+    mode = env;
+    where = "LOCUS_ASYNC=" + mode;
+    if (mode != "off" && mode != "on" && mode != "user" && mode != "auto")
+      throw CollectiveError(where + ": must be one of off, on, user, auto");
+  }
+  a.mode = mode == "on" ? AsyncMode::on : mode == "user" ? AsyncMode::user
+                                        : mode == "auto" ? AsyncMode::automatic : AsyncMode::off;
+  a.on_phases.clear();
+  std::stringstream phases(c.string("comm.async_phases"));
+  for (std::string p; std::getline(phases, p, ',');) {
+    p.erase(0, p.find_first_not_of(' '));
+    p.erase(p.find_last_not_of(' ') + 1);
+    if (!p.empty()) a.on_phases.push_back(p);
+  }
+  a.interval = c.real("comm.adapt.interval");
+  a.low = c.real("comm.adapt.low");
+  a.high = c.real("comm.adapt.high");
+  a.thresholds = c.string("comm.adapt.thresholds");
+  if (!a.thresholds.empty()) {
+    const std::string at = c.locate("comm.adapt.thresholds") + ": " + a.thresholds;
+    YAML::Node t;
+    try {
+      t = YAML::LoadFile(a.thresholds);
+    } catch (const std::exception& e) {
+      throw CollectiveError(at + ": cannot read the thresholds file (" + e.what() + ")");
+    }
+    try {
+      a.low = t["low"].as<double>();
+      a.high = t["high"].as<double>();
+    } catch (const std::exception&) {
+      throw CollectiveError(at + ": needs numbers low and high (write it with ./locus bench calibrate)");
+    }
+    if (!(a.low >= 0 && a.high <= 1))
+      throw CollectiveError(at + ": low and high must lie in [0, 1]");
+  }
+  if (!(a.low < a.high))
+    throw CollectiveError(c.locate(a.thresholds.empty() ? "comm.adapt.low" : "comm.adapt.thresholds") +
+                          ": low (" + std::to_string(a.low) + ") must be below high (" + std::to_string(a.high) +
+                          "); equal values give no hysteresis");
+  if (a.mode != AsyncMode::off && cs.progress.processes_per_node < 1)
+    throw CollectiveError(where + ": redirection needs progress processes "
+                          "(set runtime.progress.processes_per_node: 1 or more)");
+  if (a.mode != AsyncMode::off && cs.window != WindowKind::segment)
+    throw CollectiveError(where + ": redirection needs comm.window: segment");
+  return a;
+}
+}  // namespace
+
 CommSettings comm_settings(const Config& c) {
   CommSettings s;
   s.node_size = effective_node_size(c.integer("runtime.node_size"));
@@ -303,6 +377,7 @@ CommSettings comm_settings(const Config& c) {
   s.progress.bind = c.string("runtime.progress.bind") == "auto";
   s.progress.thread = c.boolean("runtime.progress.thread");
   s.progress.thread_interval_us = static_cast<int>(c.integer("runtime.progress.thread_interval_us"));
+  s.async = async_settings(c, s);
 #ifndef NDEBUG
   s.check = true;
 #endif

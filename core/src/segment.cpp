@@ -9,6 +9,7 @@
 #include <limits>
 #include <string>
 
+#include "locus/async.hpp"
 #include "locus/runtime.hpp"
 #include "progress_engine.hpp"
 
@@ -157,7 +158,24 @@ int allocate_segment(Team& team, std::size_t count, std::size_t elem_size) {
     MPI_Win_attach(team.window(), seg->base, static_cast<MPI_Aint>(bytes));
     MPI_Get_address(seg->base, &disp);
   }
-  Claim mine{static_cast<long long>(disp), static_cast<long long>(bytes), seg->id,
+  // Where my part lies in my node's shared memory, from the node's lowest
+  // part: the ghost exposes that range (redirection, async.hpp). Offsets
+  // are the same in every process of the node (one mapping).
+  long long node_offset = 0;
+  if (team.served() && bytes > 0) {
+    int n = 0;
+    MPI_Comm_size(team.shm_comm(), &n);
+    const char* lowest = seg->base;
+    for (int r = 0; r < n; ++r) {
+      MPI_Aint size = 0;
+      int unit_size = 0;
+      void* p = nullptr;
+      MPI_Win_shared_query(seg->shm, r, &size, &unit_size, &p);
+      if (size > 0 && static_cast<const char*>(p) < lowest) lowest = static_cast<const char*>(p);
+    }
+    node_offset = static_cast<long long>(seg->base - lowest);
+  }
+  Claim mine{static_cast<long long>(disp), static_cast<long long>(bytes), node_offset, seg->id,
              static_cast<int>(elem_size)};
   std::vector<Claim> all(static_cast<std::size_t>(team.size()));
   MPI_Allgather(&mine, sizeof(Claim), MPI_BYTE, all.data(), sizeof(Claim), MPI_BYTE, team.comm());
@@ -187,6 +205,15 @@ int allocate_segment(Team& team, std::size_t count, std::size_t elem_size) {
       seg->peer[static_cast<std::size_t>(u)] = static_cast<char*>(peer);
     }
   }
+  if (team.served()) {
+    const ProgressEngine* engine = progress_engine();
+    seg->ghost.resize(all.size());
+    seg->ghost_disp.resize(all.size());
+    for (std::size_t u = 0; u < all.size(); ++u) {
+      seg->ghost[u] = engine->ghost_of(static_cast<int>(u));
+      seg->ghost_disp[u] = static_cast<MPI_Aint>(all[u].node_offset);
+    }
+  }
   bool one_node = true;
   for (int u = 0; u < team.size(); ++u) one_node = one_node && team.same_node(u);
   seg->cpu_atomics = rt.settings().locality && one_node;
@@ -194,6 +221,7 @@ int allocate_segment(Team& team, std::size_t count, std::size_t elem_size) {
     seg->own = create_segment_window(seg->base, bytes, team.served() ? progress_engine()->layout().full_comm
                                                                       : team.comm());
     seg->rma = seg->own;
+    seg->redirect = team.served() && async_default_on();
   } else {
     seg->rma = team.window();
   }

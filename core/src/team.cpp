@@ -1,5 +1,7 @@
 #include "locus/team.hpp"
 
+#include "locus/async.hpp"
+
 #include <algorithm>
 #include <cstdlib>
 #include <sstream>
@@ -164,6 +166,7 @@ Runtime::Runtime(MPI_Comm comm, const CommSettings& settings) : settings_(settin
   nodes_.emulated_size = settings.node_size;
   const int k = settings.progress.processes_per_node;
   g_runtime = this;
+  detail::async_start(settings);
   if (k > 0) {
     detail::ProgressLayout layout;
     try {
@@ -181,6 +184,7 @@ Runtime::Runtime(MPI_Comm comm, const CommSettings& settings) : settings_(settin
       binding_ = "not bound (runtime.progress.bind: none)";
     }
     engine_ = std::make_unique<detail::ProgressEngine>(layout, settings.progress);
+    engine_->set_redirect(settings.async.mode != AsyncMode::off);
     server_ = layout.server;
     app_ranks_ = layout.app_ranks;
     server_ranks_ = layout.server_ranks;
@@ -227,6 +231,7 @@ Runtime::~Runtime() {
   if (engine_ && !server_) engine_->shutdown_app();
   engine_.reset();
   release_datatype_cache();
+  detail::async_stop();
   g_runtime = nullptr;
 }
 

@@ -7,7 +7,10 @@
 // of huge transfers and the datatype of a strided layout exist once.
 #include <mpi.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "locus/rma.hpp"
@@ -51,6 +54,30 @@ bool contiguous(const Layout& l);
 
 // The MPI library's text for an error code.
 std::string mpi_error_text(int rc);
+
+// The communication-ratio profile (async.hpp, auto mode): nanoseconds
+// spent in the core's communication calls, counted only while measuring.
+extern std::atomic<bool> g_measure_comm;
+extern std::atomic<std::uint64_t> g_comm_ns;
+class CommScope {
+ public:
+  CommScope() : on_(g_measure_comm.load(std::memory_order_relaxed)) {
+    if (on_) t0_ = std::chrono::steady_clock::now();
+  }
+  ~CommScope() {
+    if (on_)
+      g_comm_ns.fetch_add(static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                         std::chrono::steady_clock::now() - t0_)
+                                                         .count()),
+                          std::memory_order_relaxed);
+  }
+  CommScope(const CommScope&) = delete;
+  CommScope& operator=(const CommScope&) = delete;
+
+ private:
+  bool on_;
+  std::chrono::steady_clock::time_point t0_{};
+};
 
 // MPI counts are ints: contiguous transfers beyond this go in pieces.
 constexpr std::size_t kChunk = std::size_t(1) << 30;

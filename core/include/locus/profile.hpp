@@ -80,6 +80,7 @@ class Summary {
   YAML::Node results;     // app figures (steps, residual, ...)
   YAML::Node validation;  // mode, verdict, figures
   std::string output;     // path of the output file
+  YAML::Node async;       // redirection mode and decisions (comm.async not off)
   std::string yaml() const;
 
  private:

@@ -33,12 +33,27 @@ class ProgressThread;
 // segment attached (the DART design; MPICH serves it by active messages).
 enum class WindowKind { segment, dynamic };
 
+// Target-side redirection (Casper's asynchronous progress; locus/async.hpp):
+// off, always on, on/off per named phase (user), or by the measured
+// communication ratio (automatic).
+enum class AsyncMode { off, on, user, automatic };
+
+struct AsyncSettings {
+  AsyncMode mode = AsyncMode::off;  // comm.async (env LOCUS_ASYNC overrides)
+  std::vector<std::string> on_phases{"comp"};  // user: phases that run with redirection on
+  double interval = 1.0;  // auto: seconds of profile before a decision may change the mode
+  double low = 0.3;       // auto: switch on when the communication ratio falls below this
+  double high = 0.6;      // auto: switch off when it rises above this
+  std::string thresholds;  // auto: the file low and high came from ("" for the deck's)
+};
+
 struct CommSettings {
   int node_size = 0;          // 0: real nodes; N: N consecutive ranks form a node
   bool locality = true;       // same-node transfers by memcpy on shared memory
   WindowKind window = WindowKind::segment;  // comm.window
   bool check = false;         // bounds/collective checks on every call
   ProgressSettings progress;  // progress processes and thread (progress.hpp)
+  AsyncSettings async;        // target-side redirection (async.hpp)
 };
 
 struct NodeMap {
@@ -59,7 +74,13 @@ struct SegmentInfo {
   // epoch): `own` (comm.window: segment) or the team's dynamic window.
   MPI_Win rma = MPI_WIN_NULL;
   MPI_Win own = MPI_WIN_NULL;      // the segment's own window, or MPI_WIN_NULL
-  MPI_Win alias = MPI_WIN_NULL;    // reserved: a second window (redirection's alias), unused yet
+  // Redirection (async.hpp): when on, operations on a unit of another node
+  // and every atomic on the segment go to the main progress process of the
+  // target's node, which exposes its node's parts in the segment's own
+  // window at ghost_disp. Changed only collectively (set_async).
+  bool redirect = false;
+  std::vector<int> ghost;            // team unit -> rank in `own` of its node's main progress process
+  std::vector<MPI_Aint> ghost_disp;  // team unit -> displacement of its part in the ghost's window
   // Atomics on this segment use CPU atomics on the shared memory (the whole
   // team on one node, comm.locality on), else MPI accumulates; fixed at
   // allocation so every atomic on the segment takes the same mechanism.
@@ -179,6 +200,13 @@ class Runtime {
     MPI_Win last = MPI_WIN_NULL;
     for (const auto& [key, seg] : segments_)
       if (key.first == team && seg->rma != last && seg->rma != MPI_WIN_NULL) fn(last = seg->rma);
+  }
+  // Calls fn(SegmentInfo&) for every segment of the team (collective
+  // operations only: not while other threads of the unit use the core).
+  template <class Fn>
+  void for_each_segment(int team, Fn&& fn) {
+    for (auto& [key, seg] : segments_)
+      if (key.first == team) fn(*seg);
   }
   // Collective over the team: frees every segment still allocated on it.
   void release_segments(int team);

@@ -1,0 +1,159 @@
+#include "locus/async.hpp"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <mutex>
+
+#include "locus/rma.hpp"
+#include "progress_engine.hpp"
+#include "transfer.hpp"
+
+namespace locus {
+
+namespace detail {
+std::atomic<bool> g_measure_comm{false};
+std::atomic<std::uint64_t> g_comm_ns{0};
+
+namespace {
+struct AsyncState {
+  AsyncSettings settings;
+  bool on = false;              // the served team's segments are redirected
+  double start = 0;             // MPI_Wtime at runtime start
+  double window_start = 0;      // start of the current profile interval
+  std::uint64_t window_ns = 0;  // g_comm_ns at window_start
+  std::vector<AsyncDecision> log;
+};
+AsyncState& state() {
+  static AsyncState s;
+  return s;
+}
+}  // namespace
+
+void async_start(const CommSettings& s) {
+  AsyncState& a = state();
+  a = AsyncState{};
+  a.settings = s.async;
+  // Casper starts with asynchronous progress on; user and auto decide at
+  // the first phase point.
+  a.on = s.async.mode != AsyncMode::off;
+  a.start = a.window_start = MPI_Wtime();
+  g_comm_ns.store(0);
+  a.window_ns = 0;
+  g_measure_comm.store(s.async.mode == AsyncMode::automatic);
+}
+
+void async_stop() {
+  g_measure_comm.store(false);
+}
+
+bool async_default_on() {
+  return state().on;
+}
+}  // namespace detail
+
+std::string async_mode_name(AsyncMode m) {
+  switch (m) {
+    case AsyncMode::off:
+      return "off";
+    case AsyncMode::on:
+      return "on";
+    case AsyncMode::user:
+      return "user";
+    case AsyncMode::automatic:
+      return "auto";
+  }
+  return "off";
+}
+
+double comm_seconds() {
+  return static_cast<double>(detail::g_comm_ns.load()) * 1e-9;
+}
+
+bool async_enabled(const Team& team) {
+  return team.served() && detail::state().on;
+}
+
+void set_async(Team& team, bool on) {
+  if (on && !team.served())
+    throw Error("set_async: redirection needs progress processes serving the team (the world team with "
+                "runtime.progress.processes_per_node >= 1)");
+  // The symmetric point: nothing of this team in flight anywhere.
+  flush(team);
+  barrier(team);
+  if (!team.served()) return;
+  Runtime& rt = Runtime::current();
+  rt.for_each_segment(team.id(), [on](SegmentInfo& seg) { seg.redirect = on && seg.own != MPI_WIN_NULL; });
+  detail::state().on = on;
+  detail::progress_engine()->notify_servers(detail::Control::async, team.id(), on ? 1 : 0);
+  barrier(team);
+}
+
+const std::vector<AsyncDecision>& async_log() {
+  return detail::state().log;
+}
+
+void phase_point(Team& team, const std::string& phase, double forced_cr) {
+  auto& a = detail::state();
+  flush(team);
+  barrier(team);
+  const double now = MPI_Wtime();
+  const double elapsed = now - a.window_start;
+  const double comm = static_cast<double>(detail::g_comm_ns.load() - a.window_ns) * 1e-9;
+  double mine = forced_cr >= 0 ? forced_cr : (elapsed > 0 ? std::min(1.0, comm / elapsed) : 0.0);
+  AsyncDecision d;
+  d.time = now - a.start;
+  d.phase = phase;
+  d.cr.resize(static_cast<std::size_t>(team.size()));
+  MPI_Allgather(&mine, 1, MPI_DOUBLE, d.cr.data(), 1, MPI_DOUBLE, team.comm());
+  for (double c : d.cr) d.mean_cr += c;
+  d.mean_cr /= static_cast<double>(d.cr.size());
+  bool on = a.on;
+  char why[200];
+  switch (a.settings.mode) {
+    case AsyncMode::off:
+      std::snprintf(why, sizeof why, "off");
+      break;
+    case AsyncMode::on:
+      std::snprintf(why, sizeof why, "on");
+      break;
+    case AsyncMode::user: {
+      const auto& ph = a.settings.on_phases;
+      on = std::find(ph.begin(), ph.end(), phase) != ph.end();
+      std::snprintf(why, sizeof why, "user: phase %s is %s comm.async_phases", phase.c_str(),
+                    on ? "in" : "not in");
+      break;
+    }
+    case AsyncMode::automatic: {
+      // Rank 0's view decides (every unit has the same CRs; the elapsed
+      // time is rank 0's), so that all apply the same.
+      int ready = forced_cr >= 0 || elapsed >= a.settings.interval;
+      MPI_Bcast(&ready, 1, MPI_INT, 0, team.comm());
+      if (!ready) {
+        std::snprintf(why, sizeof why, "auto: kept (%.2f s of profile, interval %.2f s)", elapsed,
+                      a.settings.interval);
+        break;
+      }
+      if (a.on && d.mean_cr > a.settings.high) {
+        on = false;
+        std::snprintf(why, sizeof why, "auto: CR %.2f > high %.2f: off", d.mean_cr, a.settings.high);
+      } else if (!a.on && d.mean_cr < a.settings.low) {
+        on = true;
+        std::snprintf(why, sizeof why, "auto: CR %.2f < low %.2f: on", d.mean_cr, a.settings.low);
+      } else {
+        std::snprintf(why, sizeof why, "auto: CR %.2f within [%.2f, %.2f] or same side: kept %s", d.mean_cr,
+                      a.settings.low, a.settings.high, a.on ? "on" : "off");
+      }
+      a.window_start = MPI_Wtime();
+      a.window_ns = detail::g_comm_ns.load();
+      break;
+    }
+  }
+  if (on != a.on) set_async(team, on);
+  d.on = a.on;
+  d.why = why;
+  a.log.push_back(std::move(d));
+}
+
+}  // namespace locus
