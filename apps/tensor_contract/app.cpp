@@ -293,7 +293,7 @@ int run(Context& ctx) {
     ph["tasks"] = r.tasks;
     ph["seconds"] = number(r.seconds);
     if (ctx.runtime().settings().async.mode != locus::AsyncMode::off)
-      ph["redirection"] = locus::async_enabled(world) ? "on" : "off";
+      ph["redirection"] = locus::async_enabled(world);
     ph["gflop_per_s"] = number(std::round(gflops * 1000) / 1000);
     ph["communication_ratio"] = number(tot > 0 ? std::round(comm_t / tot * 1000) / 1000 : 0.0);
     {

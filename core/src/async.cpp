@@ -99,11 +99,17 @@ void phase_point(Team& team, const std::string& phase, double forced_cr) {
   flush(team);
   barrier(team);
   const double now = MPI_Wtime();
-  const double elapsed = now - a.window_start;
+  const double mine_elapsed = now - a.window_start;
   const double comm = static_cast<double>(detail::g_comm_ns.load() - a.window_ns) * 1e-9;
-  double mine = forced_cr >= 0 ? forced_cr : (elapsed > 0 ? std::min(1.0, comm / elapsed) : 0.0);
+  double mine = forced_cr >= 0 ? forced_cr : (mine_elapsed > 0 ? std::min(1.0, comm / mine_elapsed) : 0.0);
+  // Rank 0's clock for the log and the interval: the log is the same on
+  // every unit (it goes into the output file's metadata, which parallel
+  // HDF5 needs identical everywhere) and every unit decides alike.
+  double clock[2] = {now - a.start, mine_elapsed};
+  MPI_Bcast(clock, 2, MPI_DOUBLE, 0, team.comm());
+  const double elapsed = clock[1];
   AsyncDecision d;
-  d.time = now - a.start;
+  d.time = clock[0];
   d.phase = phase;
   d.cr.resize(static_cast<std::size_t>(team.size()));
   MPI_Allgather(&mine, 1, MPI_DOUBLE, d.cr.data(), 1, MPI_DOUBLE, team.comm());
@@ -126,10 +132,8 @@ void phase_point(Team& team, const std::string& phase, double forced_cr) {
       break;
     }
     case AsyncMode::automatic: {
-      // Rank 0's view decides (every unit has the same CRs; the elapsed
-      // time is rank 0's), so that all apply the same.
-      int ready = forced_cr >= 0 || elapsed >= a.settings.interval;
-      MPI_Bcast(&ready, 1, MPI_INT, 0, team.comm());
+      // Every unit has the same CRs and rank 0's elapsed time: all decide alike.
+      const bool ready = forced_cr >= 0 || elapsed >= a.settings.interval;
       if (!ready) {
         std::snprintf(why, sizeof why, "auto: kept (%.2f s of profile, interval %.2f s)", elapsed,
                       a.settings.interval);

@@ -331,7 +331,15 @@ hid_t H5Output::object(const std::string& name) const {
   return H5Oopen(file_, name.c_str(), H5P_DEFAULT);
 }
 
-void H5Output::attribute(const std::string& obj, const std::string& name, const std::string& value) {
+// Attributes are metadata, which parallel HDF5 needs identical on every
+// rank (else its close runs mismatched collectives and hangs): every
+// attribute writes rank 0's value.
+void H5Output::attribute(const std::string& obj, const std::string& name, const std::string& given) {
+  std::string value = given;
+  long long len = static_cast<long long>(value.size());
+  MPI_Bcast(&len, 1, MPI_LONG_LONG, 0, comm_);
+  value.resize(static_cast<std::size_t>(len));
+  MPI_Bcast(value.data(), static_cast<int>(len), MPI_CHAR, 0, comm_);
   Id o(object(obj), H5Oclose, "opening " + obj);
   Id type(H5Tcopy(H5T_C_S1), H5Tclose, "H5Tcopy");
   check(H5Tset_size(type, H5T_VARIABLE), "H5Tset_size");
@@ -342,18 +350,25 @@ void H5Output::attribute(const std::string& obj, const std::string& name, const 
 }
 
 void H5Output::attribute(const std::string& obj, const std::string& name, double value) {
+  MPI_Bcast(&value, 1, MPI_DOUBLE, 0, comm_);
   Id o(object(obj), H5Oclose, "opening " + obj);
   Id space(H5Screate(H5S_SCALAR), H5Sclose, "H5Screate");
   write_attr(o, name, H5T_NATIVE_DOUBLE, space, &value);
 }
 
 void H5Output::attribute(const std::string& obj, const std::string& name, long value) {
+  MPI_Bcast(&value, 1, MPI_LONG, 0, comm_);
   Id o(object(obj), H5Oclose, "opening " + obj);
   Id space(H5Screate(H5S_SCALAR), H5Sclose, "H5Screate");
   write_attr(o, name, H5T_NATIVE_LONG, space, &value);
 }
 
-void H5Output::attribute(const std::string& obj, const std::string& name, const std::vector<double>& v) {
+void H5Output::attribute(const std::string& obj, const std::string& name, const std::vector<double>& given) {
+  std::vector<double> v = given;
+  long long len = static_cast<long long>(v.size());
+  MPI_Bcast(&len, 1, MPI_LONG_LONG, 0, comm_);
+  v.resize(static_cast<std::size_t>(len));
+  MPI_Bcast(v.data(), static_cast<int>(len), MPI_DOUBLE, 0, comm_);
   Id o(object(obj), H5Oclose, "opening " + obj);
   hsize_t n = v.size();
   Id space(H5Screate_simple(1, &n, nullptr), H5Sclose, "H5Screate_simple");

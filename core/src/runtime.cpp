@@ -74,7 +74,7 @@ void add_common_keys(Schema& s, const std::string& app_name) {
       .real("comm.adapt.high", 0.6, 0.0, 1.0,
             "auto: switch redirection off when the communication ratio rises above this (low < high)")
       .string("comm.adapt.thresholds", "",
-              "auto: a thresholds file from ./locus bench calibrate (its low/high replace comm.adapt.low/high)");
+              "auto: a YAML file with numbers low and high for this machine (they replace comm.adapt.low/high)");
 }
 
 int& CollectiveError::live() {
@@ -344,7 +344,7 @@ AsyncSettings async_settings(const Config& c, const CommSettings& cs) {
       a.low = t["low"].as<double>();
       a.high = t["high"].as<double>();
     } catch (const std::exception&) {
-      throw CollectiveError(at + ": needs numbers low and high (write it with ./locus bench calibrate)");
+      throw CollectiveError(at + ": needs numbers low and high (in [0, 1], low < high)");
     }
     if (!(a.low >= 0 && a.high <= 1))
       throw CollectiveError(at + ": low and high must lie in [0, 1]");
