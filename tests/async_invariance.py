@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Redirection changes routes, never results: heat3d, poisson5pt and
 tensor_contract (integer values, multiphase) give bitwise identical output
-with comm.async off, on, user and auto, with one progress process per node
+with comm.async off, on (all operations and atomics only), user and auto, with one progress process per node
 on emulated nodes (every halo and task crosses a node and, while on, goes
 through the target's ghost). Also: LOCUS_ASYNC overrides the deck, the
 summary and the HDF5 file record the decisions, and the user mode switches
@@ -45,9 +45,11 @@ def datasets(path, names):
 for app, (deck_name, sets, names) in CASES.items():
     deck = os.path.join(SOURCE, "inputs", app, deck_name + ".yaml")
     ref = None
-    for mode in ("off", "on", "user", "auto"):
-        d = os.path.join(OUT, app + "_" + mode)
-        p, _ = run_app(app, deck, NP, sets + SERVED + ["comm.async=" + mode, "output.dir=" + d], extra=["-q"])
+    for label in ("off", "on", "on-atomics", "user", "auto"):
+        mode = label.split("-")[0]
+        ops = ["comm.async_ops=atomics"] if label.endswith("-atomics") else []
+        d = os.path.join(OUT, app + "_" + label)
+        p, _ = run_app(app, deck, NP, sets + SERVED + ops + ["comm.async=" + mode, "output.dir=" + d], extra=["-q"])
         s = summary(p.stdout)
         h5 = [n for n in os.listdir(d) if n.endswith(".h5")][0]
         data, on = datasets(os.path.join(d, h5), names)
@@ -72,7 +74,7 @@ for app, (deck_name, sets, names) in CASES.items():
             if mode == "on":
                 check(all(r is True for r in redirected), "on: phases ran %s" % redirected)
             check(s["validation"]["verdict"] == "pass", "%s %s: verdict %s" % (app, mode, s["validation"]["verdict"]))
-    print("%-16s off / on / user / auto: bitwise identical %s" % (app, ", ".join(names)))
+    print("%-16s off / on (all, atomics) / user / auto: bitwise identical %s" % (app, ", ".join(names)))
 
 # LOCUS_ASYNC overrides the deck; a bad value and redirection without
 # progress processes are clean errors.
@@ -89,5 +91,20 @@ check(p.returncode == 1 and "comm.async: redirection needs progress processes" i
 p, _ = run_app("heat3d", deck, NP, small + SERVED + ["comm.async=auto", "comm.adapt.low=0.7"], extra=["-q"],
                expect_ok=False)
 check(p.returncode == 1 and "must be below high" in p.stderr, p.stderr)
-print("LOCUS_ASYNC override and bad settings: clean")
+# auto reads a thresholds file (the one shipped for this machine); a bad one is a clean error
+import yaml  # noqa: E402
+shipped = os.path.join(SOURCE, "inputs", "async", "thresholds-2core-emulated.yaml")
+th = yaml.safe_load(open(shipped))
+p, _ = run_app("heat3d", deck, NP, small + SERVED + ["comm.async=auto", "comm.adapt.thresholds=" + shipped,
+                                                     "output.dir=" + os.path.join(OUT, "thresholds")], extra=["-q"])
+a = summary(p.stdout)["async"]
+check(abs(a["low"] - th["low"]) < 1e-9 and abs(a["high"] - th["high"]) < 1e-9 and a["thresholds"] == shipped,
+      "thresholds file not applied: %s" % a)
+bad = os.path.join(OUT, "bad_thresholds.yaml")
+with open(bad, "w") as f:
+    f.write("low: 0.5\n")
+p, _ = run_app("heat3d", deck, NP, small + SERVED + ["comm.async=auto", "comm.adapt.thresholds=" + bad], extra=["-q"],
+               expect_ok=False)
+check(p.returncode == 1 and "comm.adapt.thresholds: " + bad + ": needs numbers low and high" in p.stderr, p.stderr)
+print("LOCUS_ASYNC override, thresholds files and bad settings: clean")
 print("PASS")

@@ -3,6 +3,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <map>
 #include <cstdio>
 #include <mutex>
 
@@ -24,6 +25,11 @@ struct AsyncState {
   double window_start = 0;      // start of the current profile interval
   std::uint64_t window_ns = 0;  // g_comm_ns at window_start
   std::vector<AsyncDecision> log;
+  // auto: the CR each phase name had the last time it ran (a profile
+  // window that covered exactly that phase), and the current window's phases.
+  std::map<std::string, double> history_on, history_off;  // by the mode the phase ran in
+  std::string window_phase;
+  int window_phases = 0;
 };
 AsyncState& state() {
   static AsyncState s;
@@ -35,9 +41,10 @@ void async_start(const CommSettings& s) {
   AsyncState& a = state();
   a = AsyncState{};
   a.settings = s.async;
-  // Casper starts with asynchronous progress on; user and auto decide at
-  // the first phase point.
-  a.on = s.async.mode != AsyncMode::off;
+  // on: from the start. user and auto start off and decide at the first
+  // phase point (ghosts that poll before then slowed the whole run down
+  // on an over-subscribed node, even after they stopped: measured).
+  a.on = s.async.mode == AsyncMode::on;
   a.start = a.window_start = MPI_Wtime();
   g_comm_ns.store(0);
   a.window_ns = 0;
@@ -137,9 +144,29 @@ void phase_point(Team& team, const std::string& phase, double forced_cr) {
       if (!ready) {
         std::snprintf(why, sizeof why, "auto: kept (%.2f s of profile, interval %.2f s)", elapsed,
                       a.settings.interval);
+        ++a.window_phases;
         break;
       }
-      if (a.on && d.mean_cr > a.settings.high) {
+      // A window that covered one phase is that phase's profile, kept by
+      // the mode it ran in (the CR depends on it: a communication-heavy
+      // phase that waits on busy ghosts has a high CR with redirection on
+      // and a low one without). A phase seen before is judged by its own
+      // profile -- with redirection on if there is one (off above high),
+      // else without (on below low) -- so a repeating sequence is not one
+      // phase late at each change of kind; a new phase by the window that
+      // just ended, with the hysteresis. A forced CR is used as it is.
+      if (a.window_phases == 1 && !a.window_phase.empty())
+        (a.on ? a.history_on : a.history_off)[a.window_phase] = d.mean_cr;
+      const auto with_on = a.history_on.find(phase), with_off = a.history_off.find(phase);
+      if (forced_cr < 0 && with_on != a.history_on.end()) {
+        on = with_on->second <= a.settings.high;
+        std::snprintf(why, sizeof why, "auto: phase %s had CR %.2f with redirection on (high %.2f): %s",
+                      phase.c_str(), with_on->second, a.settings.high, on ? "on" : "off");
+      } else if (forced_cr < 0 && with_off != a.history_off.end()) {
+        on = with_off->second < a.settings.low;
+        std::snprintf(why, sizeof why, "auto: phase %s had CR %.2f with redirection off (low %.2f): %s",
+                      phase.c_str(), with_off->second, a.settings.low, on ? "on" : "off");
+      } else if (a.on && d.mean_cr > a.settings.high) {
         on = false;
         std::snprintf(why, sizeof why, "auto: CR %.2f > high %.2f: off", d.mean_cr, a.settings.high);
       } else if (!a.on && d.mean_cr < a.settings.low) {
@@ -151,6 +178,8 @@ void phase_point(Team& team, const std::string& phase, double forced_cr) {
       }
       a.window_start = MPI_Wtime();
       a.window_ns = detail::g_comm_ns.load();
+      a.window_phase = phase;
+      a.window_phases = 1;
       break;
     }
   }

@@ -176,7 +176,7 @@ void plan_start(PlanImpl& p, void* local_base) {
   char* local = static_cast<char*>(local_base);
   // Redirection (async.hpp) is switched only at collective points with
   // nothing in flight: read once per start.
-  const bool redirect = p.seg->redirect;
+  const bool redirect = p.seg->redirect && Runtime::current().settings().async.data;
   if (p.get) std::atomic_thread_fence(std::memory_order_acquire);
   for (auto& e : p.entries) {
     if (e.offload) {

@@ -205,6 +205,14 @@ int ProgressEngine::ghost_of(int unit) const {
 void ProgressEngine::notify_servers(Control kind, int team, int segment) {
   for (ServerArea* s : servers_) {
     if (node_app_ == 0) {
+      // One mailbox: the server must have read the previous event before
+      // this one overwrites it (an event without a collective with the
+      // server, such as Control::async, could otherwise be lost).
+      unsigned spins = 0;
+      while (s->done.load(std::memory_order_acquire) != s->seq.load(std::memory_order_relaxed)) {
+        poke();
+        relax(spins);
+      }
       s->kind = kind;
       s->team = team;
       s->segment = segment;
@@ -545,7 +553,8 @@ void ProgressEngine::idle(unsigned& passes) {
   if (redirect_) {
     // Operations aimed at my units arrive at me: keep MPI progressing (an
     // MPI library may apply accumulates only when the target enters MPI),
-    // yielding the core between polls.
+    // yielding the core between polls. (Naps between polls were measured
+    // worse: a woken process waits milliseconds for a busy core.)
     int flag = 0;
     MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, layout_.full_comm, &flag, MPI_STATUS_IGNORE);
     if (settings_.idle != IdlePolicy::spin) sched_yield();
@@ -643,6 +652,7 @@ int ProgressEngine::serve() {
       // node's first unit may post the next one.
       const Control kind = me->kind;
       const int segment = me->segment;
+      me->done.store(seq, std::memory_order_release);
       switch (kind) {
         case Control::alloc:
           server_alloc(segment);

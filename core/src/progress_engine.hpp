@@ -59,6 +59,7 @@ enum class Control : std::uint32_t { none = 0, alloc = 1, free = 2, exit = 3, as
 struct ServerArea {
   alignas(64) std::atomic<std::uint64_t> seq;       // events posted by the node's first unit
   alignas(64) std::atomic<std::uint64_t> arrived;   // units that reached an event (all events)
+  alignas(64) std::atomic<std::uint64_t> done;      // the last event the server has read
   alignas(64) std::atomic<std::uint32_t> sleeping;  // idle policy sleep: the server waits on `wake`
   std::atomic<std::uint32_t> wake;                  // futex word: bumped to wake the server
   alignas(64) Control kind;

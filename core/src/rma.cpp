@@ -186,9 +186,11 @@ bool same_node(const Target& t) {
 // The one route decision of a get/put.
 Path choose(const Target& t, Route r, std::size_t bytes, bool async) {
   if (r == Route::mpi) return Path::direct;
-  const bool shm = Runtime::current().settings().locality && same_node(t);
-  // Redirection on: another node's unit is reached through its ghost.
-  if (t.seg->redirect && !shm) return Path::redirect;
+  const CommSettings& cs = Runtime::current().settings();
+  const bool shm = cs.locality && same_node(t);
+  // Redirection on (comm.async_ops: all): another node's unit is reached
+  // through its ghost.
+  if (t.seg->redirect && cs.async.data && !shm) return Path::redirect;
   if (async && r == Route::automatic) {
     const detail::ProgressEngine* e = detail::progress_engine();
     if (e && t.team->served() && bytes >= e->settings().threshold) return Path::offload;

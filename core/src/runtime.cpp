@@ -64,6 +64,11 @@ void add_common_keys(Schema& s, const std::string& app_name) {
               "user: on in the phases named by comm.async_phases, off in the others; auto: switched by the "
               "measured communication ratio (comm.adapt.*). Needs runtime.progress.processes_per_node >= 1 "
               "(env LOCUS_ASYNC overrides)")
+      .choice("comm.async_ops", "all", {"all", "atomics"},
+              "what redirection sends to the target's ghost: all (gets and puts to other nodes too, as Casper) "
+              "or atomics only (accumulates, fetch-and-op, compare-and-swap, notify flags: what an MPI library "
+              "applies in software at the target; gets and puts stay direct, better for put-heavy codes where "
+              "the library moves them by RDMA or shared memory)")
       .string("comm.async_phases", "comp",
               "user: comma-separated phase names that run with redirection on (the app names its phases)")
       .real("comm.adapt.interval", 1.0, 0.0, 3600.0,
@@ -74,7 +79,7 @@ void add_common_keys(Schema& s, const std::string& app_name) {
       .real("comm.adapt.high", 0.6, 0.0, 1.0,
             "auto: switch redirection off when the communication ratio rises above this (low < high)")
       .string("comm.adapt.thresholds", "",
-              "auto: a YAML file with numbers low and high for this machine (they replace comm.adapt.low/high)");
+              "auto: a thresholds file from ./locus bench calibrate (its low and high replace comm.adapt.low/high)");
 }
 
 int& CollectiveError::live() {
@@ -328,6 +333,7 @@ AsyncSettings async_settings(const Config& c, const CommSettings& cs) {
     p.erase(p.find_last_not_of(' ') + 1);
     if (!p.empty()) a.on_phases.push_back(p);
   }
+  a.data = c.string("comm.async_ops") == "all";
   a.interval = c.real("comm.adapt.interval");
   a.low = c.real("comm.adapt.low");
   a.high = c.real("comm.adapt.high");
@@ -344,7 +350,7 @@ AsyncSettings async_settings(const Config& c, const CommSettings& cs) {
       a.low = t["low"].as<double>();
       a.high = t["high"].as<double>();
     } catch (const std::exception&) {
-      throw CollectiveError(at + ": needs numbers low and high (in [0, 1], low < high)");
+      throw CollectiveError(at + ": needs numbers low and high (write it with ./locus bench calibrate)");
     }
     if (!(a.low >= 0 && a.high <= 1))
       throw CollectiveError(at + ": low and high must lie in [0, 1]");

@@ -184,7 +184,7 @@ Runtime::Runtime(MPI_Comm comm, const CommSettings& settings) : settings_(settin
       binding_ = "not bound (runtime.progress.bind: none)";
     }
     engine_ = std::make_unique<detail::ProgressEngine>(layout, settings.progress);
-    engine_->set_redirect(settings.async.mode != AsyncMode::off);
+    engine_->set_redirect(settings.async.mode == AsyncMode::on);
     server_ = layout.server;
     app_ranks_ = layout.app_ranks;
     server_ranks_ = layout.server_ranks;

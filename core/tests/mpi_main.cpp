@@ -28,6 +28,17 @@ int main(int argc, char** argv) {
     settings.window = locus::WindowKind::dynamic;
   // LOCUS_PROGRESS_PROCESSES=k: the last k ranks of every node serve.
   if (const char* k = std::getenv("LOCUS_PROGRESS_PROCESSES")) settings.progress.processes_per_node = std::atoi(k);
+  // LOCUS_ASYNC=on|user|auto: redirection (needs LOCUS_PROGRESS_PROCESSES);
+  // LOCUS_ASYNC_DATA=0 redirects atomics only (comm.async_ops: atomics).
+  if (const char* a = std::getenv("LOCUS_ASYNC"); a && *a) {
+    const std::string m = a;
+    settings.async.mode = m == "user"   ? locus::AsyncMode::user
+                          : m == "auto" ? locus::AsyncMode::automatic
+                          : m == "on"   ? locus::AsyncMode::on
+                                        : locus::AsyncMode::off;
+    const char* d = std::getenv("LOCUS_ASYNC_DATA");
+    settings.async.data = !(d && std::string(d) == "0");
+  }
   int failed = 0;
   {
     locus::Runtime runtime(MPI_COMM_WORLD, settings);

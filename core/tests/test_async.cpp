@@ -1,6 +1,6 @@
 // Target-side redirection (locus/async.hpp).
 //
-//  * Atomicity across switches: every unit does LOCUS_ASYNC_OPS (default
+//  * Atomicity across switches: every unit does LOCUS_ASYNC_COUNT (default
 //    10,000) fetch-and-adds on one counter, in rounds; redirection is
 //    switched at a collective point between rounds. The counter ends at the
 //    exact total and the returned values are a permutation of 0..total-1.
@@ -10,8 +10,9 @@
 //  * Policies: user (phase names) and auto with a forced CR sequence give
 //    the expected on/off decisions, deterministically.
 //
-// Environment: LOCUS_PROGRESS_PROCESSES (k, default 1), LOCUS_NODE_SIZE
-// (emulated nodes), LOCUS_ASYNC_OPS. Server ranks serve and run no test.
+// Environment (mpi_main.cpp): LOCUS_PROGRESS_PROCESSES (k >= 1), LOCUS_ASYNC
+// (on, user, auto), LOCUS_ASYNC_DATA (0: atomics only), LOCUS_NODE_SIZE
+// (emulated nodes), LOCUS_ASYNC_COUNT. Server ranks serve and run no test.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -27,7 +28,6 @@
 #include "locus/rma.hpp"
 #include "locus/segment.hpp"
 #include "locus/team.hpp"
-#include "rank_printer.hpp"
 
 using namespace locus;
 
@@ -42,7 +42,7 @@ int env_int(const char* name, int fallback) {
 
 TEST(Async, FetchAndAddAtomicAcrossSwitches) {
   Team& w = Runtime::current().world();
-  const int ops = env_int("LOCUS_ASYNC_OPS", 10000);
+  const int ops = env_int("LOCUS_ASYNC_COUNT", 10000);
   const int rounds = 10;
   Array<std::int64_t> counter(w, 1);
   counter.data()[0] = 0;
@@ -184,34 +184,4 @@ TEST(Async, UserAndForcedAutoDecisions) {
   } else {
     GTEST_SKIP() << "LOCUS_ASYNC is " << async_mode_name(mode) << ": policies need user or auto";
   }
-}
-
-int main(int argc, char** argv) {
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-  Kokkos::initialize(argc, argv);
-  ::testing::InitGoogleTest(&argc, argv);
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  locus::testing::print_failures_on_every_rank(rank);
-  CommSettings settings;
-  settings.node_size = effective_node_size(0);
-  settings.check = true;
-  settings.progress.processes_per_node = env_int("LOCUS_PROGRESS_PROCESSES", 1);
-  const char* a = std::getenv("LOCUS_ASYNC");
-  const std::string mode = a && *a ? a : "on";
-  settings.async.mode = mode == "user" ? AsyncMode::user : mode == "auto" ? AsyncMode::automatic : AsyncMode::on;
-  int failed = 0;
-  {
-    Runtime runtime(MPI_COMM_WORLD, settings);
-    if (runtime.is_server()) {
-      runtime.serve();
-    } else {
-      failed = RUN_ALL_TESTS();
-    }
-  }
-  MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  Kokkos::finalize();
-  MPI_Finalize();
-  return failed;
 }

@@ -10,7 +10,8 @@
 // ghost_disp[u] + x. With redirection on for a segment:
 //
 //   * get / put (contiguous, strided, index lists in plans) to a unit on
-//     another node go to the target's ghost: they complete while the
+//     another node go to the target's ghost (comm.async_ops: all, the
+//     default; `atomics` leaves them direct): they complete while the
 //     target computes outside MPI (the ghost keeps MPI progressing);
 //     same-node transfers stay memcpy on shared memory;
 //   * every atomic (accumulate, fetch_and_op, compare_and_swap, notify) on
@@ -21,14 +22,19 @@
 //     collective point with nothing in flight.
 //
 // The mode of a run is comm.async (env LOCUS_ASYNC overrides):
-//   off   never redirected (the baseline);  on    always;
+//   off   never redirected (the baseline);  on    always (from the start);
 //   user  on in the phases named by comm.async_phases, off in the others;
 //   auto  by the communication ratio CR = Tcomm / (Tcomm + Tcomp) each unit
 //         measured in the core's communication calls since the last
 //         decision: off above comm.adapt.high, on below comm.adapt.low
 //         (low < high: hysteresis), not before comm.adapt.interval seconds
 //         of profile. Every unit's CR is exchanged at the phase point and
-//         rank 0's decision (on the mean) is applied by all at once.
+//         rank 0's decision (on the mean) is applied by all at once. A
+//         phase name seen before is judged by its own last profile (a
+//         window that covered just that phase): with redirection on, off
+//         above high; else, on below low. So a repeating sequence is not
+//         one phase late at each change of kind.
+// user and auto start off; the first phase point decides.
 #include <string>
 #include <vector>
 

@@ -45,6 +45,9 @@ struct AsyncSettings {
   double low = 0.3;       // auto: switch on when the communication ratio falls below this
   double high = 0.6;      // auto: switch off when it rises above this
   std::string thresholds;  // auto: the file low and high came from ("" for the deck's)
+  // comm.async_ops: all (gets and puts too, Casper's choice) or atomics
+  // (accumulates, fetch-and-op, compare-and-swap, notify flags) only.
+  bool data = true;
 };
 
 struct CommSettings {
