@@ -276,7 +276,7 @@ for how in ("second_run", "sigterm_rank", "sigint_launcher"):
     print("heat3d           %-16s exit %d, nothing left" % (how, a.returncode))
 
 # Every app under kill -9 of a unit and (with a progress process) of the
-# progress process, and SIGTERM to one rank: the job ends within seconds with
+# progress process, SIGTERM to one rank and SIGINT to the launcher: the job ends within seconds with
 # a non-zero status, no process is left and nothing stays in the output
 # directory (a killed run cannot clean up: rank 0's output watcher does).
 LONG = {
@@ -312,7 +312,8 @@ def wait_gone(marker, seconds):
     return left
 
 
-scenarios = [("kill9_unit", 0, signal.SIGKILL), ("sigterm_unit", 0, signal.SIGTERM)]
+scenarios = [("kill9_unit", 0, signal.SIGKILL), ("sigterm_unit", 0, signal.SIGTERM),
+             ("sigint_launcher", None, signal.SIGINT)]
 if NP >= 2:
     scenarios.append(("kill9_server", NP - 1, signal.SIGKILL))
 for app, deck in APPS.items():
@@ -331,8 +332,11 @@ for app, deck in APPS.items():
             time.sleep(0.1)
         time.sleep(0.5)
         ranks = pids_of(od)
-        check(victim in ranks, "%s %s: rank %d not found (%s)" % (app, how, victim, ranks))
-        os.kill(ranks[victim], sig)
+        if victim is None:
+            a.send_signal(sig)  # the launcher (Ctrl-C)
+        else:
+            check(victim in ranks, "%s %s: rank %d not found (%s)" % (app, how, victim, ranks))
+            os.kill(ranks[victim], sig)
         t1 = time.monotonic()
         try:
             out, err = a.communicate(timeout=30)
@@ -340,7 +344,8 @@ for app, deck in APPS.items():
             os.killpg(a.pid, signal.SIGKILL)
             check(False, "%s %s: the job did not end within 30 s of the signal" % (app, how))
         dt = time.monotonic() - t1
-        check(a.returncode != 0, "%s %s: exit 0 after a killed rank" % (app, how))
+        if victim is not None:  # Hydra's own status when it is signalled varies (see above)
+            check(a.returncode != 0, "%s %s: exit 0 after a killed rank" % (app, how))
         for b in ("Traceback", "Assertion", "backtrace", "terminate called"):
             check(b not in err, "%s %s: %s in stderr:\n%s" % (app, how, b, err[-2000:]))
         left = wait_gone(od, 10)

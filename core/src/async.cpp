@@ -91,7 +91,9 @@ void set_async(Team& team, bool on) {
   barrier(team);
   if (!team.served()) return;
   Runtime& rt = Runtime::current();
-  rt.for_each_segment(team.id(), [on](SegmentInfo& seg) { seg.redirect = on && seg.own != MPI_WIN_NULL; });
+  rt.for_each_segment(team.id(), [on](SegmentInfo& seg) {
+    seg.redirect = on && seg.own != MPI_WIN_NULL && seg.hint != AsyncHint::never;
+  });
   detail::state().on = on;
   detail::progress_engine()->notify_servers(detail::Control::async, team.id(), on ? 1 : 0);
   barrier(team);

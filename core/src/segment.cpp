@@ -132,7 +132,7 @@ void check_allocation(Team& team, std::size_t count, std::size_t elem_size, std:
 
 }  // namespace
 
-int allocate_segment(Team& team, std::size_t count, std::size_t elem_size) {
+int allocate_segment(Team& team, std::size_t count, std::size_t elem_size, AsyncHint hint) {
   std::size_t bytes = 0;
   check_allocation(team, count, elem_size, bytes);
   Runtime& rt = Runtime::current();
@@ -221,7 +221,8 @@ int allocate_segment(Team& team, std::size_t count, std::size_t elem_size) {
     seg->own = create_segment_window(seg->base, bytes, team.served() ? progress_engine()->layout().full_comm
                                                                       : team.comm());
     seg->rma = seg->own;
-    seg->redirect = team.served() && async_default_on();
+    seg->hint = hint;
+    seg->redirect = team.served() && async_default_on() && hint != AsyncHint::never;
   } else {
     seg->rma = team.window();
   }

@@ -154,6 +154,31 @@ TEST(Async, TransfersSameBytesOnAndOff) {
   set_async(w, false);
 }
 
+TEST(Async, NeverHintKeepsASegmentDirect) {
+  Team& w = Runtime::current().world();
+  Array<std::int64_t> followed(w, 1), kept(w, 1, AsyncHint::never);
+  set_async(w, true);
+  const SegmentInfo& f = Runtime::current().segment(w.id(), followed.gptr().segment);
+  const SegmentInfo& k = Runtime::current().segment(w.id(), kept.gptr().segment);
+  EXPECT_TRUE(f.redirect);
+  EXPECT_FALSE(k.redirect);
+  // Both stay atomic: fetch-and-adds on each from every unit.
+  followed.data()[0] = 0;
+  kept.data()[0] = 0;
+  barrier(w);
+  for (int i = 0; i < 200; ++i) {
+    fetch_and_op(followed.gptr(0), std::int64_t{1}, Op::sum);
+    fetch_and_op(kept.gptr(0), std::int64_t{1}, Op::sum);
+  }
+  set_async(w, false);
+  EXPECT_FALSE(f.redirect);
+  barrier(w);
+  if (w.rank() == 0) {
+    EXPECT_EQ(followed.data()[0], 200 * w.size());
+    EXPECT_EQ(kept.data()[0], 200 * w.size());
+  }
+}
+
 TEST(Async, UserAndForcedAutoDecisions) {
   Team& w = Runtime::current().world();
   const AsyncMode mode = Runtime::current().settings().async.mode;

@@ -28,7 +28,7 @@ namespace detail {
 // overflow) and that every node can hold its units' parts (free space in
 // /dev/shm and available memory); otherwise every unit throws the same
 // CollectiveError saying how much the node needs and how much it has.
-int allocate_segment(Team& team, std::size_t count, std::size_t elem_size);
+int allocate_segment(Team& team, std::size_t count, std::size_t elem_size, AsyncHint hint = AsyncHint::follow);
 // Collective over the segment's team.
 void free_segment(int team, int segment);
 // Collective over comm (one node): MPI_Win_allocate_shared of `bytes`
@@ -57,10 +57,12 @@ std::string gib(double bytes);
 // data structures that do not live in segments (allocate checks those).
 void require_node_memory(Team& team, double bytes, const std::string& what);
 
+// Collective. `hint` (async.hpp): AsyncHint::never keeps the segment out
+// of redirection whatever the team's state.
 template <class T>
-GlobalPtr<T> allocate(Team& team, std::size_t count) {
+GlobalPtr<T> allocate(Team& team, std::size_t count, AsyncHint hint = AsyncHint::follow) {
   static_assert(std::is_trivially_copyable_v<T>, "segments hold trivially copyable types");
-  int id = detail::allocate_segment(team, count, sizeof(T));
+  int id = detail::allocate_segment(team, count, sizeof(T), hint);
   return GlobalPtr<T>{team.rank(), team.id(), id, 0, 0};
 }
 
@@ -75,7 +77,8 @@ template <class T>
 class Array {
  public:
   Array() = default;
-  Array(Team& team, std::size_t count) : base_(allocate<T>(team, count)), count_(count) {
+  Array(Team& team, std::size_t count, AsyncHint hint = AsyncHint::follow)
+      : base_(allocate<T>(team, count, hint)), count_(count) {
     data_ = base_.local();
   }
   ~Array() { reset(); }

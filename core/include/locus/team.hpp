@@ -38,6 +38,12 @@ enum class WindowKind { segment, dynamic };
 // communication ratio (automatic).
 enum class AsyncMode { off, on, user, automatic };
 
+// A segment's redirection hint, given at allocation (collective: the same
+// on every unit): follow the team's state (set_async / comm.async), or
+// never redirect this segment (e.g. buffers only its owner's node touches,
+// or put-only halos that the MPI library moves without the target).
+enum class AsyncHint { follow, never };
+
 struct AsyncSettings {
   AsyncMode mode = AsyncMode::off;  // comm.async (env LOCUS_ASYNC overrides)
   std::vector<std::string> on_phases{"comp"};  // user: phases that run with redirection on
@@ -82,6 +88,7 @@ struct SegmentInfo {
   // target's node, which exposes its node's parts in the segment's own
   // window at ghost_disp. Changed only collectively (set_async).
   bool redirect = false;
+  AsyncHint hint = AsyncHint::follow;
   std::vector<int> ghost;            // team unit -> rank in `own` of its node's main progress process
   std::vector<MPI_Aint> ghost_disp;  // team unit -> displacement of its part in the ghost's window
   // Atomics on this segment use CPU atomics on the shared memory (the whole
