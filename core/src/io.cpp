@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -30,6 +31,7 @@ char g_output_tmp[4096] = {0};
 char g_output_lock[4096] = {0};
 
 bool g_output_abandoned = false;
+bool g_reaper_capable = false;
 bool output_abandoned() {
   return g_output_abandoned;
 }
@@ -283,6 +285,8 @@ void H5Output::written(herr_t status, const std::string& name) {
 // killed run left. Best effort: if it cannot start, the next run with the
 // same output removes the stale files (the lock says the run is gone).
 void H5Output::spawn_reaper() {
+  // Only an executable whose main is locus::run knows the reaper mode.
+  if (!detail::g_reaper_capable) return;
   char exe[4096];
   const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
   if (n <= 0) return;
@@ -318,10 +322,21 @@ void H5Output::release_lock() {
     lock_fd_ = -1;
   }
   if (reaper_ > 0) {
-    // it wakes on the released lock, finds the file gone and ends
-    while (::waitpid(reaper_, nullptr, 0) < 0 && errno == EINTR) {
+    // It wakes on the released lock, finds the file gone and ends; should
+    // it not within 2 s, it is stopped (never wait on it forever).
+    for (int i = 0; i < 2000; ++i) {
+      const pid_t r = ::waitpid(reaper_, nullptr, WNOHANG);
+      if (r == reaper_ || (r < 0 && errno != EINTR)) {
+        reaper_ = 0;
+        break;
+      }
+      ::usleep(1000);
     }
-    reaper_ = 0;
+    if (reaper_ > 0) {
+      ::kill(reaper_, SIGKILL);
+      ::waitpid(reaper_, nullptr, 0);
+      reaper_ = 0;
+    }
   }
   detail::g_output_lock[0] = 0;
 }

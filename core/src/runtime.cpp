@@ -393,6 +393,7 @@ CommSettings comm_settings(const Config& c) {
 int run(int argc, char** argv, const AppInfo& app, const std::function<int(Context&)>& main) {
   // The output watcher rank 0 starts (io.cpp): no MPI, no deck.
   if (argc == 4 && std::strcmp(argv[1], "--locus-reap-output") == 0) return detail::reap_output(argv[2], argv[3]);
+  detail::g_reaper_capable = true;
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   int rank = 0, size = 1;

@@ -33,6 +33,9 @@ bool output_abandoned();
 // The output watcher's main (the executable started with
 // --locus-reap-output LOCK TMP; see H5Output::spawn_reaper).
 int reap_output(const char* lock, const char* tmp);
+// Set by locus::run: this executable handles --locus-reap-output, so
+// outputs may start their watcher (test programs with their own main do not).
+extern bool g_reaper_capable;
 }  // namespace detail
 
 class H5Output {
