@@ -4,6 +4,8 @@ Run with Debian's /usr/bin/python3 (numpy, h5py, matplotlib, PyYAML).
 """
 import hashlib
 import os
+import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -39,8 +41,195 @@ def app_binary(app):
     return path
 
 
+# ---------------------------------------------------------------- launchers
+#
+# A launcher is a command line (shell quoting allowed) that starts the MPI
+# ranks. Known launchers get the rank count, processes per node and binding
+# in their own syntax; any other command names them with the placeholders
+# {n} and {ppn}. Chosen by, first to last: --launcher (the driver exports
+# LOCUS_LAUNCHER), the site file's `launcher:`, LOCUS_MPIEXEC (older name),
+# the build's own mpiexec.
+
+LAUNCHER_HELP = """launcher: 'mpiexec' (the build's MPI: mpiexec.mpich or mpiexec.openmpi),
+'srun' (Slurm, --mpi=pmi2 unless given), any of them with options
+('srun --mpi=pmi2 --cpu-bind=cores', "mpiexec -bind-to core"), or any
+command with the placeholders {n} (ranks) and {ppn} (ranks per node),
+e.g. 'mylauncher --np {n} --per-node {ppn} --'."""
+
+
+def site_file():
+    """The site file: LOCUS_SITE, else site.yaml in the repository, or None."""
+    p = os.environ.get("LOCUS_SITE")
+    if p:
+        if not os.path.isfile(p):
+            raise UserError("LOCUS_SITE=%s: no such file" % p)
+        return os.path.abspath(p)
+    p = os.path.join(ROOT, "site.yaml")
+    return p if os.path.isfile(p) else None
+
+
+SITE_KEYS = {
+    "launcher": "how ranks are started (see ./locus run --help: --launcher)",
+    "ppn": "ranks per node for the launcher (default: all on one node)",
+    "bind": "core or none: binding of ranks for the known launchers",
+    "slurm": "batch settings for ./locus study --scheduler slurm: account, partition, time, qos, "
+             "constraint, modules (list), setup (list of shell lines), sbatch (list of extra #SBATCH options)",
+}
+SLURM_KEYS = ("account", "partition", "time", "qos", "constraint", "modules", "setup", "sbatch")
+
+
+def site_config():
+    """The site file's settings (a dict, checked), {} without one."""
+    path = site_file()
+    if not path:
+        return {}
+    doc = Located(path)
+    d = doc.data or {}
+    if not isinstance(d, dict):
+        raise UserError("%s: a site file is a mapping of: %s" % (path, ", ".join(SITE_KEYS)))
+    for k in d:
+        if k not in SITE_KEYS:
+            hint = closest(str(k), list(SITE_KEYS))
+            raise UserError("%s: %s: unknown site key%s (known: %s)" % (
+                doc.where(k), k, " (did you mean '%s'?)" % hint if hint else "", ", ".join(SITE_KEYS)))
+    if "launcher" in d and (not isinstance(d["launcher"], str) or not d["launcher"].strip()):
+        raise UserError("%s: launcher: must be a command line (text)" % doc.where("launcher"))
+    if "ppn" in d and (not isinstance(d["ppn"], int) or isinstance(d["ppn"], bool) or d["ppn"] < 1):
+        raise UserError("%s: ppn: must be a positive integer" % doc.where("ppn"))
+    if "bind" in d and d["bind"] not in ("core", "none"):
+        raise UserError("%s: bind: must be core or none" % doc.where("bind"))
+    sl = d.get("slurm") or {}
+    if not isinstance(sl, dict):
+        raise UserError("%s: slurm: must be a mapping (%s)" % (doc.where("slurm"), ", ".join(SLURM_KEYS)))
+    for k, v in sl.items():
+        if k not in SLURM_KEYS:
+            hint = closest(str(k), list(SLURM_KEYS))
+            raise UserError("%s: slurm.%s: unknown key%s (known: %s)" % (
+                doc.where("slurm/" + k), k, " (did you mean '%s'?)" % hint if hint else "", ", ".join(SLURM_KEYS)))
+        if k in ("modules", "setup", "sbatch"):
+            if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+                raise UserError("%s: slurm.%s: must be a list of text lines" % (doc.where("slurm/" + k), k))
+        elif not isinstance(v, (str, int)) or isinstance(v, bool):
+            raise UserError("%s: slurm.%s: must be a value (text)" % (doc.where("slurm/" + k), k))
+    d["_path"] = path
+    return d
+
+
+def build_mpiexec():
+    """The mpiexec of the build's MPI (from its CMake cache), else MPICH's."""
+    cache = os.path.join(build_dir(), "CMakeCache.txt")
+    try:
+        with open(cache) as f:
+            for line in f:
+                if line.startswith("MPIEXEC_EXECUTABLE:"):
+                    v = line.split("=", 1)[1].strip()
+                    if v:
+                        return v
+    except OSError:
+        pass
+    return "mpiexec.mpich" if shutil.which("mpiexec.mpich") else "mpiexec"
+
+
+def _launcher_kind(prog):
+    base = os.path.basename(prog)
+    if base == "srun":
+        return "srun"
+    if base in ("mpiexec", "mpirun"):
+        real = os.path.realpath(shutil.which(prog) or prog)
+        base = os.path.basename(real)
+    if "openmpi" in base or base in ("orterun", "prterun"):
+        return "openmpi"
+    if base.startswith("mpiexec") or base.startswith("mpirun") or "hydra" in base:
+        return "hydra"
+    return None
+
+
+def launcher_spec():
+    """(text, where it came from) of the launcher to use."""
+    if os.environ.get("LOCUS_LAUNCHER"):
+        return os.environ["LOCUS_LAUNCHER"], "--launcher"
+    site = site_config()
+    if site.get("launcher"):
+        return site["launcher"], "%s: launcher" % site["_path"]
+    if os.environ.get("LOCUS_MPIEXEC"):
+        return os.environ["LOCUS_MPIEXEC"], "LOCUS_MPIEXEC"
+    return "mpiexec", "default"
+
+
+def launcher_template(spec=None, ppn=None, bind=None):
+    """The launcher's argv with {n} (and {ppn}) left to fill in."""
+    where = "--launcher"
+    if spec is None:
+        spec, where = launcher_spec()
+    site = site_config()
+    if ppn is None:
+        ppn = os.environ.get("LOCUS_PPN") or site.get("ppn")
+    if bind is None:
+        bind = os.environ.get("LOCUS_BIND") or site.get("bind")
+    if ppn is not None:
+        if not str(ppn).isdigit() or int(ppn) < 1:
+            raise UserError("--ppn: must be a positive integer (got '%s')" % ppn)
+        ppn = int(ppn)
+    if bind not in (None, "", "core", "none"):
+        raise UserError("--bind: must be core or none (got '%s')" % bind)
+    try:
+        argv = shlex.split(spec)
+    except ValueError as e:
+        raise UserError("launcher (%s): %s: %s" % (where, spec, e))
+    if not argv:
+        raise UserError("launcher (%s): empty command" % where)
+    if argv[0] == "mpiexec" and len(argv) >= 1:
+        argv[0] = build_mpiexec()
+    if not shutil.which(argv[0]):
+        raise UserError("launcher (%s): %s: command not found" % (where, argv[0]))
+    if any("{n}" in a for a in argv):
+        if bind:
+            raise UserError("launcher (%s): with a {n} template, put the binding in the command itself" % where)
+        if any("{ppn}" in a for a in argv) and ppn is None:
+            ppn = "{n}"
+        return [a.replace("{ppn}", str(ppn)) if ppn is not None else a for a in argv]
+    kind = _launcher_kind(argv[0])
+    if kind is None:
+        raise UserError("launcher (%s): %s is not a launcher locus knows (mpiexec, mpirun, srun): "
+                        "name the rank count with {n}, e.g. '%s -np {n}'" % (where, argv[0], spec))
+    if kind == "srun":
+        if not any(a.startswith("--mpi") for a in argv):
+            argv.append("--mpi=pmi2")
+        argv += ["-n", "{n}"]
+        if ppn:
+            argv.append("--ntasks-per-node=%d" % ppn)
+        if bind:
+            argv.append("--cpu-bind=%s" % ("cores" if bind == "core" else "none"))
+    elif kind == "openmpi":
+        argv += ["-n", "{n}"]
+        if ppn:
+            argv += ["--map-by", "ppr:%d:node" % ppn]
+        if bind:
+            argv += ["--bind-to", bind]
+        # locus's tests run more ranks than cores; Open MPI refuses that (and
+        # root) unless told
+        if "--oversubscribe" not in argv:
+            argv.append("--oversubscribe")
+        if os.geteuid() == 0 and "--allow-run-as-root" not in argv:
+            argv.append("--allow-run-as-root")
+    else:
+        argv += ["-n", "{n}"]
+        if ppn:
+            argv += ["-ppn", str(ppn)]
+        if bind:
+            argv += ["-bind-to", bind]
+    return argv
+
+
+def launcher_argv(n, template=None):
+    """The command that starts n ranks (followed by the executable)."""
+    t = template if template is not None else launcher_template()
+    return [a.replace("{n}", str(n)) for a in t]
+
+
 def mpiexec():
-    return os.environ.get("LOCUS_MPIEXEC", "mpiexec")
+    """The launcher's first word (for messages)."""
+    return launcher_template()[0]
 
 
 def closest(word, candidates):
@@ -135,7 +324,7 @@ def yaml_value(v):
 
 def run_app(app, deck, ranks, sets, timeout, log_prefix=None, env=None):
     """Runs an app under mpiexec. Returns (returncode, stdout, stderr, seconds)."""
-    cmd = [mpiexec(), "-n", str(ranks), app_binary(app), deck, "--quiet"]
+    cmd = launcher_argv(ranks) + [app_binary(app), deck, "--quiet"]
     for k, v in sets:
         cmd += ["--set", "%s=%s" % (k, v)]
     t0 = time.monotonic()
@@ -149,7 +338,7 @@ def run_app(app, deck, ranks, sets, timeout, log_prefix=None, env=None):
     secs = time.monotonic() - t0
     if log_prefix:
         with open(log_prefix + ".cmd", "w") as f:
-            f.write(" ".join(cmd) + "\n")
+            f.write(" ".join(shlex.quote(c) for c in cmd) + "\n")
         with open(log_prefix + ".stdout", "w") as f:
             f.write(out)
         with open(log_prefix + ".stderr", "w") as f:
@@ -188,3 +377,21 @@ def dig(tree, dotted):
 def fail(msg, code=2):
     print("locus: error: " + msg, file=sys.stderr)
     sys.exit(code)
+
+
+def _main(argv):
+    """`locuslib.py launcher N`: the launch command for N ranks, one word
+    per line (the driver reads it); errors as one line, exit 2."""
+    if len(argv) == 3 and argv[1] == "launcher" and argv[2].isdigit():
+        try:
+            for a in launcher_argv(int(argv[2])):
+                print(a)
+        except UserError as e:
+            fail(str(e))
+        return 0
+    print("usage: locuslib.py launcher N", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv))
