@@ -8,9 +8,13 @@ import shlex
 import shutil
 import subprocess
 import sys
+import signal
 import time
 
 import yaml
+
+# `./locus validate --list | head` ends quietly, not with a BrokenPipeError
+signal.signal(signal.SIGPIPE, signal.SIG_DFL)
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 

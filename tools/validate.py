@@ -14,6 +14,7 @@ broken case file.
 import argparse
 import glob
 import os
+import shutil
 import sys
 import tempfile
 
@@ -104,31 +105,50 @@ def measure(check, summary, h5_path):
     return float({"max": np.max, "min": np.min, "mean": np.mean, "max_abs": lambda a: np.max(np.abs(a))}[stat](x))
 
 
-def run_case(case, rows):
-    with tempfile.TemporaryDirectory(prefix="locus-validate-") as tmp:
-        sets = case.sets + [("output.dir", tmp), ("output.name", "case"), ("output.overwrite", "true")]
-        rc, out, err, secs = run_app(case.app, case.deck, case.ranks, sets, case.timeout)
-        summary = parse_summary(out)
-        ok = True
-        if summary is None:
-            lines = [l for l in err.strip().splitlines() if l.strip()]
-            rows.append((case.name, "(run)", "exit %d" % rc, "-", "-", "FAIL"))
-            print("%s: the run failed: %s" % (case.name, lines[-1] if lines else "no summary"), file=sys.stderr)
-            return False
-        for c in case.checks:
-            label = c.get("figure") or "%s:%s" % (c["h5"], c["statistic"])
-            ref = float(c["reference"])
-            tol = float(c["tolerance"]) if "tolerance" in c else abs(ref) * float(c["rel_tolerance"])
-            tol_text = ("%.3g" % tol) if "tolerance" in c else "%.3g (rel %.3g)" % (tol, float(c["rel_tolerance"]))
-            try:
-                m = measure(c, summary, os.path.join(tmp, "case.h5"))
-                passed = abs(m - ref) <= tol
-                rows.append((case.name, label, "%.10g" % m, "%.10g" % ref, tol_text, "PASS" if passed else "FAIL"))
-            except UserError as e:
-                passed = False
-                rows.append((case.name, label, "(%s)" % e, "%.10g" % ref, tol_text, "FAIL"))
-            ok = ok and passed
-        return ok
+def run_case(case, rows, ranks, failed_dir):
+    """Runs one case in a scratch directory; a failed case's output, deck
+    overrides and logs are kept under failed_dir/<case>/."""
+    tmp = tempfile.mkdtemp(prefix="locus-validate-")
+    ok = False
+    try:
+        ok = _run_case(case, rows, ranks, tmp)
+    finally:
+        if ok:
+            shutil.rmtree(tmp, ignore_errors=True)
+        else:
+            keep = os.path.join(failed_dir, case.name)
+            shutil.rmtree(keep, ignore_errors=True)
+            os.makedirs(failed_dir, exist_ok=True)
+            shutil.move(tmp, keep)
+            print("%s: failed; its output and logs are kept in %s" % (case.name, keep), file=sys.stderr)
+    return ok
+
+
+def _run_case(case, rows, ranks, tmp):
+    sets = case.sets + [("output.dir", tmp), ("output.name", "case"), ("output.overwrite", "true")]
+    rc, out, err, secs = run_app(case.app, case.deck, ranks or case.ranks, sets, case.timeout,
+                                 log_prefix=os.path.join(tmp, "run"))
+    summary = parse_summary(out)
+    ok = True
+    if summary is None:
+        lines = [l for l in err.strip().splitlines() if l.strip()]
+        rows.append((case.name, "(run)", "exit %d" % rc, "-", "-", "FAIL"))
+        print("%s: the run failed: %s" % (case.name, lines[-1] if lines else "no summary"), file=sys.stderr)
+        return False
+    for c in case.checks:
+        label = c.get("figure") or "%s:%s" % (c["h5"], c["statistic"])
+        ref = float(c["reference"])
+        tol = float(c["tolerance"]) if "tolerance" in c else abs(ref) * float(c["rel_tolerance"])
+        tol_text = ("%.3g" % tol) if "tolerance" in c else "%.3g (rel %.3g)" % (tol, float(c["rel_tolerance"]))
+        try:
+            m = measure(c, summary, os.path.join(tmp, "case.h5"))
+            passed = abs(m - ref) <= tol
+            rows.append((case.name, label, "%.10g" % m, "%.10g" % ref, tol_text, "PASS" if passed else "FAIL"))
+        except UserError as e:
+            passed = False
+            rows.append((case.name, label, "(%s)" % e, "%.10g" % ref, tol_text, "FAIL"))
+        ok = ok and passed
+    return ok
 
 
 def find_cases(names):
@@ -156,7 +176,14 @@ def main():
     ap = argparse.ArgumentParser(prog="./locus validate", description=__doc__.split("\n\n")[0])
     ap.add_argument("cases", nargs="*", help="case names (validation/cases/NAME.yaml) or case files")
     ap.add_argument("--list", action="store_true", help="list the cases with their reference sources")
+    ap.add_argument("-n", "--ranks", type=int, metavar="RANKS",
+                    help="run every case on RANKS ranks instead of its own count (the references are "
+                         "rank-count invariant)")
+    ap.add_argument("--failed-dir", default=os.path.join(ROOT, "output", "validate"),
+                    help="where a failed case's output and logs are kept (default: output/validate/)")
     args = ap.parse_args()
+    if args.ranks is not None and args.ranks < 1:
+        ap.error("-n: must be a positive number of ranks")
     try:
         cases = [Case(p) for p in find_cases(args.cases)]
     except UserError as e:
@@ -168,9 +195,10 @@ def main():
         return 0
     rows, failed = [], []
     for c in cases:
-        print("running %s (%s, %d rank%s) ..." % (c.name, c.app, c.ranks, "" if c.ranks == 1 else "s"),
+        n = args.ranks or c.ranks
+        print("running %s (%s, %d rank%s) ..." % (c.name, c.app, n, "" if n == 1 else "s"),
               file=sys.stderr, flush=True)
-        if not run_case(c, rows):
+        if not run_case(c, rows, args.ranks, os.path.abspath(args.failed_dir)):
             failed.append(c.name)
     head = ("case", "figure", "measured", "reference", "tolerance", "result")
     widths = [max(len(str(r[i])) for r in rows + [head]) for i in range(len(head))]

@@ -176,7 +176,12 @@ void print_usage(const AppInfo& app, bool full) {
   std::string example = "name=run1";
   for (const KeySpec& k : app.schema.keys())
     if (k.kind == KeyKind::Integer) {
-      example = k.path + "=" + std::to_string(std::get<long>(k.fallback) * 2);
+      // twice the default, kept inside the key's range (the example must run)
+      long v = std::get<long>(k.fallback);
+      long twice = v * 2;
+      if (static_cast<double>(twice) <= k.max) v = twice;
+      else if (static_cast<double>(v) + 1 <= k.max) v = v + 1;
+      example = k.path + "=" + std::to_string(v);
       break;
     }
   std::printf(
