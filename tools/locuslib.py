@@ -326,9 +326,10 @@ def yaml_value(v):
     return str(v)
 
 
-def run_app(app, deck, ranks, sets, timeout, log_prefix=None, env=None):
-    """Runs an app under mpiexec. Returns (returncode, stdout, stderr, seconds)."""
-    cmd = launcher_argv(ranks) + [app_binary(app), deck, "--quiet"]
+def run_app(app, deck, ranks, sets, timeout, log_prefix=None, env=None, ppn=None):
+    """Runs an app with the launcher (ppn: ranks per node for it, else the
+    launcher's own setting). Returns (returncode, stdout, stderr, seconds)."""
+    cmd = launcher_argv(ranks, launcher_template(ppn=ppn) if ppn else None) + [app_binary(app), deck, "--quiet"]
     for k, v in sets:
         cmd += ["--set", "%s=%s" % (k, v)]
     t0 = time.monotonic()
@@ -348,6 +349,21 @@ def run_app(app, deck, ranks, sets, timeout, log_prefix=None, env=None):
         with open(log_prefix + ".stderr", "w") as f:
             f.write(err)
     return rc, out, err, secs
+
+
+def app_error(stderr, rc):
+    """The line that says why a run failed: the app's own error line, not
+    the launcher's epilogue (srun's 'task 0: Exited', Hydra's banner)."""
+    lines = [l.strip() for l in stderr.strip().splitlines() if l.strip()]
+    for l in reversed(lines):
+        if ": error:" in l and not l.startswith(("srun:", "slurmstepd:", "[mpiexec@", "[proxy:")):
+            return l
+    noise = ("srun:", "slurmstepd:", "[mpiexec@", "[proxy:", "=", "BAD TERMINATION", "YOUR APPLICATION",
+             "EXIT CODE", "CLEANING UP", "KILLED BY", "PID ")
+    for l in reversed(lines):
+        if not l.startswith(noise):
+            return l
+    return lines[-1] if lines else "exit status %d, no summary" % rc
 
 
 def parse_summary(stdout):

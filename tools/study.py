@@ -2,12 +2,18 @@
 """locus study: weak and strong scaling studies from a YAML study file.
 
     ./locus study STUDY.yaml [--results DIR] [--retry-failed] [--dry-run] [--plots-only]
+                             [--scheduler local|slurm] [--launcher CMD] [--site FILE]
 
-Runs every combination of ranks and swept keys `repeats` times, keeps each
-run's effective deck and summary, gathers results.csv and results.h5, and
-draws the plots and report.md under results/<study>/ (see docs/user-guide.md).
-An interrupted study resumes: runs already finished (keyed by a hash of
-their effective config, ranks and repeat) are not run again.
+Runs every combination of ranks (or nodes x ranks per node) and swept keys
+`repeats` times, keeps each run's effective deck and summary, gathers
+results.csv and results.h5, and draws the plots and report.md under
+results/<study>/ (see docs/user-guide.md). An interrupted study resumes:
+runs already finished (keyed by a hash of their effective config, ranks and
+repeat) are not run again. With --scheduler slurm the runs go to Slurm as
+one batch script per run size (results/<study>/slurm/), which are followed
+until they end (Ctrl-C leaves them running; the same command follows them
+again) and collected exactly as a local study's; --dry-run only writes the
+scripts.
 """
 import argparse
 import csv
@@ -17,19 +23,23 @@ import math
 import os
 import statistics
 import sys
+import time
 
 import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from locuslib import (ROOT, Located, UserError, app_keys, closest, config_hash, dig,  # noqa: E402
-                      effective_config, find_file, parse_summary, run_app, yaml_value)
+from locuslib import (ROOT, Located, UserError, app_keys, build_dir, closest, config_hash, dig,  # noqa: E402
+                      app_error, effective_config, find_file, parse_summary, run_app, site_config, yaml_value)
 
 STUDY_KEYS = {
     "name": "study name (default: the file stem); results go to results/<name>/",
     "app": "the app to run (heat3d, poisson5pt, spmv)",
     "deck": "base deck, relative to the study file or the repository",
     "scaling": "strong (fixed problem) or weak (fixed size per rank)",
-    "ranks": "list of rank counts",
+    "ranks": "list of rank counts (all ranks on one node); or give nodes and ranks_per_node",
+    "nodes": "list of node counts (an axis next to ranks_per_node; ranks = nodes x ranks_per_node). "
+             "Run here, more than one node is emulated with runtime.node_size; through Slurm, real nodes",
+    "ranks_per_node": "ranks per node: a number or a list (with nodes)",
     "repeats": "runs per point (median and spread are reported); default 3",
     "set": "overrides for every run: {key: value}",
     "sweep": "swept keys: {key: [values]}",
@@ -104,9 +114,11 @@ class Study:
                 hint = closest(str(k), list(STUDY_KEYS))
                 raise UserError("%s: %s: unknown study key%s (known: %s)" % (
                     doc.where(k), k, " (did you mean '%s'?)" % hint if hint else "", ", ".join(STUDY_KEYS)))
-        for k in ("app", "deck", "ranks"):
+        for k in ("app", "deck"):
             if k not in d:
                 raise UserError("%s: missing study key '%s' (%s)" % (path, k, STUDY_KEYS[k]))
+        if ("ranks" in d) == ("nodes" in d):
+            raise UserError("%s: give either ranks (one node) or nodes with ranks_per_node" % path)
         self.name = str(d.get("name") or os.path.splitext(os.path.basename(path))[0])
         self.app = str(d["app"])
         if self.app not in WEAK_RULES:
@@ -119,11 +131,31 @@ class Study:
         self.scaling = str(d.get("scaling", "strong"))
         if self.scaling not in ("strong", "weak"):
             raise UserError("%s: scaling: must be strong or weak (got %s)" % (doc.where("scaling"), self.scaling))
-        ranks = d["ranks"]
-        if not isinstance(ranks, list) or not ranks or not all(isinstance(r, int) and r > 0 for r in ranks):
-            raise UserError("%s: ranks: must be a non-empty list of positive integers (got %s)" %
-                            (doc.where("ranks"), ranks))
-        self.ranks = sorted(set(ranks))
+        def int_list(key, v):
+            if isinstance(v, int) and not isinstance(v, bool):
+                v = [v]
+            if not isinstance(v, list) or not v or not all(isinstance(r, int) and not isinstance(r, bool) and r > 0
+                                                           for r in v):
+                raise UserError("%s: %s: must be a non-empty list of positive integers (got %s)" %
+                                (doc.where(key), key, v))
+            return sorted(set(v))
+
+        self.by_node = "nodes" in d
+        if self.by_node:
+            if "ranks_per_node" not in d:
+                raise UserError("%s: nodes needs ranks_per_node (%s)" % (doc.where("nodes"), STUDY_KEYS["ranks_per_node"]))
+            nodes = int_list("nodes", d["nodes"])
+            ppns = int_list("ranks_per_node", d["ranks_per_node"])
+            # (ranks, nodes, ranks per node) of every point
+            self.points = sorted((n * p, n, p) for n in nodes for p in ppns)
+        else:
+            if "ranks_per_node" in d:
+                raise UserError("%s: ranks_per_node goes with nodes, not ranks" % doc.where("ranks_per_node"))
+            self.points = [(r, 1, r) for r in int_list("ranks", d["ranks"])]
+        self.ranks = sorted(set(p[0] for p in self.points))
+        if len(self.ranks) != len(self.points):
+            raise UserError("%s: two points with the same rank count (nodes x ranks_per_node): the plots are "
+                            "over ranks; sweep one of nodes and ranks_per_node" % doc.where("nodes"))
         self.repeats = d.get("repeats", 3)
         if not isinstance(self.repeats, int) or self.repeats < 1:
             raise UserError("%s: repeats: must be a positive integer (got %s)" % (doc.where("repeats"), self.repeats))
@@ -175,11 +207,13 @@ class Study:
         return [tuple((k, hashable(v)) for k, v in zip(keys, combo))
                 for combo in itertools.product(*(self.sweep[k] for k in keys))]
 
-    def sets_for(self, variant, ranks):
+    def sets_for(self, variant, ranks, nodes=1, ppn=None, emulate=False):
         sets = list(self.fixed)
         if self.scaling == "weak":
             sets += WEAK_RULES[self.app](self.weak_size, ranks)
         sets += [(k, yaml_value(v)) for k, v in variant]
+        if emulate and nodes > 1:
+            sets.append(("runtime.node_size", str(ppn)))
         return sets
 
 
@@ -202,76 +236,308 @@ def label(variant):
 
 # ---------------------------------------------------------------- running
 
-def run_all(study, results, retry_failed, dry_run, plots_only=False):
-    cores = os.cpu_count() or 1
-    runs_dir = os.path.join(results, "runs")
-    os.makedirs(runs_dir, exist_ok=True)
-    records = []
+def plan_runs(study, scheduler):
+    """Every run of the study, in the order they run: dicts with the
+    variant, ranks, nodes, ranks per node, repeat, deck overrides, effective
+    config and run id."""
     # Repeats outermost and variants innermost: machine noise hits every
     # variant alike, as in the benchmarks.
-    plan = [(v, r, rep) for rep in range(study.repeats) for r in study.ranks for v in study.variants()]
+    plan = []
     configs = {}
-    for i, (variant, ranks, rep) in enumerate(plan):
-        sets = study.sets_for(variant, ranks)
-        key = (tuple(sets),)
-        if key not in configs:
-            try:
-                configs[key] = effective_config(study.app, study.deck, sets)
-            except UserError as e:
-                raise UserError("%s: variant %s at %d ranks: %s" % (study.path, label(variant), ranks, e))
-        config = configs[key]
-        run_id = "%s-np%d-r%d" % (config_hash(config), ranks, rep)
-        rdir = os.path.join(runs_dir, run_id)
-        rec_path = os.path.join(rdir, "run.json")
-        rec = None
-        if os.path.exists(rec_path):
-            with open(rec_path) as f:
-                rec = json.load(f)
-            if rec["status"] != "ok" and retry_failed:
-                rec = None
-        tag = "[%d/%d] %s, %d rank%s, repeat %d" % (i + 1, len(plan), label(variant), ranks,
-                                                    "" if ranks == 1 else "s", rep + 1)
-        if rec is not None:
-            print("%s: done before (%s), skipped" % (tag, rec["status"]), flush=True)
+    points = [(r, n, p, rep) for rep in range(study.repeats) for (r, n, p) in study.points]
+    total = len(points) * len(study.variants())
+    for rank_count, nodes, ppn, rep in points:
+        for variant in study.variants():
+            sets = study.sets_for(variant, rank_count, nodes, ppn, emulate=(scheduler == "local"))
+            key = tuple(sets)
+            if key not in configs:
+                try:
+                    configs[key] = effective_config(study.app, study.deck, sets)
+                except UserError as e:
+                    raise UserError("%s: variant %s at %d ranks: %s" % (study.path, label(variant), rank_count, e))
+            config = configs[key]
+            run_id = "%s-np%d%s-r%d" % (config_hash(config), rank_count,
+                                        "-N%d" % nodes if study.by_node else "", rep)
+            plan.append({"variant": variant, "ranks": rank_count, "nodes": nodes, "ppn": ppn, "repeat": rep,
+                         "sets": sets, "config": config, "id": run_id,
+                         "tag": "[%d/%d] %s, %d rank%s%s, repeat %d" % (
+                             len(plan) + 1, total, label(variant), rank_count, "" if rank_count == 1 else "s",
+                             " on %d nodes" % nodes if study.by_node else "", rep + 1)})
+    return plan
+
+
+def load_record(results, item):
+    path = os.path.join(results, "runs", item["id"], "run.json")
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
+def execute(study, results, item):
+    """Runs one planned run with the launcher (here, or inside a Slurm
+    job), keeping its deck, logs, summary and record under runs/<id>/."""
+    rdir = os.path.join(results, "runs", item["id"])
+    os.makedirs(rdir, exist_ok=True)
+    with open(os.path.join(rdir, "deck.yaml"), "w") as f:
+        yaml.safe_dump(item["config"], f, sort_keys=False)
+    out_sets = item["sets"] + [("output.dir", os.path.join(rdir, "out")), ("output.overwrite", "true"),
+                               ("name", "%s-%s" % (study.name, item["id"]))]
+    rc, out, err, secs = run_app(study.app, study.deck, item["ranks"], out_sets, study.timeout,
+                                 log_prefix=os.path.join(rdir, "run"), ppn=item["ppn"] if study.by_node else None)
+    summary = parse_summary(out)
+    status, error = "ok", ""
+    if rc != 0 or summary is None:
+        status = "failed"
+        error = app_error(err, rc)
+        if summary is not None and dig(summary, "validation.verdict") == "FAIL":
+            error = "verdict FAIL: " + error
+    if summary is not None:
+        with open(os.path.join(rdir, "summary.yaml"), "w") as f:
+            yaml.safe_dump(summary, f, sort_keys=False)
+    rec = {"id": item["id"], "ranks": item["ranks"], "nodes": item["nodes"], "ppn": item["ppn"],
+           "repeat": item["repeat"], "variant": [[k, v] for k, v in item["variant"]],
+           "status": status, "error": error, "seconds": round(secs, 3), "exit": rc,
+           "cores": os.cpu_count() or 1, "host": os.uname().nodename,
+           "job": os.environ.get("SLURM_JOB_ID", "")}
+    tmp = os.path.join(rdir, "run.json.tmp")
+    with open(tmp, "w") as f:
+        json.dump(rec, f, indent=1)
+    os.replace(tmp, os.path.join(rdir, "run.json"))
+    print("%s: %s in %.1f s%s" % (item["tag"], status, secs, (" (" + error + ")") if error else ""), flush=True)
+    return rec
+
+
+def complete(results, item, rec):
+    """A record as the tables and plots use it."""
+    rec = dict(rec)
+    rec["variant"] = tuple((k, hashable(v)) for k, v in rec["variant"])
+    rec.setdefault("nodes", item["nodes"])
+    rec.setdefault("ppn", item["ppn"])
+    rec["oversubscribed"] = rec["ppn"] > rec.get("cores", os.cpu_count() or 1)
+    summ_path = os.path.join(results, "runs", item["id"], "summary.yaml")
+    rec["summary"] = None
+    if os.path.exists(summ_path):
+        with open(summ_path) as f:
+            rec["summary"] = yaml.safe_load(f)
+    return rec
+
+
+def pending(plan, results, retry_failed):
+    out = []
+    for item in plan:
+        rec = load_record(results, item)
+        if rec is None or (rec["status"] != "ok" and retry_failed):
+            out.append(item)
+    return out
+
+
+def run_all(study, results, retry_failed, dry_run, plots_only=False):
+    plan = plan_runs(study, "local")
+    todo = set(i["id"] for i in pending(plan, results, retry_failed))
+    records = []
+    for item in plan:
+        if item["id"] not in todo:
+            rec = load_record(results, item)
+            print("%s: done before (%s), skipped" % (item["tag"], rec["status"]), flush=True)
         elif dry_run:
-            print("%s: would run %s" % (tag, run_id), flush=True)
+            print("%s: would run %s" % (item["tag"], item["id"]), flush=True)
             continue
         elif plots_only:
-            print("%s: not run yet, left out" % tag, flush=True)
+            print("%s: not run yet, left out" % item["tag"], flush=True)
             continue
         else:
-            os.makedirs(rdir, exist_ok=True)
-            with open(os.path.join(rdir, "deck.yaml"), "w") as f:
-                yaml.safe_dump(config, f, sort_keys=False)
-            out_sets = sets + [("output.dir", os.path.join(rdir, "out")), ("output.overwrite", "true"),
-                               ("name", "%s-%s" % (study.name, run_id))]
-            rc, out, err, secs = run_app(study.app, study.deck, ranks, out_sets, study.timeout,
-                                         log_prefix=os.path.join(rdir, "run"))
-            summary = parse_summary(out)
-            status, error = "ok", ""
-            if rc != 0 or summary is None:
-                status = "failed"
-                lines = [l for l in err.strip().splitlines() if l.strip()]
-                error = lines[-1] if lines else "exit status %d, no summary" % rc
-                if summary is not None and dig(summary, "validation.verdict") == "FAIL":
-                    error = "verdict FAIL: " + error
-            if summary is not None:
-                with open(os.path.join(rdir, "summary.yaml"), "w") as f:
-                    yaml.safe_dump(summary, f, sort_keys=False)
-            rec = {"id": run_id, "ranks": ranks, "repeat": rep, "variant": [[k, v] for k, v in variant],
-                   "status": status, "error": error, "seconds": round(secs, 3), "exit": rc}
-            with open(rec_path, "w") as f:
-                json.dump(rec, f, indent=1)
-            print("%s: %s in %.1f s%s" % (tag, status, secs, (" (" + error + ")") if error else ""), flush=True)
-        rec["variant"] = tuple((k, hashable(v)) for k, v in rec["variant"])
-        rec["oversubscribed"] = ranks > cores
-        summ_path = os.path.join(rdir, "summary.yaml")
-        rec["summary"] = None
-        if os.path.exists(summ_path):
-            with open(summ_path) as f:
-                rec["summary"] = yaml.safe_load(f)
-        records.append(rec)
+            rec = execute(study, results, item)
+        records.append(complete(results, item, rec))
     return records
+
+
+# ---------------------------------------------------------------- Slurm
+
+SLURM_POLL = float(os.environ.get("LOCUS_SLURM_POLL", "3"))
+
+
+def slurm_dir(results):
+    return os.path.join(results, "slurm")
+
+
+def load_jobs(results):
+    path = os.path.join(slurm_dir(results), "jobs.json")
+    if not os.path.exists(path):
+        return {}
+    with open(path) as f:
+        return json.load(f)
+
+
+def save_jobs(results, jobs):
+    path = os.path.join(slurm_dir(results), "jobs.json")
+    with open(path + ".tmp", "w") as f:
+        json.dump(jobs, f, indent=1)
+    os.replace(path + ".tmp", path)
+
+
+def slurm_cmd(cmd):
+    """Runs a Slurm command; its own error as a UserError."""
+    import shutil
+    import subprocess
+    if not shutil.which(cmd[0]):
+        raise UserError("%s not found: --scheduler slurm needs Slurm's commands on PATH" % cmd[0])
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    if p.returncode != 0:
+        raise UserError("%s failed: %s" % (" ".join(cmd), (p.stderr or p.stdout).strip()))
+    return p.stdout
+
+
+def batch_script(study, results, group, items, site, launcher):
+    """One batch script for the runs of one size (nodes, ranks per node)."""
+    ranks, nodes, ppn = group
+    sl = site.get("slurm") or {}
+    name = "locus-%s-np%d%s" % (study.name, ranks, "-N%d" % nodes if study.by_node else "")
+    # without a site time limit: every run's timeout, plus five minutes
+    minutes = max(5, int(math.ceil(len(items) * study.timeout / 60.0)) + 5)
+    lines = ["#!/bin/bash",
+             "# written by ./locus study --scheduler slurm (%s); runs %d run%s of study %s" % (
+                 os.path.relpath(os.path.abspath(study.path), ROOT), len(items), "" if len(items) == 1 else "s",
+                 study.name),
+             "#SBATCH --job-name=%s" % name,
+             "#SBATCH --nodes=%d" % nodes,
+             "#SBATCH --ntasks=%d" % ranks,
+             "#SBATCH --ntasks-per-node=%d" % ppn,
+             "#SBATCH --time=%s" % (sl["time"] if "time" in sl else "%d" % minutes),
+             "#SBATCH --output=%s/%s-%%j.out" % (slurm_dir(results), name)]
+    for k in ("account", "partition", "qos", "constraint"):
+        if k in sl:
+            lines.append("#SBATCH --%s=%s" % (k, sl[k]))
+    for extra in sl.get("sbatch", []):
+        lines.append("#SBATCH " + extra)
+    lines.append("set -e")
+    for m in sl.get("modules", []):
+        lines.append("module load %s" % m)
+    lines += list(sl.get("setup", []))
+    import shlex
+    lines += ["export LOCUS_BUILD_DIR=%s" % shlex.quote(build_dir()),
+              "export LOCUS_LAUNCHER=%s" % shlex.quote(launcher),
+              "export LOCUS_TTY=0",
+              "exec %s %s %s --results %s --scheduler local --execute %s" % (
+                  shlex.quote(sys.executable), shlex.quote(os.path.abspath(__file__)),
+                  shlex.quote(os.path.abspath(study.path)), shlex.quote(results),
+                  " ".join(i["id"] for i in items)), ""]
+    path = os.path.join(slurm_dir(results), "%s.sbatch" % name)
+    with open(path, "w") as f:
+        f.write("\n".join(lines))
+    return path
+
+
+def job_states(ids):
+    """{job id: state} of the jobs Slurm still lists (queued or running)."""
+    if not ids:
+        return {}
+    out = slurm_cmd(["squeue", "-h", "-o", "%i %T", "-j", ",".join(ids)])
+    states = {}
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) == 2:
+            states[parts[0]] = parts[1]
+    return states
+
+
+def job_end(job):
+    """(state, exit code) of an ended job while Slurm remembers it."""
+    import subprocess
+    p = subprocess.run(["scontrol", "show", "job", job], capture_output=True, text=True)
+    state = exit_code = ""
+    for tok in p.stdout.split():
+        if tok.startswith("JobState="):
+            state = tok.split("=", 1)[1]
+        elif tok.startswith("ExitCode="):
+            exit_code = tok.split("=", 1)[1]
+    return state or "gone", exit_code
+
+
+def run_slurm(study, results, retry_failed, dry_run, site):
+    """Writes one batch script per run size, submits them with sbatch,
+    follows the jobs, then collects the runs as a local study does. Jobs of
+    an interrupted study are followed again, not resubmitted."""
+    plan = plan_runs(study, "slurm")
+    todo = pending(plan, results, retry_failed)
+    todo_ids = set(i["id"] for i in todo)
+    for item in plan:
+        if item["id"] not in todo_ids:
+            print("%s: done before (%s), skipped" % (item["tag"], load_record(results, item)["status"]), flush=True)
+    launcher = os.environ.get("LOCUS_LAUNCHER") or site.get("launcher") or "srun"
+    if "srun" not in launcher.split()[0] and "{n}" not in launcher:
+        print("note: launcher '%s' inside Slurm jobs (srun is the usual one)" % launcher, flush=True)
+    os.makedirs(slurm_dir(results), exist_ok=True)
+    jobs = {} if dry_run else load_jobs(results)
+    live = job_states(list(jobs)) if jobs else {}
+    waiting = set()
+    for job, runs in jobs.items():
+        if job in live:
+            waiting.update(runs["runs"])
+    groups = {}
+    for item in todo:
+        if item["id"] in waiting:
+            continue
+        groups.setdefault((item["ranks"], item["nodes"], item["ppn"]), []).append(item)
+    for group, items in sorted(groups.items()):
+        script = batch_script(study, results, group, items, site, launcher)
+        if dry_run:
+            print("wrote %s (%d run%s; not submitted)" % (script, len(items), "" if len(items) == 1 else "s"))
+            continue
+        out = slurm_cmd(["sbatch", "--parsable", script]).strip()
+        job = out.split(";")[0]
+        jobs[job] = {"runs": [i["id"] for i in items], "script": script}
+        save_jobs(results, jobs)
+        print("submitted job %s: %s (%d run%s)" % (job, os.path.basename(script), len(items),
+                                                  "" if len(items) == 1 else "s"), flush=True)
+    if dry_run:
+        return None
+    # follow
+    ours = [j for j, r in jobs.items() if any(i["id"] in r["runs"] for i in todo)]
+    last = {}
+    try:
+        while True:
+            states = job_states(ours)
+            for j in ours:
+                st = states.get(j, "ENDED")
+                if last.get(j) != st:
+                    print("job %s: %s" % (j, st.lower()), flush=True)
+                    last[j] = st
+            if not states:
+                break
+            time.sleep(SLURM_POLL)
+    except KeyboardInterrupt:
+        print("\ninterrupted: the jobs (%s) stay in Slurm; run the same command again to follow and collect them"
+              % ", ".join(ours), file=sys.stderr)
+        raise
+    ended = {j: job_end(j) for j in ours}
+    records = []
+    for item in plan:
+        rec = load_record(results, item)
+        if rec is None:
+            job = next((j for j in ours if item["id"] in jobs[j]["runs"]), None)
+            state, code = ended.get(job, ("not submitted", ""))
+            rec = {"id": item["id"], "ranks": item["ranks"], "nodes": item["nodes"], "ppn": item["ppn"],
+                   "repeat": item["repeat"], "variant": [[k, v] for k, v in item["variant"]], "status": "failed",
+                   "error": "job %s ended (%s%s) before this run finished; run the study again to resubmit it" % (
+                       job, state.lower(), ", exit " + code if code else ""), "seconds": 0, "exit": -1}
+            print("%s: %s" % (item["tag"], rec["error"]), flush=True)
+        records.append(complete(results, item, rec))
+    return records
+
+
+def execute_ids(study, results, ids):
+    """Inside a batch job: runs the given runs of the study (--execute)."""
+    plan = {i["id"]: i for i in plan_runs(study, "slurm")}
+    missing = [i for i in ids if i not in plan]
+    if missing:
+        raise UserError("--execute: no run %s in this study (did the study file change since the "
+                        "scripts were written?)" % ", ".join(missing))
+    failed = 0
+    for i in ids:
+        rec = execute(study, results, plan[i])
+        failed += rec["status"] != "ok"
+    return 1 if failed else 0
 
 
 # ---------------------------------------------------------------- gathering
@@ -291,8 +557,12 @@ def flatten_results(tree, prefix="results_"):
 def rows_of(study, records):
     rows, timer_names = [], []
     for rec in records:
-        row = {"run_id": rec["id"], "ranks": rec["ranks"], "oversubscribed": int(rec["oversubscribed"]),
-               "repeat": rec["repeat"], "variant": label(rec["variant"])}
+        row = {"run_id": rec["id"], "ranks": rec["ranks"]}
+        if study.by_node:
+            row["nodes"] = rec["nodes"]
+            row["ranks_per_node"] = rec["ppn"]
+        row.update({"oversubscribed": int(rec["oversubscribed"]), "repeat": rec["repeat"],
+                    "variant": label(rec["variant"])})
         for k, v in rec["variant"]:
             row[k] = v
         row["status"] = rec["status"]
@@ -554,18 +824,29 @@ def main():
     ap.add_argument("--retry-failed", action="store_true", help="run failed runs again (default: keep them)")
     ap.add_argument("--dry-run", action="store_true", help="check the study and list the runs; run nothing")
     ap.add_argument("--plots-only", action="store_true", help="redraw tables and plots from finished runs")
+    ap.add_argument("--scheduler", choices=("local", "slurm"), default="local",
+                    help="local: run here, one run after the other (default); slurm: one batch script per "
+                         "run size, submitted with sbatch and followed (site file: account, partition, ...)")
+    ap.add_argument("--execute", nargs="+", metavar="RUN_ID", help=argparse.SUPPRESS)
     args = ap.parse_args()
     try:
         study = Study(args.study)
         results = os.path.abspath(args.results or os.path.join("results", study.name))
-        print("study %s: %s, %s scaling, %d variant%s x ranks %s x %d repeat%s -> %s" % (
+        if args.execute:
+            return execute_ids(study, results, args.execute)
+        site = site_config()
+        print("study %s: %s, %s scaling, %d variant%s x ranks %s x %d repeat%s -> %s%s" % (
             study.name, study.app, study.scaling, len(study.variants()), "" if len(study.variants()) == 1 else "s",
-            study.ranks, study.repeats, "" if study.repeats == 1 else "s", results), flush=True)
-        records = run_all(study, results, args.retry_failed, args.dry_run, args.plots_only)
-        if not records and not args.dry_run:
-            raise UserError("no finished runs in %s" % results)
+            study.ranks, study.repeats, "" if study.repeats == 1 else "s", results,
+            " (through Slurm)" if args.scheduler == "slurm" else ""), flush=True)
+        if args.scheduler == "slurm" and not args.plots_only:
+            records = run_slurm(study, results, args.retry_failed, args.dry_run, site)
+        else:
+            records = run_all(study, results, args.retry_failed, args.dry_run, args.plots_only)
         if args.dry_run:
             return 0
+        if not records:
+            raise UserError("no finished runs in %s" % results)
         rows, columns, timer_names = rows_of(study, records)
         write_tables(results, rows, columns)
         agg = aggregate(study, records)
@@ -577,6 +858,9 @@ def main():
     except UserError as e:
         print("locus study: error: %s" % e, file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("locus study: interrupted; finished runs are kept: the same command resumes", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":
