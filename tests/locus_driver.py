@@ -39,7 +39,51 @@ def main():
     # The packages are installed (this build needed them): setup says nothing.
     p = run("setup")
     check(p.returncode == 0 and p.stdout == "" and p.stderr == "", "setup is quiet: %r %r" % (p.stdout, p.stderr))
-    print("driver: help, errors and quiet setup verified")
+    # --version, without a build
+    p = run("--version")
+    check(p.returncode == 0 and p.stdout.startswith("locus ") and "(" in p.stdout, "--version: %r" % p.stdout)
+    # help and validate --list neither build nor install
+    env = dict(os.environ, LOCUS_BUILD_DIR="/nonexistent/locus-build")
+    for args in (("run", "--help"), ("validate", "--list"), ("study", "--help"), ("bench", "--help")):
+        q = subprocess.run([LOCUS] + list(args), capture_output=True, text=True, timeout=60, env=env)
+        check(q.returncode == 0 and q.stdout, "%s: %r" % (" ".join(args), q.stderr))
+    check(not os.path.exists("/nonexistent/locus-build"), "help built something")
+    # -n1, '--set key value', through a symbolic link to ./locus, from elsewhere
+    scratch = os.path.join(os.environ.get("LOCUS_BUILD_DIR", "/tmp"), "scratch", "driver")
+    os.makedirs(scratch, exist_ok=True)
+    link = os.path.join(scratch, "locus-link")
+    if os.path.lexists(link):
+        os.unlink(link)
+    os.symlink(LOCUS, link)
+    q = subprocess.run([link, "run", "-n1", "--set", "heat3d.grid.nx", "20", "--print-config"], capture_output=True,
+                       text=True, timeout=300, cwd=scratch)
+    check(q.returncode == 0 and "nx: 20" in q.stdout, "-n1 / --set key value / symlink: %r" % q.stderr[-500:])
+    # launchers: quoted options work; a bad one is one line, no traceback
+    q = run("run", "-n", "1", "--launcher", "mpiexec -bind-to core", "--print-config")
+    check(q.returncode == 0 and "heat3d:" in q.stdout, "--launcher 'mpiexec -bind-to core': %r" % q.stderr[-500:])
+    q = run("run", "-n", "1", "--launcher", "nosuchlauncher -x", "--print-config")
+    check(q.returncode != 0 and "nosuchlauncher: command not found" in q.stderr and "Traceback" not in q.stderr,
+          "bad launcher: %r" % q.stderr)
+    q = run("run", "-n", "1", "--launcher", "'unbalanced", "--print-config")
+    check(q.returncode != 0 and "No closing quotation" in q.stderr and "Traceback" not in q.stderr, q.stderr)
+    q = subprocess.run([LOCUS, "validate", "heat3d_steady", "-n", "1"], capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, LOCUS_MPIEXEC="mpiexec.mpich -bind-to core"))
+    check(q.returncode == 0 and "PASS" in q.stdout and "Traceback" not in q.stderr,
+          "validate with LOCUS_MPIEXEC='mpiexec.mpich -bind-to core': %r" % q.stderr[-800:])
+    # without Debian's tools (LOCUS_NO_SETUP): what is missing, by name
+    bindir = os.path.join(scratch, "bin")
+    os.makedirs(bindir, exist_ok=True)
+    for tool in ("bash", "dirname", "readlink", "grep", "cat", "tr", "id", "nproc", "awk", "mkdir", "env"):
+        dst = os.path.join(bindir, tool)
+        if not os.path.lexists(dst):
+            os.symlink("/usr/bin/" + tool if os.path.exists("/usr/bin/" + tool) else "/bin/" + tool, dst)
+    q = subprocess.run([LOCUS, "build"], capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ, PATH=bindir, LOCUS_NO_SETUP="1",
+                                LOCUS_BUILD_DIR=os.path.join(scratch, "nobuild")))
+    check(q.returncode != 0 and "- cmake" in q.stderr and "an MPI" in q.stderr and "Traceback" not in q.stderr,
+          "LOCUS_NO_SETUP without cmake: %r" % q.stderr)
+    print("driver: help, errors, quiet setup, --version, launchers, symlink, -n1, --set key value, "
+          "LOCUS_NO_SETUP checks verified")
 
 
 main()
