@@ -195,6 +195,10 @@ int run(Context& ctx) {
   const std::string placement = same_node ? "same-node" : "inter-node";
   std::printf("# locus latency benchmark: unit %d -> unit %d (%s%s), median of %ld repeats\n", origin, target,
               placement.c_str(), ctx.runtime().node_map().emulated_size ? ", emulated nodes" : "", p.repeats);
+  if (ctx.runtime().node_map().emulated_size)
+    std::printf("# note: emulated nodes are locus's view only: the raw MPI windows (mpi_*) still reach the\n"
+                "# target through shared memory. For both on the network path run with MPICH's\n"
+                "# MPIR_CVAR_NOLOCAL=1 (./locus bench latency does).\n");
   std::printf("# microseconds per blocking operation (flushed); bandwidth in MB/s for locus_on\n");
   std::printf("%-13s %9s %11s %12s %11s %10s %10s %9s %10s %10s %10s\n", "op", "bytes", "mpi_create",
               "mpi_allocate", "mpi_dynamic", "locus_off", "locus_on", "memcpy", "alloc/on", "dyn/off",
