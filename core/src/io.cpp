@@ -523,6 +523,14 @@ void write_provenance(H5Output& out, const Context& ctx) {
   out.attribute("", "locus_version", std::string(version()));
   out.attribute("", "git_commit", std::string(git_commit()));
   out.attribute("", "mpi_library", mpi_library());
+  // The machine and build (rank 0's: attribute values must agree), as YAML.
+  std::string machine;
+  for (const auto& [k, v] : machine_description()) machine += k + ": " + YAML::Dump(YAML::Node(v)) + "\n";
+  int mlen = static_cast<int>(machine.size());
+  MPI_Bcast(&mlen, 1, MPI_INT, 0, ctx.comm());
+  machine.resize(static_cast<std::size_t>(mlen));
+  MPI_Bcast(machine.data(), mlen, MPI_CHAR, 0, ctx.comm());
+  out.attribute("", "machine", machine);
   out.attribute("", "ranks", static_cast<long>(ctx.size()));
   out.attribute("", "node_map", ctx.runtime().node_map().describe());
   out.attribute("", "emulated_node_size", static_cast<long>(ctx.runtime().node_map().emulated_size));
@@ -783,7 +791,7 @@ std::string finish_output(H5Output& out, const Context& ctx, Timers& timers, con
   const std::string text = summary.yaml();
   out.attribute("", "summary", text);
   out.commit();
-  return text;
+  return ctx.summary_json() ? summary.json() : text;
 }
 
 }  // namespace locus

@@ -1,6 +1,11 @@
 #include "locus/profile.hpp"
 
+#include "locus/version.hpp"
+
 #include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
 #include <charconv>
 #include <cstdio>
 
@@ -79,20 +84,20 @@ std::string short_number(double v) {
 Summary::Summary(const Context& ctx, const std::vector<TimerStats>& timers) {
   head_["app"] = ctx.app().name;
   head_["name"] = ctx.run_name();
-  head_["deck"] = ctx.config().source();
   head_["ranks"] = ctx.size();
+  setup_["deck"] = ctx.config().source();
   // Distinct nodes, in rank order.
   YAML::Node nodes(YAML::NodeType::Sequence);
   std::vector<std::string> seen;
   for (const auto& n : ctx.node_names())
     if (std::find(seen.begin(), seen.end(), n) == seen.end()) seen.push_back(n);
   for (const auto& n : seen) nodes.push_back(n);
-  head_["nodes"] = nodes;
+  setup_["nodes"] = nodes;
   const NodeMap& nm = ctx.runtime().node_map();
   YAML::Node map;
   map["emulated_node_size"] = nm.emulated_size;
   map["node_of_unit"] = yaml_flow_list(nm.node_of);
-  head_["node_map"] = map;
+  setup_["node_map"] = map;
   // Who served: progress processes (ranks in MPI_COMM_WORLD) and thread.
   const Runtime& rt = ctx.runtime();
   YAML::Node progress;
@@ -102,8 +107,11 @@ Summary::Summary(const Context& ctx, const std::vector<TimerStats>& timers) {
   progress["binding"] = rt.binding();
   progress["thread"] = rt.settings().progress.thread;
   progress["offloaded_unit0"] = rt.offloaded();
-  head_["progress"] = progress;
-  head_["config"] = YAML::Load(ctx.config().yaml());
+  setup_["progress"] = progress;
+  YAML::Node machine;
+  for (const auto& [k, v] : machine_description()) machine[k] = v;
+  setup_["machine"] = machine;
+  setup_["config"] = YAML::Load(ctx.config().yaml());
   for (const auto& s : timers) {
     YAML::Node t;
     t["min"] = short_number(s.min);
@@ -113,18 +121,108 @@ Summary::Summary(const Context& ctx, const std::vector<TimerStats>& timers) {
   }
 }
 
+// Results first (what a reader looks for), then what produced them.
+YAML::Node Summary::tree() const {
+  YAML::Node t;
+  for (auto it = head_.begin(); it != head_.end(); ++it) t[it->first] = it->second;
+  t["timers_seconds"] = timers_;
+  t["results"] = results;
+  if (async.IsDefined() && !async.IsNull()) t["async"] = async;
+  t["validation"] = validation;
+  t["output"] = output;
+  for (auto it = setup_.begin(); it != setup_.end(); ++it) t[it->first] = it->second;
+  return t;
+}
+
 std::string Summary::yaml() const {
   YAML::Emitter out;
-  out << YAML::BeginMap << YAML::Key << "locus_summary" << YAML::Value << YAML::BeginMap;
-  for (auto it = head_.begin(); it != head_.end(); ++it)
-    out << YAML::Key << it->first << YAML::Value << it->second;
-  out << YAML::Key << "timers_seconds" << YAML::Value << timers_;
-  out << YAML::Key << "results" << YAML::Value << results;
-  if (async.IsDefined() && !async.IsNull()) out << YAML::Key << "async" << YAML::Value << async;
-  out << YAML::Key << "validation" << YAML::Value << validation;
-  out << YAML::Key << "output" << YAML::Value << output;
-  out << YAML::EndMap << YAML::EndMap;
+  out << YAML::BeginMap << YAML::Key << "locus_summary" << YAML::Value << tree() << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
+}
+
+namespace {
+std::string json_string(const std::string& s) {
+  std::string o = "\"";
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': o += "\\\""; break;
+      case '\\': o += "\\\\"; break;
+      case '\n': o += "\\n"; break;
+      case '\t': o += "\\t"; break;
+      case '\r': o += "\\r"; break;
+      default:
+        if (c < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          o += buf;
+        } else {
+          o += static_cast<char>(c);
+        }
+    }
+  }
+  return o + "\"";
+}
+
+// A YAML scalar as JSON: plain numbers and booleans as such, the rest as
+// strings (yaml-cpp keeps no types for nodes built in code).
+std::string json_scalar(const YAML::Node& n) {
+  const std::string& s = n.Scalar();
+  if (n.Tag() == "!") return json_string(s);  // quoted in the source
+  if (s == "true" || s == "false") return s;
+  if (s == "~" || s == "null") return "null";
+  if (!s.empty()) {
+    char* end = nullptr;
+    double v = std::strtod(s.c_str(), &end);
+    bool plain = end && *end == 0 && s.find_first_of("xXpP") == std::string::npos &&
+                 (std::isdigit(static_cast<unsigned char>(s[0])) || s[0] == '-' || s[0] == '.');
+    if (plain && std::isfinite(v)) return s[0] == '.' ? "0" + s : s;
+  }
+  return json_string(s);
+}
+
+void to_json(const YAML::Node& n, std::string& o, int indent) {
+  const std::string pad(static_cast<std::size_t>(indent + 2), ' ');
+  switch (n.Type()) {
+    case YAML::NodeType::Map: {
+      if (n.size() == 0) {
+        o += "{}";
+        return;
+      }
+      o += "{\n";
+      bool first = true;
+      for (auto it = n.begin(); it != n.end(); ++it) {
+        if (!first) o += ",\n";
+        first = false;
+        o += pad + json_string(it->first.as<std::string>()) + ": ";
+        to_json(it->second, o, indent + 2);
+      }
+      o += "\n" + std::string(static_cast<std::size_t>(indent), ' ') + "}";
+      return;
+    }
+    case YAML::NodeType::Sequence: {
+      o += "[";
+      for (std::size_t i = 0; i < n.size(); ++i) {
+        if (i) o += ", ";
+        to_json(n[i], o, indent + 2);
+      }
+      o += "]";
+      return;
+    }
+    case YAML::NodeType::Scalar:
+      o += json_scalar(n);
+      return;
+    default:
+      o += "null";
+  }
+}
+}  // namespace
+
+std::string Summary::json() const {
+  YAML::Node root;
+  root["locus_summary"] = tree();
+  std::string o;
+  to_json(root, o, 0);
+  return o + "\n";
 }
 
 double median(std::vector<double> v) {

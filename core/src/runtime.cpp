@@ -132,6 +132,8 @@ struct CommandLine {
   bool version = false;
   bool print_config = false;
   bool print_schema = false;
+  bool machine = false;
+  bool summary_json = false;
   std::string error;
 };
 
@@ -149,6 +151,24 @@ CommandLine parse_args(int argc, char** argv) {
       cl.print_config = true;
     } else if (a == "--print-schema") {
       cl.print_schema = true;
+    } else if (a == "--machine") {
+      cl.machine = true;
+    } else if (a == "--summary" || a.rfind("--summary=", 0) == 0) {
+      std::string v;
+      if (a == "--summary") {
+        if (i + 1 >= argc) {
+          cl.error = "--summary needs yaml or json";
+          return cl;
+        }
+        v = argv[++i];
+      } else {
+        v = a.substr(10);
+      }
+      if (v != "yaml" && v != "json") {
+        cl.error = "--summary: yaml or json (got '" + v + "')";
+        return cl;
+      }
+      cl.summary_json = v == "json";
     } else if (a == "--set" || a == "-s") {
       if (i + 1 >= argc) {
         cl.error = a + " needs key=value";
@@ -167,7 +187,7 @@ CommandLine parse_args(int argc, char** argv) {
       return cl;
     }
   }
-  if (cl.deck.empty() && !cl.help && !cl.version && !cl.print_schema) cl.error = "no deck given";
+  if (cl.deck.empty() && !cl.help && !cl.version && !cl.print_schema && !cl.machine) cl.error = "no deck given";
   return cl;
 }
 
@@ -185,14 +205,18 @@ void print_usage(const AppInfo& app, bool full) {
       break;
     }
   std::printf(
-      "usage: %s DECK.yaml [--set key=value]... [--quiet] [--print-config]\n"
-      "       %s --help | --version | --print-schema\n\n"
+      "usage: %s DECK.yaml [--set key=value]... [--quiet] [--print-config] [--summary yaml|json]\n"
+      "       %s --help | --version | --print-schema | --machine\n\n"
       "%s\n\n"
       "  DECK.yaml          the run's configuration (see docs/config.md)\n"
       "  --set key=value    override one key, e.g. --set %s (repeatable)\n"
       "  --quiet, -q        no progress line\n"
+      "  --summary FORMAT   the final summary as yaml (default) or json (for scripts)\n"
       "  --print-config     print the effective configuration and exit\n"
       "  --print-schema     print every deck key (type, default, help) as YAML and exit\n"
+      "  --machine          print the machine descriptor (CPU, cores, memory, compiler and flags,\n"
+      "                     MPI, Kokkos, HDF5, commit) and the STREAM triad bandwidth measured\n"
+      "                     by every rank at once, then exit\n"
       "  --version          print the locus version and exit\n",
       app.name.c_str(), app.name.c_str(), app.description.c_str(), example.c_str());
   if (full) std::printf("\nkeys:\n%s", app.schema.help_text().c_str());
@@ -395,6 +419,36 @@ CommSettings comm_settings(const Config& c) {
   return s;
 }
 
+// --machine: the machine descriptor (rank 0's) and STREAM triad bandwidth
+// measured by every rank at once (32 MiB per array: out of cache), as YAML.
+void print_machine(const AppInfo& app, int rank, int size) {
+  MPI_Barrier(MPI_COMM_WORLD);
+  double mine = stream_triad_gbs(4L << 20, 5);
+  std::vector<double> all(static_cast<std::size_t>(size));
+  MPI_Gather(&mine, 1, MPI_DOUBLE, all.data(), 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  if (rank != 0) return;
+  YAML::Emitter out;
+  out << YAML::BeginMap << YAML::Key << "locus_machine" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "app" << YAML::Value << app.name;
+  for (const auto& [k, v] : machine_description()) out << YAML::Key << k << YAML::Value << v;
+  out << YAML::Key << "date" << YAML::Value << iso_date_now();
+  out << YAML::Key << "ranks" << YAML::Value << size;
+  double total = 0;
+  out << YAML::Key << "stream_triad_gbs_per_rank" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+  for (double g : all) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.2f", g);
+    out << buf;
+    total += g;
+  }
+  out << YAML::EndSeq;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", total);
+  out << YAML::Key << "stream_triad_gbs_total" << YAML::Value << buf;
+  out << YAML::EndMap << YAML::EndMap;
+  std::printf("%s\n", out.c_str());
+}
+
 int run(int argc, char** argv, const AppInfo& app, const std::function<int(Context&)>& main) {
   // The output watcher rank 0 starts (io.cpp): no MPI, no deck.
   if (argc == 4 && std::strcmp(argv[1], "--locus-reap-output") == 0) return detail::reap_output(argv[2], argv[3]);
@@ -407,6 +461,11 @@ int run(int argc, char** argv, const AppInfo& app, const std::function<int(Conte
   install_signal_handlers(app.name, rank);
 
   CommandLine cl = parse_args(argc, argv);
+  if (cl.machine && cl.error.empty() && !cl.help) {
+    print_machine(app, rank, size);
+    MPI_Finalize();
+    return 0;
+  }
   if (cl.help || cl.version || cl.print_schema || !cl.error.empty()) {
     int status = 0;
     if (rank == 0) {
@@ -435,6 +494,7 @@ int run(int argc, char** argv, const AppInfo& app, const std::function<int(Conte
     Context ctx;
     ctx.app_ = &app;
     ctx.quiet_ = cl.quiet;
+    ctx.summary_json_ = cl.summary_json;
     MPI_Comm_dup(MPI_COMM_WORLD, &ctx.comm_);
     ctx.rank_ = rank;
     ctx.size_ = size;

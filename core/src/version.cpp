@@ -2,8 +2,18 @@
 
 #include <mpi.h>
 
-#include <ctime>
+#include <hdf5.h>
+#include <unistd.h>
 
+#include <Kokkos_Macros.hpp>
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <fstream>
+#include <memory>
+#include <thread>
+
+#include "build_info.hpp"
 #include "git_commit.hpp"
 
 namespace locus {
@@ -23,7 +33,14 @@ std::string mpi_library() {
   auto nl = s.find('\n');
   if (nl != std::string::npos) s.resize(nl);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\0')) s.pop_back();
-  return s;
+  // "MPICH Version:\t4.0.2": one space for any run of blanks
+  std::string o;
+  for (char c : s) {
+    bool blank = c == ' ' || c == '\t';
+    if (blank && (o.empty() || o.back() == ' ')) continue;
+    o += blank ? ' ' : c;
+  }
+  return o;
 }
 
 std::string iso_date_now() {
@@ -33,6 +50,81 @@ std::string iso_date_now() {
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
   return buf;
+}
+
+namespace {
+std::string cpu_model() {
+  std::ifstream f("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("model name", 0) == 0 || line.rfind("Model", 0) == 0) {
+      auto c = line.find(':');
+      if (c != std::string::npos) {
+        std::string v = line.substr(c + 1);
+        v.erase(0, v.find_first_not_of(" \t"));
+        return v;
+      }
+    }
+  }
+  return "unknown";
+}
+
+std::string fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> machine_description() {
+  std::vector<std::pair<std::string, std::string>> m;
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  m.emplace_back("host", host);
+  m.emplace_back("cpu_model", cpu_model());
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  m.emplace_back("cores", std::to_string(cores));
+  double mem = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
+  m.emplace_back("memory_gib", fixed(mem / (1024.0 * 1024.0 * 1024.0), 1));
+  m.emplace_back("compiler", LOCUS_CXX_COMPILER);
+  m.emplace_back("flags", LOCUS_CXX_FLAGS);
+  m.emplace_back("build_type", LOCUS_BUILD_TYPE);
+  m.emplace_back("mpi_library", mpi_library());
+  const int kv = KOKKOS_VERSION;
+  m.emplace_back("kokkos", std::to_string(kv / 10000) + "." + std::to_string(kv / 100 % 100) + "." +
+                               std::to_string(kv % 100));
+  unsigned maj = 0, min = 0, rel = 0;
+  H5get_libversion(&maj, &min, &rel);
+  m.emplace_back("hdf5", std::to_string(maj) + "." + std::to_string(min) + "." + std::to_string(rel));
+  m.emplace_back("locus", version());
+  m.emplace_back("git_commit", git_commit());
+  return m;
+}
+
+double stream_triad_gbs(long n, int repeats) {
+  std::unique_ptr<double[]> a(new double[static_cast<std::size_t>(n)]);
+  std::unique_ptr<double[]> b(new double[static_cast<std::size_t>(n)]);
+  std::unique_ptr<double[]> c(new double[static_cast<std::size_t>(n)]);
+  for (long i = 0; i < n; ++i) {
+    a[i] = 0.0;
+    b[i] = 1.0;
+    c[i] = 2.0;
+  }
+  const double s = 3.0;
+  double best = 1e300;
+  for (int r = 0; r < repeats; ++r) {
+    auto t0 = std::chrono::steady_clock::now();
+    double* __restrict pa = a.get();
+    const double* __restrict pb = b.get();
+    const double* __restrict pc = c.get();
+    for (long i = 0; i < n; ++i) pa[i] = pb[i] + s * pc[i];
+    double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    best = std::min(best, t);
+  }
+  // keep the result alive
+  volatile double sink = a[static_cast<std::size_t>(n / 2)];
+  (void)sink;
+  return 24.0 * static_cast<double>(n) / best / 1e9;
 }
 
 }  // namespace locus

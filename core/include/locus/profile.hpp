@@ -82,9 +82,14 @@ class Summary {
   std::string output;     // path of the output file
   YAML::Node async;       // redirection mode and decisions (comm.async not off)
   std::string yaml() const;
+  // The same tree as JSON (numbers and booleans unquoted; NaN and
+  // infinities as strings, which JSON has no numbers for).
+  std::string json() const;
 
  private:
-  YAML::Node head_;
+  YAML::Node tree() const;
+  YAML::Node head_;  // what ran: app, name, ranks
+  YAML::Node setup_;  // where and how: deck, nodes, node map, progress, machine, config
   YAML::Node timers_;
 };
 

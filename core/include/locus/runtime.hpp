@@ -41,6 +41,8 @@ class Context {
   const std::string& run_name() const { return run_name_; }
   // --quiet: no progress line.
   bool quiet() const { return quiet_; }
+  // --summary json: the final summary as JSON instead of YAML.
+  bool summary_json() const { return summary_json_; }
   // Processor name of every rank (index = rank).
   const std::vector<std::string>& node_names() const { return runtime_->node_map().hosts; }
   const std::string& command_line() const { return command_line_; }
@@ -55,6 +57,7 @@ class Context {
   const AppInfo* app_ = nullptr;
   std::string run_name_;
   bool quiet_ = false;
+  bool summary_json_ = false;
   std::string command_line_;
   Runtime* runtime_ = nullptr;
 };

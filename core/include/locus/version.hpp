@@ -1,6 +1,8 @@
 #pragma once
 // Build provenance, recorded in every output file.
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace locus {
 
@@ -8,5 +10,16 @@ const char* version();     // locus version, e.g. "0.1.0"
 const char* git_commit();  // commit of the source tree at build time ("unknown" outside git; "-dirty" suffix)
 std::string mpi_library();   // MPI_Get_library_version, first line
 std::string iso_date_now();  // UTC, ISO 8601
+
+// The machine and build of this process, as ordered (key, value) pairs:
+// host, cpu_model, cores, memory_gib, compiler, flags, build_type,
+// mpi_library, kokkos, hdf5, locus, git_commit. Every output and summary
+// carries rank 0's (attribute `machine`, summary section `machine`).
+std::vector<std::pair<std::string, std::string>> machine_description();
+
+// STREAM's triad a[i] = b[i] + s c[i] on `n` doubles per array, best of
+// `repeats`, in GB/s (24 bytes per element, as STREAM counts). Ranks that
+// call it at the same time share the node's bandwidth, as in a run.
+double stream_triad_gbs(long n, int repeats);
 
 }  // namespace locus
