@@ -112,6 +112,20 @@ check(verdicts.count("pass") == 6, "expected 6 passing runs, got %s" % verdicts)
 for rid in sr:
     rec = json.load(open(os.path.join(sl, "runs", rid, "run.json")))
     check(rec["job"] in first, "%s did not run inside a job of this study (job '%s')" % (rid, rec["job"]))
+# machine descriptors: measured here and inside a Slurm job; both reports show them
+mach = glob.glob(os.path.join(sl, "slurm", "machine-*.yaml"))
+check(len(mach) >= 1 and "stream_triad_gbs_total" in open(mach[0]).read(), "no machine descriptor from a job")
+for res in (local, sl):
+    rep = open(os.path.join(res, "report.md")).read()
+    check("## Machine" in rep and "STREAM triad" in rep and "mpi_library" in rep, "%s: report has no machine" % res)
+# the two side by side
+cmp_dir = os.path.join(scratch, "compare")
+p = subprocess.run([sys.executable, os.path.join(SOURCE, "tools", "compare_studies.py"), local, sl, "--labels",
+                    "here", "slurm", "--out", cmp_dir], capture_output=True, text=True, timeout=120)
+check(p.returncode == 0 and "6 points compared" in p.stdout, "compare-studies: %s %s" % (p.stdout, p.stderr))
+rep = open(os.path.join(cmp_dir, "report.md")).read()
+check("| here | slurm |" in rep and rep.count("| halo=") == 6 and os.path.exists(os.path.join(cmp_dir, "ratio.png")),
+      "compare-studies report:\n" + rep)
 # finished: nothing to submit
 p = study_run(["--scheduler", "slurm", "--results", sl])
 check("submitted job" not in p.stdout and p.stdout.count("done before") == 8, "finished study re-ran:\n" + p.stdout)

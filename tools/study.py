@@ -17,6 +17,7 @@ scripts.
 """
 import argparse
 import csv
+import glob
 import itertools
 import json
 import math
@@ -28,8 +29,9 @@ import time
 import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from locuslib import (ROOT, Located, UserError, app_keys, build_dir, closest, config_hash, dig,  # noqa: E402
-                      app_error, effective_config, find_file, parse_summary, run_app, site_config, yaml_value)
+from locuslib import (ROOT, Located, UserError, app_binary, app_error, app_keys, build_dir, closest,  # noqa: E402
+                      config_hash, dig, effective_config, find_file, launcher_argv, launcher_template,
+                      parse_summary, run_app, site_config, yaml_value)
 
 STUDY_KEYS = {
     "name": "study name (default: the file stem); results go to results/<name>/",
@@ -526,9 +528,50 @@ def run_slurm(study, results, retry_failed, dry_run, site):
     return records
 
 
+def measure_machine(study, results, ranks, ppn=None, name="machine.yaml"):
+    """The machine descriptor and STREAM triad bandwidth (`APP --machine`
+    with the launcher on `ranks` ranks, all measuring at once), kept as
+    results/<name>; None when it cannot be measured (said, not fatal)."""
+    import subprocess
+    cmd = launcher_argv(ranks, launcher_template(ppn=ppn) if ppn else None) + [app_binary(study.app), "--machine"]
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        print("note: no machine descriptor (%s)" % e, file=sys.stderr)
+        return None
+    try:
+        m = yaml.safe_load(p.stdout[p.stdout.find("locus_machine:"):])["locus_machine"] if p.returncode == 0 else None
+    except (yaml.YAMLError, TypeError, KeyError):
+        m = None
+    if not m:
+        print("note: no machine descriptor (%s)" % app_error(p.stderr, p.returncode), file=sys.stderr)
+        return None
+    path = os.path.join(results, name)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        yaml.safe_dump(m, f, sort_keys=False)
+    return m
+
+
+def load_machine(results):
+    """The study's machine descriptor: machine.yaml (a local study), else
+    the first a Slurm job measured (slurm/machine-JOB.yaml)."""
+    paths = [os.path.join(results, "machine.yaml")] + sorted(glob.glob(os.path.join(results, "slurm", "machine-*.yaml")))
+    for p in paths:
+        if os.path.exists(p):
+            with open(p) as f:
+                return yaml.safe_load(f), os.path.relpath(p, results)
+    return None, None
+
+
 def execute_ids(study, results, ids):
     """Inside a batch job: runs the given runs of the study (--execute)."""
     plan = {i["id"]: i for i in plan_runs(study, "slurm")}
+    job = os.environ.get("SLURM_JOB_ID", "local")
+    first = plan[ids[0]] if ids and ids[0] in plan else None
+    if first:
+        measure_machine(study, results, first["ranks"], first["ppn"] if study.by_node else None,
+                        os.path.join("slurm", "machine-%s.yaml" % job))
     missing = [i for i in ids if i not in plan]
     if missing:
         raise UserError("--execute: no run %s in this study (did the study file change since the "
@@ -632,6 +675,17 @@ def aggregate(study, records):
 
 # ---------------------------------------------------------------- plots and report
 
+def variant_colours(variants):
+    """One colour per variant, the same in every plot (and in
+    compare-studies): matplotlib's tab10 in the order of the study's
+    variants."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    cmap = plt.get_cmap("tab10")
+    return {v: cmap(i % 10) for i, v in enumerate(variants)}
+
+
 def plots(study, agg, results, timer_names):
     import matplotlib
     matplotlib.use("Agg")
@@ -640,6 +694,7 @@ def plots(study, agg, results, timer_names):
     cores = os.cpu_count() or 1
     variants = study.variants()
     files = []
+    colour = variant_colours(variants)
 
     def save(fig, name):
         for ext in ("png", "svg"):
@@ -682,7 +737,7 @@ def plots(study, agg, results, timer_names):
             continue
         lo = [ys[i] - agg[(v, x)]["min"] for i, x in enumerate(xs)]
         hi = [agg[(v, x)]["max"] - ys[i] for i, x in enumerate(xs)]
-        ax.errorbar(xs, ys, yerr=[lo, hi], marker="o", capsize=3, label=label(v))
+        ax.errorbar(xs, ys, yerr=[lo, hi], marker="o", capsize=3, label=label(v), color=colour[v])
     style(ax, "%s time, slowest rank [s]" % study.metric, "%s: %s scaling, median of %d" %
           (study.name, study.scaling, study.repeats))
     ax.set_yscale("log")
@@ -704,14 +759,16 @@ def plots(study, agg, results, timer_names):
         if not base or base["median"] is None:
             continue
         t0 = base["median"]
-        if study.scaling == "strong":
-            xs, ys = series(v, lambda a, r: t0 / a["median"])
-            axes[0].plot(xs, ys, marker="o", label=label(v))
-            xs, ys = series(v, lambda a, r: t0 * r0 / (a["median"] * r))
-            axes[1].plot(xs, ys, marker="o", label=label(v))
-        else:
-            xs, ys = series(v, lambda a, r: t0 / a["median"])
-            axes[0].plot(xs, ys, marker="o", label=label(v))
+        # error bars: the ratio's range over the repeats' min-max of both times
+        spread = lambda f: (lambda a, r: (f(base["min"], a["max"], r), f(base["max"], a["min"], r)))  # noqa: E731
+        sp = lambda b, t, r: b / t  # noqa: E731
+        eff = (lambda b, t, r: b * r0 / (t * r)) if study.scaling == "strong" else sp
+        curves = [(axes[0], sp)] + ([(axes[1], eff)] if study.scaling == "strong" else [])
+        for ax, f in curves:
+            xs, ys = series(v, lambda a, r: f(t0, a["median"], r))
+            _, bounds = series(v, spread(f))
+            ax.errorbar(xs, ys, yerr=[[y - b[0] for y, b in zip(ys, bounds)], [b[1] - y for y, b in zip(ys, bounds)]],
+                        marker="o", capsize=3, label=label(v), color=colour[v])
     if study.scaling == "strong":
         axes[0].plot(study.ranks, [r / r0 for r in study.ranks], "k--", lw=0.8, label="ideal")
         style(axes[0], "speedup vs %d rank%s" % (r0, "" if r0 == 1 else "s"), "strong scaling: speedup")
@@ -723,22 +780,31 @@ def plots(study, agg, results, timer_names):
         ax.legend(fontsize=8)
     save(fig, "speedup" if study.scaling == "strong" else "efficiency")
 
-    # Stacked timer breakdown (rank average, median over repeats).
+    # Stacked timer breakdown (rank average, median over repeats): the
+    # parts plus "other" (what no part timer covers) add up to the total's
+    # rank average; the dot is the plotted total (slowest rank).
     parts = [n for n in timer_names if n != "total"]
     bars = [(v, r) for v in variants for r in study.ranks if agg.get((v, r)) and agg[(v, r)]["median"] is not None]
-    if parts and bars:
+    if parts and bars and study.metric == "total":
         fig, ax = plt.subplots(figsize=(max(6, 0.45 * len(bars) + 2), 4))
         bottom = [0.0] * len(bars)
-        for p in parts:
-            vals = [agg[b]["timer_median"].get(p, 0.0) for b in bars]
-            ax.bar(range(len(bars)), vals, bottom=bottom, label=p)
+        cmap = plt.get_cmap("tab20")
+        for i, p in enumerate(parts + ["other"]):
+            if p == "other":
+                vals = [max(0.0, agg[b]["timer_median"].get("total", 0.0) - bt) for b, bt in zip(bars, bottom)]
+            else:
+                vals = [agg[b]["timer_median"].get(p, 0.0) for b in bars]
+            ax.bar(range(len(bars)), vals, bottom=bottom, label=p, color=cmap(i % 20) if p != "other" else "0.75")
             bottom = [x + y for x, y in zip(bottom, vals)]
+        ax.plot(range(len(bars)), [agg[b]["median"] for b in bars], "k.", ms=6, label="total, slowest rank")
         ax.set_xticks(range(len(bars)))
         ax.set_xticklabels(["%s\n%d%s" % (label(v), r, "*" if r > cores else "") for v, r in bars],
                            fontsize=7, rotation=60, ha="right")
+        for tick, (v, r) in zip(ax.get_xticklabels(), bars):
+            tick.set_color(colour[v])
         ax.set_ylabel("time, rank average [s]")
-        ax.set_title("timer breakdown (* over-subscribed)", fontsize=10)
-        ax.legend(fontsize=8)
+        ax.set_title("timer breakdown: parts add up to the total's rank average (* over-subscribed)", fontsize=9)
+        ax.legend(fontsize=7)
         ax.grid(True, axis="y", alpha=0.3)
         save(fig, "breakdown")
 
@@ -749,9 +815,12 @@ def plots(study, agg, results, timer_names):
             base_v = baseline_of(study, v)
             if v == base_v:
                 continue
-            xs, ys = series(v, lambda a, r: (agg[(base_v, r)]["median"] / a["median"])
-                            if agg.get((base_v, r)) and agg[(base_v, r)]["median"] else None)
-            ax.plot(xs, ys, marker="o", label=label(v))
+            has = lambda r: agg.get((base_v, r)) and agg[(base_v, r)]["median"]  # noqa: E731
+            xs, ys = series(v, lambda a, r: (agg[(base_v, r)]["median"] / a["median"]) if has(r) else None)
+            _, bounds = series(v, lambda a, r: (agg[(base_v, r)]["min"] / a["max"], agg[(base_v, r)]["max"] / a["min"])
+                               if has(r) else None)
+            ax.errorbar(xs, ys, yerr=[[y - b[0] for y, b in zip(ys, bounds)], [b[1] - y for y, b in zip(ys, bounds)]],
+                        marker="o", capsize=3, label=label(v), color=colour[v])
         ax.axhline(1.0, color="k", lw=0.8)
         what = ", ".join("%s=%s" % (k.split(".")[-1], v) for k, v in study.baseline.items())
         style(ax, "baseline time / variant time", "against %s (above 1: faster)" % what)
@@ -799,6 +868,21 @@ def report(study, agg, records, results, files, rows):
                 b = (agg.get((baseline_of(study, v), r)) or {}).get("median")
                 line += " %s |" % ("%.2f" % (b / a["median"]) if b and a["median"] else "–")
             lines.append(line)
+    machine, mpath = load_machine(results)
+    lines += ["", "## Machine", ""]
+    if machine:
+        lines += ["Measured with `%s --machine` (`%s`)." % (study.app, mpath), "", "| | |", "|---|---|"]
+        for k, v in machine.items():
+            if k == "app":
+                continue
+            if isinstance(v, list):
+                v = ", ".join(str(x) for x in v)
+            name = {"stream_triad_gbs_per_rank": "STREAM triad per rank, all at once [GB/s]",
+                    "stream_triad_gbs_total": "STREAM triad, node total [GB/s]",
+                    "ranks": "ranks measuring"}.get(k, k)
+            lines.append("| %s | %s |" % (name, str(v).replace("|", "\\|")))
+    else:
+        lines.append("No machine descriptor was measured (see the study's output).")
     failed = [r for r in records if r["status"] != "ok"]
     if failed:
         lines += ["", "## Failed runs (left out of the plots)", "", "| run | variant | ranks | error |",
@@ -842,6 +926,11 @@ def main():
         if args.scheduler == "slurm" and not args.plots_only:
             records = run_slurm(study, results, args.retry_failed, args.dry_run, site)
         else:
+            if not args.dry_run and not args.plots_only and pending(plan_runs(study, "local"), results,
+                                                                    args.retry_failed):
+                # the machine as the runs see it: as many ranks at once as
+                # the largest point puts on this node
+                measure_machine(study, results, min(max(p[2] for p in study.points), os.cpu_count() or 1))
             records = run_all(study, results, args.retry_failed, args.dry_run, args.plots_only)
         if args.dry_run:
             return 0
@@ -849,6 +938,10 @@ def main():
             raise UserError("no finished runs in %s" % results)
         rows, columns, timer_names = rows_of(study, records)
         write_tables(results, rows, columns)
+        with open(os.path.join(results, "study.json"), "w") as f:
+            json.dump({"name": study.name, "app": study.app, "scaling": study.scaling, "metric": study.metric,
+                       "variants": [label(v) for v in study.variants()], "ranks": study.ranks,
+                       "repeats": study.repeats, "study_file": os.path.abspath(study.path)}, f, indent=1)
         agg = aggregate(study, records)
         files = plots(study, agg, results, timer_names)
         report(study, agg, records, results, files, rows)

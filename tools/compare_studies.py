@@ -1,0 +1,181 @@
+#!/usr/bin/python3
+"""locus compare-studies: two studies' results side by side.
+
+    ./locus compare-studies A B [--labels NAME_A NAME_B] [--out DIR]
+
+A and B are results directories of `./locus study` (the same study file run
+on two machines, with two MPI libraries, two builds, ...). Writes DIR
+(default results/compare-<A>-vs-<B>/): report.md with both machine
+descriptors, a table per variant and rank count (medians with the min-max
+spread of the repeats, and the ratio A/B), and plots: time.png (one colour
+per variant, solid A, dashed B) and ratio.png (A time / B time, error bars
+from the spreads). Variants and rank counts are matched by name; those only
+one side has are listed, not compared.
+"""
+import argparse
+import csv
+import json
+import os
+import statistics
+import sys
+
+import yaml
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from locuslib import UserError  # noqa: E402
+
+
+def load(results):
+    csv_path = os.path.join(results, "results.csv")
+    if not os.path.exists(csv_path):
+        raise UserError("%s: no results.csv (is it the results directory of ./locus study?)" % results)
+    meta = {}
+    if os.path.exists(os.path.join(results, "study.json")):
+        with open(os.path.join(results, "study.json")) as f:
+            meta = json.load(f)
+    metric = meta.get("metric", "total")
+    col = "timer_%s_max" % metric
+    points = {}
+    order = list(meta.get("variants", []))
+    with open(csv_path) as f:
+        for row in csv.DictReader(f):
+            v = row["variant"]
+            if v not in order:
+                order.append(v)
+            if row.get("status") != "ok" or not row.get(col):
+                continue
+            points.setdefault((v, int(row["ranks"])), []).append(float(row[col]))
+    if not points:
+        raise UserError("%s: no successful runs with timer '%s'" % (results, metric))
+    machine = None
+    for name in ["machine.yaml"] + sorted(os.listdir(os.path.join(results, "slurm"))
+                                          if os.path.isdir(os.path.join(results, "slurm")) else []):
+        p = os.path.join(results, name) if name == "machine.yaml" else os.path.join(results, "slurm", name)
+        if os.path.basename(p).startswith("machine") and os.path.exists(p):
+            with open(p) as f:
+                machine = yaml.safe_load(f)
+            break
+    agg = {k: {"median": statistics.median(x), "min": min(x), "max": max(x), "n": len(x)} for k, x in points.items()}
+    return {"dir": results, "meta": meta, "metric": metric, "agg": agg, "order": order, "machine": machine}
+
+
+def main():
+    ap = argparse.ArgumentParser(prog="./locus compare-studies", description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("a", help="results directory A")
+    ap.add_argument("b", help="results directory B")
+    ap.add_argument("--labels", nargs=2, metavar=("NAME_A", "NAME_B"), help="names of A and B in tables and plots")
+    ap.add_argument("--out", help="output directory")
+    args = ap.parse_args()
+    try:
+        A, B = load(os.path.abspath(args.a)), load(os.path.abspath(args.b))
+        if A["metric"] != B["metric"]:
+            raise UserError("A times '%s' and B '%s': compare the same metric" % (A["metric"], B["metric"]))
+        la, lb = args.labels or (os.path.basename(A["dir"].rstrip("/")), os.path.basename(B["dir"].rstrip("/")))
+        if la == lb:
+            la, lb = la + " (A)", lb + " (B)"
+        out = os.path.abspath(args.out or os.path.join("results", "compare-%s-vs-%s" % (
+            os.path.basename(A["dir"].rstrip("/")), os.path.basename(B["dir"].rstrip("/")))))
+        os.makedirs(out, exist_ok=True)
+        variants = A["order"] + [v for v in B["order"] if v not in A["order"]]
+        common = sorted(set(A["agg"]) & set(B["agg"]), key=lambda k: (variants.index(k[0]), k[1]))
+        only = sorted(set(A["agg"]) ^ set(B["agg"]), key=lambda k: (variants.index(k[0]), k[1]))
+        if not common:
+            raise UserError("A and B have no variant and rank count in common")
+
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        cmap = plt.get_cmap("tab10")
+        colour = {v: cmap(i % 10) for i, v in enumerate(variants)}
+        ranks = sorted(set(r for _, r in common))
+        files = []
+
+        def save(fig, name):
+            for ext in ("png", "svg"):
+                fig.savefig(os.path.join(out, "%s.%s" % (name, ext)), dpi=110, bbox_inches="tight")
+            plt.close(fig)
+            files.append(name)
+
+        fig, ax = plt.subplots(figsize=(6.5, 4))
+        for v in variants:
+            for side, lab, style in ((A, la, "-o"), (B, lb, "--s")):
+                pts = [(r, side["agg"][(v, r)]) for r in ranks if (v, r) in side["agg"]]
+                if not pts:
+                    continue
+                xs = [r for r, _ in pts]
+                ys = [a["median"] for _, a in pts]
+                err = [[a["median"] - a["min"] for _, a in pts], [a["max"] - a["median"] for _, a in pts]]
+                ax.errorbar(xs, ys, yerr=err, fmt=style, capsize=3, color=colour[v], label="%s: %s" % (lab, v))
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xticks(ranks)
+        ax.set_xticklabels([str(r) for r in ranks])
+        ax.set_xlabel("ranks")
+        ax.set_ylabel("%s time, slowest rank [s]" % A["metric"])
+        ax.set_title("%s (solid) vs %s (dashed), median and min-max" % (la, lb), fontsize=10)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7)
+        save(fig, "time")
+
+        fig, ax = plt.subplots(figsize=(6.5, 4))
+        for v in variants:
+            ks = [(v, r) for r in ranks if (v, r) in A["agg"] and (v, r) in B["agg"]]
+            if not ks:
+                continue
+            xs = [k[1] for k in ks]
+            ys = [A["agg"][k]["median"] / B["agg"][k]["median"] for k in ks]
+            lo = [A["agg"][k]["min"] / B["agg"][k]["max"] for k in ks]
+            hi = [A["agg"][k]["max"] / B["agg"][k]["min"] for k in ks]
+            ax.errorbar(xs, ys, yerr=[[y - l for y, l in zip(ys, lo)], [h - y for y, h in zip(ys, hi)]], fmt="-o",
+                        capsize=3, color=colour[v], label=v)
+        ax.axhline(1.0, color="k", lw=0.8)
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(ranks)
+        ax.set_xticklabels([str(r) for r in ranks])
+        ax.set_xlabel("ranks")
+        ax.set_ylabel("time %s / time %s" % (la, lb))
+        ax.set_title("above 1: %s is faster" % lb, fontsize=10)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7)
+        save(fig, "ratio")
+
+        lines = ["# %s vs %s" % (la, lb), "",
+                 "A: `%s`, B: `%s`; metric: `%s` time of the slowest rank, median of the repeats with the "
+                 "min-max spread. Regenerate: `./locus compare-studies %s %s`" % (
+                     A["dir"], B["dir"], A["metric"], A["dir"], B["dir"]), "", "## Machines", "",
+                 "| | %s | %s |" % (la, lb), "|---|---|---|"]
+        ma, mb = A["machine"] or {}, B["machine"] or {}
+        for k in list(ma) + [k for k in mb if k not in ma]:
+            if k == "app":
+                continue
+            fa, fb = ma.get(k, "–"), mb.get(k, "–")
+            fa = ", ".join(map(str, fa)) if isinstance(fa, list) else fa
+            fb = ", ".join(map(str, fb)) if isinstance(fb, list) else fb
+            lines.append("| %s | %s | %s |" % (k, fa, fb))
+        if not ma or not mb:
+            lines.append("")
+            lines.append("(a side without machine.yaml was run before locus recorded machines)")
+        lines += ["", "## Times", "", "| variant | ranks | %s [s] | %s [s] | %s / %s |" % (la, lb, la, lb),
+                  "|---|---:|---:|---:|---:|"]
+        for k in common:
+            a, b = A["agg"][k], B["agg"][k]
+            lines.append("| %s | %d | %.4g (%.3g–%.3g, n=%d) | %.4g (%.3g–%.3g, n=%d) | %.2f (%.2f–%.2f) |" % (
+                k[0], k[1], a["median"], a["min"], a["max"], a["n"], b["median"], b["min"], b["max"], b["n"],
+                a["median"] / b["median"], a["min"] / b["max"], a["max"] / b["min"]))
+        if only:
+            lines += ["", "Only in one of them (not compared): " + ", ".join(
+                "%s at %d (%s)" % (v, r, la if (v, r) in A["agg"] else lb) for v, r in only)]
+        lines += [""] + ["![%s](%s.png)\n" % (f, f) for f in files]
+        with open(os.path.join(out, "report.md"), "w") as f:
+            f.write("\n".join(lines))
+        print("comparison: %s/report.md (%d points compared%s)" % (out, len(common),
+                                                                 ", %d in one only" % len(only) if only else ""))
+        return 0
+    except UserError as e:
+        print("locus compare-studies: error: %s" % e, file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
