@@ -193,10 +193,14 @@ void to_json(const YAML::Node& n, std::string& o, int indent) {
       for (auto it = n.begin(); it != n.end(); ++it) {
         if (!first) o += ",\n";
         first = false;
-        o += pad + json_string(it->first.as<std::string>()) + ": ";
+        o += pad;
+        o += json_string(it->first.as<std::string>());
+        o += ": ";
         to_json(it->second, o, indent + 2);
       }
-      o += "\n" + std::string(static_cast<std::size_t>(indent), ' ') + "}";
+      o += '\n';
+      o.append(static_cast<std::size_t>(indent), ' ');
+      o += '}';
       return;
     }
     case YAML::NodeType::Sequence: {

@@ -449,11 +449,18 @@ void print_machine(const AppInfo& app, int rank, int size) {
   std::printf("%s\n", out.c_str());
 }
 
+void prepare_mpi_environment() {
+#ifdef OPEN_MPI
+  setenv("OMPI_MCA_osc", "sm,ucx", 0);
+#endif
+}
+
 int run(int argc, char** argv, const AppInfo& app, const std::function<int(Context&)>& main) {
   // The output watcher rank 0 starts (io.cpp): no MPI, no deck.
   if (argc == 4 && std::strcmp(argv[1], "--locus-reap-output") == 0) return detail::reap_output(argv[2], argv[3]);
   detail::g_reaper_capable = true;
   int provided = 0;
+  prepare_mpi_environment();
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);

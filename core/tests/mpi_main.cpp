@@ -8,11 +8,13 @@
 
 #include <Kokkos_Core.hpp>
 
+#include "locus/runtime.hpp"
 #include "locus/team.hpp"
 #include "rank_printer.hpp"
 
 int main(int argc, char** argv) {
   int provided = 0;
+  locus::prepare_mpi_environment();
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   Kokkos::initialize(argc, argv);
   ::testing::InitGoogleTest(&argc, argv);

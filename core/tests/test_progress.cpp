@@ -23,6 +23,7 @@
 
 #include "../src/progress_engine.hpp"
 #include "locus/rma.hpp"
+#include "locus/runtime.hpp"
 #include "locus/segment.hpp"
 #include "locus/team.hpp"
 
@@ -342,6 +343,7 @@ TEST(Progress, ServersAreBoundAwayFromTheirUnits) {
 
 int main(int argc, char** argv) {
   int provided = 0;
+  locus::prepare_mpi_environment();
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   Kokkos::initialize(argc, argv);
   ::testing::InitGoogleTest(&argc, argv);

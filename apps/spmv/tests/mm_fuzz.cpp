@@ -11,6 +11,7 @@
 #include <string>
 
 #include "locus/error.hpp"
+#include "locus/runtime.hpp"
 #include "spmv.hpp"
 
 namespace {
@@ -33,6 +34,7 @@ bool well_formed(const std::string& msg, const std::string& path) {
 
 int main(int argc, char** argv) {
   int provided = 0;
+  locus::prepare_mpi_environment();
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);

@@ -66,6 +66,13 @@ class Context {
 // LOCUS_NODE_SIZE, comm.locality, comm.check).
 CommSettings comm_settings(const Config& config);
 
+// Call before MPI_Init (locus::run does). With Open MPI it selects the
+// one-sided components that work for locus's windows (OMPI_MCA_osc=sm,ucx:
+// Open MPI 4.1's default selection fails MPI_Win_create and
+// MPI_Win_create_dynamic on one-process communicators); an OMPI_MCA_osc
+// already set wins. Nothing with other MPI libraries.
+void prepare_mpi_environment();
+
 // Runs `main` as the app `app`; returns the process exit status.
 int run(int argc, char** argv, const AppInfo& app, const std::function<int(Context&)>& main);
 
