@@ -55,7 +55,7 @@ def app_binary(app):
 # the build's own mpiexec.
 
 LAUNCHER_HELP = """launcher: 'mpiexec' (the build's MPI: mpiexec.mpich or mpiexec.openmpi),
-'srun' (Slurm, --mpi=pmi2 unless given), any of them with options
+'srun' (Slurm; --mpi=pmi2 for MPICH, pmix for Open MPI, unless given), any of them with options
 ('srun --mpi=pmi2 --cpu-bind=cores', "mpiexec -bind-to core"), or any
 command with the placeholders {n} (ranks) and {ppn} (ranks per node),
 e.g. 'mylauncher --np {n} --per-node {ppn} --'."""
@@ -134,6 +134,20 @@ def build_mpiexec():
     return "mpiexec.mpich" if shutil.which("mpiexec.mpich") else "mpiexec"
 
 
+def build_mpi_library():
+    """'openmpi' or 'mpich' (from the build's CMake cache), else ''."""
+    try:
+        with open(os.path.join(build_dir(), "CMakeCache.txt")) as f:
+            for line in f:
+                if line.startswith("LOCUS_HAVE_OMPI:INTERNAL=1"):
+                    return "openmpi"
+                if line.startswith("LOCUS_HAVE_MPICH:INTERNAL=1"):
+                    return "mpich"
+    except OSError:
+        pass
+    return ""
+
+
 def _launcher_kind(prog):
     base = os.path.basename(prog)
     if base == "srun":
@@ -198,7 +212,8 @@ def launcher_template(spec=None, ppn=None, bind=None):
                         "name the rank count with {n}, e.g. '%s -np {n}'" % (where, argv[0], spec))
     if kind == "srun":
         if not any(a.startswith("--mpi") for a in argv):
-            argv.append("--mpi=pmi2")
+            # MPICH speaks PMI-2; Debian's Open MPI only PMIx
+            argv.append("--mpi=pmix" if build_mpi_library() == "openmpi" else "--mpi=pmi2")
         argv += ["-n", "{n}"]
         if ppn:
             argv.append("--ntasks-per-node=%d" % ppn)

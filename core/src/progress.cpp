@@ -146,10 +146,7 @@ ProgressEngine::ProgressEngine(const ProgressLayout& layout, const ProgressSetti
   else
     new (base) UnitArea{};
   for (int r = 0; r < layout_.node_apps + layout_.node_servers; ++r) {
-    MPI_Aint size = 0;
-    int unit = 0;
-    void* p = nullptr;
-    MPI_Win_shared_query(boot_, r, &size, &unit, &p);
+    void* p = shared_part(boot_, r, nullptr);
     if (r < layout_.node_apps)
       units_.push_back(static_cast<UnitArea*>(p));
     else
@@ -591,11 +588,7 @@ void ProgressEngine::server_alloc(int segment) {
     s.bytes[u] = static_cast<std::size_t>(all[u].bytes);
   }
   for (std::size_t i = 0; i < node_units_.size(); ++i) {
-    MPI_Aint size = 0;
-    int unit = 0;
-    void* p = nullptr;
-    MPI_Win_shared_query(s.shm, static_cast<int>(i), &size, &unit, &p);
-    s.peer[static_cast<std::size_t>(node_units_[i])] = static_cast<char*>(p);
+    s.peer[static_cast<std::size_t>(node_units_[i])] = shared_part(s.shm, static_cast<int>(i), nullptr);
   }
   if (Runtime::current().settings().window == WindowKind::segment) {
     // Redirection (async.hpp): expose my node's parts, from the lowest to

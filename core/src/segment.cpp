@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -37,14 +38,44 @@ void* shared_address(int team, int segment, int unit, std::uint64_t offset) {
   return base ? base + offset : nullptr;
 }
 
+namespace {
+// A part's first byte, moved up to a page boundary: MPICH maps every part
+// at a page, Open MPI at a page plus a header (0x108 seen), and the areas
+// put in shared memory are cache-line aligned types (aligned vector moves
+// on them fault otherwise). The offset within a page is the same in every
+// process of the node, so every process finds the same byte.
+char* page_align(void* p) {
+  const std::uintptr_t a = reinterpret_cast<std::uintptr_t>(p);
+  const std::uintptr_t page = static_cast<std::uintptr_t>(page_round(1));
+  return reinterpret_cast<char*>((a + page - 1) / page * page);
+}
+}  // namespace
+
 MPI_Win allocate_shared_pages(std::size_t bytes, MPI_Comm comm, void** base) {
   MPI_Info info;
   MPI_Info_create(&info);
   MPI_Info_set(info, "alloc_shared_noncontig", "true");
   MPI_Win win;
-  MPI_Win_allocate_shared(static_cast<MPI_Aint>(page_round(bytes)), 1, info, comm, base, &win);
+  // one page more than asked for, so that the part can start at a page
+  const std::size_t ask = bytes > 0 ? page_round(bytes) + page_round(1) : 0;
+  MPI_Win_allocate_shared(static_cast<MPI_Aint>(ask), 1, info, comm, base, &win);
   MPI_Info_free(&info);
+  if (bytes > 0) *base = page_align(*base);
   return win;
+}
+
+char* shared_part(MPI_Win win, int rank, MPI_Aint* size) {
+  MPI_Aint sz = 0;
+  int unit = 0;
+  void* p = nullptr;
+  MPI_Win_shared_query(win, rank, &sz, &unit, &p);
+  if (sz <= 0 || p == nullptr) {
+    if (size) *size = 0;
+    return static_cast<char*>(p);
+  }
+  char* a = page_align(p);
+  if (size) *size = sz - static_cast<MPI_Aint>(a - static_cast<char*>(p));
+  return a;
 }
 
 MPI_Win create_segment_window(void* base, std::size_t bytes, MPI_Comm comm) {
@@ -168,10 +199,8 @@ int allocate_segment(Team& team, std::size_t count, std::size_t elem_size, Async
     const char* lowest = seg->base;
     for (int r = 0; r < n; ++r) {
       MPI_Aint size = 0;
-      int unit_size = 0;
-      void* p = nullptr;
-      MPI_Win_shared_query(seg->shm, r, &size, &unit_size, &p);
-      if (size > 0 && static_cast<const char*>(p) < lowest) lowest = static_cast<const char*>(p);
+      const char* p = shared_part(seg->shm, r, &size);
+      if (size > 0 && p < lowest) lowest = p;
     }
     node_offset = static_cast<long long>(seg->base - lowest);
   }
@@ -198,11 +227,7 @@ int allocate_segment(Team& team, std::size_t count, std::size_t elem_size, Async
                  "-byte elements";
     int nr = team.node_rank(u);
     if (nr >= 0) {
-      MPI_Aint size = 0;
-      int unit_size = 0;
-      void* peer = nullptr;
-      MPI_Win_shared_query(seg->shm, nr, &size, &unit_size, &peer);
-      seg->peer[static_cast<std::size_t>(u)] = static_cast<char*>(peer);
+      seg->peer[static_cast<std::size_t>(u)] = shared_part(seg->shm, nr, nullptr);
     }
   }
   if (team.served()) {

@@ -42,6 +42,10 @@ MPI_Win create_segment_window(void* base, std::size_t bytes, MPI_Comm comm);
 // Closes the epoch and frees the window (collective).
 void free_segment_window(MPI_Win& win);
 MPI_Win allocate_shared_pages(std::size_t bytes, MPI_Comm comm, void** base);
+// Rank `rank`'s part of a window from allocate_shared_pages, in this
+// process's mapping, starting at a page (as `base` above); `size` (may be
+// null) gets its usable bytes. Use it instead of MPI_Win_shared_query.
+char* shared_part(MPI_Win win, int rank, MPI_Aint* size);
 // Bytes this node can still map in shared memory (free space in /dev/shm and
 // MemAvailable, the smaller; -1 if unknown); `what` says which and how much.
 double node_capacity(std::string& what);
