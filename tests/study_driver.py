@@ -94,7 +94,52 @@ def main():
         p = study(bad)
         check(p.returncode == 2 and expect in p.stderr and "Traceback" not in p.stderr,
               "expected '%s' (exit 2), got %d:\n%s" % (expect, p.returncode, p.stderr))
-    print("study driver: 8 runs, 2 failed and recorded, plots and report written, resume skipped all")
+    # MPI libraries and nodes as axes: the build's own library (the other
+    # one only when it is built), nodes x ranks per node emulated here
+    lib = "openmpi" if "openmpi" in os.environ.get("LOCUS_MPIEXEC", "") else "mpich"
+    axes = os.path.join(out, "axes.yaml")
+    with open(axes, "w") as f:
+        f.write("""app: heat3d
+deck: inputs/heat3d/default.yaml
+nodes: [1, 2]
+ranks_per_node: 1
+repeats: 1
+mpi: [%s]
+set:
+  heat3d.grid.nx: 12
+  heat3d.grid.ny: 10
+  heat3d.grid.nz: 8
+  heat3d.time.max_steps: 5
+  heat3d.time.tolerance: 0
+  heat3d.validation.mode: none
+  output.write_field: false
+sweep:
+  comm.halo: [locus]
+""" % lib)
+    p = study(axes, "--results", os.path.join(out, "axes"))
+    check(p.returncode == 0, "nodes/mpi axes study: %d\n%s\n%s" % (p.returncode, p.stdout, p.stderr))
+    with open(os.path.join(out, "axes", "results.csv")) as f:
+        rows = list(csv.DictReader(f))
+    check(sorted((r["nodes"], r["ranks_per_node"], r["ranks"], r["variant"]) for r in rows) ==
+          [("1", "1", "1", "mpi=%s, halo=locus" % lib), ("2", "1", "2", "mpi=%s, halo=locus" % lib)],
+          "axes rows: %s" % [(r["nodes"], r["ranks_per_node"], r["ranks"], r["variant"]) for r in rows])
+    two = [r for r in rows if r["nodes"] == "2"][0]
+    check(two["run_id"].endswith("-np2-N2-r0"), "run id of 2 nodes: %s" % two["run_id"])
+    with open(os.path.join(out, "axes", "runs", two["run_id"], "deck.yaml")) as f:
+        check("node_size: 1" in f.read(), "2 nodes of 1 rank run on emulated nodes here")
+    rep = open(os.path.join(out, "axes", "report.md")).read()
+    check("## Machine" in rep and "`mpi=%s`" % lib in rep and "STREAM triad" in rep, "axes report:\n" + rep)
+    for old_, new_, expect in (
+            ("mpi: [%s]" % lib, "mpi: [mpich, lam]", "mpi: a list of MPI libraries out of mpich, openmpi"),
+            ("ranks_per_node: 1\n", "", "nodes needs ranks_per_node")):
+        bad = os.path.join(out, "axes_bad.yaml")
+        with open(bad, "w") as f:
+            f.write(open(axes).read().replace(old_, new_))
+        p = study(bad)
+        check(p.returncode == 2 and expect in p.stderr and "Traceback" not in p.stderr,
+              "expected '%s' (exit 2), got %d:\n%s" % (expect, p.returncode, p.stderr))
+    print("study driver: 8 runs, 2 failed and recorded, plots and report written, resume skipped all; "
+          "nodes and MPI library axes")
 
 
 main()

@@ -30,7 +30,8 @@ import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from locuslib import (ROOT, Located, UserError, app_binary, app_error, app_keys, build_dir, closest,  # noqa: E402
-                      config_hash, dig, effective_config, find_file, launcher_argv, launcher_template,
+                      build_mpi_library, config_hash, dig, effective_config, find_file, launcher_argv,
+                      launcher_template,
                       parse_summary, run_app, site_config, yaml_value)
 
 STUDY_KEYS = {
@@ -50,6 +51,8 @@ STUDY_KEYS = {
     "weak_size": "weak: the problem per rank (heat3d: [nx, ny, nz] per rank; poisson5pt: [n]; spmv: [nx, ny, nz], nz grows)",
     "metric": "timer for the time plots (slowest rank); default total",
     "timeout": "seconds per run before it counts as failed; default 900",
+    "mpi": "MPI libraries as an axis: [mpich, openmpi]; each runs with its own build (build/, build-openmpi/: "
+           "./locus build --mpi openmpi first) and may be named in baseline",
 }
 
 
@@ -187,6 +190,21 @@ class Study:
                 raise UserError("%s: sweep: %s: must be a non-empty list of values (got %s)" %
                                 (doc.where("sweep/" + k), k, v))
         self.sweep = {k: list(v) for k, v in sweep.items()}
+        mpis = d.get("mpi")
+        if mpis is not None:
+            if isinstance(mpis, str):
+                mpis = [mpis]
+            if not isinstance(mpis, list) or not mpis or any(m not in MPI_BUILDS for m in mpis) or \
+                    len(set(mpis)) != len(mpis):
+                raise UserError("%s: mpi: a list of MPI libraries out of %s (got %s)" % (
+                    doc.where("mpi"), ", ".join(MPI_BUILDS), mpis))
+            for m in mpis:
+                exe = os.path.join(build_of(m), "apps", self.app, self.app)
+                if not os.path.exists(exe):
+                    raise UserError("%s: mpi: no %s build of %s (%s): run ./locus build --mpi %s" % (
+                        doc.where("mpi"), m, self.app, exe, m))
+            # the library is the first swept "key" (not a deck key: sets_for leaves it out)
+            self.sweep = dict([("mpi", list(mpis))] + list(self.sweep.items()))
         self.baseline = d.get("baseline")
         if self.baseline is not None:
             if not isinstance(self.baseline, dict) or not self.baseline:
@@ -213,10 +231,43 @@ class Study:
         sets = list(self.fixed)
         if self.scaling == "weak":
             sets += WEAK_RULES[self.app](self.weak_size, ranks)
-        sets += [(k, yaml_value(v)) for k, v in variant]
+        sets += [(k, yaml_value(v)) for k, v in variant if k != "mpi"]
         if emulate and nodes > 1:
             sets.append(("runtime.node_size", str(ppn)))
         return sets
+
+
+# The build of each MPI library (./locus build [--mpi openmpi]); the
+# library of the build the driver chose is that build.
+MPI_BUILDS = {"mpich": "build", "openmpi": "build-openmpi"}
+
+
+def build_of(mpi):
+    if build_mpi_library() == mpi:
+        return build_dir()
+    return os.path.join(ROOT, MPI_BUILDS[mpi])
+
+
+class using_build:
+    """Runs a block with the build of a variant's MPI library (the `mpi`
+    axis); without one, the build the driver chose."""
+
+    def __init__(self, variant):
+        self.mpi = dict(variant).get("mpi")
+        self.build = build_of(self.mpi) if self.mpi else None
+
+    def __enter__(self):
+        self.saved = os.environ.get("LOCUS_BUILD_DIR")
+        if self.mpi:
+            os.environ["LOCUS_BUILD_DIR"] = self.build
+        return self
+
+    def __exit__(self, *exc):
+        if self.saved is None:
+            os.environ.pop("LOCUS_BUILD_DIR", None)
+        else:
+            os.environ["LOCUS_BUILD_DIR"] = self.saved
+        return False
 
 
 def hashable(v):
@@ -251,14 +302,16 @@ def plan_runs(study, scheduler):
     for rank_count, nodes, ppn, rep in points:
         for variant in study.variants():
             sets = study.sets_for(variant, rank_count, nodes, ppn, emulate=(scheduler == "local"))
-            key = tuple(sets)
+            mpi = dict(variant).get("mpi")
+            key = (tuple(sets), mpi)
             if key not in configs:
                 try:
-                    configs[key] = effective_config(study.app, study.deck, sets)
+                    with using_build(variant):
+                        configs[key] = effective_config(study.app, study.deck, sets)
                 except UserError as e:
                     raise UserError("%s: variant %s at %d ranks: %s" % (study.path, label(variant), rank_count, e))
             config = configs[key]
-            run_id = "%s-np%d%s-r%d" % (config_hash(config), rank_count,
+            run_id = "%s-np%d%s-r%d" % (config_hash(config, "mpi=" + mpi if mpi else ""), rank_count,
                                         "-N%d" % nodes if study.by_node else "", rep)
             plan.append({"variant": variant, "ranks": rank_count, "nodes": nodes, "ppn": ppn, "repeat": rep,
                          "sets": sets, "config": config, "id": run_id,
@@ -285,8 +338,9 @@ def execute(study, results, item):
         yaml.safe_dump(item["config"], f, sort_keys=False)
     out_sets = item["sets"] + [("output.dir", os.path.join(rdir, "out")), ("output.overwrite", "true"),
                                ("name", "%s-%s" % (study.name, item["id"]))]
-    rc, out, err, secs = run_app(study.app, study.deck, item["ranks"], out_sets, study.timeout,
-                                 log_prefix=os.path.join(rdir, "run"), ppn=item["ppn"] if study.by_node else None)
+    with using_build(item["variant"]):
+        rc, out, err, secs = run_app(study.app, study.deck, item["ranks"], out_sets, study.timeout,
+                                     log_prefix=os.path.join(rdir, "run"), ppn=item["ppn"] if study.by_node else None)
     summary = parse_summary(out)
     status, error = "ok", ""
     if rc != 0 or summary is None:
@@ -392,9 +446,10 @@ def slurm_cmd(cmd):
 
 def batch_script(study, results, group, items, site, launcher):
     """One batch script for the runs of one size (nodes, ranks per node)."""
-    ranks, nodes, ppn = group
+    ranks, nodes, ppn, mpi = group
     sl = site.get("slurm") or {}
-    name = "locus-%s-np%d%s" % (study.name, ranks, "-N%d" % nodes if study.by_node else "")
+    name = "locus-%s-np%d%s%s" % (study.name, ranks, "-N%d" % nodes if study.by_node else "",
+                                  "-" + mpi if mpi else "")
     # without a site time limit: every run's timeout, plus five minutes
     minutes = max(5, int(math.ceil(len(items) * study.timeout / 60.0)) + 5)
     lines = ["#!/bin/bash",
@@ -417,7 +472,7 @@ def batch_script(study, results, group, items, site, launcher):
         lines.append("module load %s" % m)
     lines += list(sl.get("setup", []))
     import shlex
-    lines += ["export LOCUS_BUILD_DIR=%s" % shlex.quote(build_dir()),
+    lines += ["export LOCUS_BUILD_DIR=%s" % shlex.quote(build_of(mpi) if mpi else build_dir()),
               "export LOCUS_LAUNCHER=%s" % shlex.quote(launcher),
               "export LOCUS_TTY=0",
               "exec %s %s %s --results %s --scheduler local --execute %s" % (
@@ -480,7 +535,8 @@ def run_slurm(study, results, retry_failed, dry_run, site):
     for item in todo:
         if item["id"] in waiting:
             continue
-        groups.setdefault((item["ranks"], item["nodes"], item["ppn"]), []).append(item)
+        groups.setdefault((item["ranks"], item["nodes"], item["ppn"], dict(item["variant"]).get("mpi") or ""),
+                          []).append(item)
     for group, items in sorted(groups.items()):
         script = batch_script(study, results, group, items, site, launcher)
         if dry_run:
@@ -570,8 +626,9 @@ def execute_ids(study, results, ids):
     job = os.environ.get("SLURM_JOB_ID", "local")
     first = plan[ids[0]] if ids and ids[0] in plan else None
     if first:
-        measure_machine(study, results, first["ranks"], first["ppn"] if study.by_node else None,
-                        os.path.join("slurm", "machine-%s.yaml" % job))
+        with using_build(first["variant"]):
+            measure_machine(study, results, first["ranks"], first["ppn"] if study.by_node else None,
+                            os.path.join("slurm", "machine-%s.yaml" % job))
     missing = [i for i in ids if i not in plan]
     if missing:
         raise UserError("--execute: no run %s in this study (did the study file change since the "
@@ -881,6 +938,13 @@ def report(study, agg, records, results, files, rows):
                     "stream_triad_gbs_total": "STREAM triad, node total [GB/s]",
                     "ranks": "ranks measuring"}.get(k, k)
             lines.append("| %s | %s |" % (name, str(v).replace("|", "\\|")))
+        for m in study.sweep.get("mpi", []):
+            p = os.path.join(results, "machine-%s.yaml" % m)
+            if os.path.exists(p):
+                with open(p) as f:
+                    mm = yaml.safe_load(f) or {}
+                lines.append("| `mpi=%s` | %s; STREAM triad total %s GB/s |" % (
+                    m, mm.get("mpi_library", "?"), mm.get("stream_triad_gbs_total", "?")))
     else:
         lines.append("No machine descriptor was measured (see the study's output).")
     failed = [r for r in records if r["status"] != "ok"]
@@ -930,7 +994,11 @@ def main():
                                                                     args.retry_failed):
                 # the machine as the runs see it: as many ranks at once as
                 # the largest point puts on this node
-                measure_machine(study, results, min(max(p[2] for p in study.points), os.cpu_count() or 1))
+                n = min(max(p[2] for p in study.points), os.cpu_count() or 1)
+                measure_machine(study, results, n)
+                for m in study.sweep.get("mpi", []):
+                    with using_build([("mpi", m)]):
+                        measure_machine(study, results, n, name="machine-%s.yaml" % m)
             records = run_all(study, results, args.retry_failed, args.dry_run, args.plots_only)
         if args.dry_run:
             return 0
