@@ -72,6 +72,17 @@ def main():
                        env=dict(os.environ, LOCUS_MPIEXEC=quoted))
     check(q.returncode == 0 and "PASS" in q.stdout and "Traceback" not in q.stderr,
           "validate with LOCUS_MPIEXEC='%s': %r" % (quoted, q.stderr[-800:]))
+    # a site file: its launcher is used; a mistake names the file, line and key
+    site = os.path.join(scratch, "site.yaml")
+    with open(site, "w") as f:
+        f.write("launcher: %s -n {n}\nslurm:\n  partition: debug\n" % os.environ.get("LOCUS_MPIEXEC", "mpiexec"))
+    q = run("run", "-n", "1", "--site", site, "--print-config")
+    check(q.returncode == 0 and "heat3d:" in q.stdout, "--site with a launcher template: %r" % q.stderr[-500:])
+    with open(site, "w") as f:
+        f.write("launcher: mpiexec\nslurm:\n  acount: x\n")
+    q = run("run", "-n", "1", "--site", site, "--print-config")
+    check(q.returncode != 0 and "site.yaml:3: slurm.acount: unknown slurm key (did you mean 'account'?)" in q.stderr
+          and "Traceback" not in q.stderr, "bad site file: %r" % q.stderr)
     # without Debian's tools (LOCUS_NO_SETUP): what is missing, by name
     bindir = os.path.join(scratch, "bin")
     os.makedirs(bindir, exist_ok=True)

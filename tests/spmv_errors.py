@@ -6,7 +6,6 @@ status 1, no traceback or MPI abort, and no output file.
     spmv_errors.py NP
 """
 import os
-import stat
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

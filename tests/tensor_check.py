@@ -17,7 +17,6 @@
 
     tensor_check.py NP
 """
-import math
 import os
 import sys
 

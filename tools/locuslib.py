@@ -91,11 +91,7 @@ def site_config():
     d = doc.data or {}
     if not isinstance(d, dict):
         raise UserError("%s: a site file is a mapping of: %s" % (path, ", ".join(SITE_KEYS)))
-    for k in d:
-        if k not in SITE_KEYS:
-            hint = closest(str(k), list(SITE_KEYS))
-            raise UserError("%s: %s: unknown site key%s (known: %s)" % (
-                doc.where(k), k, " (did you mean '%s'?)" % hint if hint else "", ", ".join(SITE_KEYS)))
+    doc.check_keys(d, SITE_KEYS, "site")
     if "launcher" in d and (not isinstance(d["launcher"], str) or not d["launcher"].strip()):
         raise UserError("%s: launcher: must be a command line (text)" % doc.where("launcher"))
     if "ppn" in d and (not isinstance(d["ppn"], int) or isinstance(d["ppn"], bool) or d["ppn"] < 1):
@@ -105,11 +101,8 @@ def site_config():
     sl = d.get("slurm") or {}
     if not isinstance(sl, dict):
         raise UserError("%s: slurm: must be a mapping (%s)" % (doc.where("slurm"), ", ".join(SLURM_KEYS)))
+    doc.check_keys(sl, SLURM_KEYS, "slurm", "slurm/", "slurm.")
     for k, v in sl.items():
-        if k not in SLURM_KEYS:
-            hint = closest(str(k), list(SLURM_KEYS))
-            raise UserError("%s: slurm.%s: unknown key%s (known: %s)" % (
-                doc.where("slurm/" + k), k, " (did you mean '%s'?)" % hint if hint else "", ", ".join(SLURM_KEYS)))
         if k in ("modules", "setup", "sbatch"):
             if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
                 raise UserError("%s: slurm.%s: must be a list of text lines" % (doc.where("slurm/" + k), k))
@@ -295,6 +288,16 @@ class Located:
                 key = prefix + str(k.value)
                 self.lines[key] = k.start_mark.line + 1
                 self._walk(v, key + "/")
+
+    def check_keys(self, mapping, known, what, path_prefix="", name_prefix=""):
+        """UserError at the first key of `mapping` not in `known`, with its
+        file:line and the nearest known key."""
+        for k in mapping:
+            if k not in known:
+                hint = closest(str(k), list(known))
+                raise UserError("%s: %s%s: unknown %s key%s (known: %s)" % (
+                    self.where(path_prefix + str(k)), name_prefix, k, what,
+                    " (did you mean '%s'?)" % hint if hint else "", ", ".join(known)))
 
     def where(self, key_path):
         """file:line for a key path like 'sweep/comm.halo'."""

@@ -114,11 +114,7 @@ class Study:
         d = doc.data
         if not isinstance(d, dict):
             raise UserError("%s: a study file is a mapping of: %s" % (path, ", ".join(STUDY_KEYS)))
-        for k in d:
-            if k not in STUDY_KEYS:
-                hint = closest(str(k), list(STUDY_KEYS))
-                raise UserError("%s: %s: unknown study key%s (known: %s)" % (
-                    doc.where(k), k, " (did you mean '%s'?)" % hint if hint else "", ", ".join(STUDY_KEYS)))
+        doc.check_keys(d, STUDY_KEYS, "study")
         for k in ("app", "deck"):
             if k not in d:
                 raise UserError("%s: missing study key '%s' (%s)" % (path, k, STUDY_KEYS[k]))
