@@ -243,8 +243,10 @@ def pids_of(marker):
         except OSError:
             continue
         for e in env:
-            if e.startswith(b"PMI_RANK="):
-                found[int(e[9:])] = int(pid)
+            # MPICH's Hydra sets PMI_RANK, Open MPI OMPI_COMM_WORLD_RANK
+            for var in (b"PMI_RANK=", b"OMPI_COMM_WORLD_RANK="):
+                if e.startswith(var):
+                    found[int(e[len(var):])] = int(pid)
     return found
 
 
