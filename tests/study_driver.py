@@ -1,10 +1,13 @@
 """./locus study on a tiny study: runs, CSV/HDF5 rows, plots, report, resume
 without re-running, a failing run recorded as failed, clear study-file errors."""
 import csv
+import glob
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 
 import h5py
 
@@ -138,8 +141,27 @@ sweep:
         p = study(bad)
         check(p.returncode == 2 and expect in p.stderr and "Traceback" not in p.stderr,
               "expected '%s' (exit 2), got %d:\n%s" % (expect, p.returncode, p.stderr))
+    # Ctrl-C (SIGINT to the whole process group, as a terminal sends it):
+    # one line, exit 130, the interrupted run not recorded; resuming runs it
+    longer = os.path.join(out, "longer.yaml")
+    with open(longer, "w") as f:
+        f.write(STUDY.replace("heat3d.time.max_steps: 5", "heat3d.time.max_steps: 200000")
+                .replace("heat3d.procs: [auto, [2, 1, 1]]", "heat3d.procs: [auto]")
+                .replace("ranks: [1, 2]", "ranks: [1]"))
+    res_int = os.path.join(out, "interrupted")
+    a = subprocess.Popen([sys.executable, TOOL, longer, "--results", res_int], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, start_new_session=True, cwd=out)
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 60 and not glob.glob(os.path.join(res_int, "runs", "*", "run.cmd")):
+        time.sleep(0.1)
+    time.sleep(0.5)
+    os.killpg(a.pid, signal.SIGINT)
+    so, se = a.communicate(timeout=60)
+    check(a.returncode == 130 and "interrupted" in se and "Traceback" not in se,
+          "Ctrl-C: exit %d\n%s\n%s" % (a.returncode, so, se))
+    check(not glob.glob(os.path.join(res_int, "runs", "*", "run.json")), "the interrupted run was recorded")
     print("study driver: 8 runs, 2 failed and recorded, plots and report written, resume skipped all; "
-          "nodes and MPI library axes")
+          "nodes and MPI library axes; Ctrl-C ends cleanly without recording the interrupted run")
 
 
 main()

@@ -350,6 +350,10 @@ def run_app(app, deck, ranks, sets, timeout, log_prefix=None, env=None, ppn=None
     cmd = launcher_argv(ranks, launcher_template(ppn=ppn) if ppn else None) + [app_binary(app), deck, "--quiet"]
     for k, v in sets:
         cmd += ["--set", "%s=%s" % (k, v)]
+    if log_prefix:
+        # written first: the command of a run that is still going
+        with open(log_prefix + ".cmd", "w") as f:
+            f.write(" ".join(shlex.quote(c) for c in cmd) + "\n")
     t0 = time.monotonic()
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
@@ -360,8 +364,6 @@ def run_app(app, deck, ranks, sets, timeout, log_prefix=None, env=None, ppn=None
         err = "timed out after %d s" % timeout
     secs = time.monotonic() - t0
     if log_prefix:
-        with open(log_prefix + ".cmd", "w") as f:
-            f.write(" ".join(shlex.quote(c) for c in cmd) + "\n")
         with open(log_prefix + ".stdout", "w") as f:
             f.write(out)
         with open(log_prefix + ".stderr", "w") as f:

@@ -337,6 +337,10 @@ def execute(study, results, item):
     with using_build(item["variant"]):
         rc, out, err, secs = run_app(study.app, study.deck, item["ranks"], out_sets, study.timeout,
                                      log_prefix=os.path.join(rdir, "run"), ppn=item["ppn"] if study.by_node else None)
+    if rc in (130, 143, -2, -15):
+        # interrupted (Ctrl-C reaches the ranks too) or terminated: not a
+        # result; no record, so that resuming runs it again
+        raise KeyboardInterrupt
     summary = parse_summary(out)
     status, error = "ok", ""
     if rc != 0 or summary is None:
