@@ -38,6 +38,13 @@ checks:
     check("results.iterations" in rows[0] and "500" in rows[0] and "400" in rows[0], rows[0])
     check("shape (15, 15), reference (31, 31)" in rows[1], rows[1])
     check("1 case, 1 failed: wrong" in p.stdout, p.stdout)
+    # the failed case's output and logs are kept; -n changes the rank count
+    kept = os.path.join(out, "failed")
+    p = validate(wrong, "--failed-dir", kept, "-n", "1")
+    check(p.returncode == 1 and "(poisson5pt, 1 rank)" in p.stderr, p.stderr)
+    for f in ("case.h5", "run.cmd", "run.stdout", "run.stderr"):
+        check(os.path.exists(os.path.join(kept, "wrong", f)), "failed case: %s not kept in %s" % (f, kept))
+    check(" -n 1 " in open(os.path.join(kept, "wrong", "run.cmd")).read(), "-n 1 not used")
 
     for text, expect in (("app: poisson5pt\ndeck: nowhere.yaml\nsource: x\nchecks: []\n", "deck: nowhere.yaml not found"),
                          ("app: poisson5pt\ndeck: inputs/poisson5pt/default.yaml\nsource: x\nchecks:\n"
