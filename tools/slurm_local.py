@@ -12,7 +12,9 @@ accounting), a munge key and socket, spool and state directories, logs and
 pid files, and free TCP ports, so it neither needs nor touches a system
 Slurm. Needs Debian's slurm-wlm and munge (./locus setup installs them)
 and root (slurmd starts jobs as their user). Exit status 77 when it cannot
-run here (not root, or the packages are missing), so CTest can skip.
+run here (not root, the packages are missing, or the daemons do not come
+up: the reason is printed), so CTest skips the Slurm tests;
+LOCUS_SLURM_REQUIRED=1 makes a failed start an error instead.
 """
 import os
 import shutil
@@ -175,7 +177,16 @@ def main(argv):
     if len(argv) != 3 or argv[1] not in ("start", "stop", "status"):
         print(__doc__.strip(), file=sys.stderr)
         return 2
-    return {"start": start, "stop": stop, "status": status}[argv[1]](argv[2])
+    if argv[1] == "start":
+        try:
+            rc = start(argv[2])
+        except (OSError, subprocess.CalledProcessError) as e:
+            print("slurm_local: could not start the daemons here (%s); logs in %s" % (e, argv[2]), file=sys.stderr)
+            stop(argv[2], quiet=True)
+            rc = 1
+        # a machine where the daemons cannot run: the Slurm tests are skipped, saying why
+        return SKIP if rc == 1 and os.environ.get("LOCUS_SLURM_REQUIRED") != "1" else rc
+    return {"stop": stop, "status": status}[argv[1]](argv[2])
 
 
 if __name__ == "__main__":
