@@ -145,7 +145,10 @@ sweep:
     # one line, exit 130, the interrupted run not recorded; resuming runs it
     longer = os.path.join(out, "longer.yaml")
     with open(longer, "w") as f:
-        f.write(STUDY.replace("heat3d.time.max_steps: 5", "heat3d.time.max_steps: 200000")
+        # runs of hours (32^3, 10^8 steps): the first is surely the one interrupted
+        f.write(STUDY.replace("heat3d.time.max_steps: 5", "heat3d.time.max_steps: 100000000")
+                .replace("heat3d.grid.nx: 12", "heat3d.grid.nx: 32").replace("heat3d.grid.ny: 10", "heat3d.grid.ny: 32")
+                .replace("heat3d.grid.nz: 8", "heat3d.grid.nz: 32")
                 .replace("heat3d.procs: [auto, [2, 1, 1]]", "heat3d.procs: [auto]")
                 .replace("ranks: [1, 2]", "ranks: [1]"))
     res_int = os.path.join(out, "interrupted")
