@@ -112,32 +112,30 @@ def site_config():
     return d
 
 
-def build_mpiexec():
-    """The mpiexec of the build's MPI (from its CMake cache), else MPICH's."""
-    cache = os.path.join(build_dir(), "CMakeCache.txt")
+def build_cache(key):
+    """A value from the build's CMake cache ('' when absent or unbuilt)."""
     try:
-        with open(cache) as f:
+        with open(os.path.join(build_dir(), "CMakeCache.txt")) as f:
             for line in f:
-                if line.startswith("MPIEXEC_EXECUTABLE:"):
-                    v = line.split("=", 1)[1].strip()
-                    if v:
-                        return v
+                name, sep, value = line.partition("=")
+                if sep and name.split(":", 1)[0] == key:
+                    return value.strip()
     except OSError:
         pass
-    return "mpiexec.mpich" if shutil.which("mpiexec.mpich") else "mpiexec"
+    return ""
+
+
+def build_mpiexec():
+    """The mpiexec of the build's MPI (from its CMake cache), else MPICH's."""
+    return build_cache("MPIEXEC_EXECUTABLE") or ("mpiexec.mpich" if shutil.which("mpiexec.mpich") else "mpiexec")
 
 
 def build_mpi_library():
     """'openmpi' or 'mpich' (from the build's CMake cache), else ''."""
-    try:
-        with open(os.path.join(build_dir(), "CMakeCache.txt")) as f:
-            for line in f:
-                if line.startswith("LOCUS_HAVE_OMPI:INTERNAL=1"):
-                    return "openmpi"
-                if line.startswith("LOCUS_HAVE_MPICH:INTERNAL=1"):
-                    return "mpich"
-    except OSError:
-        pass
+    if build_cache("LOCUS_HAVE_OMPI") == "1":
+        return "openmpi"
+    if build_cache("LOCUS_HAVE_MPICH") == "1":
+        return "mpich"
     return ""
 
 

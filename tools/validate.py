@@ -19,7 +19,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from locuslib import (ROOT, Located, UserError, closest, dig, find_file, parse_summary, run_app,  # noqa: E402
+from locuslib import (ROOT, Located, UserError, app_error, closest, dig, find_file, parse_summary, run_app,  # noqa: E402
                       yaml_value)
 
 CASE_KEYS = {"name", "app", "deck", "ranks", "set", "source", "checks", "timeout"}
@@ -131,9 +131,8 @@ def _run_case(case, rows, ranks, tmp):
     summary = parse_summary(out)
     ok = True
     if summary is None:
-        lines = [l for l in err.strip().splitlines() if l.strip()]
         rows.append((case.name, "(run)", "exit %d" % rc, "-", "-", "FAIL"))
-        print("%s: the run failed: %s" % (case.name, lines[-1] if lines else "no summary"), file=sys.stderr)
+        print("%s: the run failed: %s" % (case.name, app_error(err, rc)), file=sys.stderr)
         return False
     for c in case.checks:
         label = c.get("figure") or "%s:%s" % (c["h5"], c["statistic"])
