@@ -30,6 +30,7 @@
 #include "locus/rma.hpp"
 #include "locus/runtime.hpp"
 #include "locus/segment.hpp"
+#include "locus/version.hpp"
 #include "locus/wait.hpp"
 
 namespace {
@@ -225,15 +226,20 @@ int main(int argc, char** argv) {
       };
       const std::string variant = '"' + label + "\",\"" + placement + "\"," + std::to_string(world.size()) +
                                   ',' + std::to_string(all_ranks) + ',';
-      open_csv("overlap_small.csv", "variant,placement,units,ranks,blocking8_us\n")
-          << variant << small_latency << '\n';
+      // The MPI library of the run (a quoted CSV field: Open MPI's line has
+      // commas), so tables of two libraries' runs tell them apart.
+      std::string library = locus::mpi_library();
+      library.erase(std::remove(library.begin(), library.end(), '"'), library.end());
+      open_csv("overlap_small.csv", "variant,placement,units,ranks,blocking8_us,mpi\n")
+          << variant << small_latency << ",\"" << library << "\"\n";
       if (smb) {
         std::ofstream csv = open_csv("overlap.csv",
                                      "variant,placement,units,ranks,bytes,latency_us,work_us,iter_us,"
-                                     "overhead_us,availability,blocking8_us\n");
+                                     "overhead_us,availability,blocking8_us,mpi\n");
         for (const auto& [size, p] : rows)
           csv << variant << size << ',' << p.base * 1e6 << ',' << p.work * 1e6 << ',' << p.iter * 1e6 << ','
-              << p.overhead * 1e6 << ',' << p.availability << ',' << small_latency << '\n';
+              << p.overhead * 1e6 << ',' << p.availability << ',' << small_latency << ",\"" << library
+              << "\"\n";
       }
     }
     if (mpi) {

@@ -95,8 +95,21 @@ def main():
                                 LOCUS_BUILD_DIR=os.path.join(scratch, "nobuild")))
     check(q.returncode != 0 and "- cmake" in q.stderr and "an MPI" in q.stderr and "Traceback" not in q.stderr,
           "LOCUS_NO_SETUP without cmake: %r" % q.stderr)
+    # The line a study or validate names as a failed run's cause, under
+    # each launcher: the app's error, else the launcher's own reason.
+    sys.path.insert(0, os.path.join(SOURCE, "tools"))
+    from locuslib import app_error
+    hydra = ("heat3d: error: deck.yaml:3: heat3d.grid.nx: must be >= 2 (got 1)\n"
+             "===================\n= BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES\n= EXIT CODE: 2\n")
+    check(app_error(hydra, 2).startswith("heat3d: error: deck.yaml:3"), "app_error, Hydra: %r" % app_error(hydra, 2))
+    srun = "srun: error: vm: task 0: Exited with exit code 2\nspmv: error: m.mtx:7: bad entry\n"
+    check(app_error(srun, 2) == "spmv: error: m.mtx:7: bad entry", "app_error, srun: %r" % app_error(srun, 2))
+    box = ("-" * 74 + "\nYour job has requested more processes than the ppr for\nthis topology can support:\n\n"
+           "  App: heat3d\n" + "-" * 74 + "\n")
+    check(app_error(box, 1) == "Your job has requested more processes than the ppr for this topology can support:",
+          "app_error, Open MPI's box: %r" % app_error(box, 1))
     print("driver: help, errors, quiet setup, --version, launchers, symlink, -n1, --set key value, "
-          "LOCUS_NO_SETUP checks verified")
+          "LOCUS_NO_SETUP checks, failed-run causes verified")
 
 
 main()

@@ -2,8 +2,16 @@
 """Combined tables of `./locus bench overlap`: availability, overhead and
 latency per size for every variant (rows of output/bench/overlap.csv),
 the blocking 8-byte get of every run (overlap_small.csv next to it: the
-median per variant over its runs), and the goals of issue 6, judged on the
-measured figures."""
+median per variant over its runs), the goals of issue 6, judged on the
+measured figures, and the APSM paper's Table 2 row (does the MPI library
+overlap a large non-blocking transfer natively, with its own progress
+thread, with locus's progress thread, with locus's progress processes).
+
+    bench_table.py [OVERLAP_CSV] [OTHER_OVERLAP_CSV ...]
+
+The first file gives the full tables; every file (one per MPI library,
+e.g. output/bench/overlap.csv and output/bench-openmpi/overlap.csv) gives
+its Table 2 row."""
 import csv
 import os
 import statistics
@@ -11,14 +19,68 @@ import sys
 from collections import OrderedDict
 
 
-def main():
-    path = sys.argv[1] if len(sys.argv) > 1 else "output/bench/overlap.csv"
+def read_rows(path):
     try:
-        rows = list(csv.DictReader(open(path)))
+        with open(path) as f:
+            rows = list(csv.DictReader(f))
     except OSError as e:
         sys.exit("bench_table: cannot read %s: %s" % (path, e))
     if not rows:
         sys.exit("bench_table: %s has no rows" % path)
+    return rows
+
+
+# Sizes from which a transfer counts as "large" in the Table 2 verdict
+# (eager-sized messages are not what a progress engine is for).
+LARGE = 256 * 1024
+
+
+def overlap_verdict(by_size):
+    """Yes / Partial / No from the availabilities at the large sizes, with
+    their range; None when the variant has no large size."""
+    vals = [100 * float(r["availability"]) for n, r in by_size.items() if n >= LARGE]
+    if not vals:
+        return None
+    lo, hi = min(vals), max(vals)
+    word = "Yes" if lo >= 80 else ("No" if hi < 30 else "Partial")
+    return "%s (%.0f to %.0f %%)" % (word, lo, hi)
+
+
+def library_name(rows, path):
+    names = {r.get("mpi") or "" for r in rows} - {""}
+    if not names:
+        return "(library not recorded: %s)" % path
+    # "Open MPI v4.1.4, package: ..." -> "Open MPI v4.1.4"
+    return " / ".join(sorted(n.split(",")[0].replace(" Version:", "").strip() for n in names))
+
+
+def table2(paths):
+    """The APSM paper's Table 2 columns for one-sided transfers, one row per
+    overlap.csv, judged on the emulated inter-node runs."""
+    print("\nAPSM Table 2 row per MPI library: overlap of a non-blocking get, emulated inter-node,")
+    print("availability at %d KiB to 4 MiB (Yes: all >= 80 %%, No: all < 30 %%, else Partial)" % (LARGE // 1024))
+    print("| MPI library | natively (MPI_Rget) | with the library's progress thread | "
+          "with locus's progress thread | with locus's progress processes |")
+    print("|---|---|---|---|---|")
+    columns = (("MPI_Rget",), ("MPI_Rget + MPICH async",), ("locus + progress thread",),
+               ("locus + progress proc (sleep)", "locus + progress proc"))
+    for path in paths:
+        rows = read_rows(path)
+        by_variant = {}
+        for r in rows:
+            if r["placement"].startswith("inter"):
+                by_variant.setdefault(r["variant"], {})[int(r["bytes"])] = r
+        cells = []
+        for names in columns:
+            found = next((by_variant[n] for n in names if n in by_variant), None)
+            cells.append(overlap_verdict(found) if found else "not run")
+        print("| %s | %s |" % (library_name(rows, path), " | ".join(c or "not run" for c in cells)))
+
+
+def main():
+    paths = sys.argv[1:] or ["output/bench/overlap.csv"]
+    path = paths[0]
+    rows = read_rows(path)
     sizes = sorted({int(r["bytes"]) for r in rows})
     variants = OrderedDict()
     for r in rows:
@@ -68,6 +130,8 @@ def main():
             print("  blocking 8 B get with servers on, %s, %s: %.2f us vs %.2f us without = %+.1f%% "
                   "(goal <= +10%%: %s)" % (placement, variant, v, base, 100 * (v / base - 1),
                                           "met" if v <= 1.1 * base else "MISSED"))
+
+    table2(paths)
 
 
 main()

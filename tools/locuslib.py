@@ -376,7 +376,15 @@ def app_error(stderr, rc):
     for l in reversed(lines):
         if ": error:" in l and not l.startswith(("srun:", "slurmstepd:", "[mpiexec@", "[proxy:")):
             return l
-    noise = ("srun:", "slurmstepd:", "[mpiexec@", "[proxy:", "=", "BAD TERMINATION", "YOUR APPLICATION",
+    # Open MPI's launcher says why in a box between rules of dashes: its
+    # first sentence (which may run over two lines).
+    rules = [i for i, l in enumerate(lines) if len(l) >= 10 and set(l) == {"-"}]
+    if len(rules) >= 2:
+        box = lines[rules[-2] + 1:rules[-1]]
+        if box:
+            text = " ".join(box[:2]) if not box[0].endswith((".", ":")) and len(box) > 1 else box[0]
+            return text
+    noise = ("srun:", "slurmstepd:", "[mpiexec@", "[proxy:", "=", "-", "BAD TERMINATION", "YOUR APPLICATION",
              "EXIT CODE", "CLEANING UP", "KILLED BY", "PID ")
     for l in reversed(lines):
         if not l.startswith(noise):

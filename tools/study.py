@@ -309,8 +309,12 @@ def plan_runs(study, scheduler):
             config = configs[key]
             run_id = "%s-np%d%s-r%d" % (config_hash(config, "mpi=" + mpi if mpi else ""), rank_count,
                                         "-N%d" % nodes if study.by_node else "", rep)
+            # Ranks per node go to the launcher only where the nodes are real
+            # (Slurm); a local study emulates them (runtime.node_size) on
+            # this host, where a per-node mapping would refuse the job.
+            launch_ppn = ppn if study.by_node and scheduler != "local" else None
             plan.append({"variant": variant, "ranks": rank_count, "nodes": nodes, "ppn": ppn, "repeat": rep,
-                         "sets": sets, "config": config, "id": run_id,
+                         "launch_ppn": launch_ppn, "sets": sets, "config": config, "id": run_id,
                          "tag": "[%d/%d] %s, %d rank%s%s, repeat %d" % (
                              len(plan) + 1, total, label(variant), rank_count, "" if rank_count == 1 else "s",
                              " on %d nodes" % nodes if study.by_node else "", rep + 1)})
@@ -336,7 +340,7 @@ def execute(study, results, item):
                                ("name", "%s-%s" % (study.name, item["id"]))]
     with using_build(item["variant"]):
         rc, out, err, secs = run_app(study.app, study.deck, item["ranks"], out_sets, study.timeout,
-                                     log_prefix=os.path.join(rdir, "run"), ppn=item["ppn"] if study.by_node else None)
+                                     log_prefix=os.path.join(rdir, "run"), ppn=item["launch_ppn"])
     if rc in (130, 143, -2, -15):
         # interrupted (Ctrl-C reaches the ranks too) or terminated: not a
         # result; no record, so that resuming runs it again
@@ -627,7 +631,7 @@ def execute_ids(study, results, ids):
     first = plan[ids[0]] if ids and ids[0] in plan else None
     if first:
         with using_build(first["variant"]):
-            measure_machine(study, results, first["ranks"], first["ppn"] if study.by_node else None,
+            measure_machine(study, results, first["ranks"], first["launch_ppn"],
                             os.path.join("slurm", "machine-%s.yaml" % job))
     missing = [i for i in ids if i not in plan]
     if missing:

@@ -5,22 +5,28 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <string>
 
 namespace locus::testing {
 
 class RankFailurePrinter : public ::testing::EmptyTestEventListener {
  public:
   explicit RankFailurePrinter(int rank) : rank_(rank) {}
+  // The test's name is kept here: GoogleTest calls OnTestPartResult with
+  // its own lock held, so asking it for the current test there deadlocks.
+  void OnTestStart(const ::testing::TestInfo& t) override {
+    test_ = std::string(t.test_suite_name()) + "." + t.name();
+  }
   void OnTestPartResult(const ::testing::TestPartResult& r) override {
     if (!r.failed()) return;
-    const ::testing::TestInfo* t = ::testing::UnitTest::GetInstance()->current_test_info();
-    std::fprintf(stderr, "[rank %d] %s.%s: %s:%d: failure\n%s\n", rank_, t ? t->test_suite_name() : "?",
-                 t ? t->name() : "?", r.file_name() ? r.file_name() : "?", r.line_number(), r.summary());
+    std::fprintf(stderr, "[rank %d] %s: %s:%d: failure\n%s\n", rank_, test_.c_str(),
+                 r.file_name() ? r.file_name() : "?", r.line_number(), r.summary());
     std::fflush(stderr);
   }
 
  private:
   int rank_;
+  std::string test_ = "?";
 };
 
 // Call after InitGoogleTest.

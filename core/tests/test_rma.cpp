@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <numeric>
@@ -425,6 +426,46 @@ TEST(Atomics, CompareAndSwapHasOneWinner) {
     std::int32_t prev = locus::fetch_and_op(flag.gptr(n - 1), std::int32_t(-7), locus::Op::replace);
     EXPECT_EQ(prev, final_value);
   }
+  locus::barrier(world());
+}
+
+// Producer/consumer without barriers: every unit sends to its right
+// neighbour each step and receives from its left one, double-buffered by
+// step parity. A unit's progress depends only on its left neighbour, so
+// around a ring of n it may run up to n - 1 steps ahead of its right one:
+// the consumer acknowledges every step (a flag back to its producer), and
+// the producer writes step s only after the ack of step s - 2.
+TEST(Notified, PutNotifyRingWithoutBarriers) {
+  const int me = world().rank(), n = world().size();
+  const int right = (me + 1) % n, left = (me + n - 1) % n;
+  const std::size_t count = 1000;
+  locus::Array<double> inbox(world(), 2 * count);
+  locus::Array<std::uint64_t> flag(world(), 2);  // [0]: data from the left, [1]: ack from the right
+  flag.data()[0] = flag.data()[1] = 0;
+  locus::barrier(world());
+  std::vector<double> out(count);
+  long bad = 0;
+  for (std::uint64_t step = 1; step <= 200; ++step) {
+    const std::size_t parity = step % 2;
+    for (std::size_t i = 0; i < count; ++i) out[i] = me * 1e6 + static_cast<double>(step) * 1e3 + i;
+    if (step > 2) locus::wait_notify(flag.data() + 1, step - 2);
+    locus::put_notify(inbox.gptr(right) + static_cast<std::ptrdiff_t>(parity * count), out.data(), count,
+                      flag.gptr(right), step);
+    locus::wait_notify(flag.data(), step);
+    const double* in = inbox.data() + parity * count;
+    for (std::size_t i = 0; i < count; ++i) bad += in[i] != left * 1e6 + static_cast<double>(step) * 1e3 + i;
+    locus::notify(flag.gptr(left) + 1, step);
+  }
+  EXPECT_EQ(bad, 0);
+  locus::barrier(world());
+}
+
+// Run by core.rank_failure only (LOCUS_TEST_FAIL_ON_RANK=r): fails on rank
+// r alone, then meets the others in a barrier.
+TEST(Harness, FailureOnOneRankIsPrinted) {
+  const char* r = std::getenv("LOCUS_TEST_FAIL_ON_RANK");
+  if (!r) GTEST_SKIP() << "only for core.rank_failure";
+  EXPECT_NE(world().rank(), std::atoi(r)) << "deliberate failure on rank " << world().rank();
   locus::barrier(world());
 }
 
