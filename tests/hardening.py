@@ -221,12 +221,17 @@ def mount(path, opts):
 
 
 full, ro = os.path.join(OUT, "full_fs"), os.path.join(OUT, "ro_fs")
+# heat3d's default deck runs to its steady state before it writes (67 s at 1
+# rank in the sanitizer build): a smaller grid reaches the write sooner.
+# Every output is still larger than the 256 KiB file system's free space.
+QUICK = {"heat3d": ["heat3d.grid.nx=24", "heat3d.grid.ny=24", "heat3d.grid.nz=24"]}
 if mount(full, "size=256k") and mount(ro, "ro,size=64k"):
     try:
         for app, deck in APPS.items():
-            expect(app, "disk_full", deck, ["output.overwrite=true"], "the file system has", outdir=full)
+            quick = ["output.overwrite=true"] + QUICK.get(app, [])
+            expect(app, "disk_full", deck, quick, "the file system has", outdir=full)
             check(os.listdir(full) == [], "%s disk full: leftovers %s" % (app, os.listdir(full)))
-            expect(app, "read_only", deck, ["output.overwrite=true"], "Read-only file system", outdir=ro)
+            expect(app, "read_only", deck, quick, "Read-only file system", outdir=ro)
         print("every app      full and read-only output file systems: clean errors, nothing left")
     finally:
         subprocess.run(["umount", full])
