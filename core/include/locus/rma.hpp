@@ -306,8 +306,12 @@ T compare_and_swap(GlobalPtr<T> dst, T compare, T value) {
 // flag's unit is visible there; the consumer's wait_notify(flag, v) returns
 // once the flag is >= v, and then it sees that data. Same node: a release
 // store on the shared memory; other nodes: the data is flushed, then the
-// flag is written by an MPI accumulate (replace) and flushed. Use growing
-// values (a step count) so that a flag never needs to be reset.
+// flag is written by an MPI accumulate (replace), completed locally only
+// (the next flush to that unit, or MPI progress on either side, completes
+// it; accumulates from one origin to one location stay ordered). Use
+// growing values (a step count) so that a flag never needs to be reset.
+// What a notified exchange costs against MPI two-sided on this machine:
+// `./locus bench exchange` (docs/results.md).
 
 void notify(GlobalPtr<std::uint64_t> flag, std::uint64_t value);
 

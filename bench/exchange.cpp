@@ -1,0 +1,273 @@
+// The floor of a neighbour exchange: unit 0 and the last unit each send one
+// face of `bytes` to the other every step and wait for the other's, as a
+// halo exchange does, by every protocol MPI offers:
+//   p2p            MPI_Irecv + MPI_Isend + wait (the baseline)
+//   announce-get   the owner packs its face, announces it with an
+//                  MPI_Accumulate (replace) on the reader's flag; the reader
+//                  fetches it with one MPI_Rget (locus's notified halo
+//                  between nodes)
+//   put-accflag    MPI_Put into the reader's buffer, MPI_Win_flush, flag by
+//                  MPI_Accumulate (locus's put_notify between nodes)
+//   put-putflag    the same with the flag written by MPI_Put (not an atomic;
+//                  shown for the floor only)
+//   tagged         one MPI_Accumulate (replace) of 8-byte words that carry 4
+//                  bytes of the face and the step each: data and signal in
+//                  one ordered operation
+//   locus          locus::put_notify + wait_notify on a segment (memcpy and a
+//                  release store on one node; put-accflag between nodes)
+// Plain MPI protocols use an MPI_Win_allocate window, locked once. Every
+// buffer is double-buffered by step parity (a face of step s is overwritten
+// at s + 2 only, after the reader has answered step s + 1). Each protocol
+// checks every face it receives (its step in every byte), so one that moves
+// nothing fails. Columns of a size are measured in interleaved repeats.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <vector>
+
+#include "locus/profile.hpp"
+#include "locus/rma.hpp"
+#include "locus/runtime.hpp"
+#include "locus/segment.hpp"
+#include "locus/wait.hpp"
+
+namespace {
+
+using locus::Context;
+using u64 = std::uint64_t;
+
+locus::AppInfo app_info() {
+  locus::AppInfo app;
+  app.name = "exchange";
+  app.description =
+      "The floor of a neighbour exchange: one face each way per step between unit 0 and the\n"
+      "last unit, by MPI two-sided, by each MPI-3 RMA protocol, and by locus's put_notify.";
+  const long big = locus::Schema::kNoMax;
+  app.schema.integer("bench.min_size", 8, 8, 1 << 20, "smallest face in bytes (powers of four up to max)")
+      .integer("bench.max_size", 4096, 8, 1 << 20, "largest face in bytes")
+      .integer("bench.steps", 2000, 1, big, "exchanges per measurement")
+      .integer("bench.repeats", 5, 1, 99, "interleaved measurements per size; the median is reported");
+  locus::add_common_keys(app.schema, "exchange");
+  return app;
+}
+
+const std::vector<std::string> kColumns = {"p2p",    "announce-get", "put-accflag",
+                                           "put-putflag", "tagged",   "locus"};
+
+// Window layout (bytes), max face F: [0, 2F) receive buffers by parity,
+// [2F, 4F) send buffers by parity, [4F, 4F + 16F) tagged words by parity,
+// then one flag per protocol.
+struct Layout {
+  std::size_t face;
+  std::size_t recv(int parity) const { return parity * face; }
+  std::size_t send(int parity) const { return 2 * face + parity * face; }
+  std::size_t tagged(int parity) const { return 4 * face + parity * 8 * face; }
+  std::size_t flag(int k) const { return 20 * face + 8 * static_cast<std::size_t>(k); }
+  std::size_t bytes() const { return 20 * face + 64; }
+};
+
+int run(Context& ctx) {
+  const auto& c = ctx.config();
+  const long min_size = c.integer("bench.min_size"), max_size = c.integer("bench.max_size");
+  const long steps = c.integer("bench.steps"), repeats = c.integer("bench.repeats");
+  locus::collective_require(ctx.comm(), ctx.size() >= 2, "exchange: needs at least 2 ranks");
+  locus::collective_require(ctx.comm(), min_size <= max_size,
+                            c.locate("bench.min_size") + ": larger than bench.max_size (" +
+                                std::to_string(max_size) + ")");
+  locus::Team& world = ctx.runtime().world();
+  const int last = ctx.size() - 1;
+  const bool active = ctx.rank() == 0 || ctx.rank() == last;
+  const int peer = ctx.rank() == 0 ? last : 0;
+  const bool same_node = world.same_node(last);
+  const Layout L{static_cast<std::size_t>(max_size)};
+
+  char* mem = nullptr;
+  MPI_Win win;
+  MPI_Win_allocate(static_cast<MPI_Aint>(L.bytes()), 1, MPI_INFO_NULL, world.comm(), &mem, &win);
+  std::memset(mem, 0, L.bytes());
+  MPI_Win_lock_all(MPI_MODE_NOCHECK, win);
+  locus::Array<char> seg(world, 2 * L.face);
+  locus::Array<u64> flag(world, 1);
+  flag.data()[0] = 0;
+  locus::barrier(world);
+
+  std::vector<char> face(L.face), in(L.face);
+  std::vector<u64> words(2 * L.face);
+  std::map<std::string, u64> step;  // per protocol, growing across sizes and repeats
+  long bad = 0;
+  auto fill = [&](std::size_t n, u64 s) { std::memset(face.data(), static_cast<int>(s & 0xff), n); };
+  auto verify = [&](const char* p, std::size_t n, u64 s) {
+    for (std::size_t i = 0; i < n; ++i)
+      if (static_cast<unsigned char>(p[i]) != (s & 0xff)) {
+        ++bad;
+        return;
+      }
+  };
+  auto flag_at = [&](int k) { return reinterpret_cast<u64*>(mem + L.flag(k)); };
+
+  std::vector<long> sizes;
+  for (long s = min_size; s <= max_size; s *= 4) sizes.push_back(s);
+  struct Row {
+    long size;
+    std::map<std::string, double> us;
+  };
+  std::vector<Row> rows;
+
+  for (long size : sizes) {
+    const std::size_t n = static_cast<std::size_t>(size);
+    const int nwords = static_cast<int>((n + 3) / 4);
+    std::map<std::string, std::function<void(u64)>> op;
+    op["p2p"] = [&](u64 s) {
+      fill(n, s);
+      MPI_Request q[2];
+      MPI_Irecv(in.data(), size, MPI_BYTE, peer, 7, world.comm(), &q[0]);
+      MPI_Isend(face.data(), size, MPI_BYTE, peer, 7, world.comm(), &q[1]);
+      std::vector<MPI_Request> qs(q, q + 2);
+      locus::wait_all_yielding(qs);
+      verify(in.data(), n, s);
+    };
+    op["announce-get"] = [&](u64 s) {
+      const int par = static_cast<int>(s % 2);
+      fill(n, s);
+      std::memcpy(mem + L.send(par), face.data(), n);
+      std::atomic_thread_fence(std::memory_order_release);
+      MPI_Accumulate(&s, 1, MPI_UINT64_T, peer, L.flag(0), 1, MPI_UINT64_T, MPI_REPLACE, win);
+      MPI_Win_flush_local(peer, win);
+      locus::wait_notify(flag_at(0), s);
+      MPI_Request q;
+      MPI_Rget(in.data(), size, MPI_BYTE, peer, L.send(par), size, MPI_BYTE, win, &q);
+      locus::wait_yielding(q);
+      verify(in.data(), n, s);
+    };
+    auto put_then = [&](u64 s, int k, bool atomic_flag) {
+      const int par = static_cast<int>(s % 2);
+      fill(n, s);
+      MPI_Put(face.data(), size, MPI_BYTE, peer, L.recv(par), size, MPI_BYTE, win);
+      MPI_Win_flush(peer, win);
+      if (atomic_flag)
+        MPI_Accumulate(&s, 1, MPI_UINT64_T, peer, L.flag(k), 1, MPI_UINT64_T, MPI_REPLACE, win);
+      else
+        MPI_Put(&s, 8, MPI_BYTE, peer, L.flag(k), 8, MPI_BYTE, win);
+      MPI_Win_flush_local(peer, win);
+      locus::wait_notify(flag_at(k), s);
+      verify(mem + L.recv(par), n, s);
+    };
+    op["put-accflag"] = [&](u64 s) { put_then(s, 1, true); };
+    op["put-putflag"] = [&](u64 s) { put_then(s, 2, false); };
+    op["tagged"] = [&](u64 s) {
+      const int par = static_cast<int>(s % 2);
+      fill(n, s);
+      for (int w = 0; w < nwords; ++w) {
+        std::uint32_t payload = 0;
+        std::memcpy(&payload, face.data() + 4 * w, std::min<std::size_t>(4, n - 4 * w));
+        words[w] = (s << 32) | payload;
+      }
+      MPI_Accumulate(words.data(), nwords, MPI_UINT64_T, peer, L.tagged(par), nwords, MPI_UINT64_T, MPI_REPLACE,
+                     win);
+      MPI_Win_flush_local(peer, win);
+      const u64* t = reinterpret_cast<const u64*>(mem + L.tagged(par));
+      unsigned spins = 0;
+      for (int w = nwords - 1; w >= 0;) {
+        if ((__atomic_load_n(&t[w], __ATOMIC_ACQUIRE) >> 32) == (s & 0xffffffffu)) {
+          --w;
+          continue;
+        }
+        if (spins % 4 == 3) {
+          int any = 0;
+          MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, world.comm(), &any, MPI_STATUS_IGNORE);
+        }
+        locus::relax(spins);
+      }
+      for (int w = 0; w < nwords; ++w) {
+        const auto payload = static_cast<std::uint32_t>(t[w]);
+        std::memcpy(in.data() + 4 * w, &payload, std::min<std::size_t>(4, n - 4 * w));
+      }
+      verify(in.data(), n, s);
+    };
+    op["locus"] = [&](u64 s) {
+      const int par = static_cast<int>(s % 2);
+      fill(n, s);
+      locus::put_notify(seg.gptr(peer) + static_cast<std::ptrdiff_t>(par * L.face), face.data(), n, flag.gptr(peer),
+                        s);
+      locus::wait_notify(flag.data(), s);
+      verify(seg.data() + par * L.face, n, s);
+    };
+
+    Row row{size, {}};
+    std::map<std::string, std::vector<double>> t;
+    if (active) {
+      for (const auto& col : kColumns)  // warm-up
+        for (int i = 0; i < 20; ++i) op[col](++step[col]);
+      for (long r = 0; r < repeats; ++r)
+        for (const auto& col : kColumns) {
+          double t0 = MPI_Wtime();
+          for (long i = 0; i < steps; ++i) op[col](++step[col]);
+          t[col].push_back((MPI_Wtime() - t0) / static_cast<double>(steps) * 1e6);
+        }
+      for (auto& [col, v] : t) row.us[col] = locus::median(std::move(v));
+    }
+    rows.push_back(row);
+  }
+  long bad_all = 0;
+  MPI_Allreduce(&bad, &bad_all, 1, MPI_LONG, MPI_SUM, world.comm());
+  locus::barrier(world);
+  MPI_Win_unlock_all(win);
+  MPI_Win_free(&win);
+  locus::collective_require(ctx.comm(), bad_all == 0,
+                            "exchange: " + std::to_string(bad_all) + " faces arrived wrong (a protocol is broken)");
+  if (ctx.rank() != 0) return 0;
+
+  const std::string placement = same_node ? "same-node" : "inter-node";
+  std::printf("# locus exchange benchmark: unit 0 <-> unit %d (%s%s), %ld exchanges, median of %ld "
+              "interleaved repeats\n",
+              last, placement.c_str(), ctx.runtime().node_map().emulated_size ? ", emulated nodes" : "", steps,
+              repeats);
+  std::printf("# microseconds per exchange (one face each way, both received); x: over p2p\n");
+  std::printf("%8s", "bytes");
+  for (const auto& col : kColumns) std::printf(" %12s", col.c_str());
+  for (const auto& col : kColumns)
+    if (col != "p2p") std::printf(" %14s", (col + "/p2p").c_str());
+  std::printf("\n");
+  const std::string dir = c.string("output.dir");
+  std::filesystem::create_directories(dir);
+  const std::string csv_path = dir + "/" + c.string("output.name") + "_" + placement + ".csv";
+  std::ofstream csv(csv_path);
+  csv << "placement,bytes";
+  for (const auto& col : kColumns) csv << "," << col << "_us";
+  csv << "\n";
+  for (const auto& r : rows) {
+    std::printf("%8ld", r.size);
+    csv << placement << "," << r.size;
+    for (const auto& col : kColumns) {
+      std::printf(" %12.3f", r.us.at(col));
+      csv << "," << r.us.at(col);
+    }
+    for (const auto& col : kColumns)
+      if (col != "p2p") std::printf(" %14.2f", r.us.at(col) / r.us.at("p2p"));
+    std::printf("\n");
+    csv << "\n";
+  }
+  // The best one-sided protocol against two-sided, per size.
+  std::printf("\nlocus_bench:\n  benchmark: exchange\n  placement: %s\n  csv: %s\n  best_rma_over_p2p:\n",
+              placement.c_str(), std::filesystem::absolute(csv_path).c_str());
+  for (const auto& r : rows) {
+    std::string best;
+    double b = HUGE_VAL;
+    for (const auto& col : kColumns)
+      if (col != "p2p" && col != "locus" && r.us.at(col) < b) b = r.us.at(col), best = col;
+    std::printf("    %ld: {protocol: %s, ratio: %.2f, locus_over_p2p: %.2f}\n", r.size, best.c_str(),
+                b / r.us.at("p2p"), r.us.at("locus") / r.us.at("p2p"));
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return locus::run(argc, argv, app_info(), run);
+}
