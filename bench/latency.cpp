@@ -159,49 +159,48 @@ int run(Context& ctx) {
                           std::memcpy(dst.data(), src.data(), static_cast<std::size_t>(s));
                           asm volatile("" ::: "memory");
                         }, {}});
-        {
-          for (auto& w : windows) {
-            MPI_Win win = w->win;
-            MPI_Aint disp = w->target_disp;
-            std::function<void()> f;
-            if (op == "put")
-              f = [&, win, disp] {
-                MPI_Put(src.data(), n, MPI_BYTE, target, disp, n, MPI_BYTE, win);
-                MPI_Win_flush(target, win);
-              };
-            else if (op == "get")
-              f = [&, win, disp] {
-                MPI_Get(dst.data(), n, MPI_BYTE, target, disp, n, MPI_BYTE, win);
-                MPI_Win_flush(target, win);
-              };
-            else if (op == "accumulate")
-              f = [&, win, disp] {
-                MPI_Accumulate(src.data(), cnt, MPI_DOUBLE, target, disp, cnt, MPI_DOUBLE, MPI_SUM, win);
-                MPI_Win_flush(target, win);
-              };
-            else
-              f = [&, win, disp] {
-                MPI_Fetch_and_op(&one, &old, MPI_INT64_T, target, disp, MPI_SUM, win);
-                MPI_Win_flush(target, win);
-              };
-            cols.push_back({"mpi_" + w->kind, f, {}});
-          }
-          // locus, on a segment: locality off (Route::mpi) and on (automatic).
-          // Atomics take one path (MPI) whatever the locality: same numbers.
-          for (auto [col, route] :
-               {std::pair{"locus_off", locus::Route::mpi}, {"locus_on", locus::Route::automatic}}) {
-            auto r = route;
-            std::function<void()> f;
-            if (op == "put")
-              f = [&, r] { locus::put(seg.gptr(target), src.data(), s, r); };
-            else if (op == "get")
-              f = [&, r] { locus::get(dst.data(), seg.gptr(target), s, r); };
-            else if (op == "accumulate")
-              f = [&] { locus::accumulate(td, reinterpret_cast<const double*>(src.data()), s / 8, locus::Op::sum); };
-            else
-              f = [&] { locus::fetch_and_op(t8, std::int64_t(1), locus::Op::sum); };
-            cols.push_back({col, f, {}});
-          }
+        for (auto& w : windows) {
+          MPI_Win win = w->win;
+          MPI_Aint disp = w->target_disp;
+          std::function<void()> f;
+          if (op == "put")
+            f = [&, win, disp] {
+              MPI_Put(src.data(), n, MPI_BYTE, target, disp, n, MPI_BYTE, win);
+              MPI_Win_flush(target, win);
+            };
+          else if (op == "get")
+            f = [&, win, disp] {
+              MPI_Get(dst.data(), n, MPI_BYTE, target, disp, n, MPI_BYTE, win);
+              MPI_Win_flush(target, win);
+            };
+          else if (op == "accumulate")
+            f = [&, win, disp] {
+              MPI_Accumulate(src.data(), cnt, MPI_DOUBLE, target, disp, cnt, MPI_DOUBLE, MPI_SUM, win);
+              MPI_Win_flush(target, win);
+            };
+          else
+            f = [&, win, disp] {
+              MPI_Fetch_and_op(&one, &old, MPI_INT64_T, target, disp, MPI_SUM, win);
+              MPI_Win_flush(target, win);
+            };
+          cols.push_back({"mpi_" + w->kind, f, {}});
+        }
+        // locus, on a segment: locality off (Route::mpi) and on (automatic).
+        // Atomics take one path whatever the locality (CPU atomics when the
+        // team is on one node, else MPI accumulates): same numbers.
+        for (auto [col, route] :
+             {std::pair{"locus_off", locus::Route::mpi}, {"locus_on", locus::Route::automatic}}) {
+          auto r = route;
+          std::function<void()> f;
+          if (op == "put")
+            f = [&, r] { locus::put(seg.gptr(target), src.data(), s, r); };
+          else if (op == "get")
+            f = [&, r] { locus::get(dst.data(), seg.gptr(target), s, r); };
+          else if (op == "accumulate")
+            f = [&] { locus::accumulate(td, reinterpret_cast<const double*>(src.data()), s / 8, locus::Op::sum); };
+          else
+            f = [&] { locus::fetch_and_op(t8, std::int64_t(1), locus::Op::sum); };
+          cols.push_back({col, f, {}});
         }
         time_interleaved(p, s, cols);
         for (auto& c : cols) row(op, s).us[c.column] = locus::median(std::move(c.us));
