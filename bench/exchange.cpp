@@ -88,7 +88,8 @@ int run(Context& ctx) {
   const bool active = ctx.rank() == 0 || ctx.rank() == last;
   const int peer = ctx.rank() == 0 ? last : 0;
   const bool same_node = world.same_node(last);
-  const Layout L{static_cast<std::size_t>(max_size)};
+  // Faces rounded up to 8 bytes in the layout: flags and tagged words stay aligned.
+  const Layout L{(static_cast<std::size_t>(max_size) + 7) / 8 * 8};
 
   char* mem = nullptr;
   MPI_Win win;
