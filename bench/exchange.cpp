@@ -15,10 +15,10 @@
 //                  one ordered operation
 //   locus          locus::put_notify + wait_notify on a segment (memcpy and a
 //                  release store on one node; put-accflag between nodes)
-//   locus-get      locus::notify of the owner's packed face, then locus::get
-//                  by the reader (a copy out of the owner's memory on one
-//                  node, as the notified halo does; announce-get between
-//                  nodes)
+//   locus-get      locus::notify of the owner's face (written in place in a
+//                  segment, as a field is), then locus::get by the reader (a
+//                  copy out of the owner's memory on one node, as the
+//                  notified halo does; announce-get between nodes)
 // Plain MPI protocols use an MPI_Win_allocate window, locked once. Every
 // buffer is double-buffered by step parity (a face of step s is overwritten
 // at s + 2 only, after the reader has answered step s + 1). Each protocol
@@ -50,7 +50,8 @@ locus::AppInfo app_info() {
   app.name = "exchange";
   app.description =
       "The floor of a neighbour exchange: one face each way per step between unit 0 and the\n"
-      "last unit, by MPI two-sided, by each MPI-3 RMA protocol, and by locus's put_notify.";
+      "last unit, by MPI two-sided, by each MPI-3 RMA protocol, and by locus (put_notify, and\n"
+      "notify + get as the notified halo does).";
   const long big = locus::Schema::kNoMax;
   app.schema.integer("bench.min_size", 8, 8, 1 << 20, "smallest face in bytes (powers of four up to max)")
       .integer("bench.max_size", 4096, 8, 1 << 20, "largest face in bytes")
@@ -104,6 +105,7 @@ int run(Context& ctx) {
 
   std::vector<char> face(L.face), in(L.face);
   std::vector<u64> words(2 * L.face);
+  std::vector<MPI_Request> p2p_req(2);
   std::map<std::string, u64> step;  // per protocol, growing across sizes and repeats
   long bad = 0;
   auto fill = [&](std::size_t n, u64 s) { std::memset(face.data(), static_cast<int>(s & 0xff), n); };
@@ -130,11 +132,9 @@ int run(Context& ctx) {
     std::map<std::string, std::function<void(u64)>> op;
     op["p2p"] = [&](u64 s) {
       fill(n, s);
-      MPI_Request q[2];
-      MPI_Irecv(in.data(), size, MPI_BYTE, peer, 7, world.comm(), &q[0]);
-      MPI_Isend(face.data(), size, MPI_BYTE, peer, 7, world.comm(), &q[1]);
-      std::vector<MPI_Request> qs(q, q + 2);
-      locus::wait_all_yielding(qs);
+      MPI_Irecv(in.data(), size, MPI_BYTE, peer, 7, world.comm(), &p2p_req[0]);
+      MPI_Isend(face.data(), size, MPI_BYTE, peer, 7, world.comm(), &p2p_req[1]);
+      locus::wait_all_yielding(p2p_req);
       verify(in.data(), n, s);
     };
     op["announce-get"] = [&](u64 s) {
@@ -183,11 +183,7 @@ int run(Context& ctx) {
           --w;
           continue;
         }
-        if (spins % 4 == 3) {
-          int any = 0;
-          MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, world.comm(), &any, MPI_STATUS_IGNORE);
-        }
-        locus::relax(spins);
+        locus::relax_with_progress(spins, world.comm());
       }
       for (int w = 0; w < nwords; ++w) {
         const auto payload = static_cast<std::uint32_t>(t[w]);
@@ -216,12 +212,18 @@ int run(Context& ctx) {
     Row row{size, {}};
     std::map<std::string, std::vector<double>> t;
     if (active) {
-      for (const auto& col : kColumns)  // warm-up
-        for (int i = 0; i < 20; ++i) op[col](++step[col]);
+      // Looked up once per measurement, not per exchange.
+      for (const auto& col : kColumns) {  // warm-up
+        const auto& f = op.at(col);
+        u64& st = step[col];
+        for (int i = 0; i < 20; ++i) f(++st);
+      }
       for (long r = 0; r < repeats; ++r)
         for (const auto& col : kColumns) {
+          const auto& f = op.at(col);
+          u64& st = step[col];
           double t0 = MPI_Wtime();
-          for (long i = 0; i < steps; ++i) op[col](++step[col]);
+          for (long i = 0; i < steps; ++i) f(++st);
           t[col].push_back((MPI_Wtime() - t0) / static_cast<double>(steps) * 1e6);
         }
       for (auto& [col, v] : t) row.us[col] = locus::median(std::move(v));

@@ -534,13 +534,7 @@ std::uint64_t wait_notify(const std::uint64_t* flag, std::uint64_t value) {
   for (;;) {
     const std::uint64_t v = __atomic_load_n(flag, __ATOMIC_ACQUIRE);
     if (v >= value) return v;
-    // A producer on another node may need this process to enter MPI (an
-    // MPI library that applies accumulates by active messages).
-    if (spins % 4 == 3) {
-      int any = 0;
-      MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm, &any, MPI_STATUS_IGNORE);
-    }
-    relax(spins);
+    relax_with_progress(spins, comm);
   }
 }
 

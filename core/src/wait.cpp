@@ -13,6 +13,14 @@ void relax(unsigned& spins) {
   if (++spins > kSpins) sched_yield();
 }
 
+void relax_with_progress(unsigned& spins, MPI_Comm comm) {
+  if (spins % 4 == 3) {
+    int any = 0;
+    MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm, &any, MPI_STATUS_IGNORE);
+  }
+  relax(spins);
+}
+
 void wait_yielding(MPI_Request& req) {
   int flag = 0;
   for (unsigned spins = 0;; relax(spins)) {

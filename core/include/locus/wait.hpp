@@ -16,6 +16,10 @@ namespace locus {
 // One step of every locus polling loop: after a short spin (`spins`
 // counts the loop's unsuccessful polls), give the core away.
 void relax(unsigned& spins);
+// The same for loops that poll memory a producer on another node writes:
+// every fourth poll also drives MPI progress on `comm` (an MPI library that
+// applies accumulates by active messages needs this process in MPI).
+void relax_with_progress(unsigned& spins, MPI_Comm comm);
 
 void wait_yielding(MPI_Request& req);
 void wait_all_yielding(std::vector<MPI_Request>& reqs);
