@@ -13,6 +13,12 @@
 //   tagged         one MPI_Accumulate (replace) of 8-byte words that carry 4
 //                  bytes of the face and the step each: data and signal in
 //                  one ordered operation
+//   tagged-put     the same words by one MPI_Put and a local flush: no
+//                  flag, no remote flush. NOT a correct protocol by the MPI
+//                  standard (a load concurrent with a put is undefined; it
+//                  assumes the transport writes aligned 8-byte words whole,
+//                  as NCCL's LL protocol does on its hardware): shown as the
+//                  floor of any one-sided exchange on this MPI
 //   locus          locus::put_notify + wait_notify on a segment (memcpy and a
 //                  release store on one node; put-accflag between nodes)
 //   locus-get      locus::notify of the owner's face (written in place in a
@@ -51,7 +57,8 @@ locus::AppInfo app_info() {
   app.description =
       "The floor of a neighbour exchange: one face each way per step between unit 0 and the\n"
       "last unit, by MPI two-sided, by each MPI-3 RMA protocol, and by locus (put_notify, and\n"
-      "notify + get as the notified halo does).";
+      "notify + get as the notified halo does). put-putflag and tagged-put are not correct by\n"
+      "the MPI standard (they assume whole 8-byte writes): they show the floor, nothing more.";
   const long big = locus::Schema::kNoMax;
   app.schema.integer("bench.min_size", 8, 8, 1 << 20, "smallest face in bytes (powers of four up to max)")
       .integer("bench.max_size", 4096, 8, 1 << 20, "largest face in bytes")
@@ -62,16 +69,17 @@ locus::AppInfo app_info() {
 }
 
 const std::vector<std::string> kColumns = {"p2p",    "announce-get", "put-accflag", "put-putflag",
-                                           "tagged", "locus",        "locus-get"};
+                                           "tagged", "tagged-put",   "locus",       "locus-get"};
 
 // Window layout (bytes), max face F: [0, 2F) receive buffers by parity,
-// [2F, 4F) send buffers by parity, [4F, 4F + 16F) tagged words by parity,
-// then one flag per protocol.
+// [2F, 4F) send buffers by parity, [4F, 4F + 16F) tagged words by parity
+// (accumulated ones first, put ones 4F further), then one flag per protocol.
 struct Layout {
   std::size_t face;
   std::size_t recv(int parity) const { return parity * face; }
   std::size_t send(int parity) const { return 2 * face + parity * face; }
   std::size_t tagged(int parity) const { return 4 * face + parity * 8 * face; }
+  std::size_t tagged_put(int parity) const { return tagged(parity) + 4 * face; }
   std::size_t flag(int k) const { return 20 * face + 8 * static_cast<std::size_t>(k); }
   std::size_t bytes() const { return 20 * face + 64; }
 };
@@ -165,7 +173,9 @@ int run(Context& ctx) {
     };
     op["put-accflag"] = [&](u64 s) { put_then(s, 1, true); };
     op["put-putflag"] = [&](u64 s) { put_then(s, 2, false); };
-    op["tagged"] = [&](u64 s) {
+    // Tagged words: 4 bytes of the face and the low 32 bits of the step
+    // each; `put` writes them by MPI_Put, else by MPI_Accumulate (replace).
+    auto tagged_exchange = [&](u64 s, bool put) {
       const int par = static_cast<int>(s % 2);
       fill(n, s);
       for (int w = 0; w < nwords; ++w) {
@@ -173,10 +183,13 @@ int run(Context& ctx) {
         std::memcpy(&payload, face.data() + 4 * w, std::min<std::size_t>(4, n - 4 * w));
         words[w] = (s << 32) | payload;
       }
-      MPI_Accumulate(words.data(), nwords, MPI_UINT64_T, peer, L.tagged(par), nwords, MPI_UINT64_T, MPI_REPLACE,
-                     win);
+      const std::size_t at = put ? L.tagged_put(par) : L.tagged(par);
+      if (put)
+        MPI_Put(words.data(), nwords, MPI_UINT64_T, peer, at, nwords, MPI_UINT64_T, win);
+      else
+        MPI_Accumulate(words.data(), nwords, MPI_UINT64_T, peer, at, nwords, MPI_UINT64_T, MPI_REPLACE, win);
       MPI_Win_flush_local(peer, win);
-      const u64* t = reinterpret_cast<const u64*>(mem + L.tagged(par));
+      const u64* t = reinterpret_cast<const u64*>(mem + at);
       unsigned spins = 0;
       for (int w = nwords - 1; w >= 0;) {
         if ((__atomic_load_n(&t[w], __ATOMIC_ACQUIRE) >> 32) == (s & 0xffffffffu)) {
@@ -191,6 +204,8 @@ int run(Context& ctx) {
       }
       verify(in.data(), n, s);
     };
+    op["tagged"] = [&](u64 s) { tagged_exchange(s, false); };
+    op["tagged-put"] = [&](u64 s) { tagged_exchange(s, true); };
     op["locus"] = [&](u64 s) {
       const int par = static_cast<int>(s % 2);
       fill(n, s);
