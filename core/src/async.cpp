@@ -92,7 +92,7 @@ void set_async(Team& team, bool on) {
   if (!team.served()) return;
   Runtime& rt = Runtime::current();
   rt.for_each_segment(team.id(), [on](SegmentInfo& seg) {
-    seg.redirect = on && seg.own != MPI_WIN_NULL && seg.hint != AsyncHint::never;
+    seg.redirect = on && seg.own != MPI_WIN_NULL && seg.hint != AsyncHint::never && !seg.aggregate;
   });
   detail::state().on = on;
   detail::progress_engine()->notify_servers(detail::Control::async, team.id(), on ? 1 : 0);

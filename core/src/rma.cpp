@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "locus/wait.hpp"
+#include "aggregate.hpp"
 #include "progress_engine.hpp"
 #include "progress_thread.hpp"
 #include "transfer.hpp"
@@ -198,11 +199,22 @@ Path choose(const Target& t, Route r, std::size_t bytes, bool async) {
   return shm ? Path::shared : Path::direct;
 }
 
-// Atomics: all of a segment's go through one mechanism -- the target's
-// ghost while redirection is on (local origins included), else MPI on the
-// unit (or CPU atomics, decided at allocation).
+// Atomics: all of a segment's go through one mechanism, fixed at
+// allocation (segment_table.hpp): CPU atomics on the node's shared memory
+// (for other nodes' units, in batches the target applies: aggregate), or
+// MPI on the unit -- through the target's ghost while redirection is on,
+// local origins included.
+enum class AtomicPath { cpu, aggregate, mpi, redirect };
+AtomicPath atomic_route(const Target& t) {
+  if (t.seg->redirect) return AtomicPath::redirect;
+  if (t.seg->cpu_atomics) return same_node(t) ? AtomicPath::cpu : AtomicPath::aggregate;
+  return AtomicPath::mpi;
+}
 Path atomic_path(const Target& t) {
   return t.seg->redirect ? Path::redirect : Path::direct;
+}
+detail::Aggregator& aggregator_of(const Target& t) {
+  return *t.team->aggregator();
 }
 
 Endpoint endpoint(const Target& t, Path p) {
@@ -306,35 +318,7 @@ MPI_Op mpi_op(Op op) {
   return MPI_SUM;
 }
 
-// ---- CPU atomics (segments whose team is on one node)
-
-template <class T>
-T cpu_apply(T* p, T v, Op op) {
-  std::atomic_ref<T> a(*p);
-  if constexpr (std::is_integral_v<T>) {
-    if (op == Op::sum) return a.fetch_add(v, std::memory_order_acq_rel);
-    if (op == Op::bxor) return a.fetch_xor(v, std::memory_order_acq_rel);
-  }
-  if (op == Op::replace) return a.exchange(v, std::memory_order_acq_rel);
-  T old = a.load(std::memory_order_relaxed);
-  for (;;) {
-    T next = old;
-    switch (op) {
-      case Op::sum:
-        next = old + v;
-        break;
-      case Op::min:
-        next = v < old ? v : old;
-        break;
-      case Op::max:
-        next = v > old ? v : old;
-        break;
-      default:
-        break;
-    }
-    if (a.compare_exchange_weak(old, next, std::memory_order_acq_rel)) return old;
-  }
-}
+// ---- CPU atomics
 
 template <class F>
 void dispatch(MPI_Datatype type, F&& f) {
@@ -417,7 +401,23 @@ Handle accumulate_async(const Target& t, const Layout& remote, const void* src, 
   if (local.elements() == 0) return HandleAccess::ready();
   CommScope timed;
   const std::size_t esize = type_size(type);
-  if (t.seg->cpu_atomics && !t.seg->redirect) {
+  const AtomicPath path = atomic_route(t);
+  if (path == AtomicPath::aggregate) {
+    // Element by element into the batch, then completed here: a handle
+    // stands for one operation (accumulate_nbi is the batched call).
+    const char* in = static_cast<const char*>(src);
+    detail::Aggregator& agg = aggregator_of(t);
+    for (std::size_t r = 0; r < local.rows; ++r)
+      for (std::size_t c = 0; c < local.count; ++c)
+        for (std::size_t k = 0; k < local.block; ++k) {
+          Target e = t;
+          e.offset += (r * remote.row_stride + c * remote.stride + k) * esize;
+          agg.update(e, in + (r * local.row_stride + c * local.stride + k) * esize, type, op);
+        }
+    agg.flush(t.unit);
+    return HandleAccess::ready();
+  }
+  if (path == AtomicPath::cpu) {
     char* base = cpu_address(t);
     const char* in = static_cast<const char*>(src);
     dispatch(type, [&](auto zero) {
@@ -452,7 +452,12 @@ Handle accumulate_async(const Target& t, const Layout& remote, const void* src, 
 void fetch_and_op(const Target& t, const void* operand, void* result, MPI_Datatype type, Op op) {
   check_op(type, op, "fetch_and_op");
   CommScope timed;
-  if (t.seg->cpu_atomics && !t.seg->redirect) {
+  const AtomicPath path = atomic_route(t);
+  if (path == AtomicPath::aggregate) {
+    aggregator_of(t).fetch(t, operand, result, type, op);
+    return;
+  }
+  if (path == AtomicPath::cpu) {
     dispatch(type, [&](auto zero) {
       using T = decltype(zero);
       T v;
@@ -477,7 +482,12 @@ void compare_and_swap(const Target& t, const void* compare, const void* value, v
   if (type == MPI_DOUBLE) type = MPI_INT64_T;
   if (type == MPI_FLOAT) type = MPI_INT32_T;
   CommScope timed;
-  if (t.seg->cpu_atomics && !t.seg->redirect) {
+  const AtomicPath path = atomic_route(t);
+  if (path == AtomicPath::aggregate) {
+    aggregator_of(t).compare_and_swap(t, compare, value, result, type);
+    return;
+  }
+  if (path == AtomicPath::cpu) {
     auto cas = [&](auto zero) {
       using T = decltype(zero);
       T expected, desired;
@@ -517,6 +527,116 @@ void notify(const Target& t, std::uint64_t value) {
   MPI_Win_flush_local(e.rank, e.win);
 }
 
+namespace {
+// Values of handle-free MPI accumulates, which must outlive the call until
+// a local completion: a per-thread arena, recycled after flush_local_all on
+// the windows it fed (or after a flush).
+struct ValueArena {
+  std::vector<std::uint64_t> words = std::vector<std::uint64_t>(8192);
+  std::size_t used = 0;
+  std::vector<MPI_Win> wins;
+  // Waits until every value handed to MPI may be reused.
+  void recycle() {
+    for (MPI_Win w : wins) MPI_Win_flush_local_all(w);
+    used = 0;
+    wins.clear();
+  }
+};
+ValueArena& value_arena() {
+  thread_local ValueArena a;
+  return a;
+}
+void* arena_copy(const void* values, std::size_t bytes, MPI_Win win) {
+  ValueArena& a = value_arena();
+  const std::size_t words = (bytes + 7) / 8;
+  if (a.used + words > a.words.size()) a.recycle();
+  if (words > a.words.size()) a.words.resize(words);
+  if (a.wins.empty() || a.wins.back() != win) a.wins.push_back(win);
+  void* p = a.words.data() + a.used;
+  a.used += words;
+  std::memcpy(p, values, bytes);
+  return p;
+}
+}  // namespace
+
+// Contiguous bytes by MPI_Get/MPI_Put without a request (a flush completes
+// them), in pieces of at most kChunk.
+int move_nbi(bool get, char* origin, std::size_t bytes, const Endpoint& e) {
+  int rc = MPI_SUCCESS;
+  for (std::size_t done = 0; done < bytes && rc == MPI_SUCCESS; done += kChunk) {
+    const int n = static_cast<int>(std::min(kChunk, bytes - done));
+    const MPI_Aint d = e.disp + static_cast<MPI_Aint>(done);
+    rc = get ? MPI_Get(origin + done, n, MPI_BYTE, e.rank, d, n, MPI_BYTE, e.win)
+             : MPI_Put(origin + done, n, MPI_BYTE, e.rank, d, n, MPI_BYTE, e.win);
+  }
+  return rc;
+}
+
+void put_nbi(const Target& t, const void* src, std::size_t bytes) {
+  CommScope timed;
+  const Endpoint e = endpoint(t, choose(t, Route::local, bytes, false));
+  if (e.shared) {
+    std::memcpy(e.shared, src, bytes);
+    std::atomic_thread_fence(std::memory_order_release);
+    return;
+  }
+  check_rc(move_nbi(false, const_cast<char*>(static_cast<const char*>(src)), bytes, e), "put_nbi");
+}
+
+void get_nbi(void* dst, const Target& t, std::size_t bytes) {
+  CommScope timed;
+  if (t.seg->cpu_atomics && !same_node(t) && bytes <= 8 && !t.seg->redirect) {
+    aggregator_of(t).get(dst, t, bytes);
+    return;
+  }
+  const Endpoint e = endpoint(t, choose(t, Route::local, bytes, false));
+  if (e.shared) {
+    std::atomic_thread_fence(std::memory_order_acquire);
+    std::memcpy(dst, e.shared, bytes);
+    return;
+  }
+  // No request: a flush completes it.
+  check_rc(move_nbi(true, static_cast<char*>(dst), bytes, e), "get_nbi");
+}
+
+void accumulate_nbi(const Target& t, const void* values, std::size_t count, MPI_Datatype type, Op op) {
+  check_op(type, op, "accumulate_nbi");
+  if (count == 0) return;
+  CommScope timed;
+  const std::size_t esize = type_size(type);
+  const char* in = static_cast<const char*>(values);
+  switch (atomic_route(t)) {
+    case AtomicPath::cpu:
+      dispatch(type, [&](auto zero) {
+        using T = decltype(zero);
+        T* dst = reinterpret_cast<T*>(cpu_address(t));
+        for (std::size_t k = 0; k < count; ++k) {
+          T v;
+          std::memcpy(&v, in + k * sizeof(T), sizeof v);
+          cpu_apply(dst + k, v, op);
+        }
+      });
+      return;
+    case AtomicPath::aggregate: {
+      Aggregator& agg = aggregator_of(t);
+      for (std::size_t k = 0; k < count; ++k) {
+        Target e = t;
+        e.offset += k * esize;
+        agg.update(e, in + k * esize, type, op);
+      }
+      return;
+    }
+    default:
+      break;
+  }
+  const Endpoint e = endpoint(t, atomic_path(t));
+  if (count > static_cast<std::size_t>(INT_MAX))
+    throw Error("accumulate_nbi: more than " + std::to_string(INT_MAX) + " elements in one call");
+  const void* kept = arena_copy(values, count * esize, e.win);
+  const int n = static_cast<int>(count);
+  check_rc(MPI_Accumulate(kept, n, type, e.rank, e.disp, n, type, mpi_op(op), e.win), "accumulate_nbi");
+}
+
 }  // namespace detail
 
 void notify(GlobalPtr<std::uint64_t> flag, std::uint64_t value) {
@@ -530,11 +650,13 @@ bool test_notify(const std::uint64_t* flag, std::uint64_t value) {
 std::uint64_t wait_notify(const std::uint64_t* flag, std::uint64_t value) {
   detail::CommScope timed;
   unsigned spins = 0;
-  MPI_Comm comm = Runtime::current().world().comm();
+  Team& world = Runtime::current().world();
+  detail::Aggregator* agg = world.aggregator();
   for (;;) {
     const std::uint64_t v = __atomic_load_n(flag, __ATOMIC_ACQUIRE);
     if (v >= value) return v;
-    relax_with_progress(spins, comm);
+    if (agg) agg->progress();
+    relax_with_progress(spins, world.comm());
   }
 }
 
@@ -651,9 +773,25 @@ bool test(Handle& h) {
 
 void flush(Team& team) {
   detail::CommScope timed;
+  if (detail::Aggregator* a = team.aggregator()) a->flush(-1);
   if (detail::ProgressEngine* e = detail::progress_engine(); e && team.served()) e->quiesce();
   Runtime::current().for_each_window(team.id(), [](MPI_Win w) { MPI_Win_flush_all(w); });
+  detail::value_arena().recycle();
   std::atomic_thread_fence(std::memory_order_seq_cst);
+}
+
+void flush(Team& team, int unit) {
+  detail::CommScope timed;
+  if (unit < 0 || unit >= team.size())
+    throw Error("flush: unit " + std::to_string(unit) + " is not in team " + std::to_string(team.id()) + " (" +
+                std::to_string(team.size()) + " units)");
+  if (detail::Aggregator* a = team.aggregator()) a->flush(unit);
+  Runtime::current().for_each_window(team.id(), [unit](MPI_Win w) { MPI_Win_flush(unit, w); });
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+}
+
+void progress(Team& team) {
+  if (detail::Aggregator* a = team.aggregator()) a->progress();
 }
 
 void barrier(Team& team) {
@@ -661,7 +799,10 @@ void barrier(Team& team) {
   // MPICH); the fences around MPI_Barrier give the same guarantee for every
   // segment at once.
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  barrier_yielding(team.comm());
+  if (detail::Aggregator* a = team.aggregator())
+    a->barrier();  // applies batches until every unit has flushed its own
+  else
+    barrier_yielding(team.comm());
   std::atomic_thread_fence(std::memory_order_seq_cst);
 }
 

@@ -58,6 +58,16 @@ void add_common_keys(Schema& s, const std::string& app_name) {
               "messages, 4-16x slower from 64 KiB)")
       .boolean("comm.check", false,
                "check every global pointer and collective call (always on in debug builds)")
+      .choice("comm.atomics", "mpi", {"mpi", "aggregate"},
+              "atomics on segments whose team spans nodes: mpi (MPI accumulates for every target, same-node "
+              "ones too) or aggregate (CPU atomics on the node; updates and one-element gets to other nodes "
+              "travel in per-destination batches that the target applies at its progress points). Teams on "
+              "one node always use CPU atomics (comm.locality on)")
+      .integer("comm.aggregate.records", 1024, 16, 1 << 20,
+               "aggregate: records (32 B: one update or get) per batch; a full batch is sent at once")
+      .integer("comm.aggregate.slots", 2, 1, 64,
+               "aggregate: batches one unit may have in flight to another (mailbox slots per pair: "
+               "units x slots x (16 + 32 x records) bytes per unit)")
       .choice("comm.async", "off", {"off", "on", "user", "auto"},
               "target-side redirection (Casper): operations on units of other nodes and all atomics go to "
               "the target node's progress process, so they complete while the target computes. off; on; "
@@ -403,6 +413,9 @@ CommSettings comm_settings(const Config& c) {
   s.locality = c.boolean("comm.locality");
   s.window = c.string("comm.window") == "dynamic" ? WindowKind::dynamic : WindowKind::segment;
   s.check = c.boolean("comm.check");
+  s.atomics = c.string("comm.atomics") == "aggregate" ? AtomicMode::aggregate : AtomicMode::mpi;
+  s.aggregate.records = static_cast<std::size_t>(c.integer("comm.aggregate.records"));
+  s.aggregate.slots = static_cast<int>(c.integer("comm.aggregate.slots"));
   s.progress.processes_per_node = static_cast<int>(c.integer("runtime.progress.processes_per_node"));
   s.progress.threshold = static_cast<std::size_t>(c.integer("runtime.progress.threshold"));
   s.progress.staging = static_cast<std::size_t>(c.integer("runtime.progress.staging"));

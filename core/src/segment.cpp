@@ -12,6 +12,7 @@
 
 #include "locus/async.hpp"
 #include "locus/runtime.hpp"
+#include "aggregate.hpp"
 #include "progress_engine.hpp"
 
 namespace locus {
@@ -26,10 +27,6 @@ std::size_t page_round(std::size_t bytes) {
 }  // namespace
 
 namespace detail {
-
-bool locality_enabled() {
-  return Runtime::current().settings().locality;
-}
 
 void* shared_address(int team, int segment, int unit, std::uint64_t offset) {
   SegmentInfo& s = Runtime::current().segment(team, segment);
@@ -163,7 +160,7 @@ void check_allocation(Team& team, std::size_t count, std::size_t elem_size, std:
 
 }  // namespace
 
-int allocate_segment(Team& team, std::size_t count, std::size_t elem_size, AsyncHint hint) {
+int allocate_segment(Team& team, std::size_t count, std::size_t elem_size, AsyncHint hint, AtomicMode atomics) {
   std::size_t bytes = 0;
   check_allocation(team, count, elem_size, bytes);
   Runtime& rt = Runtime::current();
@@ -241,7 +238,11 @@ int allocate_segment(Team& team, std::size_t count, std::size_t elem_size, Async
   }
   bool one_node = true;
   for (int u = 0; u < team.size(); ++u) one_node = one_node && team.same_node(u);
-  seg->cpu_atomics = rt.settings().locality && one_node;
+  // comm.atomics: aggregate needs comm.locality (CPU atomics on the node).
+  if (atomics == AtomicMode::automatic) atomics = rt.settings().atomics;
+  seg->aggregate = rt.settings().locality && !one_node && atomics == AtomicMode::aggregate;
+  seg->cpu_atomics = rt.settings().locality && (one_node || seg->aggregate);
+  if (seg->aggregate) hint = AsyncHint::never;  // applied on its node, never redirected
   if (own) {
     seg->own = create_segment_window(seg->base, bytes, team.served() ? progress_engine()->layout().full_comm
                                                                       : team.comm());
@@ -252,7 +253,9 @@ int allocate_segment(Team& team, std::size_t count, std::size_t elem_size, Async
     seg->rma = team.window();
   }
   int id = seg->id;
+  const bool aggregate = seg->aggregate;
   rt.add_segment(std::move(seg));
+  if (aggregate && mismatch.empty()) ensure_aggregator(team);
   if (!mismatch.empty()) {
     // Every unit saw the same gathered claims, so every unit raises this.
     free_segment(team.id(), id);

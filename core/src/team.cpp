@@ -9,6 +9,7 @@
 #include "locus/rma.hpp"
 #include "locus/runtime.hpp"
 #include "locus/segment.hpp"
+#include "aggregate.hpp"
 #include "progress_engine.hpp"
 #include "progress_thread.hpp"
 
@@ -128,6 +129,7 @@ Team::~Team() {
   // Segments still allocated on this team go with it (collectively: a team
   // is destroyed by all its units together).
   if (Runtime::exists()) Runtime::current().release_segments(id_);
+  agg_.reset();
   if (win_ != MPI_WIN_NULL && !served()) {
     MPI_Win_unlock_all(win_);
     MPI_Win_free(&win_);
@@ -150,6 +152,10 @@ std::unique_ptr<Team> Team::split(int color) const {
   return t;
 }
 
+void Team::set_aggregator(std::unique_ptr<detail::Aggregator> a) {
+  agg_ = std::move(a);
+}
+
 int next_segment_id(Team& t) {
   return t.next_segment_++;
 }
@@ -166,6 +172,12 @@ Runtime::Runtime(MPI_Comm comm, const CommSettings& settings) : settings_(settin
   nodes_.emulated_size = settings.node_size;
   const int k = settings.progress.processes_per_node;
   g_runtime = this;
+#ifdef NDEBUG
+  const bool check = settings.check;
+#else
+  const bool check = true;
+#endif
+  detail::g_direct = detail::Direct{&segments_, settings.locality, check};
   detail::async_start(settings);
   if (k > 0) {
     detail::ProgressLayout layout;
@@ -173,6 +185,7 @@ Runtime::Runtime(MPI_Comm comm, const CommSettings& settings) : settings_(settin
       layout = detail::make_progress_layout(comm, node_of, k);
     } catch (...) {
       g_runtime = nullptr;
+    detail::g_direct = detail::Direct{};
       throw;
     }
     if (settings.progress.bind) {
@@ -219,6 +232,7 @@ Runtime::Runtime(MPI_Comm comm, const CommSettings& settings) : settings_(settin
 Runtime::~Runtime() {
   if (!collective_cleanup_allowed()) {  // a local error: the job aborts next
     g_runtime = nullptr;
+    detail::g_direct = detail::Direct{};
     (void)node_.release();
     (void)world_.release();
     (void)engine_.release();
@@ -233,6 +247,7 @@ Runtime::~Runtime() {
   release_datatype_cache();
   detail::async_stop();
   g_runtime = nullptr;
+    detail::g_direct = detail::Direct{};
 }
 
 int Runtime::serve() {
@@ -276,19 +291,13 @@ std::string Runtime::progress_description() const {
 
 const SegmentInfo* Runtime::segment_containing(int team, const void* p, std::size_t bytes) const {
   const char* c = static_cast<const char*>(p);
-  for (const auto& [key, seg] : segments_) {
-    if (key.first != team || !seg->base) continue;
-    const std::size_t mine = seg->bytes[static_cast<std::size_t>(world_->rank())];
-    if (c >= seg->base && c + bytes <= seg->base + mine) return seg.get();
-  }
-  return nullptr;
-}
-
-std::uint64_t Runtime::next_generation() {
-  // Distinct across runtimes in one process (tests create several), so a
-  // thread's cached entry never matches a new runtime's segment.
-  static std::atomic<std::uint64_t> base{0};
-  return base.fetch_add(std::uint64_t(1) << 32);
+  const SegmentInfo* found = nullptr;
+  segments_.for_each(team, [&](const SegmentInfo& seg) {
+    if (found || !seg.base) return;
+    const std::size_t mine = seg.bytes[static_cast<std::size_t>(world_->rank())];
+    if (c >= seg.base && c + bytes <= seg.base + mine) found = &seg;
+  });
+  return found;
 }
 
 Runtime& Runtime::current() {
@@ -315,51 +324,38 @@ void Runtime::remove_team(int id) {
   teams_.erase(id);
 }
 
-SegmentInfo* Runtime::find_segment(int team, int id) {
-  // A one-entry cache per thread (several threads of a unit may look up
-  // segments at once); a freed segment invalidates every thread's entry.
-  struct Cache {
-    const Runtime* rt = nullptr;
-    std::uint64_t generation = 0;
-    SegmentInfo* seg = nullptr;
-  };
-  thread_local Cache cache;
-  const std::uint64_t gen = generation_.load(std::memory_order_acquire);
-  if (cache.rt == this && cache.generation == gen && cache.seg && cache.seg->id == id && cache.seg->team == team)
-    return cache.seg;
-  auto it = segments_.find({team, id});
-  if (it == segments_.end()) return nullptr;
-  cache = Cache{this, gen, it->second.get()};
-  return cache.seg;
-}
-
-SegmentInfo& Runtime::segment(int team, int id) {
-  SegmentInfo* s = find_segment(team, id);
+SegmentInfo& Runtime::segment(int team, int id) const {
+  SegmentInfo* s = segments_.find(team, id);
   if (!s)
     throw Error("segment " + std::to_string(id) + " of team " + std::to_string(team) +
                 " is not allocated (freed, or a stale global pointer)");
   return *s;
 }
 
-void Runtime::add_segment(std::unique_ptr<SegmentInfo> s) {
-  auto key = std::make_pair(s->team, s->id);
-  segments_[key] = std::move(s);
-}
-
-std::unique_ptr<SegmentInfo> Runtime::take_segment(int team, int id) {
-  auto it = segments_.find({team, id});
-  if (it == segments_.end()) return nullptr;
-  auto s = std::move(it->second);
-  segments_.erase(it);
-  generation_.fetch_add(1, std::memory_order_acq_rel);
-  return s;
-}
-
 void Runtime::release_segments(int team) {
   std::vector<int> ids;
-  for (const auto& [key, seg] : segments_)
-    if (key.first == team) ids.push_back(key.second);
+  segments_.for_each(team, [&](const SegmentInfo& seg) { ids.push_back(seg.id); });
   for (int id : ids) detail::free_segment(team, id);
 }
+
+namespace detail {
+
+Direct g_direct;
+
+void SegmentTable::add(std::unique_ptr<SegmentInfo> s) {
+  const auto t = static_cast<std::size_t>(s->team), i = static_cast<std::size_t>(s->id);
+  if (rows_.size() <= t) rows_.resize(t + 1);
+  if (rows_[t].size() <= i) rows_[t].resize(i + 1);
+  if (!rows_[t][i]) ++count_;
+  rows_[t][i] = std::move(s);
+}
+
+std::unique_ptr<SegmentInfo> SegmentTable::take(int team, int id) {
+  if (!find(team, id)) return nullptr;
+  --count_;
+  return std::move(rows_[static_cast<std::size_t>(team)][static_cast<std::size_t>(id)]);
+}
+
+}  // namespace detail
 
 }  // namespace locus

@@ -53,6 +53,17 @@ int app(locus::Context& ctx) {
   locus::Handle acc = locus::accumulate_async(counter.gptr(0), &one, 1, locus::Op::sum);
   locus::wait(acc);
 
+  // Handle-free updates (OpenSHMEM's shmem_atomic_add + shmem_quiet): no
+  // handle, no allocation; inline CPU atomics on my node, and on a segment
+  // with aggregated atomics, batches to units of other nodes that their
+  // owners apply. flush completes them; barrier also applies what others sent.
+  locus::Array<std::uint64_t> hits(world, 4, locus::AsyncHint::follow, locus::AtomicMode::aggregate);
+  std::fill(hits.data(), hits.data() + 4, 0);
+  locus::barrier(world);
+  for (int u = 0; u < world.size(); ++u) locus::atomic_update(hits.gptr(u) + 2, std::uint64_t(1), locus::Op::sum);
+  locus::barrier(world);
+  if (hits.data()[2] != static_cast<std::uint64_t>(world.size())) throw locus::Error("one hit per unit");
+
   // Notified put: the right neighbour waits for my data, nobody else does.
   locus::Array<std::uint64_t> flag(world, 1);
   flag.data()[0] = 0;

@@ -8,12 +8,14 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "locus/direct.hpp"
+
 namespace locus {
 
 namespace detail {
-// Address of (team, segment, unit, offset) if the unit is on my node, else nullptr.
+// Address of (team, segment, unit, offset) if the unit is on my node, else
+// nullptr; Error for a segment that is not allocated.
 void* shared_address(int team, int segment, int unit, std::uint64_t offset);
-bool locality_enabled();
 }  // namespace detail
 
 template <class T>
@@ -48,12 +50,14 @@ struct GlobalPtr {
 
   // True when transfers to this element go through shared memory: same node
   // and comm.locality on.
-  bool is_local() const {
-    return detail::locality_enabled() && detail::shared_address(team, segment, unit, offset) != nullptr;
-  }
+  bool is_local() const { return detail::g_direct.locality && local() != nullptr; }
   // The element's address when its unit is on my node (whatever
-  // comm.locality says), else nullptr.
-  T* local() const { return static_cast<T*>(detail::shared_address(team, segment, unit, offset)); }
+  // comm.locality says), else nullptr. Inline (segment_table.hpp); Error
+  // for a segment that is not allocated.
+  T* local() const {
+    if (char* part = detail::node_part(team, segment, unit)) return reinterpret_cast<T*>(part + offset);
+    return static_cast<T*>(detail::shared_address(team, segment, unit, offset));
+  }
 
   template <class U>
   GlobalPtr<U> cast() const {

@@ -1,22 +1,27 @@
 #pragma once
 // One-sided communication on global pointers.
 //
-// The path is chosen once per call:
-//   same node and comm.locality on -> memcpy on the shared-memory window
-//   otherwise                      -> MPI_Rget / MPI_Put, MPI_Rput on the
-//                                     team's dynamic window; gets complete
-//                                     by a yielding wait on the request,
-//                                     puts by a flush
-// Route::mpi forces the MPI path for one call (the plain MPI-3 RMA
-// baseline, from the same code); comm.locality: off does it for all calls.
+// Every call takes one route, decided in one place (rma.cpp, route()):
+//   same node, comm.locality on       -> load/store on the shared memory;
+//                                        small calls inline (direct.hpp)
+//   non-blocking, >= runtime.progress.threshold bytes, progress processes
+//                                     -> the node's progress process
+//   redirection on (async.hpp)        -> the target node's progress process
+//   otherwise                         -> MPI RMA on the segment's window
+//                                        (comm.window: segment, the default)
+//                                        or the team's dynamic window
+// Route::mpi forces MPI RMA for one call (the plain MPI-3 baseline, from
+// the same code); comm.locality: off does it for all calls.
 //
-// Atomics (accumulate, fetch_and_op, compare_and_swap) always use MPI on the
-// dynamic window, local target or not, so that every atomic operation on a
-// segment is atomic with respect to the others.
+// Atomics take one mechanism per segment (see "atomics" below): CPU atomics
+// on the node's shared memory, MPI accumulates, or CPU atomics applied by
+// the target's node from batches (comm.atomics: aggregate).
 #include <mpi.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "locus/gptr.hpp"
@@ -92,10 +97,6 @@ class Handle {
   } o_;
 };
 
-// sum, min, max, replace for every element type; bxor (bitwise exclusive
-// or, HPCC RandomAccess) for the integer types only.
-enum class Op { sum, min, max, replace, bxor };
-
 namespace detail {
 struct Target {
   SegmentInfo* seg;
@@ -121,6 +122,10 @@ void fetch_and_op(const Target& t, const void* operand, void* result, MPI_Dataty
 void compare_and_swap(const Target& t, const void* compare, const void* value, void* result,
                       MPI_Datatype type);
 void notify(const Target& flag, std::uint64_t value);
+void put_nbi(const Target& t, const void* src, std::size_t bytes);
+void get_nbi(void* dst, const Target& t, std::size_t bytes);
+// Copies `count` values when they travel in a batch or must outlive the call.
+void accumulate_nbi(const Target& t, const void* values, std::size_t count, MPI_Datatype type, Op op);
 
 inline Layout contiguous_layout(std::size_t count) {
   return Layout{count, 1, 0, 1, 0};
@@ -165,12 +170,24 @@ inline MPI_Datatype mpi_type<double>() {
 
 template <class T>
 void get(T* dst, GlobalPtr<T> src, std::size_t count, Route r = Route::automatic) {
+  if (r != Route::mpi)
+    if (const char* a = detail::direct_address(src.team, src.segment, src.unit, src.offset, count * sizeof(T))) {
+      std::atomic_thread_fence(std::memory_order_acquire);
+      std::memcpy(dst, a, count * sizeof(T));
+      return;
+    }
   const Layout l = detail::contiguous_layout(count);
   detail::get_strided(dst, l, detail::target(src, count, "get"), l, sizeof(T), r);
 }
 
 template <class T>
 void put(GlobalPtr<T> dst, const T* src, std::size_t count, Route r = Route::automatic) {
+  if (r != Route::mpi)
+    if (char* a = detail::direct_address(dst.team, dst.segment, dst.unit, dst.offset, count * sizeof(T))) {
+      std::memcpy(a, src, count * sizeof(T));
+      std::atomic_thread_fence(std::memory_order_release);
+      return;
+    }
   const Layout l = detail::contiguous_layout(count);
   detail::put_strided(detail::target(dst, count, "put"), l, src, l, sizeof(T), r);
 }
@@ -245,15 +262,27 @@ void barrier(Team& team);
 // ---- atomics (int32_t, int64_t, uint64_t, float, double)
 //
 // Every atomic on a segment takes one mechanism, fixed when the segment is
-// allocated: CPU atomics on the shared memory when the whole team is on one
-// node and comm.locality is on (no MPI involved, for local and same-node
-// targets alike), else MPI accumulate operations on the segment's window
-// (for local targets too). So any two atomics on one segment are atomic
-// with respect to each other. Atomics are not atomic with respect to plain
-// put/get on the same elements (as in MPI).
+// allocated, so any two atomics on one segment are atomic with respect to
+// each other:
+//   - the whole team on one node, comm.locality on: CPU atomics on the
+//     shared memory (no MPI involved), inline for single elements;
+//   - a team over several nodes, comm.atomics: mpi (the default): MPI
+//     accumulate operations on the segment's window, for local targets too
+//     (or through the target's ghost while redirection is on);
+//   - comm.atomics: aggregate (or AtomicMode::aggregate at allocation): CPU
+//     atomics on same-node targets, and batches to other nodes' units that
+//     the target applies with CPU atomics (aggregate.hpp).
+// Atomics are not atomic with respect to plain put/get on the same elements
+// (as in MPI).
 
 template <class T>
 void accumulate(GlobalPtr<T> dst, const T* values, std::size_t count, Op op) {
+  if (std::is_integral_v<T> || op != Op::bxor)
+    if (char* a = detail::direct_atomic_address(dst.team, dst.segment, dst.unit, dst.offset, count * sizeof(T))) {
+      T* p = reinterpret_cast<T*>(a);
+      for (std::size_t i = 0; i < count; ++i) detail::cpu_apply(p + i, values[i], op);
+      return;
+    }
   const Layout l = detail::contiguous_layout(count);
   Handle h = detail::accumulate_async(detail::target(dst, count, "accumulate"), l, values, l,
                                       detail::mpi_type<T>(), op);
@@ -285,6 +314,9 @@ Handle accumulate_async(GlobalPtr<T> dst, const Layout& remote, const T* values,
 
 template <class T>
 T fetch_and_op(GlobalPtr<T> dst, T operand, Op op) {
+  if (std::is_integral_v<T> || op != Op::bxor)
+    if (char* a = detail::direct_atomic_address(dst.team, dst.segment, dst.unit, dst.offset, sizeof(T)))
+      return detail::cpu_apply(reinterpret_cast<T*>(a), operand, op);
   T result{};
   detail::fetch_and_op(detail::target(dst, 1, "fetch_and_op"), &operand, &result, detail::mpi_type<T>(), op);
   return result;
@@ -292,11 +324,89 @@ T fetch_and_op(GlobalPtr<T> dst, T operand, Op op) {
 
 template <class T>
 T compare_and_swap(GlobalPtr<T> dst, T compare, T value) {
+  if (char* a = detail::direct_atomic_address(dst.team, dst.segment, dst.unit, dst.offset, sizeof(T))) {
+    // Floating-point values are compared bit for bit (as MPI does).
+    using Bits = std::conditional_t<sizeof(T) == 8, std::uint64_t, std::uint32_t>;
+    Bits expected, desired;
+    std::memcpy(&expected, &compare, sizeof(T));
+    std::memcpy(&desired, &value, sizeof(T));
+    std::atomic_ref<Bits>(*reinterpret_cast<Bits*>(a))
+        .compare_exchange_strong(expected, desired, std::memory_order_acq_rel);
+    T old;
+    std::memcpy(&old, &expected, sizeof(T));
+    return old;
+  }
   T result{};
   detail::compare_and_swap(detail::target(dst, 1, "compare_and_swap"), &compare, &value, &result,
                            detail::mpi_type<T>());
   return result;
 }
+
+// ---- handle-free non-blocking operations (OpenSHMEM's _nbi calls and
+// shmem_atomic_*, DART's dart_accumulate + dart_flush)
+//
+// They return nothing and allocate nothing; flush(team) (every target) or
+// flush(team, unit) (one target) completes them: after it, a get's data is
+// in its buffer, and a put, accumulate or update is visible at the target.
+// Until then the buffers may not be touched (atomic_update takes its value
+// by value). Same node: done on return, inline. Other nodes: MPI RMA
+// without a request, or, on segments with aggregated atomics (comm.atomics:
+// aggregate), a record in the batch for the target's node (updates, and
+// gets of one element of at most 8 bytes: Bale's index-gather).
+
+template <class T>
+void put_nbi(GlobalPtr<T> dst, const T* src, std::size_t count) {
+  if (char* a = detail::direct_address(dst.team, dst.segment, dst.unit, dst.offset, count * sizeof(T))) {
+    std::memcpy(a, src, count * sizeof(T));
+    std::atomic_thread_fence(std::memory_order_release);
+    return;
+  }
+  detail::put_nbi(detail::target(dst, count, "put_nbi"), src, count * sizeof(T));
+}
+
+template <class T>
+void get_nbi(T* dst, GlobalPtr<T> src, std::size_t count) {
+  if (const char* a = detail::direct_address(src.team, src.segment, src.unit, src.offset, count * sizeof(T))) {
+    std::atomic_thread_fence(std::memory_order_acquire);
+    std::memcpy(dst, a, count * sizeof(T));
+    return;
+  }
+  detail::get_nbi(dst, detail::target(src, count, "get_nbi"), count * sizeof(T));
+}
+
+// Element-wise atomic accumulate of `count` values.
+template <class T>
+void accumulate_nbi(GlobalPtr<T> dst, const T* values, std::size_t count, Op op) {
+  if (std::is_integral_v<T> || op != Op::bxor)
+    if (char* a = detail::direct_atomic_address(dst.team, dst.segment, dst.unit, dst.offset, count * sizeof(T))) {
+      T* p = reinterpret_cast<T*>(a);
+      for (std::size_t i = 0; i < count; ++i) detail::cpu_apply(p + i, values[i], op);
+      return;
+    }
+  detail::accumulate_nbi(detail::target(dst, count, "accumulate_nbi"), values, count, detail::mpi_type<T>(), op);
+}
+
+// One atomic update, value by value (shmem_atomic_xor and friends).
+template <class T>
+void atomic_update(GlobalPtr<T> dst, T value, Op op) {
+  if (std::is_integral_v<T> || op != Op::bxor)
+    if (char* a = detail::direct_atomic_address(dst.team, dst.segment, dst.unit, dst.offset, sizeof(T))) {
+      detail::cpu_apply(reinterpret_cast<T*>(a), value, op);
+      return;
+    }
+  detail::accumulate_nbi(detail::target(dst, 1, "atomic_update"), &value, 1, detail::mpi_type<T>(), op);
+}
+
+// Completes every handle-free operation this unit issued to `unit` of the
+// team (flush(team) completes those to every unit, and the handles' too).
+void flush(Team& team, int unit);
+
+// Applies the batches of aggregated operations other units sent to this
+// one and sends back what they asked for (comm.atomics: aggregate). Every
+// locus call that waits does it; a unit that computes for a long time
+// outside locus while others aggregate to it calls it now and then (or
+// runs with progress processes, which then apply its batches).
+void progress(Team& team);
 
 // ---- notified transfers: producer/consumer synchronisation without a barrier
 //

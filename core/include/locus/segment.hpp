@@ -28,7 +28,8 @@ namespace detail {
 // overflow) and that every node can hold its units' parts (free space in
 // /dev/shm and available memory); otherwise every unit throws the same
 // CollectiveError saying how much the node needs and how much it has.
-int allocate_segment(Team& team, std::size_t count, std::size_t elem_size, AsyncHint hint = AsyncHint::follow);
+int allocate_segment(Team& team, std::size_t count, std::size_t elem_size, AsyncHint hint = AsyncHint::follow,
+                     AtomicMode atomics = AtomicMode::automatic);
 // Collective over the segment's team.
 void free_segment(int team, int segment);
 // Collective over comm (one node): MPI_Win_allocate_shared of `bytes`
@@ -62,11 +63,14 @@ std::string gib(double bytes);
 void require_node_memory(Team& team, double bytes, const std::string& what);
 
 // Collective. `hint` (async.hpp): AsyncHint::never keeps the segment out
-// of redirection whatever the team's state.
+// of redirection whatever the team's state. `atomics` (settings.hpp): how
+// the segment's atomics reach other nodes (automatic: comm.atomics); the
+// same on every unit.
 template <class T>
-GlobalPtr<T> allocate(Team& team, std::size_t count, AsyncHint hint = AsyncHint::follow) {
+GlobalPtr<T> allocate(Team& team, std::size_t count, AsyncHint hint = AsyncHint::follow,
+                      AtomicMode atomics = AtomicMode::automatic) {
   static_assert(std::is_trivially_copyable_v<T>, "segments hold trivially copyable types");
-  int id = detail::allocate_segment(team, count, sizeof(T), hint);
+  int id = detail::allocate_segment(team, count, sizeof(T), hint, atomics);
   return GlobalPtr<T>{team.rank(), team.id(), id, 0, 0};
 }
 
@@ -81,8 +85,9 @@ template <class T>
 class Array {
  public:
   Array() = default;
-  Array(Team& team, std::size_t count, AsyncHint hint = AsyncHint::follow)
-      : base_(allocate<T>(team, count, hint)), count_(count) {
+  Array(Team& team, std::size_t count, AsyncHint hint = AsyncHint::follow,
+        AtomicMode atomics = AtomicMode::automatic)
+      : base_(allocate<T>(team, count, hint, atomics)), count_(count) {
     data_ = base_.local();
   }
   ~Array() { reset(); }

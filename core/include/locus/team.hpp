@@ -19,51 +19,16 @@
 
 #include "locus/error.hpp"
 #include "locus/progress.hpp"
+#include "locus/segment_table.hpp"
+#include "locus/settings.hpp"
 
 namespace locus {
 
 namespace detail {
 class ProgressEngine;
 class ProgressThread;
+class Aggregator;
 }  // namespace detail
-
-// Which MPI window the remote path uses: one window per segment, created
-// over the segment's memory at allocation (MPI_Win_create: registered, the
-// fast RMA path of MPI libraries), or the team's dynamic window with every
-// segment attached (the DART design; MPICH serves it by active messages).
-enum class WindowKind { segment, dynamic };
-
-// Target-side redirection (Casper's asynchronous progress; locus/async.hpp):
-// off, always on, on/off per named phase (user), or by the measured
-// communication ratio (automatic).
-enum class AsyncMode { off, on, user, automatic };
-
-// A segment's redirection hint, given at allocation (collective: the same
-// on every unit): follow the team's state (set_async / comm.async), or
-// never redirect this segment (e.g. buffers only its owner's node touches,
-// or put-only halos that the MPI library moves without the target).
-enum class AsyncHint { follow, never };
-
-struct AsyncSettings {
-  AsyncMode mode = AsyncMode::off;  // comm.async (env LOCUS_ASYNC overrides)
-  std::vector<std::string> on_phases{"comp"};  // user: phases that run with redirection on
-  double interval = 1.0;  // auto: seconds of profile before a decision may change the mode
-  double low = 0.3;       // auto: switch on when the communication ratio falls below this
-  double high = 0.6;      // auto: switch off when it rises above this
-  std::string thresholds;  // auto: the file low and high came from ("" for the deck's)
-  // comm.async_ops: all (gets and puts too, Casper's choice) or atomics
-  // (accumulates, fetch-and-op, compare-and-swap, notify flags) only.
-  bool data = true;
-};
-
-struct CommSettings {
-  int node_size = 0;          // 0: real nodes; N: N consecutive ranks form a node
-  bool locality = true;       // same-node transfers by memcpy on shared memory
-  WindowKind window = WindowKind::segment;  // comm.window
-  bool check = false;         // bounds/collective checks on every call
-  ProgressSettings progress;  // progress processes and thread (progress.hpp)
-  AsyncSettings async;        // target-side redirection (async.hpp)
-};
 
 struct NodeMap {
   std::vector<int> node_of;        // world unit -> node index
@@ -72,33 +37,6 @@ struct NodeMap {
   int nodes() const;
   // "node 0: units 0-1 (vm); node 1: ..." one line per node.
   std::string describe() const;
-};
-
-// One collective allocation: the translation-table entry of a segment.
-struct SegmentInfo {
-  int team = 0, id = 0;
-  std::size_t elem_size = 1;
-  MPI_Win shm = MPI_WIN_NULL;      // shared-memory window on the team's node communicator
-  // The window the remote path uses for this segment (always in a lock_all
-  // epoch): `own` (comm.window: segment) or the team's dynamic window.
-  MPI_Win rma = MPI_WIN_NULL;
-  MPI_Win own = MPI_WIN_NULL;      // the segment's own window, or MPI_WIN_NULL
-  // Redirection (async.hpp): when on, operations on a unit of another node
-  // and every atomic on the segment go to the main progress process of the
-  // target's node, which exposes its node's parts in the segment's own
-  // window at ghost_disp. Changed only collectively (set_async).
-  bool redirect = false;
-  AsyncHint hint = AsyncHint::follow;
-  std::vector<int> ghost;            // team unit -> rank in `own` of its node's main progress process
-  std::vector<MPI_Aint> ghost_disp;  // team unit -> displacement of its part in the ghost's window
-  // Atomics on this segment use CPU atomics on the shared memory (the whole
-  // team on one node, comm.locality on), else MPI accumulates; fixed at
-  // allocation so every atomic on the segment takes the same mechanism.
-  bool cpu_atomics = false;
-  char* base = nullptr;            // my part
-  std::vector<char*> peer;         // team unit -> address of its part if on my node, else nullptr
-  std::vector<MPI_Aint> disp;      // team unit -> displacement of its part in `rma` (0 for `own`)
-  std::vector<std::size_t> bytes;  // team unit -> size of its part
 };
 
 class Team {
@@ -127,6 +65,10 @@ class Team {
   MPI_Comm shm_comm() const { return shm_comm_; }
   // Collective: units with the same colour form a new team, ordered as here.
   std::unique_ptr<Team> split(int color) const;
+  // The batches of aggregated atomics and gets (aggregate.hpp), made at the
+  // team's first segment with comm.atomics: aggregate; nullptr before.
+  detail::Aggregator* aggregator() const { return agg_.get(); }
+  void set_aggregator(std::unique_ptr<detail::Aggregator> a);
 
  private:
   friend class Runtime;
@@ -141,6 +83,7 @@ class Team {
   MPI_Win win_ = MPI_WIN_NULL;
   int next_segment_ = 1;
   const std::vector<int>* node_of_world_ = nullptr;
+  std::unique_ptr<detail::Aggregator> agg_;
 };
 
 class Runtime {
@@ -195,28 +138,29 @@ class Runtime {
   void remove_team(int id);
   int max_team_id() const { return max_team_id_; }
 
-  // The translation table: (team id, segment id) -> segment. Lookups are
-  // thread-safe; add/take happen in the collective allocate/free, which must
-  // not run while other threads of the unit use the core.
-  SegmentInfo& segment(int team, int id);
-  SegmentInfo* find_segment(int team, int id);
-  void add_segment(std::unique_ptr<SegmentInfo> s);
-  std::unique_ptr<SegmentInfo> take_segment(int team, int id);
-  std::size_t segment_count() const { return segments_.size(); }
+  // The translation table (segment_table.hpp): (team id, segment id) ->
+  // segment. Lookups are thread-safe; add/take happen in the collective
+  // allocate/free, which must not run while other threads of the unit use
+  // the core.
+  SegmentInfo& segment(int team, int id) const;
+  SegmentInfo* find_segment(int team, int id) const { return segments_.find(team, id); }
+  void add_segment(std::unique_ptr<SegmentInfo> s) { segments_.add(std::move(s)); }
+  std::unique_ptr<SegmentInfo> take_segment(int team, int id) { return segments_.take(team, id); }
+  std::size_t segment_count() const { return segments_.count(); }
   // Calls fn once for every window the team's segments use for RMA (the
   // dynamic window once, or each segment's own).
   template <class Fn>
   void for_each_window(int team, Fn&& fn) const {
     MPI_Win last = MPI_WIN_NULL;
-    for (const auto& [key, seg] : segments_)
-      if (key.first == team && seg->rma != last && seg->rma != MPI_WIN_NULL) fn(last = seg->rma);
+    segments_.for_each(team, [&](const SegmentInfo& seg) {
+      if (seg.rma != last && seg.rma != MPI_WIN_NULL) fn(last = seg.rma);
+    });
   }
   // Calls fn(SegmentInfo&) for every segment of the team (collective
   // operations only: not while other threads of the unit use the core).
   template <class Fn>
   void for_each_segment(int team, Fn&& fn) {
-    for (auto& [key, seg] : segments_)
-      if (key.first == team) fn(*seg);
+    segments_.for_each(team, fn);
   }
   // Collective over the team: frees every segment still allocated on it.
   void release_segments(int team);
@@ -224,11 +168,7 @@ class Runtime {
   const SegmentInfo* segment_containing(int team, const void* p, std::size_t bytes) const;
 
  private:
-  std::map<std::pair<int, int>, std::unique_ptr<SegmentInfo>> segments_;
-  // Bumped whenever a segment is freed (the lookup caches check it). A
-  // runtime made after another one was destroyed starts past its count.
-  std::atomic<std::uint64_t> generation_{next_generation()};
-  static std::uint64_t next_generation();
+  detail::SegmentTable segments_;
   CommSettings settings_;
   NodeMap nodes_;
   std::map<int, Team*> teams_;

@@ -1,0 +1,68 @@
+#pragma once
+// The core's settings (comm.* and runtime.progress.* in every deck).
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "locus/progress.hpp"
+
+namespace locus {
+
+// Which MPI window the remote path uses: one window per segment, created
+// over the segment's memory at allocation (MPI_Win_create: registered, the
+// fast RMA path of MPI libraries), or the team's dynamic window with every
+// segment attached (the DART design; MPICH serves it by active messages).
+enum class WindowKind { segment, dynamic };
+
+// Target-side redirection (Casper's asynchronous progress; locus/async.hpp):
+// off, always on, on/off per named phase (user), or by the measured
+// communication ratio (automatic).
+enum class AsyncMode { off, on, user, automatic };
+
+// A segment's redirection hint, given at allocation (collective: the same
+// on every unit): follow the team's state (set_async / comm.async), or
+// never redirect this segment (e.g. buffers only its owner's node touches,
+// or put-only halos that the MPI library moves without the target).
+enum class AsyncHint { follow, never };
+
+struct AsyncSettings {
+  AsyncMode mode = AsyncMode::off;  // comm.async (env LOCUS_ASYNC overrides)
+  std::vector<std::string> on_phases{"comp"};  // user: phases that run with redirection on
+  double interval = 1.0;  // auto: seconds of profile before a decision may change the mode
+  double low = 0.3;       // auto: switch on when the communication ratio falls below this
+  double high = 0.6;      // auto: switch off when it rises above this
+  std::string thresholds;  // auto: the file low and high came from ("" for the deck's)
+  // comm.async_ops: all (gets and puts too, Casper's choice) or atomics
+  // (accumulates, fetch-and-op, compare-and-swap, notify flags) only.
+  bool data = true;
+};
+
+// How the atomics of a segment that spans nodes reach other nodes (a
+// segment whose team is on one node always uses CPU atomics on the shared
+// memory, comm.locality on):
+//   mpi        MPI accumulate operations on the segment's window, for every
+//              target (same-node ones too), so that all are atomic together
+//   aggregate  CPU atomics on the target's node: same-node targets directly,
+//              other nodes' through per-destination batches that the target
+//              applies (aggregate.hpp)
+// automatic (allocation only): the deck's comm.atomics.
+enum class AtomicMode { automatic, mpi, aggregate };
+
+// comm.aggregate: the batches of fine-grained traffic to other nodes.
+struct AggregateSettings {
+  std::size_t records = 1024;  // records (one update or get each) per batch
+  int slots = 2;               // batches one unit may have in flight to another
+};
+
+struct CommSettings {
+  int node_size = 0;          // 0: real nodes; N: N consecutive ranks form a node
+  bool locality = true;       // same-node transfers by memcpy on shared memory
+  WindowKind window = WindowKind::segment;  // comm.window
+  bool check = false;         // bounds/collective checks on every call
+  AtomicMode atomics = AtomicMode::mpi;  // comm.atomics: segments that span nodes
+  ProgressSettings progress;  // progress processes and thread (progress.hpp)
+  AsyncSettings async;        // target-side redirection (async.hpp)
+  AggregateSettings aggregate;  // comm.aggregate: batching of fine-grained traffic to other nodes
+};
+
+}  // namespace locus

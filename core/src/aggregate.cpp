@@ -1,0 +1,353 @@
+#include "aggregate.hpp"
+
+#include <cstring>
+#include <string>
+
+#include "locus/runtime.hpp"
+#include "locus/segment.hpp"
+#include "locus/wait.hpp"
+
+namespace locus::detail {
+
+namespace {
+
+constexpr std::size_t kHeader = 16;  // seq, count
+
+std::uint8_t type_code(MPI_Datatype t) {
+  if (t == MPI_INT32_T) return 1;
+  if (t == MPI_INT64_T) return 2;
+  if (t == MPI_UINT64_T) return 3;
+  if (t == MPI_FLOAT) return 4;
+  if (t == MPI_DOUBLE) return 5;
+  throw Error("aggregated atomics: unsupported element type");
+}
+
+std::uint8_t type_size(std::uint8_t code) {
+  return code == 1 || code == 4 ? 4 : 8;
+}
+
+template <class F>
+void with_type(std::uint8_t code, F&& f) {
+  switch (code) {
+    case 1:
+      f(std::int32_t{});
+      break;
+    case 2:
+      f(std::int64_t{});
+      break;
+    case 3:
+      f(std::uint64_t{});
+      break;
+    case 4:
+      f(float{});
+      break;
+    default:
+      f(double{});
+      break;
+  }
+}
+
+}  // namespace
+
+Aggregator::Aggregator(Team& team, const AggregateSettings& s)
+    : team_(team), me_(team.rank()), units_(team.size()), cap_(s.records), slots_(s.slots) {
+  slot_bytes_ = kHeader + cap_ * sizeof(Record);
+  acks_bytes_ = static_cast<std::size_t>(units_) * sizeof(std::uint64_t);
+  const std::size_t bytes = acks_bytes_ + static_cast<std::size_t>(units_) * static_cast<std::size_t>(slots_) *
+                                              slot_bytes_;
+  mailbox_ = allocate_segment(team, bytes, 1, AsyncHint::never, AtomicMode::mpi);
+  box_ = &Runtime::current().segment(team.id(), mailbox_);
+  std::memset(box_->base, 0, bytes);
+  out_.resize(static_cast<std::size_t>(units_));
+  applied_.assign(static_cast<std::size_t>(units_), 0);
+  ack_values_.assign(static_cast<std::size_t>(units_), 0);
+  staging_.resize(slot_bytes_);
+  MPI_Win_sync(box_->rma);
+  barrier_yielding(team.comm());  // every mailbox is zero before anyone sends
+}
+
+std::size_t Aggregator::slot_offset(int source, std::uint64_t slot) const {
+  return acks_bytes_ + (static_cast<std::size_t>(source) * static_cast<std::size_t>(slots_) + slot) * slot_bytes_;
+}
+
+std::uint64_t Aggregator::acked(int dest) const {
+  const auto* acks = reinterpret_cast<const std::uint64_t*>(box_->base);
+  return __atomic_load_n(&acks[dest], __ATOMIC_ACQUIRE);
+}
+
+bool Aggregator::quiet(int dest) const {
+  const Out& o = out_[static_cast<std::size_t>(dest)];
+  return o.buffered() == 0 && acked(dest) == o.sent && o.answered == o.asked;
+}
+
+void Aggregator::push(int dest, const Record& r) {
+  Out& o = out_[static_cast<std::size_t>(dest)];
+  o.recs.push_back(r);
+  if (o.buffered() < cap_) return;
+  if (try_send(dest) || o.buffered() < cap_ * static_cast<std::size_t>(slots_ + 2) || draining_) return;
+  // Far ahead of the destination: apply what comes in (it may be waiting
+  // for us) until a slot frees.
+  for (unsigned spins = 0; o.buffered() >= cap_ * static_cast<std::size_t>(slots_ + 2);) {
+    drain();
+    if (!try_send(dest)) relax_with_progress(spins, team_.comm());
+  }
+}
+
+// Sends one batch to dest if it has records and a free slot.
+bool Aggregator::try_send(int dest) {
+  Out& o = out_[static_cast<std::size_t>(dest)];
+  if (o.buffered() == 0 || o.sent - acked(dest) >= static_cast<std::uint64_t>(slots_)) return false;
+  const std::size_t n = std::min(cap_, o.buffered());
+  const std::uint64_t count = n;
+  std::memcpy(staging_.data() + 8, &count, 8);
+  std::memcpy(staging_.data() + kHeader, o.recs.data() + o.head, n * sizeof(Record));
+  const std::uint64_t slot = o.sent % static_cast<std::uint64_t>(slots_);
+  const MPI_Aint disp = box_->disp[static_cast<std::size_t>(dest)] + static_cast<MPI_Aint>(slot_offset(me_, slot));
+  MPI_Win win = box_->rma;
+  MPI_Put(staging_.data() + 8, static_cast<int>(8 + n * sizeof(Record)), MPI_BYTE, dest, disp + 8,
+          static_cast<int>(8 + n * sizeof(Record)), MPI_BYTE, win);
+  MPI_Win_flush(dest, win);  // the records are there before their number
+  const std::uint64_t seq = o.sent + 1;
+  MPI_Accumulate(&seq, 1, MPI_UINT64_T, dest, disp, 1, MPI_UINT64_T, MPI_REPLACE, win);
+  MPI_Win_flush_local(dest, win);
+  ++o.sent;
+  ++batches_sent_;
+  records_sent_ += n;
+  o.head += n;
+  if (o.head == o.recs.size()) {
+    o.recs.clear();
+    o.head = 0;
+  } else if (o.head > o.recs.size() / 2) {
+    o.recs.erase(o.recs.begin(), o.recs.begin() + static_cast<std::ptrdiff_t>(o.head));
+    o.head = 0;
+  }
+  if (o.buffered() == 0) o.urgent = false;
+  return true;
+}
+
+void Aggregator::apply(int source, const Record& r) {
+  const auto kind = static_cast<RecordKind>(r.kind);
+  if (kind == RecordKind::reply) {
+    Out& o = out_[static_cast<std::size_t>(source)];
+    const Out::Pending p = o.replies.front();
+    o.replies.pop_front();
+    std::memcpy(p.dst, &r.a, p.size);
+    ++o.answered;
+    return;
+  }
+  SegmentInfo* seg = Runtime::current().find_segment(team_.id(), r.segment);
+  if (!seg)
+    throw Error("aggregated operation from unit " + std::to_string(source) + " on segment " +
+                std::to_string(r.segment) + ", which is not allocated here (freed before a flush?)");
+  char* addr = seg->base + r.offset;
+  Record reply;
+  reply.kind = static_cast<std::uint8_t>(RecordKind::reply);
+  switch (kind) {
+    case RecordKind::update:
+      with_type(r.type, [&](auto zero) {
+        using T = decltype(zero);
+        T v;
+        std::memcpy(&v, &r.a, sizeof v);
+        cpu_apply(reinterpret_cast<T*>(addr), v, static_cast<Op>(r.op));
+      });
+      return;
+    case RecordKind::fetch:
+      with_type(r.type, [&](auto zero) {
+        using T = decltype(zero);
+        T v;
+        std::memcpy(&v, &r.a, sizeof v);
+        const T old = cpu_apply(reinterpret_cast<T*>(addr), v, static_cast<Op>(r.op));
+        std::memcpy(&reply.a, &old, sizeof old);
+      });
+      break;
+    case RecordKind::cas:
+      if (type_size(r.type) == 4) {
+        std::uint32_t expected = static_cast<std::uint32_t>(r.a);
+        std::atomic_ref<std::uint32_t>(*reinterpret_cast<std::uint32_t*>(addr))
+            .compare_exchange_strong(expected, static_cast<std::uint32_t>(r.b), std::memory_order_acq_rel);
+        reply.a = expected;
+      } else {
+        std::uint64_t expected = r.a;
+        std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t*>(addr))
+            .compare_exchange_strong(expected, r.b, std::memory_order_acq_rel);
+        reply.a = expected;
+      }
+      break;
+    case RecordKind::get:
+      std::memcpy(&reply.a, addr, r.size);
+      break;
+    default:
+      throw Error("aggregated operation from unit " + std::to_string(source) + ": a corrupt record (kind " +
+                  std::to_string(r.kind) + ")");
+  }
+  Out& back = out_[static_cast<std::size_t>(source)];
+  back.recs.push_back(reply);
+  back.urgent = true;
+}
+
+void Aggregator::drain() {
+  if (draining_) return;
+  draining_ = true;
+  // An MPI library that applies accumulates by active messages (MPICH
+  // ch4) needs this process in MPI for the sequence numbers to land.
+  int any = 0;
+  MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, team_.comm(), &any, MPI_STATUS_IGNORE);
+  for (int s = 0; s < units_; ++s) {
+    if (s == me_ || team_.same_node(s)) continue;
+    std::uint64_t& done = applied_[static_cast<std::size_t>(s)];
+    bool any_applied = false;
+    for (;;) {
+      char* slot = box_->base + slot_offset(s, done % static_cast<std::uint64_t>(slots_));
+      if (__atomic_load_n(reinterpret_cast<std::uint64_t*>(slot), __ATOMIC_ACQUIRE) != done + 1) break;
+      std::uint64_t count = 0;
+      std::memcpy(&count, slot + 8, 8);
+      const auto* recs = reinterpret_cast<const Record*>(slot + kHeader);
+      for (std::uint64_t i = 0; i < count; ++i) apply(s, recs[i]);
+      ++done;
+      any_applied = true;
+    }
+    if (any_applied) {
+      // The origin's acknowledgement word: how many of its batches are applied.
+      std::uint64_t& v = ack_values_[static_cast<std::size_t>(s)];
+      v = done;
+      const MPI_Aint disp = box_->disp[static_cast<std::size_t>(s)] +
+                            static_cast<MPI_Aint>(static_cast<std::size_t>(me_) * sizeof(std::uint64_t));
+      MPI_Accumulate(&v, 1, MPI_UINT64_T, s, disp, 1, MPI_UINT64_T, MPI_REPLACE, box_->rma);
+      MPI_Win_flush_local(s, box_->rma);
+    }
+  }
+  draining_ = false;
+  for (int d = 0; d < units_; ++d)
+    if (out_[static_cast<std::size_t>(d)].urgent)
+      while (try_send(d)) {
+      }
+}
+
+void Aggregator::update(const Target& t, const void* value, MPI_Datatype type, Op op) {
+  Record r;
+  r.kind = static_cast<std::uint8_t>(RecordKind::update);
+  r.type = type_code(type);
+  r.op = static_cast<std::uint8_t>(op);
+  r.segment = t.seg->id;
+  r.offset = t.offset;
+  std::memcpy(&r.a, value, type_size(r.type));
+  Lock lock(lock_);
+  push(t.unit, r);
+}
+
+void Aggregator::get(void* dst, const Target& t, std::size_t bytes) {
+  Record r;
+  r.kind = static_cast<std::uint8_t>(RecordKind::get);
+  r.size = static_cast<std::uint8_t>(bytes);
+  r.segment = t.seg->id;
+  r.offset = t.offset;
+  Lock lock(lock_);
+  Out& o = out_[static_cast<std::size_t>(t.unit)];
+  o.replies.push_back({dst, static_cast<std::uint32_t>(bytes)});
+  ++o.asked;
+  push(t.unit, r);
+}
+
+void Aggregator::fetch(const Target& t, const void* operand, void* result, MPI_Datatype type, Op op) {
+  Record r;
+  r.kind = static_cast<std::uint8_t>(RecordKind::fetch);
+  r.type = type_code(type);
+  r.op = static_cast<std::uint8_t>(op);
+  r.segment = t.seg->id;
+  r.offset = t.offset;
+  std::memcpy(&r.a, operand, type_size(r.type));
+  std::uint64_t ticket = 0;
+  {
+    Lock lock(lock_);
+    Out& o = out_[static_cast<std::size_t>(t.unit)];
+    o.replies.push_back({result, type_size(r.type)});
+    ticket = ++o.asked;
+    o.urgent = true;
+    push(t.unit, r);
+  }
+  for (unsigned spins = 0;;) {
+    {
+      Lock lock(lock_);
+      if (out_[static_cast<std::size_t>(t.unit)].answered >= ticket) return;
+      try_send(t.unit);
+      drain();
+    }
+    relax_with_progress(spins, team_.comm());
+  }
+}
+
+void Aggregator::compare_and_swap(const Target& t, const void* compare, const void* value, void* result,
+                                  MPI_Datatype type) {
+  Record r;
+  r.kind = static_cast<std::uint8_t>(RecordKind::cas);
+  r.type = type_code(type);
+  r.segment = t.seg->id;
+  r.offset = t.offset;
+  const std::uint8_t size = type_size(r.type);
+  std::memcpy(&r.a, compare, size);
+  std::memcpy(&r.b, value, size);
+  std::uint64_t ticket = 0;
+  {
+    Lock lock(lock_);
+    Out& o = out_[static_cast<std::size_t>(t.unit)];
+    o.replies.push_back({result, size});
+    ticket = ++o.asked;
+    o.urgent = true;
+    push(t.unit, r);
+  }
+  for (unsigned spins = 0;;) {
+    {
+      Lock lock(lock_);
+      if (out_[static_cast<std::size_t>(t.unit)].answered >= ticket) return;
+      try_send(t.unit);
+      drain();
+    }
+    relax_with_progress(spins, team_.comm());
+  }
+}
+
+void Aggregator::flush(int unit) {
+  const int first = unit < 0 ? 0 : unit, last = unit < 0 ? units_ : unit + 1;
+  for (unsigned spins = 0;;) {
+    bool done = true;
+    {
+      Lock lock(lock_);
+      for (int d = first; d < last; ++d) {
+        if (quiet(d)) continue;
+        done = false;
+        out_[static_cast<std::size_t>(d)].urgent = true;
+        while (try_send(d)) {
+        }
+      }
+      drain();
+    }
+    if (done) return;
+    relax_with_progress(spins, team_.comm());
+  }
+}
+
+void Aggregator::progress() {
+  Lock lock(lock_);
+  drain();
+}
+
+void Aggregator::barrier() {
+  flush(-1);
+  // Others may still be sending to us: keep applying until all are here.
+  MPI_Request req;
+  MPI_Ibarrier(team_.comm(), &req);
+  int flag = 0;
+  for (unsigned spins = 0;;) {
+    MPI_Test(&req, &flag, MPI_STATUS_IGNORE);
+    if (flag) return;
+    progress();
+    relax(spins);
+  }
+}
+
+void ensure_aggregator(Team& team) {
+  if (team.aggregator()) return;
+  team.set_aggregator(std::make_unique<Aggregator>(team, Runtime::current().settings().aggregate));
+}
+
+}  // namespace locus::detail

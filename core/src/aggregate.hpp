@@ -1,0 +1,133 @@
+#pragma once
+// Internal: aggregation of fine-grained operations to other nodes.
+//
+// The design follows Bale's conveyors and HPCC MPIRandomAccess's buckets,
+// one-sided: a unit keeps one buffer of records per destination unit on
+// another node; a full buffer (or a flush) travels as one MPI_Put into the
+// destination's mailbox, followed by its sequence number (an MPI
+// accumulate, after a flush, so the number never arrives before the
+// records). The destination applies the records at its progress points
+// (every locus call that waits, and progress(team)) with CPU atomics on
+// its node's shared memory -- the mechanism same-node origins use
+// directly -- so every atomic on the segment is atomic with the others.
+// It then writes the count of batches it applied back into the origin's
+// acknowledgement word, which frees the slot (credits: comm.aggregate.slots
+// batches in flight per pair).
+//
+// Records are 32 bytes: an update (accumulate with an op), a fetch (the
+// same, the old value returned), a compare-and-swap, a get of one element
+// of up to 8 bytes (index-gather), and a reply. Replies come back in the
+// order the requests were made (each origin-destination stream is applied
+// in order), so an origin matches them with a FIFO of destinations.
+//
+// Mailbox segment, unit X's part: acks[P] (acks[d]: X's batches unit d has
+// applied), then for each source s, `slots` slots of {seq, count,
+// records[cap]}.
+#include <mpi.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "locus/rma.hpp"
+#include "locus/team.hpp"
+#include "locus/wait.hpp"
+
+namespace locus::detail {
+
+enum class RecordKind : std::uint8_t { update = 1, fetch = 2, cas = 3, get = 4, reply = 5 };
+
+struct Record {
+  std::uint8_t kind = 0, type = 0, op = 0, size = 0;
+  std::int32_t segment = 0;
+  std::uint64_t offset = 0;  // bytes into the destination's part
+  std::uint64_t a = 0;       // operand, compare value or reply value (bits)
+  std::uint64_t b = 0;       // compare-and-swap: the new value
+};
+static_assert(sizeof(Record) == 32);
+
+class Aggregator {
+ public:
+  // Collective over the team: allocates the mailboxes.
+  Aggregator(Team& team, const AggregateSettings& s);
+  Aggregator(const Aggregator&) = delete;
+  Aggregator& operator=(const Aggregator&) = delete;
+
+  // Non-blocking: complete at flush.
+  void update(const Target& t, const void* value, MPI_Datatype type, Op op);
+  void get(void* dst, const Target& t, std::size_t bytes);
+  // Blocking: the old value.
+  void fetch(const Target& t, const void* operand, void* result, MPI_Datatype type, Op op);
+  void compare_and_swap(const Target& t, const void* compare, const void* value, void* result,
+                        MPI_Datatype type);
+  // Sends what is buffered for `unit` (-1: every unit) and waits until the
+  // destination has applied it and every reply has arrived.
+  void flush(int unit);
+  // Applies incoming batches, takes in replies, sends urgent buffers.
+  void progress();
+  // A barrier that keeps applying batches while it waits.
+  void barrier();
+
+  std::uint64_t batches_sent() const { return batches_sent_; }
+  std::uint64_t records_sent() const { return records_sent_; }
+
+ private:
+  struct Out {
+    std::vector<Record> recs;  // buffered, from `head` on
+    std::size_t head = 0;
+    std::uint64_t sent = 0;  // batches sent
+    bool urgent = false;     // holds replies or requests someone waits for
+    struct Pending {
+      void* dst;
+      std::uint32_t size;
+    };
+    std::deque<Pending> replies;  // where the replies from this unit go, in order
+    std::uint64_t asked = 0, answered = 0;
+    std::size_t buffered() const { return recs.size() - head; }
+  };
+  class Lock {
+   public:
+    explicit Lock(std::atomic<bool>& f) : f_(f) {
+      while (f_.exchange(true, std::memory_order_acquire)) {
+        unsigned spins = 0;
+        while (f_.load(std::memory_order_relaxed)) relax(spins);
+      }
+    }
+    ~Lock() { f_.store(false, std::memory_order_release); }
+    Lock(const Lock&) = delete;
+    Lock& operator=(const Lock&) = delete;
+
+   private:
+    std::atomic<bool>& f_;
+  };
+
+  void push(int dest, const Record& r);
+  bool try_send(int dest);
+  void drain();
+  void apply(int source, const Record& r);
+  std::uint64_t acked(int dest) const;
+  std::size_t slot_offset(int source, std::uint64_t slot) const;
+  bool quiet(int dest) const;
+
+  Team& team_;
+  int me_ = 0, units_ = 0;
+  std::size_t cap_ = 0;
+  int slots_ = 0;
+  std::size_t slot_bytes_ = 0, acks_bytes_ = 0;
+  int mailbox_ = 0;  // segment id
+  SegmentInfo* box_ = nullptr;
+  std::vector<Out> out_;
+  std::vector<std::uint64_t> applied_;  // source -> batches applied
+  std::vector<std::uint64_t> ack_values_;  // source -> value being written back (lives until flush_local)
+  std::vector<char> staging_;
+  std::atomic<bool> lock_{false};
+  bool draining_ = false;
+  std::uint64_t batches_sent_ = 0, records_sent_ = 0;
+};
+
+// Makes the team's aggregator if it has none (collective over the team).
+void ensure_aggregator(Team& team);
+
+}  // namespace locus::detail
