@@ -281,6 +281,7 @@ int run(locus::Context& ctx) {
   if (one_host) {
     MPI_Win_allocate_shared(static_cast<MPI_Aint>(tb.local * sizeof(u64)), sizeof(u64), MPI_INFO_NULL, shm_comm,
                             &raw_base, &raw_win);
+    MPI_Win_lock_all(MPI_MODE_NOCHECK, raw_win);
     for (int r = 0; r < shm_size; ++r) {
       MPI_Aint size = 0;
       int disp = 0;
@@ -403,7 +404,10 @@ int run(locus::Context& ctx) {
     }
   MPI_Win_unlock_all(win);
   MPI_Win_free(&win);
-  if (raw_win != MPI_WIN_NULL) MPI_Win_free(&raw_win);
+  if (raw_win != MPI_WIN_NULL) {
+    MPI_Win_unlock_all(raw_win);
+    MPI_Win_free(&raw_win);
+  }
   MPI_Comm_free(&shm_comm);
   if (ctx.rank() != 0) return 0;
   const double updates = 4.0 * static_cast<double>(tb.total);

@@ -123,6 +123,7 @@ int run(locus::Context& ctx) {
     u64* raw_base = nullptr;
     MPI_Win_allocate_shared(static_cast<MPI_Aint>(s.local * sizeof(u64)), sizeof(u64), MPI_INFO_NULL, shm_comm,
                             &raw_base, &raw_win);
+    MPI_Win_lock_all(MPI_MODE_NOCHECK, raw_win);
     fill(raw_base);
     for (int r = 0; r < shm_size; ++r) {
       MPI_Aint size = 0;
@@ -218,7 +219,10 @@ int run(locus::Context& ctx) {
     }
   MPI_Win_unlock_all(win);
   MPI_Win_free(&win);
-  if (raw_win != MPI_WIN_NULL) MPI_Win_free(&raw_win);
+  if (raw_win != MPI_WIN_NULL) {
+    MPI_Win_unlock_all(raw_win);
+    MPI_Win_free(&raw_win);
+  }
   MPI_Comm_free(&shm_comm);
   if (ctx.rank() != 0) return 0;
 

@@ -1,6 +1,9 @@
 #include "aggregate.hpp"
 
+#include <algorithm>
+#include <cstdio>
 #include <cstring>
+#include <exception>
 #include <string>
 
 #include "locus/runtime.hpp"
@@ -11,7 +14,8 @@ namespace locus::detail {
 
 namespace {
 
-constexpr std::size_t kHeader = 16;  // seq, count
+constexpr std::size_t kHeader = 16;  // seq, count (put); count, unused (message)
+constexpr int kBatchTag = 1, kAckTag = 2;
 
 std::uint8_t type_code(MPI_Datatype t) {
   if (t == MPI_INT32_T) return 1;
@@ -55,15 +59,69 @@ Aggregator::Aggregator(Team& team, const AggregateSettings& s)
   acks_bytes_ = static_cast<std::size_t>(units_) * sizeof(std::uint64_t);
   const std::size_t bytes = acks_bytes_ + static_cast<std::size_t>(units_) * static_cast<std::size_t>(slots_) *
                                               slot_bytes_;
-  mailbox_ = allocate_segment(team, bytes, 1, AsyncHint::never, AtomicMode::mpi);
+  // Only the put transport uses the mailboxes.
+  const bool message = s.transport == AggregateTransport::message;
+  mailbox_ = allocate_segment(team, message ? 0 : bytes, 1, AsyncHint::never, AtomicMode::mpi);
   box_ = &Runtime::current().segment(team.id(), mailbox_);
-  std::memset(box_->base, 0, bytes);
+  if (!message) std::memset(box_->base, 0, bytes);
   out_.resize(static_cast<std::size_t>(units_));
   applied_.assign(static_cast<std::size_t>(units_), 0);
   ack_values_.assign(static_cast<std::size_t>(units_), 0);
-  staging_.resize(slot_bytes_);
-  MPI_Win_sync(box_->rma);
-  barrier_yielding(team.comm());  // every mailbox is zero before anyone sends
+  message_ = message;
+  if (!message_) staging_.resize(slot_bytes_);
+  if (message_) {
+    MPI_Comm_dup(team.comm(), &comm_);
+    const std::size_t posted = static_cast<std::size_t>(std::max(4, 2 * slots_));
+    recv_buf_.assign(posted, std::vector<char>(slot_bytes_));
+    recv_req_.assign(posted, MPI_REQUEST_NULL);
+    for (std::size_t i = 0; i < posted; ++i) post_receive(i);
+    // A pool of send buffers shared by all destinations (memory does not
+    // grow with the unit count); the credits bound each destination.
+    const std::size_t pool = static_cast<std::size_t>(std::max(8, 2 * slots_));
+    send_buf_.assign(pool, std::vector<char>(slot_bytes_));
+    send_req_.assign(pool, MPI_REQUEST_NULL);
+    acked_.assign(static_cast<std::size_t>(units_), 0);
+    ack_send_req_.assign(static_cast<std::size_t>(units_), MPI_REQUEST_NULL);
+    MPI_Irecv(&ack_in_, 1, MPI_UINT64_T, MPI_ANY_SOURCE, kAckTag, comm_, &ack_req_);
+  }
+  if (box_->rma != MPI_WIN_NULL) MPI_Win_sync(box_->rma);
+  barrier_yielding(team.comm());  // every mailbox is zero (every receive posted) before anyone sends
+}
+
+Aggregator::~Aggregator() {
+  if (!stopped_ && collective_cleanup_allowed() && !std::uncaught_exceptions()) {
+    try {
+      shutdown();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "locus: closing the aggregation buffers failed: %s\n", e.what());
+    }
+  }
+}
+
+void Aggregator::shutdown() {
+  if (stopped_) return;
+  barrier();  // every batch of every unit applied
+  stopped_ = true;
+  if (!message_) return;
+  for (MPI_Request& r : recv_req_) {
+    MPI_Cancel(&r);
+    MPI_Wait(&r, MPI_STATUS_IGNORE);
+  }
+  MPI_Cancel(&ack_req_);
+  MPI_Wait(&ack_req_, MPI_STATUS_IGNORE);
+  // Every batch was acknowledged, so every send was received; an
+  // acknowledgement of ours may not have been (its receiver has left).
+  for (MPI_Request& r : send_req_)
+    if (r != MPI_REQUEST_NULL) MPI_Wait(&r, MPI_STATUS_IGNORE);
+  for (MPI_Request& r : ack_send_req_)
+    if (r != MPI_REQUEST_NULL) MPI_Request_free(&r);
+  MPI_Barrier(comm_);
+  MPI_Comm_free(&comm_);
+}
+
+void Aggregator::post_receive(std::size_t i) {
+  MPI_Irecv(recv_buf_[i].data(), static_cast<int>(slot_bytes_), MPI_BYTE, MPI_ANY_SOURCE, kBatchTag, comm_,
+            &recv_req_[i]);
 }
 
 std::size_t Aggregator::slot_offset(int source, std::uint64_t slot) const {
@@ -71,6 +129,7 @@ std::size_t Aggregator::slot_offset(int source, std::uint64_t slot) const {
 }
 
 std::uint64_t Aggregator::acked(int dest) const {
+  if (message_) return acked_[static_cast<std::size_t>(dest)];
   const auto* acks = reinterpret_cast<const std::uint64_t*>(box_->base);
   return __atomic_load_n(&acks[dest], __ATOMIC_ACQUIRE);
 }
@@ -83,6 +142,10 @@ bool Aggregator::quiet(int dest) const {
 void Aggregator::push(int dest, const Record& r) {
   Out& o = out_[static_cast<std::size_t>(dest)];
   o.recs.push_back(r);
+  // Apply what others sent every so often (as HPCC's bucketed code tests
+  // its receive every 16 updates): a destination that only sends would
+  // otherwise hold its origins' credits until its own buffers fill.
+  if (++pushes_ % kPollEvery == 0 && !draining_) drain();
   if (o.buffered() < cap_) return;
   if (try_send(dest) || o.buffered() < cap_ * static_cast<std::size_t>(slots_ + 2) || draining_) return;
   // Far ahead of the destination: apply what comes in (it may be waiting
@@ -98,18 +161,13 @@ bool Aggregator::try_send(int dest) {
   Out& o = out_[static_cast<std::size_t>(dest)];
   if (o.buffered() == 0 || o.sent - acked(dest) >= static_cast<std::uint64_t>(slots_)) return false;
   const std::size_t n = std::min(cap_, o.buffered());
-  const std::uint64_t count = n;
-  std::memcpy(staging_.data() + 8, &count, 8);
-  std::memcpy(staging_.data() + kHeader, o.recs.data() + o.head, n * sizeof(Record));
-  const std::uint64_t slot = o.sent % static_cast<std::uint64_t>(slots_);
-  const MPI_Aint disp = box_->disp[static_cast<std::size_t>(dest)] + static_cast<MPI_Aint>(slot_offset(me_, slot));
-  MPI_Win win = box_->rma;
-  MPI_Put(staging_.data() + 8, static_cast<int>(8 + n * sizeof(Record)), MPI_BYTE, dest, disp + 8,
-          static_cast<int>(8 + n * sizeof(Record)), MPI_BYTE, win);
-  MPI_Win_flush(dest, win);  // the records are there before their number
-  const std::uint64_t seq = o.sent + 1;
-  MPI_Accumulate(&seq, 1, MPI_UINT64_T, dest, disp, 1, MPI_UINT64_T, MPI_REPLACE, win);
-  MPI_Win_flush_local(dest, win);
+  if (message_) {
+    const int k = free_send_buffer();
+    if (k < 0) return false;  // every buffer of the pool still in flight
+    send_message(dest, o, n, k);
+  } else {
+    put_batch(dest, o, n);
+  }
   ++o.sent;
   ++batches_sent_;
   records_sent_ += n;
@@ -123,6 +181,44 @@ bool Aggregator::try_send(int dest) {
   }
   if (o.buffered() == 0) o.urgent = false;
   return true;
+}
+
+// A free buffer of the send pool (its last send complete), or -1.
+int Aggregator::free_send_buffer() {
+  for (std::size_t i = 0; i < send_req_.size(); ++i) {
+    const std::size_t k = (send_next_ + i) % send_req_.size();
+    int done = 1;
+    if (send_req_[k] != MPI_REQUEST_NULL) MPI_Test(&send_req_[k], &done, MPI_STATUS_IGNORE);
+    if (done) {
+      send_next_ = (k + 1) % send_req_.size();
+      return static_cast<int>(k);
+    }
+  }
+  return -1;
+}
+
+void Aggregator::send_message(int dest, Out& o, std::size_t n, int k) {
+  std::vector<char>& buf = send_buf_[static_cast<std::size_t>(k)];
+  const std::uint64_t count = n;
+  std::memcpy(buf.data(), &count, 8);
+  std::memcpy(buf.data() + kHeader, o.recs.data() + o.head, n * sizeof(Record));
+  MPI_Isend(buf.data(), static_cast<int>(kHeader + n * sizeof(Record)), MPI_BYTE, dest, kBatchTag, comm_,
+            &send_req_[static_cast<std::size_t>(k)]);
+}
+
+void Aggregator::put_batch(int dest, Out& o, std::size_t n) {
+  const std::uint64_t count = n;
+  std::memcpy(staging_.data() + 8, &count, 8);
+  std::memcpy(staging_.data() + kHeader, o.recs.data() + o.head, n * sizeof(Record));
+  const std::uint64_t slot = o.sent % static_cast<std::uint64_t>(slots_);
+  const MPI_Aint disp = box_->disp[static_cast<std::size_t>(dest)] + static_cast<MPI_Aint>(slot_offset(me_, slot));
+  MPI_Win win = box_->rma;
+  MPI_Put(staging_.data() + 8, static_cast<int>(8 + n * sizeof(Record)), MPI_BYTE, dest, disp + 8,
+          static_cast<int>(8 + n * sizeof(Record)), MPI_BYTE, win);
+  MPI_Win_flush(dest, win);  // the records are there before their number
+  const std::uint64_t seq = o.sent + 1;
+  MPI_Accumulate(&seq, 1, MPI_UINT64_T, dest, disp, 1, MPI_UINT64_T, MPI_REPLACE, win);
+  MPI_Win_flush_local(dest, win);
 }
 
 void Aggregator::apply(int source, const Record& r) {
@@ -185,11 +281,56 @@ void Aggregator::apply(int source, const Record& r) {
   back.urgent = true;
 }
 
+void Aggregator::drain_messages() {
+  int flag = 0;
+  MPI_Status st;
+  for (;;) {  // applied counts of my batches
+    MPI_Test(&ack_req_, &flag, &st);
+    if (!flag) break;
+    std::uint64_t& a = acked_[static_cast<std::size_t>(st.MPI_SOURCE)];
+    a = std::max(a, ack_in_);
+    MPI_Irecv(&ack_in_, 1, MPI_UINT64_T, MPI_ANY_SOURCE, kAckTag, comm_, &ack_req_);
+  }
+  std::vector<char> due;  // sources owed an acknowledgement
+  for (;;) {  // batches, oldest receive first (each source's stream in order)
+    MPI_Request& r = recv_req_[recv_head_];
+    MPI_Test(&r, &flag, &st);
+    if (!flag) break;
+    const int src = st.MPI_SOURCE;
+    std::vector<char>& buf = recv_buf_[recv_head_];
+    std::uint64_t count = 0;
+    std::memcpy(&count, buf.data(), 8);
+    const auto* recs = reinterpret_cast<const Record*>(buf.data() + kHeader);
+    for (std::uint64_t i = 0; i < count; ++i) apply(src, recs[i]);
+    ++applied_[static_cast<std::size_t>(src)];
+    if (due.empty()) due.assign(static_cast<std::size_t>(units_), 0);
+    due[static_cast<std::size_t>(src)] = 1;
+    post_receive(recv_head_);
+    recv_head_ = (recv_head_ + 1) % recv_req_.size();
+  }
+  for (std::size_t s = 0; s < due.size(); ++s) {
+    if (!due[s]) continue;
+    if (ack_send_req_[s] != MPI_REQUEST_NULL) MPI_Wait(&ack_send_req_[s], MPI_STATUS_IGNORE);
+    ack_values_[s] = applied_[s];
+    MPI_Isend(&ack_values_[s], 1, MPI_UINT64_T, static_cast<int>(s), kAckTag, comm_, &ack_send_req_[s]);
+  }
+}
+
 void Aggregator::drain() {
-  if (draining_) return;
+  if (draining_ || stopped_) return;
   draining_ = true;
+  if (message_) {
+    drain_messages();
+    draining_ = false;
+    for (int d = 0; d < units_; ++d)
+      if (out_[static_cast<std::size_t>(d)].urgent)
+        while (try_send(d)) {
+        }
+    return;
+  }
   // An MPI library that applies accumulates by active messages (MPICH
-  // ch4) needs this process in MPI for the sequence numbers to land.
+  // ch4) needs this process in MPI for the sequence numbers and the
+  // acknowledgements to land.
   int any = 0;
   MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, team_.comm(), &any, MPI_STATUS_IGNORE);
   for (int s = 0; s < units_; ++s) {

@@ -14,6 +14,12 @@
 // acknowledgement word, which frees the slot (credits: comm.aggregate.slots
 // batches in flight per pair).
 //
+// With comm.aggregate.transport: message (the default) a batch is one
+// MPI_Isend instead, matched by receives the destination keeps posted on
+// the aggregator's own communicator (processed in posting order, so each
+// stream stays in order), and the applied counts go back as 8-byte
+// messages. HPCC MPIRandomAccess moves its buckets the same way.
+//
 // Records are 32 bytes: an update (accumulate with an op), a fetch (the
 // same, the old value returned), a compare-and-swap, a get of one element
 // of up to 8 bytes (index-gather), and a reply. Replies come back in the
@@ -52,6 +58,10 @@ class Aggregator {
  public:
   // Collective over the team: allocates the mailboxes.
   Aggregator(Team& team, const AggregateSettings& s);
+  ~Aggregator();
+  // Collective, before the team's segments go: completes every batch,
+  // then stops receiving.
+  void shutdown();
   Aggregator(const Aggregator&) = delete;
   Aggregator& operator=(const Aggregator&) = delete;
 
@@ -124,6 +134,27 @@ class Aggregator {
   std::vector<char> staging_;
   std::atomic<bool> lock_{false};
   bool draining_ = false;
+  // message transport
+  bool message_ = false;
+  bool stopped_ = false;
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  std::vector<std::vector<char>> recv_buf_;
+  std::vector<MPI_Request> recv_req_;
+  std::size_t recv_head_ = 0;                     // the oldest posted receive
+  std::vector<std::vector<char>> send_buf_;        // the send pool
+  std::vector<MPI_Request> send_req_;              // likewise
+  std::size_t send_next_ = 0;                      // where to look for a free buffer first
+  std::vector<std::uint64_t> acked_;               // dest -> batches it has applied (from its messages)
+  std::uint64_t ack_in_ = 0;
+  MPI_Request ack_req_ = MPI_REQUEST_NULL;
+  std::vector<MPI_Request> ack_send_req_;          // source -> the last acknowledgement sent
+  void post_receive(std::size_t i);
+  void drain_messages();
+  int free_send_buffer();
+  void send_message(int dest, Out& o, std::size_t n, int k);
+  void put_batch(int dest, Out& o, std::size_t n);
+  static constexpr std::uint64_t kPollEvery = 64;  // records pushed between looks at the mailboxes
+  std::uint64_t pushes_ = 0;
   std::uint64_t batches_sent_ = 0, records_sent_ = 0;
 };
 

@@ -79,8 +79,6 @@ class PlanImpl {
     int unit = -1;
     Runs local, remote;
     char* shared = nullptr;  // the unit's part, when on my node (route: shared memory)
-    MPI_Win win = MPI_WIN_NULL;
-    MPI_Aint disp = 0;  // of the unit's part in win
     WireType ltype, rtype;
     // Offloaded entries (layouts on both sides): what get_strided_async needs.
     bool offload = false;
@@ -130,10 +128,13 @@ PlanImpl* make_plan(int team, int segment, std::vector<PlanEntry> entries, std::
     std::size_t end = 0;
     for (const auto& [off, len] : e.remote) end = std::max(end, off + len);
     const std::size_t part = seg.bytes[static_cast<std::size_t>(pe.unit)];
-    if (end * esize > part)
+    if (!bounds_problem("", team, segment, pe.unit, 0, end * esize, part).empty())
       throw Error(where + ": the remote side reaches element " + std::to_string(end) + ", past the end of the part (" +
                   std::to_string(part / esize) + " elements)");
-    if (route != Route::mpi && rt.settings().locality) e.shared = seg.peer[static_cast<std::size_t>(pe.unit)];
+    // The route, as every other call takes it (rma.cpp: choose, endpoint).
+    const Target target{&seg, &rt.team(team), pe.unit, 0};
+    if (choose(target, route == Route::mpi ? Route::mpi : Route::local, 0, false) == Path::shared)
+      e.shared = endpoint(target, Path::shared).shared;
     e.offload = may_offload && pe.local.index.empty() && pe.remote.index.empty() &&
                 pe.local.elements() * esize >= engine->settings().threshold;
     if (e.offload) {
@@ -146,8 +147,6 @@ PlanImpl* make_plan(int team, int segment, std::vector<PlanEntry> entries, std::
         e.offload = false;  // shapes differ: the copy/MPI routes handle it
     }
     if (!e.shared) {
-      e.win = seg.rma;
-      e.disp = seg.disp[static_cast<std::size_t>(pe.unit)];
       e.ltype = wire_type(e.local, esize);
       e.rtype = wire_type(e.remote, esize);
     }
@@ -175,8 +174,9 @@ void plan_start(PlanImpl& p, void* local_base) {
   CommScope timed;
   char* local = static_cast<char*>(local_base);
   // Redirection (async.hpp) is switched only at collective points with
-  // nothing in flight: read once per start.
-  const bool redirect = p.seg->redirect && Runtime::current().settings().async.data;
+  // nothing in flight: the MPI path (direct or through the ghost) is read
+  // at each start.
+  Team& team = Runtime::current().team(p.team);
   if (p.get) std::atomic_thread_fence(std::memory_order_acquire);
   for (auto& e : p.entries) {
     if (e.offload) {
@@ -197,25 +197,28 @@ void plan_start(PlanImpl& p, void* local_base) {
       continue;
     }
     char* origin = local + e.ltype.first;
-    const auto u = static_cast<std::size_t>(e.unit);
-    const int rank = redirect ? p.seg->ghost[u] : e.unit;
-    const MPI_Aint disp = (redirect ? p.seg->ghost_disp[u] : e.disp) + e.rtype.first;
+    const Target t{const_cast<SegmentInfo*>(p.seg), &team, e.unit, static_cast<std::uint64_t>(e.rtype.first)};
+    const Path path = choose(t, Route::local, 0, false) == Path::redirect ? Path::redirect : Path::direct;
+    const Endpoint ep = endpoint(t, path);
+    const int rank = ep.rank;
+    const MPI_Aint disp = ep.disp;
+    MPI_Win win = ep.win;
     int rc = MPI_SUCCESS;
     if (!e.ltype.owned && !e.rtype.owned) {
       // Contiguous on both sides: request-based, so that wait() yields; a
       // get is complete with its request, a put also needs the flush.
       MPI_Request req;
-      rc = p.get ? MPI_Rget(origin, e.ltype.count, MPI_BYTE, rank, disp, e.rtype.count, MPI_BYTE, e.win, &req)
-                 : MPI_Rput(origin, e.ltype.count, MPI_BYTE, rank, disp, e.rtype.count, MPI_BYTE, e.win, &req);
+      rc = p.get ? MPI_Rget(origin, e.ltype.count, MPI_BYTE, rank, disp, e.rtype.count, MPI_BYTE, win, &req)
+                 : MPI_Rput(origin, e.ltype.count, MPI_BYTE, rank, disp, e.rtype.count, MPI_BYTE, win, &req);
       p.requests.push_back(req);
-      if (!p.get) p.in_flight.insert({e.win, rank});
+      if (!p.get) p.in_flight.insert({win, rank});
     } else {
       // Derived datatypes without requests, completed by one flush per
       // target in wait(): MPICH 4.0 completes request-based gets with
       // derived target types early.
-      rc = p.get ? MPI_Get(origin, e.ltype.count, e.ltype.type, rank, disp, e.rtype.count, e.rtype.type, e.win)
-                 : MPI_Put(origin, e.ltype.count, e.ltype.type, rank, disp, e.rtype.count, e.rtype.type, e.win);
-      p.in_flight.insert({e.win, rank});
+      rc = p.get ? MPI_Get(origin, e.ltype.count, e.ltype.type, rank, disp, e.rtype.count, e.rtype.type, win)
+                 : MPI_Put(origin, e.ltype.count, e.ltype.type, rank, disp, e.rtype.count, e.rtype.type, win);
+      p.in_flight.insert({win, rank});
     }
     if (rc != MPI_SUCCESS) throw Error("transfer plan: MPI_Get/MPI_Put failed");
   }

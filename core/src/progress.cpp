@@ -421,12 +421,10 @@ void ProgressEngine::execute(int node_app, const Command& c, std::vector<Pending
   ServerSegment& s = it->second;
   if (c.target < 0 || static_cast<std::size_t>(c.target) >= s.bytes.size())
     return fail(a, c.slot, std::string(what) + ": unit " + std::to_string(c.target) + " is not in team 0");
-  if (c.target_offset + rbytes > s.bytes[static_cast<std::size_t>(c.target)])
-    return fail(a, c.slot,
-                std::string(what) + ": " + std::to_string(rbytes) + " bytes at offset " +
-                    std::to_string(c.target_offset) + " of segment " + std::to_string(c.segment) +
-                    " run past the end of unit " + std::to_string(c.target) + "'s part (" +
-                    std::to_string(s.bytes[static_cast<std::size_t>(c.target)]) + " bytes)");
+  if (std::string problem = bounds_problem(what, c.team, c.segment, c.target, c.target_offset, rbytes,
+                                           s.bytes[static_cast<std::size_t>(c.target)]);
+      !problem.empty())
+    return fail(a, c.slot, problem);
   char* origin = nullptr;
   const int me = node_units_[static_cast<std::size_t>(node_app)];
   if (c.origin_segment < 0) {

@@ -178,7 +178,9 @@ using detail::Endpoint;
 using detail::Started;
 using detail::Target;
 
-enum class Path { shared, direct, offload, redirect };
+}  // namespace
+
+namespace detail {
 
 bool same_node(const Target& t) {
   return t.seg->peer[static_cast<std::size_t>(t.unit)] != nullptr;
@@ -193,7 +195,7 @@ Path choose(const Target& t, Route r, std::size_t bytes, bool async) {
   // through its ghost.
   if (t.seg->redirect && cs.async.data && !shm) return Path::redirect;
   if (async && r == Route::automatic) {
-    const detail::ProgressEngine* e = detail::progress_engine();
+    const ProgressEngine* e = progress_engine();
     if (e && t.team->served() && bytes >= e->settings().threshold) return Path::offload;
   }
   return shm ? Path::shared : Path::direct;
@@ -204,7 +206,6 @@ Path choose(const Target& t, Route r, std::size_t bytes, bool async) {
 // (for other nodes' units, in batches the target applies: aggregate), or
 // MPI on the unit -- through the target's ghost while redirection is on,
 // local origins included.
-enum class AtomicPath { cpu, aggregate, mpi, redirect };
 AtomicPath atomic_route(const Target& t) {
   if (t.seg->redirect) return AtomicPath::redirect;
   if (t.seg->cpu_atomics) return same_node(t) ? AtomicPath::cpu : AtomicPath::aggregate;
@@ -213,10 +214,6 @@ AtomicPath atomic_route(const Target& t) {
 Path atomic_path(const Target& t) {
   return t.seg->redirect ? Path::redirect : Path::direct;
 }
-detail::Aggregator& aggregator_of(const Target& t) {
-  return *t.team->aggregator();
-}
-
 Endpoint endpoint(const Target& t, Path p) {
   Endpoint e;
   const auto u = static_cast<std::size_t>(t.unit);
@@ -232,6 +229,22 @@ Endpoint endpoint(const Target& t, Path p) {
     e.disp = t.seg->disp[u] + static_cast<MPI_Aint>(t.offset);
   }
   return e;
+}
+
+}  // namespace detail
+
+namespace {
+
+using detail::AtomicPath;
+using detail::Path;
+using detail::atomic_path;
+using detail::atomic_route;
+using detail::choose;
+using detail::endpoint;
+using detail::same_node;
+
+detail::Aggregator& aggregator_of(const Target& t) {
+  return *t.team->aggregator();
 }
 
 void check_shapes(const Layout& a, const Layout& b) {
@@ -337,6 +350,8 @@ void dispatch(MPI_Datatype type, F&& f) {
 }
 
 std::size_t type_size(MPI_Datatype type) {
+  if (type == MPI_INT32_T || type == MPI_FLOAT) return 4;
+  if (type == MPI_INT64_T || type == MPI_UINT64_T || type == MPI_DOUBLE) return 8;
   int size = 0;
   MPI_Type_size(type, &size);
   return static_cast<std::size_t>(size);
@@ -366,12 +381,20 @@ Target resolve(int team, int segment, int unit, std::uint64_t offset, std::size_
 #else
   const bool check = true;
 #endif
-  if (check && offset + bytes > seg.bytes[static_cast<std::size_t>(unit)])
-    throw Error(std::string(what) + ": " + std::to_string(bytes) + " bytes at offset " +
-                std::to_string(offset) + " of segment " + std::to_string(segment) + " (team " +
-                std::to_string(team) + ") run past the end of unit " + std::to_string(unit) + "'s part (" +
-                std::to_string(seg.bytes[static_cast<std::size_t>(unit)]) + " bytes)");
+  if (check) {
+    const std::string problem =
+        bounds_problem(what, team, segment, unit, offset, bytes, seg.bytes[static_cast<std::size_t>(unit)]);
+    if (!problem.empty()) throw Error(problem);
+  }
   return Target{&seg, &rt.team(team), unit, offset};
+}
+
+std::string bounds_problem(const char* what, int team, int segment, int unit, std::uint64_t offset,
+                           std::size_t bytes, std::size_t part) {
+  if (offset <= part && bytes <= part - offset) return "";
+  return std::string(what) + ": " + std::to_string(bytes) + " bytes at offset " + std::to_string(offset) +
+         " of segment " + std::to_string(segment) + " (team " + std::to_string(team) + ") run past the end of unit " +
+         std::to_string(unit) + "'s part (" + std::to_string(part) + " bytes)";
 }
 
 void get_strided(void* dst, const Layout& local, const Target& t, const Layout& remote, std::size_t esize,
@@ -775,7 +798,17 @@ void flush(Team& team) {
   detail::CommScope timed;
   if (detail::Aggregator* a = team.aggregator()) a->flush(-1);
   if (detail::ProgressEngine* e = detail::progress_engine(); e && team.served()) e->quiesce();
-  Runtime::current().for_each_window(team.id(), [](MPI_Win w) { MPI_Win_flush_all(w); });
+  // Per target, not MPI_Win_flush_all: MPICH 4.0.2 ch4:ucx returned from
+  // MPI_Win_flush_all before request-less MPI_Gets to other (emulated)
+  // nodes had delivered their data (core.fine_node2, IndexGather, 1 run in 3).
+  Runtime::current().for_each_window(team.id(), [](MPI_Win w) {
+    int n = 0;
+    MPI_Group g;
+    MPI_Win_get_group(w, &g);
+    MPI_Group_size(g, &n);
+    MPI_Group_free(&g);
+    for (int r = 0; r < n; ++r) MPI_Win_flush(r, w);
+  });
   detail::value_arena().recycle();
   std::atomic_thread_fence(std::memory_order_seq_cst);
 }
@@ -786,7 +819,14 @@ void flush(Team& team, int unit) {
     throw Error("flush: unit " + std::to_string(unit) + " is not in team " + std::to_string(team.id()) + " (" +
                 std::to_string(team.size()) + " units)");
   if (detail::Aggregator* a = team.aggregator()) a->flush(unit);
-  Runtime::current().for_each_window(team.id(), [unit](MPI_Win w) { MPI_Win_flush(unit, w); });
+  // The unit itself, and its node's ghost where redirection sends its
+  // operations (the same route endpoint() takes).
+  std::set<std::pair<MPI_Win, int>> done;
+  Runtime::current().for_each_segment(team.id(), [&](const SegmentInfo& seg) {
+    if (seg.rma == MPI_WIN_NULL) return;
+    const int rank = seg.redirect ? seg.ghost[static_cast<std::size_t>(unit)] : unit;
+    if (done.insert({seg.rma, rank}).second) MPI_Win_flush(rank, seg.rma);
+  });
   std::atomic_thread_fence(std::memory_order_seq_cst);
 }
 

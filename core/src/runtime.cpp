@@ -65,9 +65,14 @@ void add_common_keys(Schema& s, const std::string& app_name) {
               "one node always use CPU atomics (comm.locality on)")
       .integer("comm.aggregate.records", 1024, 16, 1 << 20,
                "aggregate: records (32 B: one update or get) per batch; a full batch is sent at once")
-      .integer("comm.aggregate.slots", 2, 1, 64,
-               "aggregate: batches one unit may have in flight to another (mailbox slots per pair: "
-               "units x slots x (16 + 32 x records) bytes per unit)")
+      .integer("comm.aggregate.slots", 8, 1, 64,
+               "aggregate: batches one unit may have in flight to another (transport put: mailbox slots "
+               "per pair, units x slots x (16 + 32 x records) bytes per unit; message: 2 x slots receives "
+               "and send buffers of 16 + 32 x records bytes)")
+      .choice("comm.aggregate.transport", "message", {"message", "put"},
+              "aggregate: how a batch travels: message (one MPI_Isend into receives the destination keeps "
+              "posted) or put (one MPI_Put into the destination's mailbox, a flush, then its sequence number "
+              "by MPI_Accumulate: the notified put)")
       .choice("comm.async", "off", {"off", "on", "user", "auto"},
               "target-side redirection (Casper): operations on units of other nodes and all atomics go to "
               "the target node's progress process, so they complete while the target computes. off; on; "
@@ -416,6 +421,8 @@ CommSettings comm_settings(const Config& c) {
   s.atomics = c.string("comm.atomics") == "aggregate" ? AtomicMode::aggregate : AtomicMode::mpi;
   s.aggregate.records = static_cast<std::size_t>(c.integer("comm.aggregate.records"));
   s.aggregate.slots = static_cast<int>(c.integer("comm.aggregate.slots"));
+  s.aggregate.transport =
+      c.string("comm.aggregate.transport") == "put" ? AggregateTransport::put : AggregateTransport::message;
   s.progress.processes_per_node = static_cast<int>(c.integer("runtime.progress.processes_per_node"));
   s.progress.threshold = static_cast<std::size_t>(c.integer("runtime.progress.threshold"));
   s.progress.staging = static_cast<std::size_t>(c.integer("runtime.progress.staging"));

@@ -275,12 +275,17 @@ void free_segment(int team_id, int segment) {
                             ": units free different segments (ids " + std::to_string(-ids[1]) + " to " +
                             std::to_string(ids[0]) + ")");
   }
-  auto seg = rt.take_segment(team_id, segment);
-  if (!seg)
+  const SegmentInfo* live = rt.find_segment(team_id, segment);
+  if (!live)
     throw Error("free: segment " + std::to_string(segment) + " of team " + std::to_string(team_id) +
                 " is not allocated (freed twice?)");
-  // Nobody may still be reading or writing it.
-  MPI_Barrier(team.comm());
+  // Nobody may still be reading or writing it (aggregated batches still
+  // in flight included: that barrier applies them while it waits).
+  if (Aggregator* agg = team.aggregator(); agg && live->aggregate)
+    agg->barrier();
+  else
+    MPI_Barrier(team.comm());
+  auto seg = rt.take_segment(team_id, segment);
   if (team.served()) progress_engine()->notify_servers(Control::free, team_id, segment);
   if (seg->own != MPI_WIN_NULL) {
     free_segment_window(seg->own);

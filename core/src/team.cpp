@@ -128,6 +128,8 @@ Team::~Team() {
   if (!collective_cleanup_allowed()) return;  // a local error: the job aborts next
   // Segments still allocated on this team go with it (collectively: a team
   // is destroyed by all its units together).
+  // Aggregated batches still in flight land in this team's segments.
+  if (agg_) agg_->shutdown();
   if (Runtime::exists()) Runtime::current().release_segments(id_);
   agg_.reset();
   if (win_ != MPI_WIN_NULL && !served()) {
@@ -310,18 +312,19 @@ bool Runtime::exists() {
 }
 
 Team& Runtime::team(int id) const {
-  auto it = teams_.find(id);
-  if (it == teams_.end()) throw Error("team " + std::to_string(id) + " does not exist (freed?)");
-  return *it->second;
+  if (id < 0 || static_cast<std::size_t>(id) >= teams_.size() || !teams_[static_cast<std::size_t>(id)])
+    throw Error("team " + std::to_string(id) + " does not exist (freed?)");
+  return *teams_[static_cast<std::size_t>(id)];
 }
 
 void Runtime::add_team(Team* t) {
-  teams_[t->id()] = t;
+  if (teams_.size() <= static_cast<std::size_t>(t->id())) teams_.resize(static_cast<std::size_t>(t->id()) + 1);
+  teams_[static_cast<std::size_t>(t->id())] = t;
   max_team_id_ = std::max(max_team_id_, t->id());
 }
 
 void Runtime::remove_team(int id) {
-  teams_.erase(id);
+  if (id >= 0 && static_cast<std::size_t>(id) < teams_.size()) teams_[static_cast<std::size_t>(id)] = nullptr;
 }
 
 SegmentInfo& Runtime::segment(int team, int id) const {

@@ -26,6 +26,30 @@ struct Endpoint {
   MPI_Aint disp = 0;
 };
 
+// The one route decision of the core (rma.cpp). Every caller -- get/put,
+// the handle-free calls, transfer plans -- asks these, so the memcpy-or-MPI
+// choice, redirection and the endpoint of a unit exist once.
+enum class Path { shared, direct, offload, redirect };
+// True when the target's part lies on my node (whatever comm.locality says).
+bool same_node(const Target& t);
+// The path of a get/put of `bytes` (async: non-blocking with a handle, so
+// a progress process may take it).
+Path choose(const Target& t, Route r, std::size_t bytes, bool async);
+// Where a transfer on that path goes: a same-node address, or a window,
+// rank and displacement (the unit's, or its node's ghost's).
+Endpoint endpoint(const Target& t, Path p);
+// Atomics: one mechanism per segment (segment_table.hpp).
+enum class AtomicPath { cpu, aggregate, mpi, redirect };
+AtomicPath atomic_route(const Target& t);
+// The MPI path of an atomic (direct or redirect).
+Path atomic_path(const Target& t);
+// The one bounds rule: [offset, offset + bytes) must lie in the unit's
+// part. The message (empty when in bounds) names the segment, the unit and
+// the part's size; the units check under comm.check or in debug builds,
+// plans once when built, progress processes on every command.
+std::string bounds_problem(const char* what, int team, int segment, int unit, std::uint64_t offset,
+                           std::size_t bytes, std::size_t part);
+
 // What an executor started. Complete at once when req is null and flush is
 // false (shared memory). Otherwise complete when req is (for a get: the
 // data is here) and, if flush, after MPI_Win_flush(rank, win) (a put is

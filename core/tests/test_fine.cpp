@@ -265,7 +265,17 @@ TEST_P(Atomics, IndexGatherOfRandomWords) {
   }
   locus::flush(world());
   long bad = 0;
-  for (std::size_t k = 0; k < kReads; ++k) bad += got[k] != mix(at[k]);
+  for (std::size_t k = 0; k < kReads; ++k) {
+    if (got[k] != mix(at[k]) && bad < 3)
+    {
+      std::uint64_t again = 0;
+      locus::get(&again, a.gptr(static_cast<int>(at[k] / kWords)) + static_cast<std::ptrdiff_t>(at[k] % kWords), 1);
+      ADD_FAILURE() << "read " << k << " of unit " << at[k] / kWords << " word " << at[k] % kWords << ": got "
+                    << got[k] << ", want " << mix(at[k]) << ", blocking get now " << again << " local? "
+                    << a.gptr(static_cast<int>(at[k] / kWords)).is_local();
+    }
+    bad += got[k] != mix(at[k]);
+  }
   EXPECT_EQ(bad, 0);
   locus::barrier(world());
 }

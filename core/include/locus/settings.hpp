@@ -49,9 +49,19 @@ struct AsyncSettings {
 enum class AtomicMode { automatic, mpi, aggregate };
 
 // comm.aggregate: the batches of fine-grained traffic to other nodes.
+//   message  a batch is one MPI_Isend, matched by receives the destination
+//            keeps posted; applied counts go back as small messages
+//   put      a batch is one MPI_Put into the destination's mailbox, a flush,
+//            then its sequence number by MPI_Accumulate (the notified put);
+//            applied counts go back by MPI_Accumulate
+// Both need the destination at a progress point to apply a batch. message
+// is the default: on MPICH 4.0 ch4:ucx within a host every put's flush
+// waited for the target (docs/results.md).
+enum class AggregateTransport { message, put };
 struct AggregateSettings {
   std::size_t records = 1024;  // records (one update or get each) per batch
-  int slots = 2;               // batches one unit may have in flight to another
+  int slots = 8;               // batches one unit may have in flight to another
+  AggregateTransport transport = AggregateTransport::message;
 };
 
 struct CommSettings {

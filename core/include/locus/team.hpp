@@ -171,7 +171,7 @@ class Runtime {
   detail::SegmentTable segments_;
   CommSettings settings_;
   NodeMap nodes_;
-  std::map<int, Team*> teams_;
+  std::vector<Team*> teams_;  // team id -> team (nullptr: none here)
   int max_team_id_ = 0;
   std::unique_ptr<Team> world_;
   std::unique_ptr<Team> node_;
