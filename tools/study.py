@@ -1038,8 +1038,11 @@ def report(study, agg, records, results, files, rows):
     if fom_def:
         lines += ["Figure of merit: %s [%s], over %s (median of the repeats)." % (
             fom_def["name"], fom_def["unit"], fom_def.get("divides_by", "the whole timed solve")), ""]
-    sizes = {r: sizes_of(study.app, next((x.get("config") for x in records if x["ranks"] == r and x.get("config")),
-                                         {}), r) for r in study.ranks}
+    # the problem of each point (a sweep may change it between variants)
+    sizes = {}
+    for x in records:
+        if (x["variant"], x["ranks"]) not in sizes and x.get("config"):
+            sizes[(x["variant"], x["ranks"])] = sizes_of(study.app, x["config"], x["ranks"], x.get("summary"))
     lines += ["| variant | ranks | global size | points per rank | runs ok | median [s] | spread [s] | %s |" % (
                  "speedup | efficiency" if study.scaling == "strong" else "weak efficiency") +
              (" figure of merit [%s] |" % fom_def["unit"] if fom_def else "") +
@@ -1061,7 +1064,7 @@ def report(study, agg, records, results, files, rows):
                 cells = ["%.4g" % a["median"], "%.3g–%.3g" % (a["min"], a["max"]), "%.2f" % sp if sp is not None else "–"]
                 if strong:
                     cells.append("%.2f" % (sp * r0 / r) if sp is not None else "–")
-            sz = sizes[r]
+            sz = sizes.get((v, r)) or {"global_size": "?", "points_per_rank": None}
             line = "| %s | %d%s | %s | %s | %d/%d | %s |" % (
                 label(v), r, "*" if r > cores else "", sz["global_size"],
                 "%g" % sz["points_per_rank"] if sz["points_per_rank"] is not None else "–", a["n"], n_all,
