@@ -68,6 +68,23 @@ p, _ = run_app("heat3d", deck("heat3d"), NP, ["output.dir=" + OUT, "output.name=
                extra=["--summary", "json"])
 j = json.loads(p.stdout[p.stdout.index("{"):])["locus_summary"]
 check(j["results"]["figure_of_merit"]["unit"] == "Mcell_updates/s", "JSON summary: %s" % j["results"])
+# the machine descriptor and where the run came from
+m = s["machine"]
+for k in ("os", "kernel", "sockets", "numa_nodes", "launch_line", "environment"):
+    check(k in m and str(m[k]), "machine descriptor without %s: %s" % (k, m))
+check(os.path.isabs(s["deck_path"]) and s["deck_path"].endswith("inputs/heat3d/default.yaml") and
+      os.path.isdir(s["working_directory"]), "deck_path / working_directory: %s %s" % (
+          s.get("deck_path"), s.get("working_directory")))
+p, _ = run_app("heat3d", deck("heat3d"), NP, ["output.dir=" + OUT, "output.name=h_json", "heat3d.grid.nx=8",
+                                              "heat3d.grid.ny=8", "heat3d.grid.nz=8", "heat3d.time.max_steps=2",
+                                              "heat3d.time.tolerance=0", "heat3d.validation.mode=none",
+                                              "output.overwrite=true"],
+               env=dict(os.environ, OMP_PROC_BIND="false", LOCUS_LAUNCH_LINE="mpiexec -n 2 heat3d x"))
+m = summary(p.stdout)["machine"]
+check("OMP_PROC_BIND=false" in m["environment"] and m["launch_line"] == "mpiexec -n 2 heat3d x",
+      "environment / launch line: %s" % m)
+# replacing an output is said (shipped decks set output.overwrite: true)
+check("note: this run replaces" in p.stderr and "h_json.h5" in p.stderr, "replacement not announced: %r" % p.stderr)
 
 # poisson5pt: Mpoint updates over the whole iteration loop; the default
 # deck (mode none) converges but compares nothing: not checked.

@@ -54,6 +54,17 @@ check(p.returncode == 0 and "poisson5pt.grid.n=200" in p.stdout, "--per-rank poi
 p = run("run", "-n", "2", "--per-rank", "16,x", "--dry-run")
 check(p.returncode != 0 and "--per-rank" in p.stderr and "Traceback" not in p.stderr, "bad --per-rank: %r" % p.stderr)
 
+# one overwrite rule: every shipped deck of every app sets output.overwrite
+# (re-running a README command replaces its own output, and says so)
+import glob  # noqa: E402
+import yaml  # noqa: E402
+decks = [d for app in ("heat3d", "poisson5pt", "spmv", "tensor_contract")
+         for d in glob.glob(os.path.join(SOURCE, "inputs", app, "*.yaml")) +
+         glob.glob(os.path.join(SOURCE, "validation", app, "*.yaml"))]
+missing = [os.path.relpath(d, SOURCE) for d in decks
+           if ((yaml.safe_load(open(d)) or {}).get("output") or {}).get("overwrite") is not True]
+check(len(decks) > 15 and not missing, "shipped decks without output.overwrite: true: %s" % missing)
+
 # --help texts
 p = run("test", "--help")
 check("--mpi" in p.stdout, "test --help omits --mpi")
