@@ -23,13 +23,14 @@ import argparse
 import csv
 import json
 import os
+import shlex
 import statistics
 import sys
 
 import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from locuslib import UserError  # noqa: E402
+from locuslib import ROOT, UserError  # noqa: E402
 
 
 def load(results):
@@ -197,8 +198,10 @@ def main():
 
         lines = ["# %s vs %s" % (la, lb), "",
                  "A: `%s`, B: `%s`; metric: `%s` time of the slowest rank, median of the repeats with the "
-                 "min-max spread. Regenerate: `./locus compare-studies %s %s`" % (
-                     A["dir"], B["dir"], A["metric"], A["dir"], B["dir"]), ""]
+                 "min-max spread. Regenerate (from any directory): `%s compare-studies %s %s --out %s%s`" % (
+                     A["dir"], B["dir"], A["metric"], shlex.quote(os.path.join(ROOT, "locus")),
+                     shlex.quote(A["dir"]), shlex.quote(B["dir"]), shlex.quote(out),
+                     " --allow-differences" if hard else ""), ""]
         if hard or soft:
             lines += ["## Differences between A and B", ""]
             lines += ["- **%s** (compared anyway: --allow-differences)" % d for d in hard]

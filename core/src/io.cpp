@@ -794,8 +794,9 @@ std::string finish_output(H5Output& out, const Context& ctx, Timers& timers, con
     }
   }
   // The figure of merit as root attributes too (docs/outputs.md).
-  const YAML::Node fom = results["figure_of_merit"];
-  if (fom.IsMap()) {
+  // (a const lookup of a missing key gives an invalid node: test IsDefined first)
+  const YAML::Node fom = results.IsMap() ? results["figure_of_merit"] : YAML::Node();
+  if (fom.IsDefined() && fom.IsMap()) {
     out.attribute("", "figure_of_merit_name", fom["name"].as<std::string>());
     out.attribute("", "figure_of_merit_value", fom["value"].as<double>());
     out.attribute("", "figure_of_merit_unit", fom["unit"].as<std::string>());
