@@ -93,7 +93,7 @@ def value_for(key, spec):
     typ = spec["type"] if spec else ""
     if any(key.endswith(w) or w in key for w in PATHS):
         return rng.choice(["", "a\x00b", "/nonexistent/dir/x", "x" * 300, "sub/dir", ".", "/proc/self", "/dev/zero",
-                           "missing.h5", "missing.mtx", OUT + "/" + "y" * 260])
+                           "missing.h5", "missing.mtx", "sub/" + "y" * 260])
     if any(w in key for w in WORK):
         return rng.choice(ODD + SMALLV + [2 ** 63, "9" * 40])
     pool = ODD + HUGE + SMALLV
@@ -165,7 +165,10 @@ for case in range(CASES):
     flat.update(SMALL[app])
     cdir = os.path.join(OUT, "c%04d" % case)
     os.makedirs(cdir)
-    flat["output.dir"] = os.path.join(cdir, "out")
+    # relative to the run's directory (cdir): a text edit of the deck can
+    # change this path, never move it out of the scratch tree (an absolute
+    # path's "build" edited into "buld" once wrote into the source tree)
+    flat["output.dir"] = "out"
     flat["output.overwrite"] = False
     sets, what = [], []
     text_edits = 0

@@ -23,7 +23,8 @@ def main():
         check(q.returncode == 0 and q.stdout.startswith("usage: ./locus " + cmd),
               "%s --help: %r %r" % (cmd, q.stdout[:80], q.stderr))
     p = run()
-    check(p.returncode == 0 and p.stdout.startswith("usage: ./locus COMMAND"), "no arguments shows usage")
+    # no command is a mistake (exit 2), with the usage on stderr
+    check(p.returncode == 2 and p.stderr.startswith("usage: ./locus COMMAND"), "no arguments shows usage, exit 2")
     p = run("frobnicate")
     check(p.returncode != 0 and "unknown command 'frobnicate'" in p.stderr, "unknown command: " + p.stderr)
     p = run("run", "no/such/deck.yaml")

@@ -81,8 +81,10 @@ for name, sets, how in cases:
             check(isinstance(sym, dict) and sym["verdict"] == "pass", "%s: symmetry test %s" % (name, sym))
         else:
             check(not isinstance(sym, dict), "%s: the symmetry test ran on unsymmetric input" % name)
-        check(summ["validation"]["verdict"] == "pass", "%s %s: verdict %s" % (name, mode,
-                                                                           summ["validation"]["verdict"]))
+        # without the symmetry test (unsymmetric input) nothing is checked
+        want = "pass" if isinstance(sym, dict) else "not checked"
+        check(summ["validation"]["verdict"] == want, "%s %s: verdict %s, expected %s" % (
+            name, mode, summ["validation"]["verdict"], want))
     compare("%s (np %d)" % (name, NP), ys["vector"], reference(mtx, x))
     for mode in MODES[1:]:
         check(np.array_equal(ys[mode].view(np.uint64), ys["vector"].view(np.uint64)),

@@ -31,7 +31,8 @@ checks:
     reference_file: validation/reference/poisson5pt_manufactured_n31.h5
     tolerance: 1.0e-12
 """)
-    p = validate(wrong)
+    # failed cases are kept under the scratch tree, not the repository's output/validate/
+    p = validate(wrong, "--failed-dir", os.path.join(out, "failed_default"))
     check(p.returncode == 1, "a wrong reference must fail: %d\n%s\n%s" % (p.returncode, p.stdout, p.stderr))
     rows = [l for l in p.stdout.splitlines() if l.startswith("wrong")]
     check(len(rows) == 2 and all(r.rstrip().endswith("FAIL") for r in rows), "two FAIL rows:\n" + p.stdout)

@@ -11,18 +11,26 @@ spread of the repeats, and the ratio A/B), and plots: time.png (one colour
 per variant, solid A, dashed B) and ratio.png (A time / B time, error bars
 from the spreads). Variants and rank counts are matched by name; those only
 one side has are listed, not compared.
+
+First it checks that A and B are the same study: the same app, scaling and
+metric, and the same problem (global size) at every rank count both have
+(study.json, results.csv). A difference there is refused, naming it
+(--allow-differences compares anyway, with the differences at the top of
+the report); other differences (deck, set keys, swept values, rank counts,
+repeats) are warnings, printed and in the report.
 """
 import argparse
 import csv
 import json
 import os
+import shlex
 import statistics
 import sys
 
 import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from locuslib import UserError  # noqa: E402
+from locuslib import ROOT, UserError  # noqa: E402
 
 
 def load(results):
@@ -56,7 +64,46 @@ def load(results):
                 machine = yaml.safe_load(f)
             break
     agg = {k: {"median": statistics.median(x), "min": min(x), "max": max(x), "n": len(x)} for k, x in points.items()}
-    return {"dir": results, "meta": meta, "metric": metric, "agg": agg, "order": order, "machine": machine}
+    sizes = dict((meta.get("sizes") or {}))
+    with open(csv_path) as f:
+        for row in csv.DictReader(f):
+            if row.get("global_size") and row["ranks"] not in sizes:
+                sizes[row["ranks"]] = {"global_size": row["global_size"]}
+    return {"dir": results, "meta": meta, "metric": metric, "agg": agg, "order": order, "machine": machine,
+            "sizes": sizes}
+
+
+def differences(A, B, la, lb):
+    """(refused, warnings): what makes A and B different studies, and what
+    only differs in extent. Each as one line naming both sides."""
+    hard, soft = [], []
+    ma, mb = A["meta"], B["meta"]
+
+    def differ(key, what, into):
+        va, vb = ma.get(key), mb.get(key)
+        if va is None or vb is None:
+            if va != vb:
+                soft.append("%s: only %s records it (older study), not checked" % (what, la if vb is None else lb))
+            return
+        if va != vb:
+            into.append("%s: %s %s, %s %s" % (what, la, json.dumps(va), lb, json.dumps(vb)))
+
+    differ("app", "app", hard)
+    differ("scaling", "scaling", hard)
+    if A["metric"] != B["metric"]:
+        hard.append("metric: %s times '%s', %s '%s'" % (la, A["metric"], lb, B["metric"]))
+    differ("weak_size", "weak_size (problem per rank)", hard)
+    sa, sb = A["sizes"], B["sizes"]
+    if not sa or not sb:
+        soft.append("problem sizes: %s records none (older study), not checked" % (la if not sa else lb))
+    for r in sorted(set(sa) & set(sb), key=int):
+        ga, gb = sa[r].get("global_size"), sb[r].get("global_size")
+        if ga != gb:
+            hard.append("global size at %s ranks: %s %s, %s %s" % (r, la, ga, lb, gb))
+    for key, what in (("deck", "deck"), ("set", "set keys"), ("sweep", "swept keys and values"),
+                      ("ranks", "rank counts"), ("points", "nodes x ranks per node"), ("repeats", "repeats")):
+        differ(key, what, soft)
+    return hard, soft
 
 
 def main():
@@ -66,14 +113,23 @@ def main():
     ap.add_argument("b", help="results directory B")
     ap.add_argument("--labels", nargs=2, metavar=("NAME_A", "NAME_B"), help="names of A and B in tables and plots")
     ap.add_argument("--out", help="output directory")
+    ap.add_argument("--allow-differences", action="store_true",
+                    help="compare studies of different apps, scalings, metrics or problem sizes anyway "
+                         "(the differences head the report)")
     args = ap.parse_args()
     try:
         A, B = load(os.path.abspath(args.a)), load(os.path.abspath(args.b))
-        if A["metric"] != B["metric"]:
-            raise UserError("A times '%s' and B '%s': compare the same metric" % (A["metric"], B["metric"]))
         la, lb = args.labels or (os.path.basename(A["dir"].rstrip("/")), os.path.basename(B["dir"].rstrip("/")))
         if la == lb:
             la, lb = la + " (A)", lb + " (B)"
+        hard, soft = differences(A, B, la, lb)
+        if hard and not args.allow_differences:
+            raise UserError("A and B are not the same study:\n  " + "\n  ".join(hard) +
+                            "\n(--allow-differences compares them anyway)")
+        for d in hard + soft:
+            print("warning: A and B differ: %s" % d, file=sys.stderr)
+        if A["metric"] != B["metric"]:
+            raise UserError("A times '%s' and B '%s': compare the same metric" % (A["metric"], B["metric"]))
         out = os.path.abspath(args.out or os.path.join("results", "compare-%s-vs-%s" % (
             os.path.basename(A["dir"].rstrip("/")), os.path.basename(B["dir"].rstrip("/")))))
         os.makedirs(out, exist_ok=True)
@@ -142,8 +198,15 @@ def main():
 
         lines = ["# %s vs %s" % (la, lb), "",
                  "A: `%s`, B: `%s`; metric: `%s` time of the slowest rank, median of the repeats with the "
-                 "min-max spread. Regenerate: `./locus compare-studies %s %s`" % (
-                     A["dir"], B["dir"], A["metric"], A["dir"], B["dir"]), "", "## Machines", "",
+                 "min-max spread. Regenerate (from any directory): `%s compare-studies %s %s --out %s%s`" % (
+                     A["dir"], B["dir"], A["metric"], shlex.quote(os.path.join(ROOT, "locus")),
+                     shlex.quote(A["dir"]), shlex.quote(B["dir"]), shlex.quote(out),
+                     " --allow-differences" if hard else ""), ""]
+        if hard or soft:
+            lines += ["## Differences between A and B", ""]
+            lines += ["- **%s** (compared anyway: --allow-differences)" % d for d in hard]
+            lines += ["- %s" % d for d in soft] + [""]
+        lines += ["## Machines", "",
                  "| | %s | %s |" % (la, lb), "|---|---|---|"]
         ma, mb = A["machine"] or {}, B["machine"] or {}
         for k in list(ma) + [k for k in mb if k not in ma]:

@@ -165,6 +165,10 @@ def launcher_spec():
     return "mpiexec", "default"
 
 
+# A launcher's own binding options (Hydra, Open MPI, srun): --bind adds one.
+BIND_OPTIONS = ("-bind-to", "--bind-to", "-binding", "--cpu-bind", "--cpu_bind", "-cpu-bind")
+
+
 def launcher_template(spec=None, ppn=None, bind=None):
     """The launcher's argv with {n} (and {ppn}) left to fill in."""
     where = "--launcher"
@@ -198,6 +202,10 @@ def launcher_template(spec=None, ppn=None, bind=None):
             ppn = "{n}"
         return [a.replace("{ppn}", str(ppn)) if ppn is not None else a for a in argv]
     kind = _launcher_kind(argv[0])
+    own = [a for a in argv[1:] if a.split("=")[0] in BIND_OPTIONS]
+    if bind and own:
+        raise UserError("--bind %s and the launcher's own %s (%s): bind once, with --bind or in the launcher "
+                        "command, not both" % (bind, own[0].split("=")[0], where))
     if kind is None:
         raise UserError("launcher (%s): %s is not a launcher locus knows (mpiexec, mpirun, srun): "
                         "name the rank count with {n}, e.g. '%s -np {n}'" % (where, argv[0], spec))
@@ -352,6 +360,8 @@ def run_app(app, deck, ranks, sets, timeout, log_prefix=None, env=None, ppn=None
         # written first: the command of a run that is still going
         with open(log_prefix + ".cmd", "w") as f:
             f.write(" ".join(shlex.quote(c) for c in cmd) + "\n")
+    # the machine descriptor records the launch line
+    env = dict(env if env is not None else os.environ, LOCUS_LAUNCH_LINE=" ".join(shlex.quote(c) for c in cmd))
     t0 = time.monotonic()
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)

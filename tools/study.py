@@ -36,7 +36,7 @@ from locuslib import (ROOT, Located, UserError, app_binary, app_error, app_keys,
 
 STUDY_KEYS = {
     "name": "study name (default: the file stem); results go to results/<name>/",
-    "app": "the app to run (heat3d, poisson5pt, spmv)",
+    "app": "the app to run (heat3d, poisson5pt, spmv, tensor_contract)",
     "deck": "base deck, relative to the study file or the repository",
     "scaling": "strong (fixed problem) or weak (fixed size per rank)",
     "ranks": "list of rank counts (all ranks on one node); or give nodes and ranks_per_node",
@@ -48,7 +48,9 @@ STUDY_KEYS = {
     "sweep": "swept keys: {key: [values]}",
     "baseline": "ratios are taken against this variant: {swept key: value}; swept keys it leaves out "
                 "keep each variant's own value (e.g. {comm.halo: rma} compares per node size)",
-    "weak_size": "weak: the problem per rank (heat3d: [nx, ny, nz] per rank; poisson5pt: [n]; spmv: [nx, ny, nz], nz grows)",
+    "weak_size": "weak: the problem per rank (heat3d: [nx, ny, nz] per rank; poisson5pt: [n]; spmv: [nx, ny, nz], "
+                 "nz grows; tensor_contract: [extent] on one rank, every extent grows as ranks^(1/indices) so the "
+                 "flops per rank stay)",
     "metric": "timer for the time plots (slowest rank); default total",
     "timeout": "seconds per run before it counts as failed; default 900",
     "mpi": "MPI libraries as an axis: [mpich, openmpi]; each runs with its own build (build/, build-openmpi/: "
@@ -75,7 +77,7 @@ def dims_create(n, nd):
     return sorted(dims, reverse=True)
 
 
-def weak_heat3d(size, ranks):
+def weak_heat3d(size, ranks, base=None):
     if len(size) != 3:
         raise UserError("heat3d: weak_size is [nx, ny, nz] per rank")
     d = dims_create(ranks, 3)
@@ -86,14 +88,14 @@ def weak_heat3d(size, ranks):
     return out
 
 
-def weak_poisson5pt(size, ranks):
+def weak_poisson5pt(size, ranks, base=None):
     if len(size) != 1:
         raise UserError("poisson5pt: weak_size is [n]: n x n points per rank")
     # N^2 / ranks = n^2 points per rank (rounded): N = n sqrt(ranks).
     return [("poisson5pt.grid.n", str(int(round(size[0] * math.sqrt(ranks)))))]
 
 
-def weak_spmv(size, ranks):
+def weak_spmv(size, ranks, base=None):
     if len(size) != 3:
         raise UserError("spmv: weak_size is [nx, ny, nz] per rank (stencil generators)")
     # rows are split in blocks of the last dimension: nz grows with the ranks
@@ -101,8 +103,72 @@ def weak_spmv(size, ranks):
             ("spmv.matrix.nz", str(size[2] * ranks))]
 
 
-# A new app joins studies by adding its rule here (and a deck).
-WEAK_RULES = {"heat3d": weak_heat3d, "poisson5pt": weak_poisson5pt, "spmv": weak_spmv}
+CONTRACTIONS = {"matmul": "ij = ik * kj", "ccsd": "abij = acik * cbkj", "triples": "abcijk = abil * lcjk"}
+
+
+def contraction_indices(config):
+    """(all indices, C's indices) of tensor_contract's contraction."""
+    text = str(dig(config, "tensor_contract.contraction") or "ccsd")
+    text = CONTRACTIONS.get(text, text)
+    c = text.split("=")[0]
+    return sorted(set(ch for ch in text if ch.isalpha())), [ch for ch in c if ch.isalpha()]
+
+
+def weak_tensor_contract(size, ranks, base=None):
+    if len(size) != 1:
+        raise UserError("tensor_contract: weak_size is [extent]: every index's extent on one rank")
+    # flops grow as extent^indices: extent = e * ranks^(1/indices) keeps the
+    # flops per rank (rounded to whole elements)
+    indices = len(contraction_indices(base or {})[0]) or 1
+    return [("tensor_contract.extent", str(int(round(size[0] * ranks ** (1.0 / indices)))))]
+
+
+# A new app joins studies by adding its rule here (and a deck), and its size
+# to sizes_of.
+WEAK_RULES = {"heat3d": weak_heat3d, "poisson5pt": weak_poisson5pt, "spmv": weak_spmv,
+              "tensor_contract": weak_tensor_contract}
+
+
+def sizes_of(app, config, ranks, summary=None):
+    """The problem of one run: {'global_size': text, 'global_points': grid
+    points, matrix rows or C elements, 'points_per_rank': that over the
+    ranks}. From the effective config (and the summary, for a matrix file)."""
+    g = lambda k: dig(config, k)  # noqa: E731
+    text, points = "?", None
+    if app == "heat3d":
+        n = [int(g("heat3d.grid.n" + a) or 0) for a in "xyz"]
+        text, points = "x".join(map(str, n)), n[0] * n[1] * n[2]
+    elif app == "poisson5pt":
+        n = int(g("poisson5pt.grid.n") or 0)
+        text, points = "%dx%d" % (n, n), n * n
+    elif app == "spmv":
+        kind = g("spmv.matrix.generator")
+        rows = dig(summary or {}, "results.matrix.rows")
+        if g("spmv.matrix.source") == "file":
+            text = "file %s" % os.path.basename(str(g("spmv.matrix.file")))
+        elif kind == "banded":
+            text, rows = "banded n=%s" % g("spmv.matrix.n"), rows or int(g("spmv.matrix.n") or 0)
+        else:
+            dims = [int(g("spmv.matrix.n" + a) or 0) for a in ("xy" if kind == "laplace2d" else "xyz")]
+            text = "%s %s" % (kind, "x".join(map(str, dims)))
+            rows = rows or math.prod(dims)
+        points = int(rows) if rows is not None else None
+        if points is not None:
+            text += " (%d rows)" % points
+    elif app == "tensor_contract":
+        idx, c = contraction_indices(config)
+        ext = {ch: int(g("tensor_contract.extent") or 0) for ch in idx}
+        for part in str(g("tensor_contract.extents") or "").split(","):
+            if "=" in part:
+                k, v = part.split("=", 1)
+                if k.strip() in ext and v.strip().isdigit():
+                    ext[k.strip()] = int(v)
+        points = math.prod(ext[ch] for ch in c) if c else None
+        text = "%s extent %s tile %s (C %s)" % (g("tensor_contract.contraction"), g("tensor_contract.extent"),
+                                               g("tensor_contract.tile"), "x".join(str(ext[ch]) for ch in c))
+    out = {"global_size": text, "global_points": points}
+    out["points_per_rank"] = round(points / ranks, 1) if points else None
+    return out
 
 
 # ---------------------------------------------------------------- the study file
@@ -215,7 +281,14 @@ class Study:
                 raise UserError("%s: weak scaling needs weak_size: a list of positive integers (%s)" %
                                 (doc.where("weak_size") if self.weak_size is not None else path,
                                  STUDY_KEYS["weak_size"]))
-            WEAK_RULES[self.app](self.weak_size, 1)  # checks the length
+            WEAK_RULES[self.app](self.weak_size, 1, self.base_config())  # checks the length
+
+    def base_config(self):
+        """The effective config of the deck with the study's set (for weak
+        rules that depend on it)."""
+        if not hasattr(self, "_base"):
+            self._base = effective_config(self.app, self.deck, self.fixed) if self.app == "tensor_contract" else {}
+        return self._base
 
     def variants(self):
         """Every combination of swept values, as a tuple of (key, value)."""
@@ -226,7 +299,7 @@ class Study:
     def sets_for(self, variant, ranks, nodes=1, ppn=None, emulate=False):
         sets = list(self.fixed)
         if self.scaling == "weak":
-            sets += WEAK_RULES[self.app](self.weak_size, ranks)
+            sets += WEAK_RULES[self.app](self.weak_size, ranks, self.base_config())
         sets += [(k, yaml_value(v)) for k, v in variant if k != "mpi"]
         if emulate and nodes > 1:
             sets.append(("runtime.node_size", str(ppn)))
@@ -315,6 +388,7 @@ def plan_runs(study, scheduler):
             launch_ppn = ppn if study.by_node and scheduler != "local" else None
             plan.append({"variant": variant, "ranks": rank_count, "nodes": nodes, "ppn": ppn, "repeat": rep,
                          "launch_ppn": launch_ppn, "sets": sets, "config": config, "id": run_id,
+                         "size": sizes_of(study.app, config, rank_count),
                          "tag": "[%d/%d] %s, %d rank%s%s, repeat %d" % (
                              len(plan) + 1, total, label(variant), rank_count, "" if rank_count == 1 else "s",
                              " on %d nodes" % nodes if study.by_node else "", rep + 1)})
@@ -380,6 +454,7 @@ def complete(results, item, rec):
     if os.path.exists(summ_path):
         with open(summ_path) as f:
             rec["summary"] = yaml.safe_load(f)
+    rec["config"] = item["config"]
     return rec
 
 
@@ -401,7 +476,10 @@ def run_all(study, results, retry_failed, dry_run, plots_only=False):
             rec = load_record(results, item)
             print("%s: done before (%s), skipped" % (item["tag"], rec["status"]), flush=True)
         elif dry_run:
-            print("%s: would run %s" % (item["tag"], item["id"]), flush=True)
+            sz = item["size"]
+            print("%s: would run %s (global %s, %s per rank)" % (
+                item["tag"], item["id"], sz["global_size"],
+                "%g points" % sz["points_per_rank"] if sz["points_per_rank"] is not None else "?"), flush=True)
             continue
         elif plots_only:
             print("%s: not run yet, left out" % item["tag"], flush=True)
@@ -649,6 +727,8 @@ def execute_ids(study, results, ids):
 def flatten_results(tree, prefix="results_"):
     out = {}
     for k, v in (tree or {}).items():
+        if k == "figure_of_merit":
+            continue  # its own columns
         if isinstance(v, bool):
             out[prefix + k] = int(v)
         elif isinstance(v, (int, float)):
@@ -665,6 +745,8 @@ def rows_of(study, records):
         if study.by_node:
             row["nodes"] = rec["nodes"]
             row["ranks_per_node"] = rec["ppn"]
+        # the problem: global and per rank (weak scaling changes it per point)
+        row.update(sizes_of(study.app, rec.get("config") or {}, rec["ranks"], rec["summary"]))
         row.update({"oversubscribed": int(rec["oversubscribed"]), "repeat": rec["repeat"],
                     "variant": label(rec["variant"])})
         for k, v in rec["variant"]:
@@ -673,6 +755,11 @@ def rows_of(study, records):
         row["error"] = rec["error"]
         s = rec["summary"] or {}
         row["verdict"] = dig(s, "validation.verdict") or ""
+        # the app's figure of merit (the whole timed solve), then the rest
+        fom = dig(s, "results.figure_of_merit") or {}
+        row["figure_of_merit"] = fom.get("value")
+        row["figure_of_merit_unit"] = fom.get("unit", "")
+        row["figure_of_merit_name"] = fom.get("name", "")
         for name, t in (s.get("timers_seconds") or {}).items():
             if name not in timer_names:
                 timer_names.append(name)
@@ -701,7 +788,10 @@ def write_tables(results, rows, columns):
         h.attrs["columns"] = ",".join(columns)
         for c in columns:
             vals = [r.get(c) for r in rows]
-            if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vals if v is not None) and \
+            if all(isinstance(v, int) and not isinstance(v, bool) for v in vals):
+                # counts (ranks, repeat, nodes, ...) stay integers
+                h[c] = np.array(vals, dtype=np.int64)
+            elif all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vals if v is not None) and \
                     any(v is not None for v in vals):
                 h[c] = np.array([np.nan if v is None else float(v) for v in vals])
             else:
@@ -713,7 +803,7 @@ def aggregate(study, records):
     """{(variant, ranks): {'median', 'min', 'max', 'n', 'failed', 'timers'}} of the metric."""
     agg = {}
     for rec in records:
-        a = agg.setdefault((rec["variant"], rec["ranks"]), {"values": [], "failed": [], "timers": {}})
+        a = agg.setdefault((rec["variant"], rec["ranks"]), {"values": [], "failed": [], "timers": {}, "fom": []})
         if rec["status"] != "ok":
             a["failed"].append(rec)
             continue
@@ -722,6 +812,9 @@ def aggregate(study, records):
             a["failed"].append(dict(rec, error="no timer '%s' in the summary" % study.metric))
             continue
         a["values"].append(float(t))
+        fom = dig(rec["summary"], "results.figure_of_merit.value")
+        if isinstance(fom, (int, float)) and not isinstance(fom, bool):
+            a["fom"].append(float(fom))
         for name, v in (rec["summary"].get("timers_seconds") or {}).items():
             a["timers"].setdefault(name, []).append(float(v["avg"]))
     for a in agg.values():
@@ -731,6 +824,10 @@ def aggregate(study, records):
         a["min"] = min(v) if v else None
         a["max"] = max(v) if v else None
         a["timer_median"] = {k: statistics.median(x) for k, x in a["timers"].items()}
+        f = a["fom"]
+        a["fom_median"] = statistics.median(f) if f else None
+        a["fom_min"] = min(f) if f else None
+        a["fom_max"] = max(f) if f else None
     return agg
 
 
@@ -747,7 +844,17 @@ def variant_colours(variants):
     return {v: cmap(i % 10) for i, v in enumerate(variants)}
 
 
-def plots(study, agg, results, timer_names):
+def fom_definition(records):
+    """The figure of merit's name, unit and what it divides by (the first
+    run that has one), or None."""
+    for r in records:
+        f = dig(r.get("summary") or {}, "results.figure_of_merit")
+        if isinstance(f, dict) and "unit" in f:
+            return f
+    return None
+
+
+def plots(study, agg, results, timer_names, records=()):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -809,6 +916,23 @@ def plots(study, agg, results, timer_names):
     mark_oversubscribed(ax)
     ax.legend(fontsize=8)
     save(fig, "time")
+
+    # The app's figure of merit (whole timed solve, communication included).
+    fom_def = fom_definition(records)
+    if fom_def and any(a.get("fom_median") is not None for a in agg.values()):
+        fig, ax = plt.subplots(figsize=(6, 4))
+        for v in variants:
+            xs, ys = series(v, lambda a, r: a["fom_median"])
+            if not xs:
+                continue
+            lo = [ys[i] - agg[(v, x)]["fom_min"] for i, x in enumerate(xs)]
+            hi = [agg[(v, x)]["fom_max"] - ys[i] for i, x in enumerate(xs)]
+            ax.errorbar(xs, ys, yerr=[lo, hi], marker="o", capsize=3, label=label(v), color=colour[v])
+        style(ax, "%s [%s]" % (fom_def["name"], fom_def["unit"]),
+              "figure of merit: over the whole timed solve (communication included)")
+        mark_oversubscribed(ax)
+        ax.legend(fontsize=8)
+        save(fig, "figure_of_merit")
 
     # Speedup and efficiency (strong) or efficiency (weak), against each
     # variant's smallest rank count.
@@ -891,6 +1015,13 @@ def plots(study, agg, results, timer_names):
     return files
 
 
+def regenerate_command(study, results):
+    """The command that redraws this study, from any directory."""
+    import shlex
+    return "%s study %s --results %s" % (shlex.quote(os.path.join(ROOT, "locus")),
+                                         shlex.quote(os.path.abspath(study.path)), shlex.quote(results))
+
+
 def report(study, agg, records, results, files, rows):
     cores = os.cpu_count() or 1
     variants = study.variants()
@@ -902,12 +1033,22 @@ def report(study, agg, records, results, files, rows):
              "above that are over-subscribed (marked *)." % (
                  study.app, os.path.relpath(study.deck, ROOT), study.scaling, study.ranks, study.repeats,
                  "" if study.repeats == 1 else "s", study.metric, cores), "",
-             "Regenerate: `./locus study %s`" % os.path.relpath(os.path.abspath(study.path), ROOT), "",
-             "| variant | ranks | runs ok | median [s] | spread [s] | %s |" % (
+             "Regenerate (from any directory): `%s`" % regenerate_command(study, results), ""]
+    fom_def = fom_definition(records)
+    if fom_def:
+        lines += ["Figure of merit: %s [%s], over %s (median of the repeats)." % (
+            fom_def["name"], fom_def["unit"], fom_def.get("divides_by", "the whole timed solve")), ""]
+    # the problem of each point (a sweep may change it between variants)
+    sizes = {}
+    for x in records:
+        if (x["variant"], x["ranks"]) not in sizes and x.get("config"):
+            sizes[(x["variant"], x["ranks"])] = sizes_of(study.app, x["config"], x["ranks"], x.get("summary"))
+    lines += ["| variant | ranks | global size | points per rank | runs ok | median [s] | spread [s] | %s |" % (
                  "speedup | efficiency" if study.scaling == "strong" else "weak efficiency") +
+             (" figure of merit [%s] |" % fom_def["unit"] if fom_def else "") +
              (" baseline/this |" if has_base else ""),
-             "|---|---:|---:|---:|---:|---:|" + ("---:|" if study.scaling == "strong" else "") +
-             ("---:|" if has_base else "")]
+             "|---|---:|---|---:|---:|---:|---:|---:|" + ("---:|" if study.scaling == "strong" else "") +
+             ("---:|" if fom_def else "") + ("---:|" if has_base else "")]
     for v in variants:
         t0 = (agg.get((v, r0)) or {}).get("median")
         for r in study.ranks:
@@ -923,8 +1064,13 @@ def report(study, agg, records, results, files, rows):
                 cells = ["%.4g" % a["median"], "%.3g–%.3g" % (a["min"], a["max"]), "%.2f" % sp if sp is not None else "–"]
                 if strong:
                     cells.append("%.2f" % (sp * r0 / r) if sp is not None else "–")
-            line = "| %s | %d%s | %d/%d | %s |" % (label(v), r, "*" if r > cores else "", a["n"], n_all,
-                                                   " | ".join(cells))
+            sz = sizes.get((v, r)) or {"global_size": "?", "points_per_rank": None}
+            line = "| %s | %d%s | %s | %s | %d/%d | %s |" % (
+                label(v), r, "*" if r > cores else "", sz["global_size"],
+                "%g" % sz["points_per_rank"] if sz["points_per_rank"] is not None else "–", a["n"], n_all,
+                " | ".join(cells))
+            if fom_def:
+                line += " %s |" % ("%.4g" % a["fom_median"] if a.get("fom_median") is not None else "–")
             if has_base:
                 b = (agg.get((baseline_of(study, v), r)) or {}).get("median")
                 line += " %s |" % ("%.2f" % (b / a["median"]) if b and a["median"] else "–")
@@ -961,16 +1107,53 @@ def report(study, agg, records, results, files, rows):
     lines += [""]
     for f in files:
         lines += ["![%s](%s.png)" % (f, f), ""]
-    lines += ["Tables: `results.csv`, `results.h5` (one row per run: swept keys, timers min/avg/max, "
-              "results, verdict). Each run's effective deck, summary and logs: `runs/<id>/`.", ""]
+    lines += ["Tables: `results.csv`, `results.h5` (one row per run: ranks, global size and points per rank, "
+              "swept keys, verdict, figure of merit, timers min/avg/max, results). Each run's effective deck, "
+              "summary and logs: `runs/<id>/`.", ""]
     with open(os.path.join(results, "report.md"), "w") as f:
         f.write("\n".join(lines))
 
 
+def per_rank_sets(argv):
+    """`study.py --per-rank-sets APP RANKS DECK SIZE [KEY=VALUE...]`: the
+    deck keys (key=value, one a line) that give APP a problem of SIZE per
+    rank on RANKS ranks, by the weak-scaling rule of a study (./locus run
+    --per-rank)."""
+    try:
+        app, ranks, deck, size = argv[0], int(argv[1]), argv[2], argv[3]
+        if app not in WEAK_RULES:
+            raise UserError("--per-rank: no per-rank rule for app %s (known: %s)" % (app, ", ".join(WEAK_RULES)))
+        try:
+            dims = [int(x) for x in size.replace("x", ",").split(",") if x.strip()]
+        except ValueError:
+            dims = []
+        if not dims or any(d <= 0 for d in dims):
+            raise UserError("--per-rank: a list of positive integers, e.g. 32,32,32 (got '%s')" % size)
+        sets = [tuple(kv.split("=", 1)) for kv in argv[4:] if "=" in kv]
+        base = effective_config(app, deck, sets) if app == "tensor_contract" else {}
+        for k, v in WEAK_RULES[app](dims, ranks, base):
+            print("%s=%s" % (k, v))
+        return 0
+    except UserError as e:
+        print("locus: error: %s" % str(e).replace("weak_size is", "--per-rank is"), file=sys.stderr)
+        return 2
+
+
 def main():
+    if len(sys.argv) >= 6 and sys.argv[1] == "--per-rank-sets":
+        return per_rank_sets(sys.argv[2:])
     ap = argparse.ArgumentParser(prog="./locus study", description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
-                                 epilog="Study file keys:\n" + "\n".join("  %-10s %s" % kv for kv in STUDY_KEYS.items()))
+                                 epilog="Study file keys:\n" + "\n".join("  %-10s %s" % kv for kv in STUDY_KEYS.items()) +
+                                 "\n\nOptions of ./locus study itself (taken by the driver, see ./locus help):\n"
+                                 "  --launcher CMD   how ranks start (mpiexec, srun, or a command with {n} and {ppn})\n"
+                                 "  --ppn P, --bind core|none   ranks per node and binding for the launcher\n"
+                                 "  --site FILE      site settings (launcher, ppn, bind, slurm: account, partition, ...)\n"
+                                 "  --mpi mpich|openmpi   the build (and MPI library) of every run; the study key mpi: "
+                                 "[mpich, openmpi] makes the library an axis instead\n\n"
+                                 "results.csv and results.h5 hold per run: ranks, global_size, global_points, "
+                                 "points_per_rank, the swept keys, verdict, figure_of_merit (and its unit and name), "
+                                 "timers and results; report.md's Regenerate line works from any directory.")
     ap.add_argument("study", help="the study file (YAML)")
     ap.add_argument("--results", help="results directory (default: results/<name>)")
     ap.add_argument("--retry-failed", action="store_true", help="run failed runs again (default: keep them)")
@@ -1013,9 +1196,17 @@ def main():
         with open(os.path.join(results, "study.json"), "w") as f:
             json.dump({"name": study.name, "app": study.app, "scaling": study.scaling, "metric": study.metric,
                        "variants": [label(v) for v in study.variants()], "ranks": study.ranks,
-                       "repeats": study.repeats, "study_file": os.path.abspath(study.path)}, f, indent=1)
+                       "repeats": study.repeats, "study_file": os.path.abspath(study.path),
+                       "deck": os.path.abspath(study.deck), "weak_size": study.weak_size,
+                       "set": {k: v for k, v in study.fixed},
+                       "sweep": {k: [hashable(x) for x in v] for k, v in study.sweep.items()},
+                       "points": [{"ranks": r, "nodes": n, "ranks_per_node": p} for r, n, p in study.points],
+                       # the problem at every rank count (what compare-studies checks)
+                       "sizes": {str(r["ranks"]): {k: r[k] for k in ("global_size", "global_points",
+                                                                       "points_per_rank")} for r in rows}},
+                      f, indent=1)
         agg = aggregate(study, records)
-        files = plots(study, agg, results, timer_names)
+        files = plots(study, agg, results, timer_names, records)
         report(study, agg, records, results, files, rows)
         failed = sum(1 for r in records if r["status"] != "ok")
         print("results: %s/report.md (%d runs, %d failed)" % (results, len(records), failed))

@@ -323,6 +323,7 @@ class Loop {
     st_.sort += t5 - t4;
     acc_ = locus::accumulate_async(C_.at(cblock), cblk_.data(), static_cast<std::size_t>(C_.size(cblock)),
                                    locus::Op::sum);
+    ++st_.accumulates;
     st_.accumulate += MPI_Wtime() - t5;
     (void)pending;
     ++st_.tasks;

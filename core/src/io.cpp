@@ -205,6 +205,9 @@ H5Output::H5Output(MPI_Comm comm, const std::string& path, bool overwrite)
           problem = "output: " + tmp_ + " is a directory; remove it or choose another output.name";
         else
           fs::remove(tmp_, ec);  // a stale file from a killed run
+        // never silently: say which file this run replaces
+        if (problem.empty() && exists)
+          std::fprintf(stderr, "note: this run replaces %s (output.overwrite: true)\n", path.c_str());
       }
     }
     if (!problem.empty()) release_lock();
@@ -686,9 +689,10 @@ std::string H5Input::string_attribute(const std::string& name) {
 
 std::string write_xdmf(const std::string& xmf_path, const std::string& h5_file, const std::string& dataset,
                        const std::array<long, 3>& n, const std::array<double, 3>& origin,
-                       const std::array<double, 3>& spacing, double time, int ndims, int precision) {
+                       const std::array<double, 3>& spacing, double time, int ndims, int precision,
+                       const std::vector<std::string>& more) {
   try {
-    write_xdmf_file(xmf_path, h5_file, dataset, n, origin, spacing, time, ndims, precision);
+    write_xdmf_file(xmf_path, h5_file, dataset, n, origin, spacing, time, ndims, precision, more);
   } catch (const std::exception& e) {
     std::remove((xmf_path + ".tmp").c_str());
     return e.what();
@@ -698,7 +702,8 @@ std::string write_xdmf(const std::string& xmf_path, const std::string& h5_file, 
 
 void write_xdmf_file(const std::string& xmf_path, const std::string& h5_file, const std::string& dataset,
                      const std::array<long, 3>& n, const std::array<double, 3>& origin,
-                     const std::array<double, 3>& spacing, double time, int ndims, int precision) {
+                     const std::array<double, 3>& spacing, double time, int ndims, int precision,
+                     const std::vector<std::string>& more) {
   std::string tmp = xmf_path + ".tmp";
   {
     std::error_code ec;
@@ -725,11 +730,15 @@ void write_xdmf_file(const std::string& xmf_path, const std::string& h5_file, co
       << "   <Geometry GeometryType=\"" << geometry << "\">\n"
       << "    <DataItem Format=\"XML\" Dimensions=\"" << ndims << "\">" << zyx(origin) << "</DataItem>\n"
       << "    <DataItem Format=\"XML\" Dimensions=\"" << ndims << "\">" << zyx(spacing) << "</DataItem>\n"
-      << "   </Geometry>\n"
-      << "   <Attribute Name=\"" << dataset << "\" AttributeType=\"Scalar\" Center=\"Node\">\n"
-      << "    <DataItem Format=\"HDF\" NumberType=\"Float\" Precision=\"" << precision << "\" Dimensions=\""
-      << zyx(n) << "\">" << h5_file << ":/" << dataset << "</DataItem>\n"
-      << "   </Attribute>\n  </Grid>\n </Domain>\n</Xdmf>\n";
+      << "   </Geometry>\n";
+    std::vector<std::string> all{dataset};
+    all.insert(all.end(), more.begin(), more.end());
+    for (const auto& d : all)
+      x << "   <Attribute Name=\"" << d << "\" AttributeType=\"Scalar\" Center=\"Node\">\n"
+        << "    <DataItem Format=\"HDF\" NumberType=\"Float\" Precision=\"" << precision << "\" Dimensions=\""
+        << zyx(n) << "\">" << h5_file << ":/" << d << "</DataItem>\n"
+        << "   </Attribute>\n";
+    x << "  </Grid>\n </Domain>\n</Xdmf>\n";
     if (!x) throw Error("output: writing " + tmp + " failed");
   }
   if (std::rename(tmp.c_str(), xmf_path.c_str()) != 0)
@@ -783,6 +792,16 @@ std::string finish_output(H5Output& out, const Context& ctx, Timers& timers, con
                     std::string("communication ratio Tcomm/(Tcomm+Tcomp) of each unit (columns) over the profile "
                                 "interval ending at each phase point (rows)"));
     }
+  }
+  // The figure of merit as root attributes too (docs/outputs.md).
+  // (a const lookup of a missing key gives an invalid node: test IsDefined first)
+  const YAML::Node fom = results.IsMap() ? results["figure_of_merit"] : YAML::Node();
+  if (fom.IsDefined() && fom.IsMap()) {
+    out.attribute("", "figure_of_merit_name", fom["name"].as<std::string>());
+    out.attribute("", "figure_of_merit_value", fom["value"].as<double>());
+    out.attribute("", "figure_of_merit_unit", fom["unit"].as<std::string>());
+    out.attribute("", "figure_of_merit_seconds", fom["seconds"].as<double>());
+    out.attribute("", "figure_of_merit_divides_by", fom["divides_by"].as<std::string>());
   }
   out.write_rank_rows("timers", timers.values());
   std::string columns;

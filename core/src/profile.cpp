@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <charconv>
 #include <cstdio>
+#include <filesystem>
 
 #include "locus/error.hpp"
 #include "locus/runtime.hpp"
@@ -48,6 +49,26 @@ YAML::Node yaml_number(double v) {
   return YAML::Node(std::string(buf, res.ptr));
 }
 
+double rate(double work, double seconds) {
+  if (!(seconds > 0) || !std::isfinite(work)) return 0.0;
+  const double v = work / seconds;
+  if (v == 0 || !std::isfinite(v)) return v;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return std::strtod(buf, nullptr);
+}
+
+YAML::Node figure_of_merit(const std::string& name, double work, const std::string& unit, double seconds,
+                           const std::string& divides_by) {
+  YAML::Node f;
+  f["name"] = name;
+  f["value"] = yaml_number(rate(work, seconds));
+  f["unit"] = unit;
+  f["seconds"] = yaml_number(seconds);
+  f["divides_by"] = divides_by;
+  return f;
+}
+
 std::vector<TimerStats> reduce_timers(const Timers& t, MPI_Comm comm) {
   int size = 1;
   MPI_Comm_size(comm, &size);
@@ -86,6 +107,15 @@ Summary::Summary(const Context& ctx, const std::vector<TimerStats>& timers) {
   head_["name"] = ctx.run_name();
   head_["ranks"] = ctx.size();
   setup_["deck"] = ctx.config().source();
+  {
+    // where it ran from: the deck's absolute path and the working directory
+    std::error_code ec, ec2;
+    const auto cwd = std::filesystem::current_path(ec);
+    setup_["working_directory"] = ec ? std::string("unknown") : cwd.string();
+    const std::string src = ctx.config().source();
+    if (!src.empty() && std::filesystem::exists(src, ec2))
+      setup_["deck_path"] = std::filesystem::absolute(src, ec2).lexically_normal().string();
+  }
   // Distinct nodes, in rank order.
   YAML::Node nodes(YAML::NodeType::Sequence);
   std::vector<std::string> seen;

@@ -3,14 +3,20 @@
 #include <mpi.h>
 
 #include <hdf5.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <Kokkos_Macros.hpp>
 #include <algorithm>
 #include <chrono>
 #include <ctime>
+#include <cctype>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <memory>
+#include <set>
 #include <thread>
 
 #include "build_info.hpp"
@@ -69,6 +75,53 @@ std::string cpu_model() {
   return "unknown";
 }
 
+std::string os_name() {
+  std::ifstream f("/etc/os-release");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("PRETTY_NAME=", 0) == 0) {
+      std::string v = line.substr(12);
+      if (v.size() >= 2 && v.front() == '"' && v.back() == '"') v = v.substr(1, v.size() - 2);
+      return v;
+    }
+  }
+  return "unknown";
+}
+
+// Distinct "physical id"s in /proc/cpuinfo (1 when the kernel names none).
+std::string sockets() {
+  std::ifstream f("/proc/cpuinfo");
+  std::string line;
+  std::set<std::string> ids;
+  while (std::getline(f, line))
+    if (line.rfind("physical id", 0) == 0) ids.insert(line.substr(line.find(':') + 1));
+  return std::to_string(ids.empty() ? 1 : ids.size());
+}
+
+std::string numa_nodes() {
+  std::error_code ec;
+  std::size_t n = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/sys/devices/system/node", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("node", 0) == 0 && name.size() > 4 && std::isdigit(static_cast<unsigned char>(name[4]))) ++n;
+  }
+  return n ? std::to_string(n) : "unknown";
+}
+
+// The variables that change how MPI, OpenMP and Kokkos behave, sorted.
+std::string relevant_environment() {
+  std::vector<std::string> v;
+  for (char** e = environ; e && *e; ++e) {
+    const char* s = *e;
+    for (const char* p : {"MPIR_CVAR_", "OMPI_MCA_", "OMP_", "KOKKOS_"})
+      if (std::strncmp(s, p, std::strlen(p)) == 0) v.emplace_back(s);
+  }
+  std::sort(v.begin(), v.end());
+  std::string out;
+  for (const auto& x : v) out += (out.empty() ? "" : " ") + x;
+  return out.empty() ? "(none set)" : out;
+}
+
 std::string fixed(double v, int digits) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", digits, v);
@@ -86,6 +139,11 @@ std::vector<std::pair<std::string, std::string>> machine_description() {
   m.emplace_back("cores", std::to_string(cores));
   double mem = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
   m.emplace_back("memory_gib", fixed(mem / (1024.0 * 1024.0 * 1024.0), 1));
+  m.emplace_back("sockets", sockets());
+  m.emplace_back("numa_nodes", numa_nodes());
+  m.emplace_back("os", os_name());
+  struct utsname u {};
+  m.emplace_back("kernel", uname(&u) == 0 ? std::string(u.sysname) + " " + u.release : "unknown");
   m.emplace_back("compiler", LOCUS_CXX_COMPILER);
   m.emplace_back("flags", LOCUS_CXX_FLAGS);
   m.emplace_back("build_type", LOCUS_BUILD_TYPE);
@@ -98,6 +156,11 @@ std::vector<std::pair<std::string, std::string>> machine_description() {
   m.emplace_back("hdf5", std::to_string(maj) + "." + std::to_string(min) + "." + std::to_string(rel));
   m.emplace_back("locus", version());
   m.emplace_back("git_commit", git_commit());
+  // How the ranks were started (./locus run and studies set it) and the
+  // environment that changes MPI, OpenMP and Kokkos.
+  const char* launch = std::getenv("LOCUS_LAUNCH_LINE");
+  m.emplace_back("launch_line", launch && *launch ? launch : "(not started by ./locus)");
+  m.emplace_back("environment", relevant_environment());
   return m;
 }
 

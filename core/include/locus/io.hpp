@@ -140,13 +140,16 @@ class H5Input {
 // ParaView-readable XDMF for a (nz, ny, nx) dataset on a uniform grid, or a
 // (ny, nx) one with ndims 2 (dims[2], origin[2] and spacing[2] unused).
 // `precision` is the element size in bytes (4 or 8). Written by rank 0
-// (tmp + rename). xyz order for dims, origin, spacing.
+// (tmp + rename). xyz order for dims, origin, spacing. `more`: further
+// datasets of the same shape on the same grid (e.g. poisson5pt's error).
 std::string write_xdmf(const std::string& xmf_path, const std::string& h5_file, const std::string& dataset,
                        const std::array<long, 3>& dims, const std::array<double, 3>& origin,
-                       const std::array<double, 3>& spacing, double time, int ndims = 3, int precision = 8);
+                       const std::array<double, 3>& spacing, double time, int ndims = 3, int precision = 8,
+                       const std::vector<std::string>& more = {});
 // The same, throwing Error on failure.
 void write_xdmf_file(const std::string& xmf_path, const std::string& h5_file, const std::string& dataset,
                      const std::array<long, 3>& dims, const std::array<double, 3>& origin,
-                     const std::array<double, 3>& spacing, double time, int ndims = 3, int precision = 8);
+                     const std::array<double, 3>& spacing, double time, int ndims = 3, int precision = 8,
+                     const std::vector<std::string>& more = {});
 
 }  // namespace locus

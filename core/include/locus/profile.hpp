@@ -63,6 +63,17 @@ YAML::Node yaml_flow_list(const std::vector<T>& v) {
   return n;
 }
 
+// The app's one figure of merit (the same shape in every app): `work`
+// units of `name` per second of `seconds`, which is the whole timed solve
+// of the slowest rank, communication included (`divides_by` says what it
+// covers). Value, unit, seconds and meaning as a YAML map; finish_output
+// copies it into the HDF5 output as root attributes figure_of_merit_*.
+// `work` is in the unit's own scale (e.g. 1e6 updates for "Mupdates/s").
+YAML::Node figure_of_merit(const std::string& name, double work, const std::string& unit, double seconds,
+                           const std::string& divides_by);
+// A rate rounded to six significant digits (0 when `seconds` is not positive).
+double rate(double work, double seconds);
+
 // The median of repeated measurements (the upper one of an even count);
 // what the benchmarks report. `v` must not be empty.
 double median(std::vector<double> v);
