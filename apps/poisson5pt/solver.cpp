@@ -4,6 +4,7 @@
 // other colour, and residuals and errors are max norms (exact to reduce).
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 
@@ -516,7 +517,7 @@ class Solver final : public SolverBase {
     if (check) reference_first_pass<Sor>();
     {
       auto t = timers_.scope("compute");
-      const long chunks = std::max<long>(1, std::min<long>(locus::ExecSpace().concurrency(), ny_ / 4));
+      const long chunks = std::max<long>(1, std::min<long>(row_chunks(), ny_ / 4));
       auto first_row = [&](long c) { return 1 + c * ny_ / chunks; };
       Kokkos::parallel_for(
           "poisson5pt::red_black", locus::Range<long>(0, chunks), [&, chunks](long c) {
@@ -560,6 +561,15 @@ class Solver final : public SolverBase {
       });
     }
     stale_ = true;
+  }
+
+  // Chunks of rows of the red-black pass: one per thread of the execution
+  // space; LOCUS_ROW_CHUNKS (a test hook) asks for more, so that a
+  // one-thread build runs the chunked pass too.
+  static long row_chunks() {
+    long c = locus::ExecSpace().concurrency();
+    if (const char* e = std::getenv("LOCUS_ROW_CHUNKS")) c = std::max(c, std::atol(e));
+    return c;
   }
 
   // The plain reference of the first pass of the first iteration (on a

@@ -227,12 +227,17 @@ void permute_kernel(const double* src, const std::string& sidx, const std::vecto
 
 }  // namespace
 
+std::set<std::string>& permute_checked() {
+  static std::set<std::string> checked;  // the task loop runs on one thread per rank
+  return checked;
+}
+
 // The sort the task loop calls: the kernel, checked bitwise against the
 // reference the first time each permutation is seen (outside the timers).
 void permute(const double* src, const std::string& sidx, const std::vector<gidx>& sdims, double* dst,
              const std::string& didx) {
   permute_kernel(src, sidx, sdims, dst, didx);
-  static std::set<std::string> checked;  // the task loop runs on one thread per rank
+  std::set<std::string>& checked = permute_checked();
   const std::string key = sidx + ">" + didx;
   if (checked.count(key)) return;
   std::vector<double> ref(static_cast<std::size_t>(product(sdims)));

@@ -13,6 +13,7 @@
 // back and accumulate it into C's block (atomic sum).
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -141,6 +142,8 @@ struct PhaseResult {
 // odometer loop.
 void permute(const double* src, const std::string& sidx, const std::vector<gidx>& sdims, double* dst,
              const std::string& didx);
+// The permutations (sidx>didx) checked so far by this process.
+std::set<std::string>& permute_checked();
 void permute_reference(const double* src, const std::string& sidx, const std::vector<gidx>& sdims, double* dst,
                        const std::string& didx);
 
