@@ -131,20 +131,32 @@ constexpr std::size_t kMaxRank = 8;
 // the source's last index, in 8 x 8 tiles (reads and writes both touch
 // whole cache lines), one plane of the other indices per index.
 struct PermuteRows {
+  static constexpr gidx kChunk = 64;  // rows per index: the offset by division once, then an odometer
   const double* src;
   double* dst;
   std::array<gidx, kMaxRank> odims{}, ostep{};  // outer dims (destination order) and their source strides
   int outer = 0;
-  gidx inner = 0;
-  KOKKOS_INLINE_FUNCTION void operator()(gidx row) const {
-    gidx off = 0, rest = row;
+  gidx inner = 0, rows = 0;
+  KOKKOS_INLINE_FUNCTION void operator()(gidx chunk) const {
+    const gidx r0 = chunk * kChunk, r1 = r0 + kChunk < rows ? r0 + kChunk : rows;
+    std::array<gidx, kMaxRank> ctr{};
+    gidx off = 0, rest = r0;
     for (int d = outer; d-- > 0;) {
-      off += (rest % odims[d]) * ostep[d];
+      ctr[d] = rest % odims[d];
+      off += ctr[d] * ostep[d];
       rest /= odims[d];
     }
-    const double* __restrict s = src + off;
-    double* __restrict o = dst + row * inner;
-    for (gidx k = 0; k < inner; ++k) o[k] = s[k];
+    for (gidx row = r0; row < r1; ++row) {
+      const double* __restrict s = src + off;
+      double* __restrict o = dst + row * inner;
+      for (gidx k = 0; k < inner; ++k) o[k] = s[k];
+      for (int d = outer; d-- > 0;) {  // next row
+        off += ostep[d];
+        if (++ctr[d] < odims[d]) break;
+        off -= ostep[d] * odims[d];
+        ctr[d] = 0;
+      }
+    }
   }
 };
 
@@ -204,12 +216,13 @@ void permute_kernel(const double* src, const std::string& sidx, const std::vecto
   }
   for (std::size_t j = r - 1; j-- > 0;) dstr[j] = dstr[j + 1] * ddims[j + 1];
   if (step[r - 1] == 1) {
-    PermuteRows f{src, dst, {}, {}, static_cast<int>(r - 1), ddims[r - 1]};
+    PermuteRows f{src, dst, {}, {}, static_cast<int>(r - 1), ddims[r - 1], total / ddims[r - 1]};
     for (std::size_t j = 0; j + 1 < r; ++j) {
       f.odims[j] = ddims[j];
       f.ostep[j] = step[j];
     }
-    Kokkos::parallel_for("tensor::sort_rows", locus::Range<gidx>(0, total / ddims[r - 1]), f);
+    const gidx chunks = (f.rows + PermuteRows::kChunk - 1) / PermuteRows::kChunk;
+    Kokkos::parallel_for("tensor::sort_rows", locus::Range<gidx>(0, chunks), f);
   } else {
     const std::size_t pa = didx.find(sidx[r - 1]);  // source stride 1
     PermuteTranspose f{src, dst, {}, {}, {}, 0, ddims[pa], ddims[r - 1], dstr[pa], step[r - 1]};
