@@ -18,7 +18,10 @@
 #include "locus/field.hpp"
 #include "locus/profile.hpp"
 #include "locus/runtime.hpp"
+#include "locus/kokkos.hpp"
 #include "locus/wait.hpp"
+#include "locus/version.hpp"
+#include "heat3d.hpp"
 
 namespace {
 
@@ -33,7 +36,12 @@ locus::AppInfo app_info() {
       .integer("bench.nz", 128, 1, big, "global grid points in z")
       .dims("bench.procs", "process grid [px, py, pz], or auto")
       .integer("bench.exchanges", 200, 1, big, "timed exchanges per measurement")
-      .integer("bench.repeats", 7, 1, 99, "measurements per strategy (interleaved); the median is reported");
+      .integer("bench.repeats", 7, 1, 99, "measurements per strategy (interleaved); the median is reported")
+      .integer("bench.roofline_n", 160, 0, big,
+               "heat3d step roofline: grid points per dimension per rank (out of cache); 0: skip")
+      .integer("bench.roofline_steps", 10, 1, big, "roofline: timed steps per measurement")
+      .integer("bench.roofline_repeats", 7, 1, 99,
+               "roofline: measurements of the kernel, the reference kernel and STREAM triad (interleaved); medians");
   locus::add_common_keys(app.schema, "halo");
   return app;
 }
@@ -81,6 +89,70 @@ long wrong_ghosts(const locus::GridField& f, const locus::CartDecomp& dc) {
   return bad;
 }
 
+// heat3d's step on one grid of roofline_n^3 points per rank (the app's
+// solver with the p2p halo; its compute timer), the plain reference kernel
+// on the same block, and STREAM triad on arrays of the block's size, all
+// ranks at once, interleaved; the slowest rank of each measurement counts.
+// The roofline is the triad bandwidth at 16 B per cell update (STREAM's
+// convention: read u, write u_new; neighbours come from cache).
+struct Roofline {
+  long n = 0;
+  double kernel_mcells = 0, reference_mcells = 0, triad_gbs = 0;
+  double fraction() const { return kernel_mcells * 16e6 / (triad_gbs * 1e9); }
+  double reference_fraction() const { return reference_mcells * 16e6 / (triad_gbs * 1e9); }
+};
+
+double max_over(MPI_Comm comm, double v) {
+  locus::allreduce_yielding(MPI_IN_PLACE, &v, 1, MPI_DOUBLE, MPI_MAX, comm);
+  return v;
+}
+
+Roofline measure_roofline(locus::Context& ctx, long n, long steps, long repeats) {
+  MPI_Comm comm = ctx.comm();
+  int dims[3] = {0, 0, 0};
+  MPI_Dims_create(ctx.size(), 3, dims);
+  heat3d::Problem p;
+  p.n = {n * dims[0], n * dims[1], n * dims[2]};
+  p.init = heat3d::Init::Sine;
+  p.dt = p.dt_limit();
+  locus::Timers timers({"halo", "compute", "reduce"});
+  heat3d::Solver solver(ctx.runtime().world(), p, {dims[0], dims[1], dims[2]}, "p2p", timers);
+  solver.initialize();
+  solver.step();  // the first step checks the kernel against the reference
+  const auto& ln = solver.decomp().local();
+  const double cells = double(ln[0]) * double(ln[1]) * double(ln[2]);
+  Kokkos::View<double***, Kokkos::LayoutRight, Kokkos::HostSpace> ru("ru", ln[2] + 2, ln[1] + 2, ln[0] + 2),
+      rv("rv", ln[2] + 2, ln[1] + 2, ln[0] + 2);
+  Kokkos::deep_copy(ru, solver.field());
+  const double rx = 1.0 / (p.h(0) * p.h(0)), ry = 1.0 / (p.h(1) * p.h(1)), rz = 1.0 / (p.h(2) * p.h(2));
+  const long triad_n = std::max<long>(long(cells), 1L << 22);
+  std::vector<double> kernel, reference, triad;
+  for (long r = 0; r < repeats; ++r) {
+    locus::barrier_yielding(comm);
+    const double c0 = timers.seconds("compute");
+    for (long s = 0; s < steps; ++s) solver.step();
+    kernel.push_back(max_over(comm, (timers.seconds("compute") - c0) / double(steps)));
+    locus::barrier_yielding(comm);
+    double t0 = MPI_Wtime();
+    for (long s = 0; s < steps; ++s) {
+      heat3d::reference_step(ru, rv, ln, rx, ry, rz, p.dt * p.k0);
+      std::swap(ru, rv);
+    }
+    reference.push_back(max_over(comm, (MPI_Wtime() - t0) / double(steps)));
+    locus::barrier_yielding(comm);
+    // The same bandwidth on every rank at once: the slowest rank's.
+    double gbs = locus::stream_triad_gbs(triad_n, 2);
+    locus::allreduce_yielding(MPI_IN_PLACE, &gbs, 1, MPI_DOUBLE, MPI_MIN, comm);
+    triad.push_back(gbs);
+  }
+  Roofline rl;
+  rl.n = n;
+  rl.kernel_mcells = cells / locus::median(kernel) / 1e6;
+  rl.reference_mcells = cells / locus::median(reference) / 1e6;
+  rl.triad_gbs = locus::median(triad);
+  return rl;
+}
+
 int run(locus::Context& ctx) {
   const auto& c = ctx.config();
   locus::Team& world = ctx.runtime().world();
@@ -121,6 +193,10 @@ int run(locus::Context& ctx) {
   }
   long all_wrong = 0;
   for (const auto& [name, bad] : wrong) all_wrong += bad;
+  Roofline roof;
+  if (c.integer("bench.roofline_n") > 0)
+    roof = measure_roofline(ctx, c.integer("bench.roofline_n"), c.integer("bench.roofline_steps"),
+                            c.integer("bench.roofline_repeats"));
   if (ctx.rank() != 0) return all_wrong == 0 ? 0 : 1;
 
   std::map<std::string, double> median;
@@ -156,6 +232,14 @@ int run(locus::Context& ctx) {
               std::filesystem::absolute(csv_path).c_str());
   std::printf("  locus_speedup_over_rma: %.2f\n  locus_speedup_over_p2p: %.2f\n", vs_rma, vs_p2p);
   std::printf("  wrong_ghosts: %ld\n", all_wrong);
+  if (roof.n > 0) {
+    std::printf("  roofline:\n    grid_per_rank: %ld^3\n    execution_space: %s\n    stream_triad_gbs_per_rank: %.2f\n",
+                roof.n, locus::ExecSpace::name(), roof.triad_gbs);
+    std::printf("    roofline_mcells_per_rank: %.1f  # triad at 16 B per update\n", roof.triad_gbs * 1e9 / 16 / 1e6);
+    std::printf("    kernel_mcells_per_rank: %.1f\n    kernel_fraction: %.3f\n", roof.kernel_mcells, roof.fraction());
+    std::printf("    reference_mcells_per_rank: %.1f\n    reference_fraction: %.3f\n", roof.reference_mcells,
+                roof.reference_fraction());
+  }
   // Same node: locality makes locus memcpy-fast; across nodes the notified
   // halo must stay within 10 % of MPI two-sided.
   if (all_same_node)
@@ -163,6 +247,8 @@ int run(locus::Context& ctx) {
                 vs_rma >= 2.0 ? "met" : "missed", vs_p2p >= 1.0 ? "met" : "missed");
   else
     std::printf("  goals:\n    goal_within_1.1x_of_p2p: %s\n", vs_p2p >= 1.0 / 1.1 ? "met" : "missed");
+  if (roof.n > 0)
+    std::printf("    goal_kernel_ge_0.8_triad_roofline: %s\n", roof.fraction() >= 0.8 ? "met" : "missed");
   if (all_wrong != 0) std::fprintf(stderr, "halo: %ld ghost cells wrong after an exchange\n", all_wrong);
   return all_wrong == 0 ? 0 : 1;
 }

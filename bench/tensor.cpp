@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -125,17 +126,32 @@ int bench_run(Context& ctx) {
     if (root) {
       std::printf("\n## DGEMM efficiency: OpenBLAS %d^3 on every rank at once: %.2f GFLOP/s per rank (median; "
                   "of_large: median of per-round ratios, the large DGEMM rerun next to each run)\n", n, peak);
-      std::printf("%6s %10s %14s %12s %10s %10s %10s %10s %10s\n", "tile", "dgemm_dim", "GFLOP/s/rank", "of_large",
-                  "overhead", "get+wait", "sort", "acc", "nxtask");
+      std::printf("%6s %10s %14s %12s %10s %10s %10s %10s %10s %12s %10s\n", "tile", "dgemm_dim", "GFLOP/s/rank",
+                  "of_large", "overhead", "get+wait", "sort", "acc", "nxtask", "sort_GB/s", "of_memcpy");
     }
     for (const std::string& ts : split_list(c.string("bench.tiles"))) {
       const long tile = std::stol(ts);
       Problem p = ccsd(2 * tile, tile, 1);
       Schedule sched;
-      std::vector<double> rates, overheads, fractions;
+      std::vector<double> rates, overheads, fractions, sort_fracs, sort_gbs;
       LoopStats keep;
+      // memcpy of one block's bytes (tile^4 doubles), every rank at once,
+      // counted like the sort: 16 B per element (read and write).
+      const std::size_t block = std::size_t(tile) * tile * tile * tile;
+      std::vector<double> msrc(block, 1.0), mdst(block, 0.0);
+      auto memcpy_gbs = [&]() {
+        const long reps = std::max<long>(1, long((64u << 20) / (block * 8)));
+        MPI_Barrier(comm);
+        const double t0 = MPI_Wtime();
+        for (long i = 0; i < reps; ++i) {
+          std::memcpy(mdst.data(), msrc.data(), block * sizeof(double));
+          msrc[std::size_t(i) % block] += 1.0;  // keep the copies alive
+        }
+        return 16.0 * double(block) * double(reps) / max_over_ranks(comm, MPI_Wtime() - t0) / 1e9;
+      };
       for (long r = 0; r < repeats; ++r) {
         const double round_peak = large_dgemm();
+        const double round_memcpy = memcpy_gbs();
         TiledTensor A(world, p, p.con.a, 0), B(world, p, p.con.b, 1), C(world, p, p.con.c, 2);
         PhaseResult res = contract(world, p, sched, A, B, C);
         double flops = 0;
@@ -145,17 +161,28 @@ int bench_run(Context& ctx) {
         const LoopStats& st = res.stats;
         const double ov = (st.get + st.wait + st.sort + st.accumulate + st.nxtask) / st.total;
         overheads.push_back(max_over_ranks(comm, ov));
+        const double sgbs = st.sort > 0 ? st.sort_bytes / st.sort / 1e9 : 0.0;
+        double slow = sgbs;  // the slowest rank's sort bandwidth
+        MPI_Allreduce(MPI_IN_PLACE, &slow, 1, MPI_DOUBLE, MPI_MIN, comm);
+        sort_gbs.push_back(slow);
+        sort_fracs.push_back(slow / round_memcpy);
         keep = st;
       }
+      const double sort_frac = locus::median(sort_fracs), sort_rate = locus::median(sort_gbs);
       const double rate = locus::median(rates), ov = locus::median(overheads);
       const double frac = locus::median(fractions);  // against the large DGEMM of the same round
       if (root)
-        std::printf("%6ld %10ld %14.2f %11.0f%% %9.1f%% %9.1f%% %9.1f%% %9.1f%% %9.1f%%\n", tile, tile * tile, rate,
-                    100 * frac, 100 * ov, 100 * (keep.get + keep.wait) / keep.total, 100 * keep.sort / keep.total,
-                    100 * keep.accumulate / keep.total, 100 * keep.nxtask / keep.total);
+        std::printf("%6ld %10ld %14.2f %11.0f%% %9.1f%% %9.1f%% %9.1f%% %9.1f%% %9.1f%% %12.2f %9.0f%%\n", tile,
+                    tile * tile, rate, 100 * frac, 100 * ov, 100 * (keep.get + keep.wait) / keep.total,
+                    100 * keep.sort / keep.total, 100 * keep.accumulate / keep.total, 100 * keep.nxtask / keep.total,
+                    sort_rate, 100 * sort_frac);
       row("dgemm", ts, "gflop_per_s_per_rank", rate);
       row("dgemm", ts, "fraction_of_large", frac);
       row("dgemm", ts, "overhead_fraction", ov);
+      row("sort", ts, "gb_per_s_per_rank", sort_rate);
+      row("sort", ts, "fraction_of_memcpy", sort_frac);
+      if (tile >= 24 && tile <= 30)
+        goals.push_back("tile_" + ts + "_sort_ge_80pct_of_memcpy: " + std::string(sort_frac >= 0.8 ? "met" : "missed"));
       if (tile >= 32) goals.push_back("tile_" + ts + "_ge_80pct_of_large_dgemm: " + (frac >= 0.8 ? "met" : "missed"));
       if (tile >= 24 && tile <= 30 && units == 2)
         goals.push_back("tile_" + ts + "_overhead_le_10pct_2_ranks: " + std::string(ov <= 0.10 ? "met" : "missed"));

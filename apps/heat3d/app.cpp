@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "heat3d.hpp"
+#include "locus/kokkos.hpp"
 #include "locus/console.hpp"
 #include "locus/io.hpp"
 
@@ -295,6 +296,13 @@ int run(Context& ctx) {
     const auto& pg = solver->decomp().procs();
     results["process_grid"] = locus::yaml_flow_list(std::vector<int>{pg[0], pg[1], pg[2]});
     results["halo"] = solver->halo_name();
+    {
+      YAML::Node k;
+      k["space"] = locus::ExecSpace::name();
+      k["concurrency"] = locus::ExecSpace().concurrency();
+      k["check"] = solver->kernel_checked() ? "step 1 bitwise equal to the reference kernel" : "not run (no step)";
+      results["kernels"] = k;
+    }
     results["dt"] = locus::yaml_number(p.dt);
     results["steps"] = outcome.history.step;
     results["converged"] = outcome.converged;

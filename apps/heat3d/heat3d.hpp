@@ -54,6 +54,8 @@ class Solver {
   const locus::CartDecomp& decomp() const { return decomp_; }
   const Problem& problem() const { return p_; }
   std::string halo_name() const { return halo_->name(); }
+  // True once the first step's optimized kernel matched the reference.
+  bool kernel_checked() const { return checked_; }
 
   // Collective reductions over the interior.
   double global_min() const;
@@ -67,13 +69,20 @@ class Solver {
 
  private:
   double initial_value(long gi, long gj, long gk) const;
+  void check_against_reference(const locus::Field3D& ref, double ref_max, double opt_max);
   MPI_Comm comm_;
   Problem p_;
   locus::CartDecomp decomp_;
   std::unique_ptr<locus::HaloExchange<double>> halo_;
   locus::Timers& timers_;
   locus::GridField u_, un_;
+  bool checked_ = false;
 };
+
+// The plain reference kernel (a scalar triple loop): writes u's update
+// into un's interior and returns the local max |T_new - T_old|.
+double reference_step(const locus::Field3D& u, const locus::Field3D& un, const std::array<long, 3>& n,
+                      double rx, double ry, double rz, double a);
 
 // The app: reads the context's config, runs, validates, writes output.
 int run(locus::Context& ctx);

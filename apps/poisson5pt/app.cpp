@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <limits>
 
+#include "locus/kokkos.hpp"
 #include "locus/console.hpp"
 #include "locus/io.hpp"
 #include "poisson5pt.hpp"
@@ -376,6 +377,14 @@ int run(Context& ctx) {
                     std::string("max |f + Laplace_h(u)| relative to its initial value, at each check"));
       out.write_root_vector("residual_iterations", r.history_iterations);
     }
+  }
+  {
+    YAML::Node k;
+    k["space"] = locus::ExecSpace::name();
+    k["concurrency"] = locus::ExecSpace().concurrency();
+    k["check"] = solver && solver->kernel_checked() ? "first iteration bitwise equal to the reference kernel"
+                                                     : "not run (no iteration)";
+    results["kernels"] = k;
   }
   const std::string summary = locus::finish_output(out, ctx, timers, results, validation);
 

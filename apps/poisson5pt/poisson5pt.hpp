@@ -87,6 +87,8 @@ class SolverBase {
   virtual void write(locus::H5Output& out, bool with_error) = 0;
   virtual const locus::CartDecomp& decomp() const = 0;
   virtual std::string halo_name() const = 0;
+  // True once the first iteration matched the plain reference kernel.
+  virtual bool kernel_checked() const = 0;
 };
 
 // True when the sweeps of these options run on the split layout (asked

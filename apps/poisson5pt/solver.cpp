@@ -4,11 +4,14 @@
 // other colour, and residuals and errors are max norms (exact to reduce).
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <limits>
 
 #include "locus/console.hpp"
 #include "locus/error.hpp"
 #include "locus/io.hpp"
+#include "locus/kokkos.hpp"
 #include "locus/wait.hpp"
 #include "poisson5pt.hpp"
 
@@ -277,24 +280,32 @@ class Solver final : public SolverBase {
     double m = 0.0;
     if (!split_) {
       const T* u = u_->data();
-      for (long j = 1; j <= ny_; ++j)
-        for (long i = 1; i <= nx_; ++i) {
-          const std::size_t k = idx(i, j);
-          m = std::max(m, std::fabs(f_[k] + lap(u[k - 1], u[k + 1], u[k - sx_], u[k + sx_], u[k])));
-        }
+      Kokkos::parallel_reduce(
+          "poisson5pt::residual", locus::Range<long>(1, ny_ + 1),
+          [&](long j, double& mj) {
+            for (long i = 1; i <= nx_; ++i) {
+              const std::size_t k = idx(i, j);
+              mj = std::max(mj, std::fabs(f_[k] + lap(u[k - 1], u[k + 1], u[k - sx_], u[k + sx_], u[k])));
+            }
+          },
+          Kokkos::Max<double>(m));
       return global(m, MPI_MAX);
     }
     // Split layout: each half row as one contiguous loop.
-    for (long j = 1; j <= ny_; ++j)
-      for (int colour : {kRed, kBlack}) {
-        const Span s = span(j, 1, nx_, colour);
-        const std::size_t o = static_cast<std::size_t>(j * rs_ + s.part * hp_);
-        const T* x = w_.data() + o;
-        const T* y = w_.data() + j * rs_ + (1 - s.part) * hp_;
-        const double* f = f_.data() + o;
-        for (long k = s.k0; k < s.k1; ++k)
-          m = std::max(m, std::fabs(f[k] + lap(y[k + s.a], y[k + s.a + 1], x[k - rs_], x[k + rs_], x[k])));
-      }
+    Kokkos::parallel_reduce(
+        "poisson5pt::residual", locus::Range<long>(1, ny_ + 1),
+        [&](long j, double& mj) {
+          for (int colour : {kRed, kBlack}) {
+            const Span s = span(j, 1, nx_, colour);
+            const std::size_t o = static_cast<std::size_t>(j * rs_ + s.part * hp_);
+            const T* x = w_.data() + o;
+            const T* y = w_.data() + j * rs_ + (1 - s.part) * hp_;
+            const double* f = f_.data() + o;
+            for (long k = s.k0; k < s.k1; ++k)
+              mj = std::max(mj, std::fabs(f[k] + lap(y[k + s.a], y[k + s.a + 1], x[k - rs_], x[k + rs_], x[k])));
+          }
+        },
+        Kokkos::Max<double>(m));
     return global(m, MPI_MAX);
   }
 
@@ -346,6 +357,9 @@ class Solver final : public SolverBase {
   }
   std::string halo_name() const override {
     return halo_->name();
+  }
+  bool kernel_checked() const override {
+    return checked_;
   }
 
  private:
@@ -485,61 +499,158 @@ class Solver final : public SolverBase {
   // rank's new red values: they wait for the second exchange. Same
   // updates, same order per colour, as two full sweeps, so the result is
   // identical; the block is streamed once.
+  //
+  // The pass is a Kokkos kernel over chunks of rows (one chunk per thread
+  // of the execution space; one chunk, the whole block, with Serial). A
+  // chunk starting at row ja > 1 leaves black rows ja-1 and ja for after
+  // the pass (black ja-1 reads red ja, which this chunk writes; its own red
+  // ja reads the old black ja), so chunks never touch each other's rows in
+  // between, and every point gets the same update from the same values as
+  // in one sequential pass.
   template <bool Sor>
   void red_black() {
     refresh();
     const bool down = nb_[1][0], upn = nb_[1][1], left = nb_[0][0], right = nb_[0][1];
     auto deferred_row = [&](long r) { return (r == 1 && down) || (r == ny_ && upn); };
     const long c0 = left ? 2 : 1, c1 = right ? nx_ - 1 : nx_;
+    const bool check = !checked_;
+    if (check) reference_first_pass<Sor>();
     {
       auto t = timers_.scope("compute");
-      for (long j = 1; j <= ny_; ++j) {
-        const bool black_below = j >= 2 && !deferred_row(j - 1);
-        if (split_ && black_below && c0 <= c1) {
-          // The red points with no black partner in this pass first.
-          if (c0 > 1) relax_split<Sor>(j, 1, c0 - 1, kRed);
-          if (c1 < nx_) relax_split<Sor>(j, c1 + 1, nx_, kRed);
-          relax_split_rows<Sor>(j, c0, c1, j < ny_);
-          continue;
-        }
-        relax_row<Sor>(j, 1, nx_, kRed);
-        if (black_below) relax_row<Sor>(j - 1, c0, c1, kBlack);
-      }
-      if (!deferred_row(ny_)) relax_row<Sor>(ny_, c0, c1, kBlack);
+      const long chunks = std::max<long>(1, std::min<long>(row_chunks(), ny_ / 4));
+      auto first_row = [&](long c) { return 1 + c * ny_ / chunks; };
+      Kokkos::parallel_for(
+          "poisson5pt::red_black", locus::Range<long>(0, chunks), [&, chunks](long c) {
+            const long ja = first_row(c), jb = first_row(c + 1);
+            for (long j = ja; j < jb; ++j) {
+              // black rows ja-1 and ja of a later chunk wait for the end
+              const bool black_below = j >= 2 && !deferred_row(j - 1) && (c == 0 || j >= ja + 2);
+              if (split_ && black_below && c0 <= c1) {
+                // The red points with no black partner in this pass first.
+                if (c0 > 1) relax_split<Sor>(j, 1, c0 - 1, kRed);
+                if (c1 < nx_) relax_split<Sor>(j, c1 + 1, nx_, kRed);
+                relax_split_rows<Sor>(j, c0, c1, j + 1 < jb);
+                continue;
+              }
+              relax_row<Sor>(j, 1, nx_, kRed);
+              if (black_below) relax_row<Sor>(j - 1, c0, c1, kBlack);
+            }
+            if (c == chunks - 1 && !deferred_row(ny_)) relax_row<Sor>(ny_, c0, c1, kBlack);
+          });
+      Kokkos::fence();
+      if (chunks > 1)
+        Kokkos::parallel_for(
+            "poisson5pt::red_black_seams", locus::Range<long>(1, chunks), [&](long c) {
+              const long ja = first_row(c);
+              for (long r = ja - 1; r <= ja; ++r)
+                if (r >= 1 && r <= ny_ && !deferred_row(r) && !(r == ny_ && c == chunks - 1))
+                  relax_row<Sor>(r, c0, c1, kBlack);
+            });
     }
+    if (check) compare_first_pass();
     exchange();
     {
       auto t = timers_.scope("compute");
-      for (long j = 1; j <= ny_; ++j) {
+      Kokkos::parallel_for("poisson5pt::red_black_edges", locus::Range<long>(1, ny_ + 1), [&](long j) {
         if (deferred_row(j)) {
           relax_row<Sor>(j, 1, nx_, kBlack);
-          continue;
+          return;
         }
         if (left) relax_row<Sor>(j, 1, 1, kBlack);
         if (right && !(left && nx_ == 1)) relax_row<Sor>(j, nx_, nx_, kBlack);
-      }
+      });
     }
     stale_ = true;
   }
 
+  // Chunks of rows of the red-black pass: one per thread of the execution
+  // space; LOCUS_ROW_CHUNKS (a test hook) asks for more, so that a
+  // one-thread build runs the chunked pass too.
+  static long row_chunks() {
+    long c = locus::ExecSpace().concurrency();
+    if (const char* e = std::getenv("LOCUS_ROW_CHUNKS")) c = std::max(c, std::atol(e));
+    return c;
+  }
+
+  // The plain reference of the first pass of the first iteration (on a
+  // row-major copy with current ghosts): every red point, then the black
+  // points the pass updates (rows not next to another rank, columns c0..c1),
+  // point by point in the row-major order of the textbook algorithm.
+  template <bool Sor>
+  void reference_first_pass() {
+    locus::Region region("poisson5pt::reference");
+    ref_.assign(static_cast<std::size_t>((ny_ + 2) * sx_), T(0));
+    for (long j = 0; j <= ny_ + 1; ++j)
+      for (long i = 0; i <= nx_ + 1; ++i) {
+        const bool corner = (i == 0 || i == nx_ + 1) && (j == 0 || j == ny_ + 1);
+        ref_[idx(i, j)] = corner ? T(0) : value(i, j);
+      }
+    std::vector<T> rhs(ref_.size());
+    for (long j = 1; j <= ny_; ++j)
+      for (long i = 1; i <= nx_; ++i) rhs[idx(i, j)] = rhs_[cell(i, j)];
+    const T quarter = T(0.25), w = T(o_.omega);
+    const bool down = nb_[1][0], upn = nb_[1][1], left = nb_[0][0], right = nb_[0][1];
+    const long c0 = left ? 2 : 1, c1 = right ? nx_ - 1 : nx_;
+    for (int colour : {kRed, kBlack})
+      for (long j = 1; j <= ny_; ++j) {
+        if (colour == kBlack && ((j == 1 && down) || (j == ny_ && upn))) continue;
+        for (long i = colour == kRed ? 1 : c0; i <= (colour == kRed ? nx_ : c1); ++i) {
+          if (((ox_ + i + oy_ + j) & 1) != colour) continue;
+          const std::size_t k = idx(i, j);
+          const T g = quarter * (((ref_[k - 1] + ref_[k + 1]) + (ref_[k - sx_] + ref_[k + sx_])) + rhs[k]);
+          ref_[k] = Sor ? T(ref_[k] + w * (g - ref_[k])) : g;
+        }
+      }
+  }
+  // Every interior point against the reference (the black points the first
+  // pass leaves for the second are still the old values on both sides).
+  void compare_first_pass() {
+    long differ = 0;
+    for (long j = 1; j <= ny_; ++j)
+      for (long i = 1; i <= nx_; ++i) {
+        const T v = value(i, j), r = ref_[idx(i, j)];
+        differ += std::memcmp(&v, &r, sizeof(T)) != 0;
+      }
+    ref_.clear();
+    ref_.shrink_to_fit();
+    if (differ)
+      throw locus::Error("poisson5pt: the sweep kernel differs from the reference kernel in " +
+                         std::to_string(differ) + " points on the first iteration");
+    checked_ = true;
+  }
+
   void jacobi() {
     refresh();
+    locus::GridFieldT<T>* next = u_ == &a_ ? b_field_.get() : &a_;
+    const T* u = u_->data();
+    T* un = next->data();
+    const T* rhs = rhs_.data();
+    const long nx = nx_, sx = sx_;
+    const T quarter = T(0.25);
+    const bool check = !checked_;
+    if (check) {
+      // The plain reference: the same update into a scratch copy.
+      locus::Region region("poisson5pt::reference");
+      ref_.assign(static_cast<std::size_t>((ny_ + 2) * sx_), T(0));
+      for (long j = 1; j <= ny_; ++j)
+        for (long i = 1; i <= nx_; ++i) {
+          const std::size_t k = idx(i, j);
+          ref_[k] = quarter * (((u[k - 1] + u[k + 1]) + (u[k - sx_] + u[k + sx_])) + rhs[k]);
+        }
+    }
     {
       auto t = timers_.scope("compute");
-      locus::GridFieldT<T>* next = u_ == &a_ ? b_field_.get() : &a_;
-      const T* u = u_->data();
-      T* un = next->data();
-      const T quarter = T(0.25);
-      for (long j = 1; j <= ny_; ++j) {
-        const T* r = u + j * sx_;
-        const T* dn = r - sx_;
-        const T* up = r + sx_;
-        const T* b = rhs_.data() + j * sx_;
-        T* out = un + j * sx_;
-        for (long i = 1; i <= nx_; ++i) out[i] = quarter * (((r[i - 1] + r[i + 1]) + (dn[i] + up[i])) + b[i]);
-      }
+      Kokkos::parallel_for("poisson5pt::jacobi", locus::Range<long>(1, ny_ + 1), [=](long j) {
+        const T* r = u + j * sx;
+        const T* dn = r - sx;
+        const T* up = r + sx;
+        const T* b = rhs + j * sx;
+        T* out = un + j * sx;
+        for (long i = 1; i <= nx; ++i) out[i] = quarter * (((r[i - 1] + r[i + 1]) + (dn[i] + up[i])) + b[i]);
+      });
       u_ = next;
     }
+    if (check) compare_first_pass();
     stale_ = true;
   }
 
@@ -564,6 +675,8 @@ class Solver final : public SolverBase {
   long hp_ = 0;     // split layout: half-row pitch
   long rs_ = 0;     // sweeps' storage: from row j to row j+1 (sx_ when natural)
   long ahead_ = 0;  // split layout: prefetch distance in elements (0: none)
+  bool checked_ = false;  // the first iteration matched the reference kernel
+  std::vector<T> ref_;    // the reference's row-major copy (first iteration only)
   std::array<SplitRowFn<T>, 2> row_{split_row_baseline<T, false>, split_row_baseline<T, true>};
   std::array<SplitPairFn<T>, 2> pair_{split_pair_baseline<T, false>, split_pair_baseline<T, true>};
 };

@@ -10,6 +10,8 @@
 #include <limits>
 
 #include "locus/console.hpp"
+#include "locus/error.hpp"
+#include "locus/kokkos.hpp"
 #include "locus/io.hpp"
 #include "locus/rma.hpp"
 #include "spmv.hpp"
@@ -217,12 +219,85 @@ void export_matrix(MPI_Comm comm, const RowBlock& rows, const std::string& path)
   locus::collective_require(comm, problem.empty(), problem);
 }
 
+// CG's vector operations as Kokkos kernels in locus::ExecSpace. The dot
+// product is deterministic for any thread count: fixed blocks of kDotBlock
+// entries, each summed in order by one thread, then the block sums in
+// order (dot_reference is the same sum as a plain loop).
+constexpr gidx kDotBlock = 2048;
+
+double dot_reference(const double* a, const double* b, gidx n) {
+  double total = 0;
+  for (gidx b0 = 0; b0 < n; b0 += kDotBlock) {
+    double s = 0;
+    const gidx e = std::min(n, b0 + kDotBlock);
+    for (gidx i = b0; i < e; ++i) s += a[i] * b[i];
+    total += s;
+  }
+  return total;
+}
+
+struct DotBlocks {
+  const double* a;
+  const double* b;
+  double* part;
+  gidx n;
+  KOKKOS_INLINE_FUNCTION void operator()(gidx blk) const {
+    const gidx b0 = blk * kDotBlock, e = b0 + kDotBlock < n ? b0 + kDotBlock : n;
+    double s = 0;
+    for (gidx i = b0; i < e; ++i) s += a[i] * b[i];
+    part[blk] = s;
+  }
+};
+
+double local_dot(const double* a, const double* b, gidx n) {
+  static std::vector<double> part;  // CG runs on one thread per rank
+  const gidx nb = (n + kDotBlock - 1) / kDotBlock;
+  part.resize(static_cast<std::size_t>(nb));
+  if (nb > 0) Kokkos::parallel_for("spmv::dot", locus::Range<gidx>(0, nb), DotBlocks{a, b, part.data(), n});
+  Kokkos::fence();
+  double total = 0;
+  for (gidx k = 0; k < nb; ++k) total += part[k];
+  return total;
+}
+
+// The first dot product of a run is checked against the reference.
 double dot(MPI_Comm comm, const double* a, const double* b, gidx n) {
-  double s = 0, t = 0;
-  for (gidx i = 0; i < n; ++i) s += a[i] * b[i];
-  MPI_Allreduce(&s, &t, 1, MPI_DOUBLE, MPI_SUM, comm);
+  static bool checked = false;
+  double s = local_dot(a, b, n), t = 0;
+  if (!checked) {
+    const double r = dot_reference(a, b, n);
+    if (std::memcmp(&r, &s, sizeof r) != 0)
+      throw locus::Error("spmv: the dot-product kernel differs from the reference (" + std::to_string(s) + " vs " +
+                         std::to_string(r) + ")");
+    checked = true;
+  }
+  {
+    locus::Region region("spmv::reduce");
+    MPI_Allreduce(&s, &t, 1, MPI_DOUBLE, MPI_SUM, comm);
+  }
   return t;
 }
+
+// x += alpha p, r -= alpha ap.
+struct CgUpdate {
+  double* x;
+  double* r;
+  const double* p;
+  const double* ap;
+  double alpha;
+  KOKKOS_INLINE_FUNCTION void operator()(gidx i) const {
+    x[i] += alpha * p[i];
+    r[i] -= alpha * ap[i];
+  }
+};
+
+// p = r + beta p.
+struct CgDirection {
+  double* p;
+  const double* r;
+  double beta;
+  KOKKOS_INLINE_FUNCTION void operator()(gidx i) const { p[i] = r[i] + beta * p[i]; }
+};
 
 void fill_vector(double* v, gidx first, gidx n, std::uint64_t seed, bool ones) {
   for (gidx i = 0; i < n; ++i) v[i] = ones ? 1.0 : hash_uniform(seed, static_cast<std::uint64_t>(first + i));
@@ -262,14 +337,13 @@ CgResult conjugate_gradients(MPI_Comm comm, Operator& op, const Settings& s, std
     p = op.x();  // (rma: waits until the readers fetched p; nothing writes p before the update below)
     const double pap = dot(comm, p, ap.data(), n);
     const double alpha = rr / pap;
-    for (gidx i = 0; i < n; ++i) {
-      x[i] += alpha * p[i];
-      r[i] -= alpha * ap[i];
-    }
+    Kokkos::parallel_for("spmv::cg_update", locus::Range<gidx>(0, n), CgUpdate{x.data(), r.data(), p, ap.data(), alpha});
+    Kokkos::fence();
     const double rr_new = dot(comm, r.data(), r.data(), n);
     const double beta = rr_new / rr;
     rr = rr_new;
-    for (gidx i = 0; i < n; ++i) p[i] = r[i] + beta * p[i];
+    Kokkos::parallel_for("spmv::cg_direction", locus::Range<gidx>(0, n), CgDirection{p, r.data(), beta});
+    Kokkos::fence();
     ++res.iterations;
     res.history.push_back(std::sqrt(rr) / bnorm);
     if (!std::isfinite(res.history.back())) break;
@@ -445,6 +519,19 @@ int run(Context& ctx) {
 
   std::vector<double> xin, y(static_cast<std::size_t>(op.rows())), xsol, xstar;
   CgResult cg;
+  if (!op.kernel_checked()) {
+    // One untimed product checks the kernels against the reference ones.
+    double* x = op.x();
+    fill_vector(x, op.first(), op.rows(), 7, s.ones);
+    op.apply(y.data());
+  }
+  {
+    YAML::Node k;
+    k["space"] = op.kernel_space();
+    k["concurrency"] = locus::ExecSpace().concurrency();
+    k["check"] = "product bitwise equal to the reference kernels";
+    results["kernels"] = k;
+  }
   op.reset_times();
   if (!s.cg) {
     xin.resize(static_cast<std::size_t>(op.rows()));

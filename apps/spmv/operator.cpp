@@ -10,11 +10,13 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstring>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
 
 #include "locus/error.hpp"
+#include "locus/kokkos.hpp"
 #include "locus/plan.hpp"
 #include "locus/rma.hpp"
 #include "locus/wait.hpp"
@@ -274,28 +276,110 @@ void Operator::remote_rows(double* y, gidx k0, gidx k1) const {
   }
 }
 
+namespace {
+
+// The Kokkos kernels of the product: one row per index, the same
+// arithmetic as the reference kernels above (local_rows, remote_rows), so
+// y is bitwise the same whatever the execution space and thread count.
+struct LocalProduct {
+  const gidx* ptr;
+  const std::int32_t* col;
+  const double* val;
+  const double* x;
+  double* y;
+  KOKKOS_INLINE_FUNCTION void operator()(gidx i) const {
+    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    gidx k = ptr[i];
+    const gidx e = ptr[i + 1];
+    for (; k + 3 < e; k += 4) {
+      s0 += val[k] * x[col[k]];
+      s1 += val[k + 1] * x[col[k + 1]];
+      s2 += val[k + 2] * x[col[k + 2]];
+      s3 += val[k + 3] * x[col[k + 3]];
+    }
+    for (; k < e; ++k) s0 += val[k] * x[col[k]];
+    y[i] = (s0 + s1) + (s2 + s3);
+  }
+};
+
+// Remote rows are distinct, so the updates of y do not race.
+struct RemoteProduct {
+  const gidx* row;
+  const gidx* ptr;
+  const std::int32_t* col;
+  const double* val;
+  const double* x;
+  double* y;
+  KOKKOS_INLINE_FUNCTION void operator()(gidx kk) const {
+    double s = 0;
+    for (gidx k = ptr[kk]; k < ptr[kk + 1]; ++k) s += val[k] * x[col[k]];
+    y[row[kk]] += s;
+  }
+};
+
+struct Pack {
+  const std::int32_t* idx;
+  const double* x;
+  double* buf;
+  KOKKOS_INLINE_FUNCTION void operator()(gidx k) const { buf[k] = x[idx[k]]; }
+};
+
+}  // namespace
+
+// The products run as Kokkos kernels in locus::ExecSpace. A Kokkos whose
+// execution space has one thread (Debian's Serial) cannot thread them, so
+// spmv.threads > 1 then keeps OpenMP over row ranges of equal nonzeros
+// (the same kernels, called per range).
+bool Operator::openmp_threads() const {
+  return threads_ > 1 && locus::ExecSpace().concurrency() == 1;
+}
+
 void Operator::compute_local(double* y) {
-  if (threads_ == 1) {
-    local_rows(y, 0, nrows_);
+  const LocalProduct f{lptr_.data(), lcol_.data(), lval_.data(), xext_, y};
+  if (openmp_threads()) {
+#pragma omp parallel num_threads(threads_)
+    {
+      const int t = omp_get_thread_num();
+      for (gidx i = lsplit_[t]; i < lsplit_[t + 1]; ++i) f(i);
+    }
     return;
   }
-#pragma omp parallel num_threads(threads_)
-  {
-    const int t = omp_get_thread_num();
-    local_rows(y, lsplit_[t], lsplit_[t + 1]);
-  }
+  Kokkos::parallel_for("spmv::local", locus::Range<gidx>(0, nrows_), f);
+  Kokkos::fence();
 }
 
 void Operator::compute_remote(double* y) {
-  if (threads_ == 1) {
-    remote_rows(y, 0, static_cast<gidx>(rrow_.size()));
+  const RemoteProduct f{rrow_.data(), rptr_.data(), rcol_.data(), rval_.data(), xext_, y};
+  const gidx nr = static_cast<gidx>(rrow_.size());
+  if (openmp_threads()) {
+#pragma omp parallel num_threads(threads_)
+    {
+      const int t = omp_get_thread_num();
+      for (gidx kk = rsplit_[t]; kk < rsplit_[t + 1]; ++kk) f(kk);
+    }
     return;
   }
-#pragma omp parallel num_threads(threads_)
+  if (nr > 0) Kokkos::parallel_for("spmv::remote", locus::Range<gidx>(0, nr), f);
+  Kokkos::fence();
+}
+
+std::string Operator::kernel_space() const {
+  return openmp_threads() ? "OpenMP" : locus::ExecSpace::name();
+}
+
+void Operator::check_against_reference(const double* y) {
+  std::vector<double> ref(static_cast<std::size_t>(nrows_));
   {
-    const int t = omp_get_thread_num();
-    remote_rows(y, rsplit_[t], rsplit_[t + 1]);
+    locus::Region region("spmv::reference");
+    local_rows(ref.data(), 0, nrows_);
+    remote_rows(ref.data(), 0, static_cast<gidx>(rrow_.size()));
   }
+  gidx differ = 0;
+  for (gidx i = 0; i < nrows_; ++i) differ += std::memcmp(&ref[i], &y[i], sizeof(double)) != 0;
+  if (differ)
+    throw locus::Error("spmv: the product kernels differ from the reference kernels in " + std::to_string(differ) +
+                       " of " + std::to_string(nrows_) + " rows on the first product");
+  checked_ = true;
 }
 
 void Operator::post_exchange(std::vector<MPI_Request>& reqs) {
@@ -308,7 +392,8 @@ void Operator::post_exchange(std::vector<MPI_Request>& reqs) {
   }
   for (std::size_t i = 0; i < send_rank_.size(); ++i) {
     const gidx b = send_off_[i], e = send_off_[i + 1];
-    for (gidx k = b; k < e; ++k) send_buf_[k] = xext_[send_idx_[k]];
+    if (e > b) Kokkos::parallel_for("spmv::pack", locus::Range<gidx>(b, e), Pack{send_idx_.data(), xext_, send_buf_.data()});
+    Kokkos::fence();
     reqs.emplace_back();
     MPI_Isend(send_buf_.data() + b, static_cast<int>(e - b), MPI_DOUBLE, send_rank_[i], kTag, comm, &reqs.back());
   }
@@ -444,6 +529,9 @@ void Operator::apply(double* y) {
   }
   times_.total += MPI_Wtime() - t0;
   ++times_.products;
+  // The first product is checked against the reference kernels (after
+  // the exchange, so the halo part of x is in; outside the timers).
+  if (!checked_) check_against_reference(y);
 }
 
 }  // namespace spmv

@@ -145,6 +145,7 @@ class Operator {
 
   // The local part alone (y = A_local x_owned), for the bandwidth
   // measurement of the benchmark; and its traffic by the same model.
+  // local_rows and remote_rows are the plain reference kernels.
   void apply_local(double* y) { compute_local(y); }
   double local_model_bytes() const;
 
@@ -158,6 +159,8 @@ class Operator {
   void remote_rows(double* y, gidx k0, gidx k1) const;
   void compute_local(double* y);
   void compute_remote(double* y);
+  bool openmp_threads() const;
+  void check_against_reference(const double* y);
   void post_exchange(std::vector<MPI_Request>& reqs);
   void apply_two_sided(double* y);
   void apply_task(double* y);
@@ -196,6 +199,14 @@ class Operator {
   void task_loop();
   HaloStats halo_;
   ModeTimes times_;
+  bool checked_ = false;
+
+ public:
+  // True once the first product matched the reference kernels bitwise.
+  bool kernel_checked() const { return checked_; }
+  // Where the products run: the Kokkos execution space, or "OpenMP" (a
+  // one-thread Kokkos with spmv.threads > 1).
+  std::string kernel_space() const;
 };
 
 // Deterministic pseudo-random value in [0, 1) from (seed, index): vectors

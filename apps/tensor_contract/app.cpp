@@ -8,6 +8,7 @@
 #include <limits>
 #include <sstream>
 
+#include "locus/kokkos.hpp"
 #include "locus/async.hpp"
 #include "locus/console.hpp"
 #include "locus/io.hpp"
@@ -382,6 +383,16 @@ int run(Context& ctx) {
       results["skip_first"] = sched.skip_first;
     }
     results["accumulate"] = cfg.string("tensor_contract.accumulate");
+    {
+      YAML::Node k;
+      k["space"] = locus::ExecSpace::name();
+      k["concurrency"] = locus::ExecSpace().concurrency();
+      std::string kinds;
+      for (const auto& key : permute_checked()) kinds += (kinds.empty() ? "" : ", ") + key;
+      k["check"] = "every sort kind bitwise equal to the reference kernel on first use (" +
+                   (kinds.empty() ? std::string("none needed") : kinds) + ")";
+      results["kernels"] = k;
+    }
     results["phases"] = static_cast<long>(phases.size());
     results["tasks"] = static_cast<long>(tasks);
     results["tasks_per_rank_min_max"] = locus::yaml_flow_list(std::vector<long>{long(tmin), long(tmax)});

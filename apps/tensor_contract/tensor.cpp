@@ -6,12 +6,15 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <set>
 
 #include "locus/error.hpp"
 #include "locus/hash.hpp"
+#include "locus/kokkos.hpp"
 #include "locus/rma.hpp"
 #include "locus/wait.hpp"
 
@@ -76,9 +79,12 @@ gidx product(const std::vector<gidx>& v) {
   return p;
 }
 
+}  // namespace
+
 // dst (index order didx) = src (index order sidx, extents sdims); didx is a
-// permutation of sidx. The "sort" of TCE.
-void permute(const double* src, const std::string& sidx, const std::vector<gidx>& sdims, double* dst,
+// permutation of sidx. The "sort" of TCE: the plain reference kernel (an
+// odometer over the destination).
+void permute_reference(const double* src, const std::string& sidx, const std::vector<gidx>& sdims, double* dst,
              const std::string& didx) {
   const std::size_t r = sidx.size();
   std::vector<gidx> sstr(r, 1), ddims(r), step(r);
@@ -114,7 +120,145 @@ void permute(const double* src, const std::string& sidx, const std::vector<gidx>
   }
 }
 
+
+namespace {
+
+constexpr std::size_t kMaxRank = 8;
+
+// The sort as a Kokkos kernel. Three shapes: the same order (a copy);
+// the last index the same on both sides (contiguous rows, one row per
+// index); otherwise a transpose between the destination's last index and
+// the source's last index, in 8 x 8 tiles (reads and writes both touch
+// whole cache lines), one plane of the other indices per index.
+struct PermuteRows {
+  static constexpr gidx kChunk = 64;  // rows per index: the offset by division once, then an odometer
+  const double* src;
+  double* dst;
+  std::array<gidx, kMaxRank> odims{}, ostep{};  // outer dims (destination order) and their source strides
+  int outer = 0;
+  gidx inner = 0, rows = 0;
+  KOKKOS_INLINE_FUNCTION void operator()(gidx chunk) const {
+    const gidx r0 = chunk * kChunk, r1 = r0 + kChunk < rows ? r0 + kChunk : rows;
+    std::array<gidx, kMaxRank> ctr{};
+    gidx off = 0, rest = r0;
+    for (int d = outer; d-- > 0;) {
+      ctr[d] = rest % odims[d];
+      off += ctr[d] * ostep[d];
+      rest /= odims[d];
+    }
+    for (gidx row = r0; row < r1; ++row) {
+      const double* __restrict s = src + off;
+      double* __restrict o = dst + row * inner;
+      for (gidx k = 0; k < inner; ++k) o[k] = s[k];
+      for (int d = outer; d-- > 0;) {  // next row
+        off += ostep[d];
+        if (++ctr[d] < odims[d]) break;
+        off -= ostep[d] * odims[d];
+        ctr[d] = 0;
+      }
+    }
+  }
+};
+
+struct PermuteTranspose {
+  const double* src;
+  double* dst;
+  std::array<gidx, kMaxRank> odims{}, osstep{}, odstep{};  // other dims: extent, source and destination strides
+  int outer = 0;
+  gidx na = 0, nb = 0;       // a: the destination dim with source stride 1; b: the destination's last dim
+  gidx dstep_a = 0, sstep_b = 0;
+  KOKKOS_INLINE_FUNCTION void operator()(gidx plane) const {
+    gidx soff = 0, doff = 0, rest = plane;
+    for (int d = outer; d-- > 0;) {
+      const gidx c = rest % odims[d];
+      rest /= odims[d];
+      soff += c * osstep[d];
+      doff += c * odstep[d];
+    }
+    constexpr gidx T = 8;
+    for (gidx a0 = 0; a0 < na; a0 += T) {
+      const gidx a1 = a0 + T < na ? a0 + T : na;
+      for (gidx b0 = 0; b0 < nb; b0 += T) {
+        const gidx b1 = b0 + T < nb ? b0 + T : nb;
+        for (gidx a = a0; a < a1; ++a) {
+          const double* __restrict s = src + soff + a;
+          double* __restrict o = dst + doff + a * dstep_a;
+          for (gidx b = b0; b < b1; ++b) o[b] = s[b * sstep_b];
+        }
+      }
+    }
+  }
+};
+
+struct Copy {
+  const double* src;
+  double* dst;
+  KOKKOS_INLINE_FUNCTION void operator()(gidx i) const { dst[i] = src[i]; }
+};
+
+void permute_kernel(const double* src, const std::string& sidx, const std::vector<gidx>& sdims, double* dst,
+                    const std::string& didx) {
+  const std::size_t r = sidx.size();
+  const gidx total = product(sdims);
+  if (total == 0) return;
+  if (sidx == didx || r > kMaxRank) {
+    if (sidx != didx) return permute_reference(src, sidx, sdims, dst, didx);
+    Kokkos::parallel_for("tensor::copy", locus::Range<gidx>(0, total), Copy{src, dst});
+    Kokkos::fence();
+    return;
+  }
+  std::vector<gidx> sstr(r, 1), ddims(r), step(r), dstr(r, 1);
+  for (std::size_t i = r - 1; i-- > 0;) sstr[i] = sstr[i + 1] * sdims[i + 1];
+  for (std::size_t j = 0; j < r; ++j) {
+    const std::size_t pos = sidx.find(didx[j]);
+    ddims[j] = sdims[pos];
+    step[j] = sstr[pos];
+  }
+  for (std::size_t j = r - 1; j-- > 0;) dstr[j] = dstr[j + 1] * ddims[j + 1];
+  if (step[r - 1] == 1) {
+    PermuteRows f{src, dst, {}, {}, static_cast<int>(r - 1), ddims[r - 1], total / ddims[r - 1]};
+    for (std::size_t j = 0; j + 1 < r; ++j) {
+      f.odims[j] = ddims[j];
+      f.ostep[j] = step[j];
+    }
+    const gidx chunks = (f.rows + PermuteRows::kChunk - 1) / PermuteRows::kChunk;
+    Kokkos::parallel_for("tensor::sort_rows", locus::Range<gidx>(0, chunks), f);
+  } else {
+    const std::size_t pa = didx.find(sidx[r - 1]);  // source stride 1
+    PermuteTranspose f{src, dst, {}, {}, {}, 0, ddims[pa], ddims[r - 1], dstr[pa], step[r - 1]};
+    for (std::size_t j = 0; j + 1 < r; ++j) {
+      if (j == pa) continue;
+      f.odims[f.outer] = ddims[j];
+      f.osstep[f.outer] = step[j];
+      f.odstep[f.outer] = dstr[j];
+      ++f.outer;
+    }
+    Kokkos::parallel_for("tensor::sort_transpose", locus::Range<gidx>(0, total / (f.na * f.nb)), f);
+  }
+  Kokkos::fence();
+}
+
 }  // namespace
+
+std::set<std::string>& permute_checked() {
+  static std::set<std::string> checked;  // the task loop runs on one thread per rank
+  return checked;
+}
+
+// The sort the task loop calls: the kernel, checked bitwise against the
+// reference the first time each permutation is seen (outside the timers).
+void permute(const double* src, const std::string& sidx, const std::vector<gidx>& sdims, double* dst,
+             const std::string& didx) {
+  permute_kernel(src, sidx, sdims, dst, didx);
+  std::set<std::string>& checked = permute_checked();
+  const std::string key = sidx + ">" + didx;
+  if (checked.count(key)) return;
+  std::vector<double> ref(static_cast<std::size_t>(product(sdims)));
+  permute_reference(src, sidx, sdims, ref.data(), didx);
+  if (!ref.empty() && std::memcmp(ref.data(), dst, ref.size() * sizeof(double)) != 0)
+    throw locus::Error("tensor_contract: the sort kernel " + key + " differs from the reference kernel");
+  checked.insert(key);
+}
 
 // ---- tiled tensors
 
@@ -279,11 +423,13 @@ class Loop {
         if (k.a != a_dst_) {
           asort_.resize(static_cast<std::size_t>(A_.size(pr.a)));
           permute(asrc_[cur], k.a, ad, asort_.data(), a_dst_);
+          st_.sort_bytes += 16.0 * double(asort_.size());
           amat = asort_.data();
         }
         if (k.b != b_dst_) {
           bsort_.resize(static_cast<std::size_t>(B_.size(pr.b)));
           permute(bsrc_[cur], k.b, bd, bsort_.data(), b_dst_);
+          st_.sort_bytes += 16.0 * double(bsort_.size());
           bmat = bsort_.data();
         }
         double t2 = MPI_Wtime();
@@ -318,6 +464,7 @@ class Loop {
       std::vector<gidx> mdims;
       for (char ch : c_mat_) mdims.push_back(cd[k.c.find(ch)]);
       permute(cmat_.data(), c_mat_, mdims, cblk_.data(), k.c);
+      st_.sort_bytes += 16.0 * double(cblk_.size());
     }
     double t5 = MPI_Wtime();
     st_.sort += t5 - t4;

@@ -13,6 +13,7 @@
 // back and accumulate it into C's block (atomic sum).
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -123,6 +124,7 @@ struct LoopStats {
   double get = 0, wait = 0, sort = 0, dgemm = 0, accumulate = 0, nxtask = 0, total = 0;
   gidx tasks = 0, pairs = 0, counter_hits = 0, accumulates = 0;
   double flops = 0;
+  double sort_bytes = 0;  // bytes the sorts read and wrote (16 per element)
 };
 
 struct PhaseResult {
@@ -133,6 +135,17 @@ struct PhaseResult {
   gidx task_errors = 0;  // tasks done 0 or > 1 times
   double seconds = 0;    // max over ranks
 };
+
+// The sort: dst (index order didx) = src (index order sidx, extents
+// sdims) as a Kokkos kernel, checked bitwise against permute_reference the
+// first time each (sidx, didx) is seen; permute_reference is the plain
+// odometer loop.
+void permute(const double* src, const std::string& sidx, const std::vector<gidx>& sdims, double* dst,
+             const std::string& didx);
+// The permutations (sidx>didx) checked so far by this process.
+std::set<std::string>& permute_checked();
+void permute_reference(const double* src, const std::string& sidx, const std::vector<gidx>& sdims, double* dst,
+                       const std::string& didx);
 
 // Collective: runs the task loop of one phase over C += A * B.
 PhaseResult contract(locus::Team& team, const Problem& p, const Schedule& s, TiledTensor& A, TiledTensor& B,

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "locus/error.hpp"
+#include "locus/kokkos.hpp"
 #include "locus/plan.hpp"
 #include "locus/segment.hpp"
 #include "transfer.hpp"
@@ -228,6 +229,22 @@ std::size_t face_elements(const std::array<long, 3>& n, int d) {
   return e;
 }
 
+// The pack and unpack of a remote face as a Kokkos kernel (Cabana's halo:
+// pack kernel, fence, transfer, unpack kernel): one block of the layout
+// per index, element by element (a bitwise copy).
+template <class T>
+void copy_face(const char* name, T* dst, const Layout& dl, const T* src, const Layout& sl) {
+  const std::size_t blocks = dl.rows * dl.count, len = dl.block, count = dl.count;
+  const std::size_t ds = dl.stride, drs = dl.row_stride, ss = sl.stride, srs = sl.row_stride;
+  Kokkos::parallel_for(name, Range<std::size_t>(0, blocks), KOKKOS_LAMBDA(std::size_t q) {
+    const std::size_t r = q / count, c = q % count;
+    T* __restrict d = dst + r * drs + c * ds;
+    const T* __restrict x = src + r * srs + c * ss;
+    for (std::size_t e = 0; e < len; ++e) d[e] = x[e];
+  });
+  Kokkos::fence();
+}
+
 // Notified one-sided halos: every unit waits only for its neighbours.
 //
 // Every face is fetched by the unit whose ghosts it fills, once its owner
@@ -355,9 +372,8 @@ class NotifiedHalo : public HaloExchange<T> {
     const T* base = field.data();
     for (const Face& f : faces_)
       if (!f.local)
-        detail::copy_strided(reinterpret_cast<char*>(send_.data() + parity * send_elements_ + f.my_slot_offset),
-                             detail::packed(f.layout), reinterpret_cast<const char*>(base + f.boundary_offset),
-                             f.layout, sizeof(T));
+        copy_face<T>("locus::halo_pack", send_.data() + parity * send_elements_ + f.my_slot_offset,
+                     detail::packed(f.layout), base + f.boundary_offset, f.layout);
     std::atomic_thread_fence(std::memory_order_release);
     for (const Face& f : faces_) notify(their_flag(f, ready), s);
     if (nonblocking_) fetch(field, s);
@@ -377,9 +393,8 @@ class NotifiedHalo : public HaloExchange<T> {
     T* base = field.data();
     for (const Face& f : faces_)
       if (!f.local)
-        detail::copy_strided(reinterpret_cast<char*>(base + f.ghost_offset), f.layout,
-                             reinterpret_cast<const char*>(recv_.data() + f.recv_offset), detail::packed(f.layout),
-                             sizeof(T));
+        copy_face<T>("locus::halo_unpack", base + f.ghost_offset, f.layout, recv_.data() + f.recv_offset,
+                     detail::packed(f.layout));
     if (!in_place_) return;
     for (const Face& f : faces_)
       if (f.local) notify(their_flag(f, done), s);

@@ -2,6 +2,8 @@
 
 #include "locus/version.hpp"
 
+#include <Kokkos_Core.hpp>
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -24,15 +26,23 @@ std::size_t Timers::index(const std::string& name) const {
   return static_cast<std::size_t>(it - names_.begin());
 }
 
+// Every timer is also a Kokkos::Profiling region ("locus::NAME"), and a
+// timer stops only after Kokkos::fence(), so that asynchronous kernels
+// are counted where they ran.
 void Timers::start(const std::string& name) {
-  started_[index(name)] = MPI_Wtime();
+  std::size_t i = index(name);
+  if (Kokkos::is_initialized()) Kokkos::Profiling::pushRegion("locus::" + name);
+  started_[i] = MPI_Wtime();
 }
 
 void Timers::stop(const std::string& name) {
   std::size_t i = index(name);
   if (started_[i] < 0) throw Error("internal: timer " + name + " stopped before it started");
+  const bool kokkos = Kokkos::is_initialized();
+  if (kokkos) Kokkos::fence();
   total_[i] += MPI_Wtime() - started_[i];
   started_[i] = -1.0;
+  if (kokkos) Kokkos::Profiling::popRegion();
 }
 
 void Timers::add(const std::string& name, double seconds) {

@@ -1,5 +1,6 @@
 #include "locus/runtime.hpp"
 
+#include <sched.h>
 #include <unistd.h>
 
 #include <csignal>
@@ -17,6 +18,7 @@
 #include <iostream>
 
 #include "locus/io.hpp"
+#include "locus/kokkos.hpp"
 #include "locus/version.hpp"
 
 namespace locus {
@@ -439,6 +441,123 @@ CommSettings comm_settings(const Config& c) {
   return s;
 }
 
+
+// ---- Kokkos: the --kokkos-* options and the threads per rank.
+
+// The --kokkos-* options of the command line (they go to Kokkos) and the
+// rest (they go to locus's own parser).
+struct SplitArgs {
+  std::vector<std::string> kokkos;
+  std::vector<char*> rest;
+};
+
+SplitArgs split_kokkos_args(int argc, char** argv) {
+  SplitArgs a;
+  for (int i = 0; i < argc; ++i) {
+    const bool value_of_set = i > 0 && (std::strcmp(argv[i - 1], "--set") == 0 || std::strcmp(argv[i - 1], "-s") == 0);
+    if (i > 0 && !value_of_set && std::strncmp(argv[i], "--kokkos-", 9) == 0)
+      a.kokkos.emplace_back(argv[i]);
+    else
+      a.rest.push_back(argv[i]);
+  }
+  a.rest.push_back(nullptr);
+  return a;
+}
+
+bool has_option(const std::vector<std::string>& args, const std::string& name) {
+  for (const auto& a : args)
+    if (a == name || a.rfind(name + "=", 0) == 0) return true;
+  return false;
+}
+
+struct KokkosStart {
+  std::string error;  // an option Kokkos did not take
+  bool help = false;
+};
+
+// Collective. Starts Kokkos with the user's --kokkos-* options and
+// KOKKOS_* variables (Kokkos reads them itself), adding when the user
+// gave none: threads per rank = the CPUs this rank may run on / the ranks
+// on its node (a rank per core gets one thread), and on every rank but the
+// first --kokkos-disable-warnings (Kokkos' start-up warnings once per job,
+// not once per rank).
+KokkosStart start_kokkos(const std::string& app_name, std::vector<std::string> args, int rank) {
+  KokkosStart ks;
+  MPI_Comm node;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+  int ranks_on_node = 1;
+  MPI_Comm_size(node, &ranks_on_node);
+  MPI_Comm_free(&node);
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  int cpus = 1;
+  if (sched_getaffinity(0, sizeof mask, &mask) == 0) cpus = std::max(1, CPU_COUNT(&mask));
+  const long online = sysconf(_SC_NPROCESSORS_ONLN);
+
+#if KOKKOS_VERSION >= 30700
+  const std::string threads_opt = "--kokkos-num-threads";
+#else
+  const std::string threads_opt = "--kokkos-threads";
+#endif
+  std::string source;
+  int threads = std::max(1, cpus / std::max(1, ranks_on_node));
+  if (has_option(args, "--kokkos-threads") || has_option(args, "--kokkos-num-threads")) {
+    source = "command line";
+  } else if (std::getenv("KOKKOS_NUM_THREADS")) {
+    source = "KOKKOS_NUM_THREADS";
+  } else if (std::getenv("OMP_NUM_THREADS")) {
+    source = "OMP_NUM_THREADS";
+  } else {
+    source = "cpus / ranks per node (" + std::to_string(cpus) + " / " + std::to_string(ranks_on_node) + ")";
+    args.push_back(threads_opt + "=" + std::to_string(threads));
+  }
+  std::string binding = "n/a (one thread per rank)";
+#ifdef KOKKOS_ENABLE_OPENMP
+  // Threads bind inside the CPUs a launcher gave the rank; when every rank
+  // may run anywhere, binding them would stack every rank's first thread
+  // on the same CPU, so they are left unbound.
+  if (!std::getenv("OMP_PROC_BIND")) {
+    const bool own_cpus = cpus < online || ranks_on_node == 1;
+    setenv("OMP_PROC_BIND", own_cpus ? "spread" : "false", 0);
+    if (own_cpus) setenv("OMP_PLACES", "threads", 0);
+  }
+  binding = std::string("OMP_PROC_BIND=") + std::getenv("OMP_PROC_BIND");
+#endif
+  (void)online;
+  ks.help = has_option(args, "--kokkos-help");
+  if (rank != 0) {
+    if (!has_option(args, "--kokkos-disable-warnings")) args.push_back("--kokkos-disable-warnings");
+    // the help once per job
+    args.erase(std::remove(args.begin(), args.end(), std::string("--kokkos-help")), args.end());
+  }
+  std::string shown;
+  for (const auto& a : args) shown += (shown.empty() ? "" : " ") + a;
+  set_kokkos_launch(shown, source, binding);
+
+  std::vector<std::string> store = args;
+  std::vector<char*> argv;
+  std::string prog = app_name;
+  argv.push_back(prog.data());
+  for (auto& a : store) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  int argc = static_cast<int>(argv.size()) - 1;
+  Kokkos::initialize(argc, argv.data());
+  // Kokkos removes the options it took; what is left it does not know.
+  for (int i = 1; i < argc; ++i)
+    if (std::strncmp(argv[static_cast<std::size_t>(i)], "--kokkos-", 9) == 0 &&
+        std::strcmp(argv[static_cast<std::size_t>(i)], "--kokkos-help") != 0) {
+      ks.error = std::string("unknown Kokkos option ") + argv[static_cast<std::size_t>(i)];
+      break;
+    }
+  if (ks.error.empty() && rank == 0 && ExecSpace().concurrency() > 1 &&
+      long(ExecSpace().concurrency()) * ranks_on_node > online)
+    std::fprintf(stderr,
+                 "%s: warning: %d threads per rank x %d ranks on this node > %ld CPUs (over-subscribed: "
+                 "set --kokkos-num-threads or OMP_NUM_THREADS)\n",
+                 app_name.c_str(), int(ExecSpace().concurrency()), ranks_on_node, online);
+  return ks;
+}
+
 // --machine: the machine descriptor (rank 0's) and STREAM triad bandwidth
 // measured by every rank at once (32 MiB per array: out of cache), as YAML.
 void print_machine(const AppInfo& app, int rank, int size) {
@@ -487,12 +606,10 @@ int run(int argc, char** argv, const AppInfo& app, const std::function<int(Conte
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   install_signal_handlers(app.name, rank);
 
-  CommandLine cl = parse_args(argc, argv);
-  if (cl.machine && cl.error.empty() && !cl.help) {
-    print_machine(app, rank, size);
-    MPI_Finalize();
-    return 0;
-  }
+  SplitArgs split = split_kokkos_args(argc, argv);
+  CommandLine cl = parse_args(static_cast<int>(split.rest.size()) - 1, split.rest.data());
+  const bool kokkos_help = has_option(split.kokkos, "--kokkos-help");
+  if (kokkos_help && cl.error == "no deck given") cl.error.clear();
   if (cl.help || cl.version || cl.print_schema || !cl.error.empty()) {
     int status = 0;
     if (rank == 0) {
@@ -515,8 +632,20 @@ int run(int argc, char** argv, const AppInfo& app, const std::function<int(Conte
     return status;
   }
 
+  {
+    const KokkosStart ks = start_kokkos(app.name, split.kokkos, rank);
+    if (!ks.error.empty() || ks.help || cl.machine) {
+      if (!ks.error.empty() && rank == 0) {
+        std::fprintf(stderr, "%s: error: %s\n", app.name.c_str(), ks.error.c_str());
+        std::fprintf(stderr, "try '%s --kokkos-help'\n", app.name.c_str());
+      }
+      if (ks.error.empty() && !ks.help) print_machine(app, rank, size);
+      Kokkos::finalize();
+      MPI_Finalize();
+      return ks.error.empty() ? 0 : 2;
+    }
+  }
   int status = 1;
-  Kokkos::initialize();
   {
     Context ctx;
     ctx.app_ = &app;

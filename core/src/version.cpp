@@ -6,7 +6,9 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
-#include <Kokkos_Macros.hpp>
+#include <Kokkos_Core.hpp>
+
+#include "locus/kokkos.hpp"
 #include <algorithm>
 #include <chrono>
 #include <ctime>
@@ -129,6 +131,16 @@ std::string fixed(double v, int digits) {
 }
 }  // namespace
 
+namespace {
+std::string g_kokkos_args, g_kokkos_threads_source, g_kokkos_binding;
+}
+
+void set_kokkos_launch(const std::string& args, const std::string& threads_source, const std::string& binding) {
+  g_kokkos_args = args;
+  g_kokkos_threads_source = threads_source;
+  g_kokkos_binding = binding;
+}
+
 std::vector<std::pair<std::string, std::string>> machine_description() {
   std::vector<std::pair<std::string, std::string>> m;
   char host[256] = {};
@@ -151,6 +163,13 @@ std::vector<std::pair<std::string, std::string>> machine_description() {
   const int kv = KOKKOS_VERSION;
   m.emplace_back("kokkos", std::to_string(kv / 10000) + "." + std::to_string(kv / 100 % 100) + "." +
                                std::to_string(kv % 100));
+  m.emplace_back("kokkos_execution_space", ExecSpace::name());
+  m.emplace_back("kokkos_memory_space", MemSpace::name());
+  m.emplace_back("kokkos_concurrency",
+                 Kokkos::is_initialized() ? std::to_string(ExecSpace().concurrency()) : "not initialized");
+  m.emplace_back("kokkos_threads_per_rank_from", g_kokkos_threads_source.empty() ? "-" : g_kokkos_threads_source);
+  m.emplace_back("kokkos_binding", g_kokkos_binding.empty() ? "-" : g_kokkos_binding);
+  m.emplace_back("kokkos_args", g_kokkos_args.empty() ? "none" : g_kokkos_args);
   unsigned maj = 0, min = 0, rel = 0;
   H5get_libversion(&maj, &min, &rel);
   m.emplace_back("hdf5", std::to_string(maj) + "." + std::to_string(min) + "." + std::to_string(rel));

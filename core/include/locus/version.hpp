@@ -22,4 +22,10 @@ std::vector<std::pair<std::string, std::string>> machine_description();
 // call it at the same time share the node's bandwidth, as in a run.
 double stream_triad_gbs(long n, int repeats);
 
+// What the runtime gave Kokkos::initialize (the user's --kokkos-* options
+// and the defaults locus added), and the threads per rank it chose; the
+// machine descriptor shows them with the execution space, its concurrency
+// and the memory space.
+void set_kokkos_launch(const std::string& args, const std::string& threads_source, const std::string& binding);
+
 }  // namespace locus
