@@ -43,7 +43,7 @@ for path, name in ((ck, "temperature"), (os.path.join(OUT, "src", "heat3d.h5"), 
 od = os.path.join(OUT, "poisson")
 run_app("poisson5pt", os.path.join(SOURCE, "inputs", "poisson5pt", "default.yaml"), NP,
         ["poisson5pt.grid.n=31", "output.dir=" + od], extra=["--quiet"])
-with h5py.File(os.path.join(od, "poisson5pt.h5"), "r") as f:
+with h5py.File(os.path.join(od, "default.h5"), "r") as f:
     fields = [k for k in f if getattr(f[k], "ndim", 0) == 2 and f[k].shape[0] == 31]
     check(fields and all(f[k].fletcher32 for k in fields), "poisson5pt fields without checksums: %s" % fields)
 print("heat3d, poisson5pt fields are chunked with Fletcher32 (%s)" % ", ".join(fields))

@@ -1,5 +1,6 @@
 #include "locus/io.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/stat.h>
@@ -14,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -43,6 +45,81 @@ void remove_unfinished_output() noexcept {
   if (g_output_lock[0]) ::unlink(g_output_lock);
 }
 
+namespace {
+// The run's start (the process's, at load): the watcher removes only shared
+// memory files created since.
+const std::time_t g_process_start = std::time(nullptr);
+
+// True when some process has `path` open or mapped (the processes this one
+// can see: its user's, or all as root).
+bool in_use(const std::string& path) {
+  DIR* proc = ::opendir("/proc");
+  if (!proc) return true;
+  bool used = false;
+  while (dirent* e = ::readdir(proc)) {
+    if (used) break;
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    const std::string base = std::string("/proc/") + e->d_name;
+    {
+      std::ifstream maps(base + "/maps");
+      std::string line;
+      while (!used && std::getline(maps, line)) {
+        const auto at = line.find(path);
+        used = at != std::string::npos && (at + path.size() == line.size() || line[at + path.size()] == ' ');
+      }
+    }
+    if (DIR* fds = ::opendir((base + "/fd").c_str())) {
+      while (!used)
+        if (dirent* f = ::readdir(fds)) {
+          char target[4096];
+          const ssize_t n = ::readlinkat(::dirfd(fds), f->d_name, target, sizeof target - 1);
+          if (n > 0) {
+            target[n] = 0;
+            used = path == target;
+          }
+        } else {
+          break;
+        }
+      ::closedir(fds);
+    }
+  }
+  ::closedir(proc);
+  return used;
+}
+
+// MPICH backs a shared-memory window by a file in /dev/shm
+// (mpich_shar_tmpXXXXXX, or mpich_s_shar_tmp...) that it unlinks once every
+// process of the node has mapped it; a job killed inside
+// MPI_Win_allocate_shared leaves it behind (sparse, as large as the
+// window). After a run died: remove such files of this user, created since
+// `since`, that no process has open or mapped any more (a live job's file
+// always is: its creator maps it). Ranks still ending keep theirs mapped for
+// a moment: retried for up to 5 s.
+void remove_orphan_shm(std::time_t since) {
+  for (int attempt = 0; attempt < 25; ++attempt) {
+    bool pending = false;
+    DIR* shm = ::opendir("/dev/shm");
+    if (!shm) return;
+    while (dirent* e = ::readdir(shm)) {
+      const std::string name = e->d_name;
+      if (name.rfind("mpich_", 0) != 0 || name.find("shar_tmp") == std::string::npos) continue;
+      const std::string path = "/dev/shm/" + name;
+      struct stat st {};
+      if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::getuid() ||
+          st.st_mtime + 1 < since)
+        continue;
+      if (in_use(path))
+        pending = true;
+      else
+        ::unlink(path.c_str());
+    }
+    ::closedir(shm);
+    if (!pending) return;
+    ::usleep(200000);
+  }
+}
+}  // namespace
+
 // The watcher of one output (see spawn_output_reaper): waits for the run's
 // lock on LOCK, then, if LOCK is still the file it locked (a run that ends
 // normally unlinks it first), the run died without cleaning up: remove TMP
@@ -58,6 +135,11 @@ int reap_output(const char* lock, const char* tmp) {
   if (::stat(lock, &now) == 0 && now.st_ino == locked.st_ino && now.st_dev == locked.st_dev) {
     ::unlink(tmp);
     ::unlink(lock);
+    ::close(fd);
+    // the run died: also what MPICH left in /dev/shm
+    const char* since = std::getenv("LOCUS_REAP_SINCE");
+    if (since && *since) remove_orphan_shm(static_cast<std::time_t>(std::atoll(since)));
+    return 0;
   }
   ::close(fd);
   return 0;
@@ -368,7 +450,8 @@ void H5Output::spawn_reaper() {
   char arg0[] = "locus-output-reaper";
   char mode[] = "--locus-reap-output";
   char* argv[] = {arg0, mode, lock.data(), tmp.data(), nullptr};
-  char* envp[] = {nullptr};
+  std::string since = "LOCUS_REAP_SINCE=" + std::to_string(static_cast<long long>(detail::g_process_start));
+  char* envp[] = {since.data(), nullptr};
   pid_t pid = 0;
   if (posix_spawn(&pid, exe, &actions, &attr, argv, envp) == 0) reaper_ = pid;
   posix_spawn_file_actions_destroy(&actions);
