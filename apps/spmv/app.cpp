@@ -167,8 +167,8 @@ Settings read_settings(const Context& ctx) {
     if (s.gen.kind == "banded") {
       // the bandwidth first: 2 * bandwidth + 1 below overflows for a huge one
       locus::collective_require(comm, s.gen.bandwidth < s.gen.n,
-                                c.locate("spmv.matrix.bandwidth") + ": " + std::to_string(s.gen.bandwidth) +
-                                    " must be below the row count spmv.matrix.rows = " + std::to_string(s.gen.n));
+                                c.locate("spmv.matrix.bandwidth") + ": must be below the row count " +
+                                    std::to_string(s.gen.n) + " (got " + std::to_string(s.gen.bandwidth) + ")");
       locus::collective_require(comm, s.gen.per_row <= 2 * s.gen.bandwidth + 1,
                                 c.locate("spmv.matrix.per_row") + ": " + std::to_string(s.gen.per_row) +
                                     " nonzeros per row do not fit in a band of +-" +

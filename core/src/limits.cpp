@@ -1,7 +1,6 @@
 #include "locus/limits.hpp"
 
 #include <sys/resource.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -143,8 +142,8 @@ double cgroup_headroom(std::string& what) {
       const double room = std::max(0.0, limit - usage - kSlack);
       if (best < 0 || room < best) {
         best = room;
-        what = "the control group's memory limit (" + dir + "/" + limit_file + ") of " + detail::gib(limit) +
-               " leaves " + detail::gib(room);
+        what = detail::gib(room) + " left under its control group's memory limit of " + detail::gib(limit) + " (" +
+               dir + "/" + limit_file + ")";
       }
     }
     if (rel.empty() || rel == "/") break;
@@ -184,16 +183,15 @@ void require_memory(Team& team, double shared, double private_bytes, const std::
   int units = 1, node_rank = 0;
   MPI_Comm_size(team.node_comm(), &units);
   MPI_Comm_rank(team.node_comm(), &node_rank);
-  const std::string on = " on this node (" + std::to_string(units) + " unit" + (units == 1 ? "" : "s") + ")";
+  const std::string on = " (" + std::to_string(units) + " unit" + (units == 1 ? "" : "s") + " on this node)";
   std::string problem;
   if (node_rank == 0) {
-    // the node: memory, /dev/shm, the control group
-    std::string cg_what;
-    const double cg = cgroup_headroom(cg_what);
-    const double total = node[0] + node[1];
-    struct statvfs fs {};
-    const double shm = statvfs("/dev/shm", &fs) == 0 ? double(fs.f_bavail) * double(fs.f_frsize) : -1.0;
+    // the node: shared memory first (/dev/shm, MemAvailable, the control
+    // group: detail::node_capacity), then everything against memory
+    std::string cap_what;
+    const double cap = detail::node_capacity(cap_what);
     double avail = -1;
+    std::string avail_what;
     {
       std::ifstream meminfo("/proc/meminfo");
       std::string key, unit;
@@ -201,15 +199,22 @@ void require_memory(Team& team, double shared, double private_bytes, const std::
       while (meminfo >> key >> kib >> unit)
         if (key == "MemAvailable:") {
           avail = kib * 1024.0;
+          avail_what = gib(avail) + " of memory available";
           break;
         }
     }
-    if (avail >= 0 && total > avail)
-      problem = "needs " + gib(total) + " of memory" + on + ", but the node has " + gib(avail) + " available";
-    else if (cg >= 0 && total > cg)
-      problem = "needs " + gib(total) + " of memory" + on + ", but " + cg_what;
-    else if (shm >= 0 && node[0] > shm)
-      problem = "needs " + gib(node[0]) + " of shared memory" + on + ", but /dev/shm has " + gib(shm) + " free";
+    std::string cg_what;
+    const double cg = cgroup_headroom(cg_what);
+    if (cg >= 0 && (avail < 0 || cg < avail)) {
+      avail = cg;
+      avail_what = cg_what;
+    }
+    const double total = node[0] + node[1];
+    if (cap >= 0 && node[0] > cap)
+      problem = "needs " + gib(node[0]) + " of shared memory, but the node has " + cap_what + on;
+    else if (avail >= 0 && total > avail)
+      problem = "needs " + gib(total) + " of memory (" + gib(node[0]) + " shared, " + gib(node[1]) +
+                " private), but the node has " + avail_what + on;
   }
   if (problem.empty()) {
     // this process: it maps every shared part of its node
