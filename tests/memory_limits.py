@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """Under an address-space limit (ulimit -v 4 GiB, as batch systems set)
-every app refuses what does not fit before it allocates: within seconds,
+(and under a control group's memory limit) every app refuses what does not
+fit before it allocates: within seconds,
 exit 1, one error line naming the key and the limit, nothing left in the
 output directory or in /dev/shm, no hang (issue 32: heat3d printed an
 MPI_Win_allocate_shared error stack on one rank and hung on two, poisson5pt
@@ -36,7 +37,7 @@ def shm_files():
         return set()
 
 
-def run(app, deck, sets, label):
+def run(app, deck, sets, label, env=None):
     od = os.path.join(OUT, label)
     cmd = [MPIEXEC, "-n", str(NP), app_path(app), deck, "--quiet", "--set", "output.dir=" + od]
     for s in sets:
@@ -45,7 +46,7 @@ def run(app, deck, sets, label):
     t0 = time.monotonic()
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=60, preexec_fn=limited,
-                           start_new_session=True)
+                           start_new_session=True, env=env)
     except subprocess.TimeoutExpired:
         subprocess.run(["pkill", "-KILL", "-f", od], capture_output=True)
         check(False, "%s: no end within 60 s under ulimit -v" % label)
@@ -55,8 +56,8 @@ def run(app, deck, sets, label):
     return p, dt, left, new_shm
 
 
-def refused(app, deck, sets, label, needles):
-    p, dt, left, shm = run(app, deck, sets, label)
+def refused(app, deck, sets, label, needles, env=None):
+    p, dt, left, shm = run(app, deck, sets, label, env)
     err = p.stderr
     check(p.returncode == 1, "%s: exit %d (expected 1)\n%s" % (label, p.returncode, err[-3000:]))
     for n in needles:
@@ -97,6 +98,19 @@ refused("spmv", DECK["spmv"], ["spmv.matrix.generator=laplace3d", "spmv.solver=c
         "spmv_levels6", ["spmv.validation.levels: the finest refined grid of laplace3d: needs"])
 refused("tensor_contract", DECK["tensor_contract"], ["tensor_contract.blas_threads=64"], "tensor_blas_threads",
         ["tensor_contract.blas_threads: 64 threads per rank"])
+
+# a batch job's control group (cgroup v1 or v2, as the host has): a fake
+# hierarchy with a 1 GiB limit at its root, found through LOCUS_CGROUP_ROOT
+cg = os.path.join(OUT, "cgroup")
+for d, files in ((cg, {"memory.max": "1073741824", "memory.current": "0"}),
+                 (os.path.join(cg, "memory"), {"memory.limit_in_bytes": "1073741824", "memory.usage_in_bytes": "0"})):
+    os.makedirs(d, exist_ok=True)
+    for name, text in files.items():
+        with open(os.path.join(d, name), "w") as f:
+            f.write(text + "\n")
+refused("heat3d", DECK["heat3d"], ["heat3d.grid.nx=400", "heat3d.grid.ny=400", "heat3d.grid.nz=400"],
+        "heat3d_cgroup", ["heat3d.grid.nx: a 400x400x400 grid: needs", "left under its control group's memory limit "
+                          "of 1.0 GiB"], env=dict(os.environ, LOCUS_CGROUP_ROOT=cg))
 
 # what fits runs under the same limit (at 4 ranks, over-subscribed on 2
 # cores, tensor_contract alone: the others take 15 s there)
