@@ -59,7 +59,8 @@ locus::AppInfo app_info() {
               "(needs runtime.progress.thread: true); rma: one-sided on the locus core (transfer plan from "
               "the owners' segments, notified)")
       .integer("spmv.threads", 1, 1, 1024,
-               "compute threads (OpenMP) per rank; task mode adds one communication thread")
+               "compute threads (OpenMP) per rank, at most the node's cores; task mode adds one communication "
+               "thread")
       .choice("spmv.solver", "none", {"none", "cg"},
               "none: spmv.repetitions products y = A x; cg: unpreconditioned conjugate gradients for A x = b "
               "with b = A x* for a known x*")

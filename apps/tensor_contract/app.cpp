@@ -67,7 +67,7 @@ locus::AppInfo app_info() {
                "chunk beyond the task count, cannot overflow)")
       .boolean("tensor_contract.counter.skip_first", false,
                "each unit takes its first chunk (unit r: tasks r*chunk...) without touching the counter")
-      .integer("tensor_contract.blas_threads", 1, 1, 256, "OpenBLAS threads per rank (1 with one rank per core)")
+      .integer("tensor_contract.blas_threads", 1, 1, 256, "OpenBLAS threads per rank (1 with one rank per core; at most the node's cores)")
       .choice("tensor_contract.accumulate", "sorted", {"sorted", "strided"},
               "sorted: the result is sorted into C's block layout and added by one contiguous accumulate (TCE's); "
               "strided: added straight from the DGEMM's matrix layout by strided accumulates, one per "
