@@ -189,6 +189,11 @@ check(os.path.exists(exp) and not os.path.exists(exp + ".tmp"), "export: %s" % o
 with open(exp) as f:
     head = f.read(200)
 check(head.startswith("%%MatrixMarket matrix coordinate real general"), "export: bad header %r" % head[:60])
+# a device or directory is refused, never replaced by the rename
+for target in ("/dev/null", OUT):
+    refused("spmv", "export_not_file_%d" % len(target), ["spmv.matrix.export=" + target],
+            ["spmv.matrix.export: %s exists and is not a regular file" % target])
+check(os.path.exists("/dev/null") and not os.path.isfile("/dev/null"), "/dev/null was replaced")
 if os.geteuid() == 0:
     fs = os.path.join(OUT, "small_fs")
     os.makedirs(fs)

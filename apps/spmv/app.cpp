@@ -1,5 +1,6 @@
 // spmv run orchestration: config -> matrix -> operator, products or CG,
 // the symmetry test and the CG iteration study, output and summary.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -206,6 +207,15 @@ void export_matrix(MPI_Comm comm, const RowBlock& rows, const std::string& path)
   MPI_Allreduce(&nnz, &total, 1, MPI_LONG_LONG, MPI_SUM, comm);
   const std::string tmp = path + ".tmp";
   std::string problem;
+  if (rank == 0) {
+    // a device, FIFO or directory is never replaced by the rename below
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode))
+      problem = "spmv.matrix.export: " + path + " exists and is not a regular file; give a file name";
+    else if (::lstat(tmp.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+      problem = "spmv.matrix.export: " + tmp + " exists and is not a regular file; remove it or give another name";
+  }
+  locus::collective_require(comm, problem.empty(), problem);
   auto failed = [&](const char* what, int err) {
     problem = "spmv.matrix.export: " + std::string(what) + " " + tmp + " failed (" + std::strerror(err) +
               "); nothing was written under " + path;
