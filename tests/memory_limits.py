@@ -37,6 +37,35 @@ def shm_files():
         return set()
 
 
+def in_use(name):
+    """Some live process has /dev/shm/NAME open or mapped (another job's
+    window being allocated: ctest -j and other users run MPICH jobs too)."""
+    path = "/dev/shm/" + name
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open("/proc/%s/maps" % pid) as f:
+                if path in f.read():
+                    return True
+            for fd in os.listdir("/proc/%s/fd" % pid):
+                if os.readlink("/proc/%s/fd/%s" % (pid, fd)) == path:
+                    return True
+        except OSError:
+            continue
+    return False
+
+
+def orphans(new):
+    """The new /dev/shm files that stay behind with no process using them."""
+    t0 = time.monotonic()
+    left = set(new)
+    while left and time.monotonic() - t0 < 3:
+        left = {f for f in left if os.path.exists("/dev/shm/" + f)}
+        time.sleep(0.1)
+    return {f for f in left if os.path.exists("/dev/shm/" + f) and not in_use(f)}
+
+
 def run(app, deck, sets, label, env=None):
     od = os.path.join(OUT, label)
     cmd = [MPIEXEC, "-n", str(NP), app_path(app), deck, "--quiet", "--set", "output.dir=" + od]
@@ -52,7 +81,7 @@ def run(app, deck, sets, label, env=None):
         check(False, "%s: no end within 60 s under ulimit -v" % label)
     dt = time.monotonic() - t0
     left = [os.path.join(r, f) for r, _, fs in os.walk(od) for f in fs] if os.path.isdir(od) else []
-    new_shm = shm_files() - before
+    new_shm = orphans(shm_files() - before)
     return p, dt, left, new_shm
 
 
