@@ -27,6 +27,25 @@ OUT = scratch("shm_orphans_np%d" % NP)
 N = 400  # two fields of 400^3 doubles: 1 GiB of (sparse) shared memory
 
 
+def in_use(name):
+    """Some live process has /dev/shm/NAME open or mapped (another job's
+    window: ctest -j and other users run MPICH jobs too)."""
+    path = "/dev/shm/" + name
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open("/proc/%s/maps" % pid) as f:
+                if path in f.read():
+                    return True
+            for fd in os.listdir("/proc/%s/fd" % pid):
+                if os.readlink("/proc/%s/fd/%s" % (pid, fd)) == path:
+                    return True
+        except OSError:
+            continue
+    return False
+
+
 def backing_files():
     try:
         return {n for n in os.listdir("/dev/shm") if n.startswith("mpich_") and "shar_tmp" in n}
@@ -57,9 +76,9 @@ for attempt in range(3):
         continue  # MPICH unlinked it before this poll saw it: try again
     caught += 1
     t1 = time.monotonic()
-    while time.monotonic() - t1 < 10 and seen & backing_files():
+    while time.monotonic() - t1 < 10 and {f for f in seen & backing_files() if not in_use(f)}:
         time.sleep(0.1)
-    left = seen & backing_files()
+    left = {f for f in seen & backing_files() if not in_use(f)}  # (a live one is another job's)
     for f in left:  # do not leave gigabytes behind, even when failing
         os.unlink("/dev/shm/" + f)
     check(not left, "kill -9 inside MPI_Win_allocate_shared left %s in /dev/shm" % sorted(left))
