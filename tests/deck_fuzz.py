@@ -10,6 +10,10 @@ edit of the deck (a deleted or inserted character, a truncation, a tab, a
 bracket, a BOM). Every case must end within 30 s in one of two ways:
 
   * a run: a locus_summary on stdout (exit 0, or non-zero with verdict FAIL);
+    whatever the deck, a run's own bookkeeping holds: tensor_contract did
+    every task once and its NXTASK counter ends where it must (a chunk near
+    2^63 overflowed it), and spmv's symmetry test passes on a generated
+    symmetric matrix of any size (it failed on 1x1);
   * a refusal: exit 1, exactly one "APP: error:" line on stderr.
 
 Never: a traceback, an MPI abort, a signal, a hang, a second error line, a
@@ -137,6 +141,31 @@ def text_edit(text):
     return text.replace(":", rng.choice(["=", " :", ":\t"]), 1)
 
 
+def invariants(doc, app):
+    """What no deck may break in a run's summary ("" or what broke)."""
+    problems = []
+
+    def walk(node):
+        if isinstance(node, dict):
+            if "every_task_once" in node and node["every_task_once"] is not True:
+                problems.append("a task was not done exactly once: %s" % node.get("task_errors"))
+            if "counter_final" in node and node["counter_final"] != node.get("counter_expected"):
+                problems.append("NXTASK counter %s, expected %s" % (node["counter_final"], node.get("counter_expected")))
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+    walk(doc.get("results"))
+    if app == "spmv":
+        sym = (doc.get("validation") or {}).get("symmetry")
+        matrix = (doc.get("results") or {}).get("matrix") or {}
+        if isinstance(sym, dict) and matrix.get("format") == "generator" and "banded" not in str(matrix.get("source")):
+            if sym.get("verdict") != "pass":
+                problems.append("the symmetry test failed on a generated symmetric matrix: %s" % sym)
+    return "; ".join(problems)
+
+
 def leftovers(d):
     if not os.path.isdir(d):
         return []
@@ -223,6 +252,13 @@ for case in range(CASES):
     if "locus_summary:" in out:
         check(p.returncode == 0 or "verdict: FAIL" in out,
               "%s: exit %d with a summary that does not fail\n%s" % (label, p.returncode, err[-2000:]))
+        try:
+            doc = yaml.safe_load(out[out.index("locus_summary:"):])["locus_summary"]
+        except Exception as e:  # noqa: BLE001
+            doc = None
+            check(False, "%s: the summary is not YAML (%s)" % (label, e))
+        broken = invariants(doc, app)
+        check(not broken, "%s: %s" % (label, broken))
         stats["run"] += 1
     else:
         check(p.returncode == 1, "%s: exit %d without a summary\n%s" % (label, p.returncode, err[-2000:]))

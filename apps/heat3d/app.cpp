@@ -8,6 +8,7 @@
 #include "locus/kokkos.hpp"
 #include "locus/console.hpp"
 #include "locus/io.hpp"
+#include "locus/limits.hpp"
 
 namespace heat3d {
 
@@ -248,6 +249,23 @@ int run(Context& ctx) {
     locus::collective_require(ctx.comm(), s.restart_file.empty() || norm(s.restart_file) != out_path,
                               cfg.locate("checkpoint.restart") + ": " + s.restart_file +
                                   " is the run's own output file, which this run replaces; copy it first");
+  }
+  {
+    // Memory before anything is allocated (the order study's finest grid):
+    // two fields and the halo's face buffers in segments, received faces in
+    // private memory; under a job's limits a late failure would be an MPI
+    // error stack or a hang inside MPI_Win_allocate_shared.
+    const locus::Dims pg = s.procs[0] == 0 ? locus::auto_process_grid(ctx.size(), 3) : s.procs;
+    const double scale = s.mode == "order" ? 4.0 : 1.0;
+    double b[3];
+    for (int d = 0; d < 3; ++d)
+      b[d] = std::ceil(double(s.problem.n[d] + 1) * scale / double(pg[d])) + 2.0;  // a block with ghosts
+    const double faces = 2.0 * (b[0] * b[1] + b[1] * b[2] + b[0] * b[2]);
+    const double shared = 8.0 * (2.0 * b[0] * b[1] * b[2] + 2.0 * faces), priv = 8.0 * 2.0 * faces;
+    char grid[96];
+    std::snprintf(grid, sizeof grid, ": a %ldx%ldx%ld grid%s", s.problem.n[0], s.problem.n[1], s.problem.n[2],
+                  s.mode == "order" ? " (order study: the finest grid is 4x as fine)" : "");
+    locus::require_memory(ctx.runtime().world(), shared, priv, cfg.locate("heat3d.grid.nx") + grid);
   }
   const bool show = ctx.rank() == 0 && !ctx.quiet() && locus::stderr_is_terminal();
   locus::collective_require(

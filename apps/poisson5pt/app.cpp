@@ -8,6 +8,7 @@
 #include "locus/kokkos.hpp"
 #include "locus/console.hpp"
 #include "locus/io.hpp"
+#include "locus/limits.hpp"
 #include "poisson5pt.hpp"
 
 namespace poisson5pt {
@@ -278,6 +279,24 @@ int run(Context& ctx) {
   s.options.procs = process_grid(ctx, s, s.problem.n);
   const bool show = ctx.rank() == 0 && !ctx.quiet() && locus::stderr_is_terminal();
 
+  {
+    // Memory before anything is allocated, for the largest grid the run
+    // solves (a refinement study's finest level): per cell the iterate, a
+    // second field (Jacobi's, or the error field) and a halo in segments,
+    // the right-hand sides, the split layout's copy and what the checks and
+    // the output hold in private memory (measured: about 82 bytes per cell
+    // for float64 at N = 4095, address space).
+    const bool study = s.mode == "order" || s.mode == "iterations";
+    const long levels = study ? cfg.integer("poisson5pt.validation.levels") : 1;
+    const double nf = double(s.problem.n + 1) * std::ldexp(1.0, int(levels - 1)) - 1.0;
+    const double t = s.precision == "float32" ? 4.0 : 8.0;
+    const double cells = (nf + 2.0) * (std::ceil(nf / double(ctx.size())) + 2.0);
+    char what[128];
+    std::snprintf(what, sizeof what, ": a %.0fx%.0f grid%s", nf, nf,
+                  levels > 1 ? " (the finest of poisson5pt.validation.levels)" : "");
+    locus::require_memory(ctx.runtime().world(), cells * 3.0 * t, cells * (2.0 * t + 40.0),
+                          cfg.locate(levels > 1 ? "poisson5pt.validation.levels" : "poisson5pt.grid.n") + what);
+  }
   locus::Timers timers({"total", "compute", "halo", "residual", "io"});
   timers.start("total");
   const std::string path = cfg.string("output.dir") + "/" + cfg.string("output.name") + ".h5";

@@ -113,14 +113,22 @@ std::string shown(std::string_view t) {
   return "'" + s + (t.size() > 40 ? "...'" : "'");
 }
 
+// One optional sign: "+1" is 1, "+-1" and "-+1" are not numbers (from_chars
+// takes a '-' of its own, so a '+' is dropped only before a digit or '.').
+bool drop_plus(std::string_view& t) {
+  if (t.empty() || t.front() != '+') return true;
+  t.remove_prefix(1);
+  return !t.empty() && t.front() != '-' && t.front() != '+';
+}
+
 bool parse_int(std::string_view t, gidx& v) {
-  if (!t.empty() && t.front() == '+') t.remove_prefix(1);
+  if (!drop_plus(t)) return false;
   auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
   return ec == std::errc() && p == t.data() + t.size();
 }
 
 bool parse_real(std::string_view t, double& v) {
-  if (!t.empty() && t.front() == '+') t.remove_prefix(1);
+  if (!drop_plus(t)) return false;
   auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
   if (ec == std::errc::result_out_of_range) {  // overflow: +-inf, as strtod does
     v = std::strtod(std::string(t).c_str(), nullptr);
@@ -209,23 +217,35 @@ std::string read_header(const std::string& path, Header& h) {
   h.file_size = st.st_size;
   std::string line;
   long long consumed = 0;
+  // A whole line, however long: runs of blanks are kept as one blank (a
+  // header line is words between blanks), and a line with more than
+  // kHeaderMax other bytes is marked too long (`overlong`), not cut.
+  constexpr std::size_t kHeaderMax = 1 << 16;
+  bool overlong = false;
   auto next = [&](std::string& out) {
     out.clear();
+    overlong = false;
     int c;
     bool any = false;
     while ((c = std::fgetc(f)) != EOF) {
       any = true;
       ++consumed;
       if (c == '\n') break;
-      if (out.size() < 4096) out.push_back(static_cast<char>(c));
+      const bool space = c == ' ' || c == '\t';
+      if (space && !out.empty() && (out.back() == ' ' || out.back() == '\t')) continue;
+      if (out.size() < kHeaderMax) out.push_back(static_cast<char>(c));
+      else overlong = true;
     }
     if (!out.empty() && out.back() == '\r') out.pop_back();
     return any;
   };
+  const std::string too_long = "line longer than " + std::to_string(kHeaderMax) + " bytes (besides blanks)";
   std::string err;
   auto at = [&](gidx l) { return path + ":" + std::to_string(l) + ": "; };
   if (!next(line)) {
     err = at(1) + "empty file (expected a '%%MatrixMarket matrix ...' banner)";
+  } else if (overlong) {
+    err = at(1) + "banner " + too_long;
   } else {
     h.lines = 1;
     auto t = tokens(line);
@@ -267,6 +287,8 @@ std::string read_header(const std::string& path, Header& h) {
       err = at(h.lines + 1) + "missing size line (" +
             std::string(h.format == "array" ? "'ROWS COLUMNS'" : "'ROWS COLUMNS ENTRIES'") +
             ") after the banner";
+    } else if (overlong) {
+      err = at(h.lines) + "size " + too_long;
     } else {
       auto t = tokens(line);
       const std::size_t want = h.format == "array" ? 2 : 3;

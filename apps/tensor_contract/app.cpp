@@ -12,6 +12,7 @@
 #include "locus/async.hpp"
 #include "locus/console.hpp"
 #include "locus/io.hpp"
+#include "locus/limits.hpp"
 #include "locus/rma.hpp"
 #include "tensor.hpp"
 
@@ -52,7 +53,7 @@ locus::AppInfo app_info() {
            "only when the XOR of its labels is 0 (TCE's spin/point-group block sparsity); 1: dense")
       .choice("tensor_contract.distribution", "round-robin", {"round-robin", "block-cyclic"},
               "owner of the n-th non-zero block: n mod units, or (n / cyclic_block) mod units")
-      .integer("tensor_contract.cyclic_block", 4, 1, big, "block-cyclic: consecutive blocks per owner")
+      .integer("tensor_contract.cyclic_block", 4, 1, 1L << 30, "block-cyclic: consecutive blocks per owner")
       .choice("tensor_contract.values", "integer", {"integer", "random"},
               "integer: small integers in [-2, 2] (every product and sum exact: C is bitwise independent of "
               "ranks, scheduling, chunks and tiles); random: uniform in [-1, 1)")
@@ -62,10 +63,12 @@ locus::AppInfo app_info() {
               "k mod units, no counter (the baseline)")
       .choice("tensor_contract.counter.owner", "last", {"first", "last"},
               "the unit holding the NXTASK counter (Global Arrays puts it on the last)")
-      .integer("tensor_contract.counter.chunk", 1, 1, big, "tasks handed out per counter hit")
+      .integer("tensor_contract.counter.chunk", 1, 1, 1L << 30,
+               "tasks handed out per counter hit (at most 2^30, so that the counter, which passes units * "
+               "chunk beyond the task count, cannot overflow)")
       .boolean("tensor_contract.counter.skip_first", false,
                "each unit takes its first chunk (unit r: tasks r*chunk...) without touching the counter")
-      .integer("tensor_contract.blas_threads", 1, 1, 256, "OpenBLAS threads per rank (1 with one rank per core)")
+      .integer("tensor_contract.blas_threads", 1, 1, 256, "OpenBLAS threads per rank (1 with one rank per core; at most the node's cores)")
       .choice("tensor_contract.accumulate", "sorted", {"sorted", "strided"},
               "sorted: the result is sorted into C's block layout and added by one contiguous accumulate (TCE's); "
               "strided: added straight from the DGEMM's matrix layout by strided accumulates, one per "
@@ -178,6 +181,9 @@ Schedule read_schedule(const Context& ctx) {
   s.chunk = c.integer("tensor_contract.counter.chunk");
   s.skip_first = c.boolean("tensor_contract.counter.skip_first");
   s.blas_threads = static_cast<int>(c.integer("tensor_contract.blas_threads"));
+  // above the cores OpenBLAS's per-thread buffers can exhaust a job's
+  // address-space limit, and its exit handler then hangs
+  locus::require_threads(ctx.comm(), s.blas_threads, c.locate("tensor_contract.blas_threads"));
   s.accumulate = c.string("tensor_contract.accumulate") == "strided" ? AccumulateKind::strided : AccumulateKind::sorted;
   return s;
 }

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "locus/async.hpp"
+#include "locus/limits.hpp"
 #include "locus/runtime.hpp"
 #include "aggregate.hpp"
 #include "progress_engine.hpp"
@@ -119,6 +120,12 @@ double node_capacity(std::string& what) {
       }
       break;
     }
+  std::string group;
+  const double room = cgroup_headroom(group);  // a batch job's memory limit
+  if (room >= 0 && (cap < 0 || room < cap)) {
+    cap = room;
+    what = group;
+  }
   return cap;
 }
 
@@ -154,6 +161,11 @@ void check_allocation(Team& team, std::size_t count, std::size_t elem_size, std:
       msg = "allocate: the units of team " + std::to_string(team.id()) + " on the node of unit " +
             std::to_string(team.rank()) + " need " + gib(node_total) + " of shared memory, but the node has " +
             what + " (make the problem smaller or use more nodes)";
+    // every process maps all parts of its node: its address-space limit
+    const std::string limit = process_limit_problem(node_total, 0.0);
+    if (msg.empty() && !limit.empty())
+      msg = "allocate: unit " + std::to_string(team.rank()) + " of team " + std::to_string(team.id()) + " " + limit +
+            " (make the problem smaller or use more nodes)";
   }
   collective_require(team.comm(), msg.empty(), msg);
 }
@@ -308,6 +320,15 @@ void require_node_memory(Team& team, double bytes, const std::string& what) {
   if (have >= 0 && need > have) {
     problem = what + ": needs " + detail::gib(need) + " of memory on this node (" + std::to_string(units) +
               " unit" + (units == 1 ? "" : "s") + "), the node has " + detail::gib(have) + " available";
+  }
+  if (problem.empty()) {
+    // a batch job's limits: the control group, this process's RLIMIT_AS/DATA
+    std::string group;
+    const double room = cgroup_headroom(group);
+    if (room >= 0 && need > room)
+      problem = what + ": needs " + detail::gib(need) + " of memory on this node, but " + group;
+    const std::string limit = detail::process_limit_problem(0.0, bytes);
+    if (problem.empty() && !limit.empty()) problem = what + ": " + limit;
   }
   collective_require(team.comm(), problem.empty(), problem);
 }
