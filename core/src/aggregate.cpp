@@ -397,24 +397,7 @@ void Aggregator::fetch(const Target& t, const void* operand, void* result, MPI_D
   r.segment = t.seg->id;
   r.offset = t.offset;
   std::memcpy(&r.a, operand, type_size(r.type));
-  std::uint64_t ticket = 0;
-  {
-    Lock lock(lock_);
-    Out& o = out_[static_cast<std::size_t>(t.unit)];
-    o.replies.push_back({result, type_size(r.type)});
-    ticket = ++o.asked;
-    o.urgent = true;
-    push(t.unit, r);
-  }
-  for (unsigned spins = 0;;) {
-    {
-      Lock lock(lock_);
-      if (out_[static_cast<std::size_t>(t.unit)].answered >= ticket) return;
-      try_send(t.unit);
-      drain();
-    }
-    relax_with_progress(spins, team_.comm());
-  }
+  ask_and_wait(t.unit, r, result, type_size(r.type));
 }
 
 void Aggregator::compare_and_swap(const Target& t, const void* compare, const void* value, void* result,
@@ -427,20 +410,26 @@ void Aggregator::compare_and_swap(const Target& t, const void* compare, const vo
   const std::uint8_t size = type_size(r.type);
   std::memcpy(&r.a, compare, size);
   std::memcpy(&r.b, value, size);
+  ask_and_wait(t.unit, r, result, size);
+}
+
+// Sends a request whose reply goes to `result` and applies incoming batches
+// until that reply has arrived.
+void Aggregator::ask_and_wait(int unit, const Record& r, void* result, std::uint32_t size) {
   std::uint64_t ticket = 0;
   {
     Lock lock(lock_);
-    Out& o = out_[static_cast<std::size_t>(t.unit)];
+    Out& o = out_[static_cast<std::size_t>(unit)];
     o.replies.push_back({result, size});
     ticket = ++o.asked;
     o.urgent = true;
-    push(t.unit, r);
+    push(unit, r);
   }
   for (unsigned spins = 0;;) {
     {
       Lock lock(lock_);
-      if (out_[static_cast<std::size_t>(t.unit)].answered >= ticket) return;
-      try_send(t.unit);
+      if (out_[static_cast<std::size_t>(unit)].answered >= ticket) return;
+      try_send(unit);
       drain();
     }
     relax_with_progress(spins, team_.comm());

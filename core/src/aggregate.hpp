@@ -114,6 +114,7 @@ class Aggregator {
   };
 
   void push(int dest, const Record& r);
+  void ask_and_wait(int unit, const Record& r, void* result, std::uint32_t size);
   bool try_send(int dest);
   void drain();
   void apply(int source, const Record& r);
