@@ -348,11 +348,12 @@ T compare_and_swap(GlobalPtr<T> dst, T compare, T value) {
 // They return nothing and allocate nothing; flush(team) (every target) or
 // flush(team, unit) (one target) completes them: after it, a get's data is
 // in its buffer, and a put, accumulate or update is visible at the target.
-// Until then the buffers may not be touched (atomic_update takes its value
-// by value). Same node: done on return, inline. Other nodes: MPI RMA
-// without a request, or, on segments with aggregated atomics (comm.atomics:
-// aggregate), a record in the batch for the target's node (updates, and
-// gets of one element of at most 8 bytes: Bale's index-gather).
+// Until then put_nbi's source and get_nbi's destination may not be
+// touched; accumulate_nbi and atomic_update copy their values. Same node:
+// done on return, inline. Other nodes: MPI RMA without a request, or, on
+// segments with aggregated atomics (comm.atomics: aggregate), a record in
+// the batch to the target unit (updates, and gets of one element of at
+// most 8 bytes: Bale's index-gather).
 
 template <class T>
 void put_nbi(GlobalPtr<T> dst, const T* src, std::size_t count) {
