@@ -364,14 +364,22 @@ void Aggregator::drain() {
       }
 }
 
-void Aggregator::update(const Target& t, const void* value, MPI_Datatype type, Op op) {
+namespace {
+// An update or fetch record: op applied to the target with `value`.
+Record op_record(RecordKind kind, const Target& t, const void* value, MPI_Datatype type, Op op) {
   Record r;
-  r.kind = static_cast<std::uint8_t>(RecordKind::update);
+  r.kind = static_cast<std::uint8_t>(kind);
   r.type = type_code(type);
   r.op = static_cast<std::uint8_t>(op);
   r.segment = t.seg->id;
   r.offset = t.offset;
   std::memcpy(&r.a, value, type_size(r.type));
+  return r;
+}
+}  // namespace
+
+void Aggregator::update(const Target& t, const void* value, MPI_Datatype type, Op op) {
+  const Record r = op_record(RecordKind::update, t, value, type, op);
   Lock lock(lock_);
   push(t.unit, r);
 }
@@ -390,13 +398,7 @@ void Aggregator::get(void* dst, const Target& t, std::size_t bytes) {
 }
 
 void Aggregator::fetch(const Target& t, const void* operand, void* result, MPI_Datatype type, Op op) {
-  Record r;
-  r.kind = static_cast<std::uint8_t>(RecordKind::fetch);
-  r.type = type_code(type);
-  r.op = static_cast<std::uint8_t>(op);
-  r.segment = t.seg->id;
-  r.offset = t.offset;
-  std::memcpy(&r.a, operand, type_size(r.type));
+  const Record r = op_record(RecordKind::fetch, t, operand, type, op);
   ask_and_wait(t.unit, r, result, type_size(r.type));
 }
 

@@ -247,8 +247,9 @@ TEST_P(Atomics, FlushToOneUnitMakesTheUpdatesVisibleThere) {
     }
   }
   locus::barrier(world());
-  if (me == n - 1)
+  if (me == n - 1) {
     for (int i = 0; i < 8; ++i) EXPECT_EQ(a.data()[i], 210u);
+  }
   locus::barrier(world());
 }
 

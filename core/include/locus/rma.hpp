@@ -275,14 +275,24 @@ void barrier(Team& team);
 // Atomics are not atomic with respect to plain put/get on the same elements
 // (as in MPI).
 
+namespace detail {
+// The inline path of an element-wise accumulate: true when it applied the
+// values with CPU atomics on my node (direct.hpp), false when the general
+// route must take the call.
+template <class T>
+bool direct_accumulate(GlobalPtr<T> dst, const T* values, std::size_t count, Op op) {
+  if (!std::is_integral_v<T> && op == Op::bxor) return false;  // the general route names the error
+  char* a = direct_atomic_address(dst.team, dst.segment, dst.unit, dst.offset, count * sizeof(T));
+  if (!a) return false;
+  T* p = reinterpret_cast<T*>(a);
+  for (std::size_t i = 0; i < count; ++i) cpu_apply(p + i, values[i], op);
+  return true;
+}
+}  // namespace detail
+
 template <class T>
 void accumulate(GlobalPtr<T> dst, const T* values, std::size_t count, Op op) {
-  if (std::is_integral_v<T> || op != Op::bxor)
-    if (char* a = detail::direct_atomic_address(dst.team, dst.segment, dst.unit, dst.offset, count * sizeof(T))) {
-      T* p = reinterpret_cast<T*>(a);
-      for (std::size_t i = 0; i < count; ++i) detail::cpu_apply(p + i, values[i], op);
-      return;
-    }
+  if (detail::direct_accumulate(dst, values, count, op)) return;
   const Layout l = detail::contiguous_layout(count);
   Handle h = detail::accumulate_async(detail::target(dst, count, "accumulate"), l, values, l,
                                       detail::mpi_type<T>(), op);
@@ -378,12 +388,7 @@ void get_nbi(T* dst, GlobalPtr<T> src, std::size_t count) {
 // Element-wise atomic accumulate of `count` values.
 template <class T>
 void accumulate_nbi(GlobalPtr<T> dst, const T* values, std::size_t count, Op op) {
-  if (std::is_integral_v<T> || op != Op::bxor)
-    if (char* a = detail::direct_atomic_address(dst.team, dst.segment, dst.unit, dst.offset, count * sizeof(T))) {
-      T* p = reinterpret_cast<T*>(a);
-      for (std::size_t i = 0; i < count; ++i) detail::cpu_apply(p + i, values[i], op);
-      return;
-    }
+  if (detail::direct_accumulate(dst, values, count, op)) return;
   detail::accumulate_nbi(detail::target(dst, count, "accumulate_nbi"), values, count, detail::mpi_type<T>(), op);
 }
 
