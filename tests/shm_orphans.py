@@ -46,6 +46,23 @@ def in_use(name):
     return False
 
 
+def job_alive(pgid):
+    """Some process of the killed job (process group PGID) still exists:
+    killed ranks keep their mappings until the kernel has torn them down, so
+    the file counts as in use until then."""
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % pid) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):  # a zombie maps nothing
+                return True
+        except (OSError, IndexError, ValueError):
+            continue
+    return False
+
+
 def backing_files():
     try:
         return {n for n in os.listdir("/dev/shm") if n.startswith("mpich_") and "shar_tmp" in n}
@@ -76,6 +93,8 @@ for attempt in range(3):
         continue  # MPICH unlinked it before this poll saw it: try again
     caught += 1
     t1 = time.monotonic()
+    while time.monotonic() - t1 < 10 and job_alive(a.pid):  # a dying rank still maps it
+        time.sleep(0.05)
     while time.monotonic() - t1 < 10 and {f for f in seen & backing_files() if not in_use(f)}:
         time.sleep(0.1)
     left = {f for f in seen & backing_files() if not in_use(f)}  # (a live one is another job's)
