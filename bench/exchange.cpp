@@ -25,6 +25,15 @@
 //                  segment, as a field is), then locus::get by the reader (a
 //                  copy out of the owner's memory on one node, as the
 //                  notified halo does; announce-get between nodes)
+//   locus-message  a transfer plan with comm.remote: message (persistent
+//                  MPI_Send_init/MPI_Recv_init between nodes, no flag; on
+//                  one node the plan copies from shared memory after the
+//                  flag, as locus-get)
+//   locus-auto     the same plan with comm.remote: auto (the route the
+//                  calibration picks for the face's size)
+// Between nodes the run also writes a calibration file for comm.remote: auto
+// (output.dir/remote-<mpich|openmpi|other>.yaml: per size, locus-message and
+// locus-get, the two routes a plan can take).
 // Plain MPI protocols use an MPI_Win_allocate window, locked once. Every
 // buffer is double-buffered by step parity (a face of step s is overwritten
 // at s + 2 only, after the reader has answered step s + 1). Each protocol
@@ -40,8 +49,10 @@
 #include <map>
 #include <vector>
 
+#include "locus/plan.hpp"
 #include "locus/profile.hpp"
 #include "locus/rma.hpp"
+#include "locus/version.hpp"
 #include "locus/runtime.hpp"
 #include "locus/segment.hpp"
 #include "locus/wait.hpp"
@@ -68,8 +79,16 @@ locus::AppInfo app_info() {
   return app;
 }
 
-const std::vector<std::string> kColumns = {"p2p",    "announce-get", "put-accflag", "put-putflag",
-                                           "tagged", "tagged-put",   "locus",       "locus-get"};
+const std::vector<std::string> kColumns = {"p2p",    "announce-get", "put-accflag", "put-putflag", "tagged",
+                                           "tagged-put", "locus", "locus-get", "locus-message", "locus-auto"};
+
+// The MPI library's family, for the calibration file's name.
+std::string mpi_flavour() {
+  const std::string lib = locus::mpi_library();
+  if (lib.find("MPICH") != std::string::npos) return "mpich";
+  if (lib.find("Open MPI") != std::string::npos) return "openmpi";
+  return "other";
+}
 
 // Window layout (bytes), max face F: [0, 2F) receive buffers by parity,
 // [2F, 4F) send buffers by parity, [4F, 4F + 16F) tagged words by parity
@@ -107,8 +126,8 @@ int run(Context& ctx) {
   MPI_Win_lock_all(MPI_MODE_NOCHECK, win);
   // [0, 2F): put_notify targets by parity; [2F, 4F): packed faces by parity
   locus::Array<char> seg(world, 4 * L.face);
-  locus::Array<u64> flag(world, 2);  // put_notify's, locus-get's
-  flag.data()[0] = flag.data()[1] = 0;
+  locus::Array<u64> flag(world, 4);  // put_notify's, locus-get's, the plans' (message, auto)
+  std::fill(flag.data(), flag.data() + 4, 0);
   locus::barrier(world);
 
   std::vector<char> face(L.face), in(L.face);
@@ -131,6 +150,7 @@ int run(Context& ctx) {
   struct Row {
     long size;
     std::map<std::string, double> us;
+    bool auto_message = false;  // the route comm.remote: auto took
   };
   std::vector<Row> rows;
 
@@ -224,7 +244,36 @@ int run(Context& ctx) {
       locus::get(in.data(), seg.gptr(peer) + static_cast<std::ptrdiff_t>(off), n);
       verify(in.data(), n, s);
     };
+    // Plans (collective: every unit builds them; only the two active units
+    // have an entry): the peer's face of each parity, in place in its
+    // segment, into `in`.
+    auto plan_of = [&](locus::RemoteMode mode, std::size_t parity) {
+      std::vector<locus::PlanEntry> e;
+      if (active)
+        e.push_back(locus::PlanEntry{peer, locus::Side::contiguous(0, n),
+                                     locus::Side::contiguous(2 * L.face + parity * L.face, n)});
+      return locus::GetPlan<char>(seg.gptr(), std::move(e), locus::Route::local, mode);
+    };
+    locus::GetPlan<char> by_message[2] = {plan_of(locus::RemoteMode::message, 0),
+                                          plan_of(locus::RemoteMode::message, 1)};
+    locus::GetPlan<char> by_auto[2] = {plan_of(locus::RemoteMode::automatic, 0),
+                                       plan_of(locus::RemoteMode::automatic, 1)};
+    auto planned = [&](locus::GetPlan<char>* plans, u64 s, int k) {
+      const std::size_t off = 2 * L.face + static_cast<std::size_t>(s % 2) * L.face;
+      std::memset(seg.data() + off, static_cast<int>(s & 0xff), n);
+      locus::GetPlan<char>& plan = plans[s % 2];
+      if (!plan.message(peer)) {  // one-sided: announce, then fetch
+        locus::notify(flag.gptr(peer) + k, s);
+        locus::wait_notify(flag.data() + k, s);
+      }
+      plan.execute(in.data());
+      verify(in.data(), n, s);
+    };
+    op["locus-message"] = [&](u64 s) { planned(by_message, s, 2); };
+    op["locus-auto"] = [&](u64 s) { planned(by_auto, s, 3); };
+    const bool auto_by_message = by_auto[0].message(peer);
     Row row{size, {}};
+    row.auto_message = auto_by_message;
     std::map<std::string, std::vector<double>> t;
     if (active) {
       // Looked up once per measurement, not per exchange.
@@ -295,6 +344,35 @@ int run(Context& ctx) {
     std::printf("    %ld: {protocol: %s, ratio: %.2f, locus_over_p2p: %.2f, locus_get_over_p2p: %.2f}\n", r.size,
                 best.c_str(), b / r.us.at("p2p"), r.us.at("locus") / r.us.at("p2p"),
                 r.us.at("locus-get") / r.us.at("p2p"));
+  }
+  // comm.remote: auto against the better of p2p and the best conforming RMA
+  // protocol (put-putflag and tagged-put are floors, not protocols).
+  std::printf("  remote_auto:\n");
+  int missed = 0;
+  for (const auto& r : rows) {
+    double best = r.us.at("p2p");
+    for (const char* col : {"announce-get", "put-accflag", "tagged"}) best = std::min(best, r.us.at(col));
+    const double ratio = r.us.at("locus-auto") / best;
+    missed += ratio > 1.05;
+    std::printf("    %ld: {route: %s, auto_over_best: %.2f, goal: 1.05, verdict: %s}\n", r.size,
+                r.auto_message ? "message" : "rma", ratio, ratio <= 1.05 ? "met" : "missed");
+  }
+  std::printf("  remote_auto_goal: %s\n", missed ? "missed" : "met");
+  if (!same_node) {
+    // The calibration comm.remote: auto reads (RemoteSettings::message_for).
+    const std::string cal = dir + "/remote-" + mpi_flavour() + ".yaml";
+    std::ofstream f(cal);
+    f << "# comm.remote calibration: time per exchange (one face each way) by the two routes of a\n"
+      << "# transfer plan between nodes, written by ./locus bench exchange (median of " << repeats
+      << " interleaved repeats of " << steps << " exchanges)\n"
+      << "library: \"" << locus::mpi_library() << "\"\n"
+      << "placement: " << (ctx.runtime().node_map().emulated_size ? "emulated nodes" : "nodes") << "\n"
+      << "points:\n";
+    for (const auto& r : rows)
+      f << "  - {bytes: " << r.size << ", message_us: " << r.us.at("locus-message")
+        << ", rma_us: " << r.us.at("locus-get") << "}\n";
+    if (!f) throw locus::Error("exchange: cannot write " + cal);
+    std::printf("  calibration: %s\n", std::filesystem::absolute(cal).c_str());
   }
   return 0;
 }

@@ -199,7 +199,10 @@ Operator::Operator(locus::Team& team, RowBlock rows, const std::vector<gidx>& st
                                         static_cast<std::size_t>(recv_cnt_[i]));
       entries.push_back(std::move(e));
     }
-    rma_->plan = locus::GetPlan<double>(xseg_.gptr(), std::move(entries));
+    // Owners on other nodes may send their x as messages (comm.remote): no
+    // flags for those pairs.
+    rma_->plan = locus::GetPlan<double>(xseg_.gptr(), std::move(entries), locus::Route::automatic,
+                                        locus::RemoteMode::deck);
   }
   if (mode_ == Mode::task) {
     locus::require_thread_level(MPI_THREAD_MULTIPLE, "spmv.mode: task");
@@ -239,7 +242,8 @@ double* Operator::x() {
     // Readers fetch my owned x during their apply(step); they say so with
     // done[me] = step. Wait for all of them before x changes.
     const std::uint64_t* done = rma_->flags.data() + rma_->size;
-    for (int q : send_rank_) locus::wait_notify(done + q, rma_->step);
+    for (int q : send_rank_)
+      if (!rma_->plan.message(q)) locus::wait_notify(done + q, rma_->step);
   }
   return xext_;
 }
@@ -496,14 +500,17 @@ void Operator::apply_rma(double* y) {
   const int me = team_.rank();
   const double t0 = MPI_Wtime();
   // My x is ready for my readers; wait until my owners' x is ready.
-  for (int q : send_rank_) locus::notify(s.flags.gptr(q) + me, step);
-  for (int q : recv_rank_) locus::wait_notify(s.flags.data() + q, step);
+  for (int q : send_rank_)
+    if (!s.plan.message(q)) locus::notify(s.flags.gptr(q) + me, step);
+  for (int q : recv_rank_)
+    if (!s.plan.message(q)) locus::wait_notify(s.flags.data() + q, step);
   s.plan.start(xext_);
   const double t1 = MPI_Wtime();
   compute_local(y);
   const double t2 = MPI_Wtime();
   s.plan.wait();
-  for (int q : recv_rank_) locus::notify(s.flags.gptr(q) + (s.size + me), step);
+  for (int q : recv_rank_)
+    if (!s.plan.message(q)) locus::notify(s.flags.gptr(q) + (s.size + me), step);
   const double t3 = MPI_Wtime();
   compute_remote(y);
   times_.post += t1 - t0;

@@ -312,7 +312,12 @@ class NotifiedHalo : public HaloExchange<T> {
         }
         faces_.push_back(f);
       }
-    for (std::size_t parity = 0; parity < 2; ++parity) remote_[parity] = GetPlan<T>(send_.gptr(), remote[parity], route_);
+    // Faces from other nodes follow comm.remote: a face that travels as a
+    // message needs no ready flag (its arrival is the announcement). Both
+    // parities hold the same faces, so they route alike.
+    for (std::size_t parity = 0; parity < 2; ++parity)
+      remote_[parity] = GetPlan<T>(send_.gptr(), remote[parity], route_, RemoteMode::deck);
+    for (Face& f : faces_) f.message = !f.local && remote_[0].message(f.unit);
     // Nobody announces before every unit has zeroed its flags.
     barrier(team);
   }
@@ -338,6 +343,7 @@ class NotifiedHalo : public HaloExchange<T> {
     int unit = -1;
     int slot = 0, their_slot = 0;  // 2 * d + side, seen from me and from the neighbour
     bool local = false;            // same node (and comm.locality on)
+    bool message = false;          // travels as a two-sided message (comm.remote)
     Layout layout;
     std::size_t ghost_offset = 0, boundary_offset = 0, my_slot_offset = 0, recv_offset = 0;
   };
@@ -375,12 +381,14 @@ class NotifiedHalo : public HaloExchange<T> {
         copy_face<T>("locus::halo_pack", send_.data() + parity * send_elements_ + f.my_slot_offset,
                      detail::packed(f.layout), base + f.boundary_offset, f.layout);
     std::atomic_thread_fence(std::memory_order_release);
-    for (const Face& f : faces_) notify(their_flag(f, ready), s);
+    for (const Face& f : faces_)
+      if (!f.message) notify(their_flag(f, ready), s);
     if (nonblocking_) fetch(field, s);
   }
 
   void fetch(GridFieldT<T>& field, std::uint64_t s) {
-    for (const Face& f : faces_) wait_notify(my_flag(f, ready), s);
+    for (const Face& f : faces_)
+      if (!f.message) wait_notify(my_flag(f, ready), s);
     local_plan(field).start(field.data());
     remote_[s % 2].start(recv_.data());
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <map>
 #include <set>
 #include <string>
 #include <utility>
@@ -84,7 +85,21 @@ class PlanImpl {
     bool offload = false;
     std::size_t local_offset = 0, remote_offset = 0;
     Layout local_layout{}, remote_layout{};
+    // Message route (comm.remote): matched by tag with the owner's Serve.
+    bool message = false;
+    int tag = 0;
   };
+  // The other side of another unit's message entry: my part's runs that it
+  // reads (a get plan: I send them) or writes (a put plan: I receive them).
+  struct Serve {
+    int unit = -1, tag = 0;
+    WireType type;  // over my part of the segment (type.first: its byte offset)
+  };
+  std::vector<Serve> serves;
+  std::vector<int> message_units;  // sorted: units I exchange messages with
+  MPI_Comm comm = MPI_COMM_NULL;   // the plan's own (duplicated) communicator
+  std::vector<MPI_Request> persistent;  // receives first, then sends
+  char* bound = nullptr;                // the local buffer the requests were built for
   std::vector<Entry> entries;
   int team = 0, segment = 0;
   const SegmentInfo* seg = nullptr;  // redirect, ghost and ghost_disp are read at each start
@@ -95,14 +110,163 @@ class PlanImpl {
   std::vector<MPI_Request> requests;            // contiguous entries
 
   ~PlanImpl() {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (finalized) return;
     for (auto& e : entries)
       for (WireType* w : {&e.ltype, &e.rtype})
         if (w->owned) MPI_Type_free(&w->type);
+    for (auto& s : serves)
+      if (s.type.owned) MPI_Type_free(&s.type.type);
+    for (auto& r : persistent)
+      if (r != MPI_REQUEST_NULL) MPI_Request_free(&r);
+    if (comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
   }
 };
 
+namespace {
+
+RemoteRoutes g_routes;
+
+// A stable fingerprint of what decides message routes, compared between
+// the units of a collective plan (equal everywhere, or an error).
+long long route_fingerprint(RemoteMode mode, const RemoteSettings& r) {
+  unsigned long long h = 1469598103934665603ull;
+  auto mix = [&](double v) {
+    unsigned long long b = 0;
+    std::memcpy(&b, &v, sizeof b);
+    h = (h ^ b) * 1099511628211ull;
+  };
+  mix(static_cast<double>(mode));
+  if (mode == RemoteMode::automatic)
+    for (const auto& p : r.points) {
+      mix(p.bytes);
+      mix(p.message_us);
+      mix(p.rma_us);
+    }
+  return static_cast<long long>(h >> 1);
+}
+
+// Collective over the team: tells every unit which of its part the other
+// units' candidate entries (to other nodes) touch, decides per pair whether
+// they travel as messages (both sides decide from the same bytes), and sets
+// up the message entries and the serves.
+void setup_messages(PlanImpl& p, Team& team, RemoteMode mode, const std::vector<bool>& candidate) {
+  const RemoteSettings& rs = Runtime::current().settings().remote;
+  const int n = team.size();
+  const MPI_Comm tc = team.comm();
+  // Everybody must route alike.
+  long long mine[2] = {route_fingerprint(mode, rs), 0}, lo[2], hi[2];
+  mine[1] = -mine[0];
+  MPI_Allreduce(mine, lo, 2, MPI_LONG_LONG, MPI_MIN, tc);
+  hi[0] = -lo[1];
+  if (lo[0] != hi[0])
+    throw Error("transfer plan: the units build it with different routes to other nodes (comm.remote or its "
+                "calibration differ between units; a collective plan needs the same everywhere)");
+  // Each candidate entry, as the owner will see it: its remote runs.
+  std::vector<std::vector<unsigned long long>> out(static_cast<std::size_t>(n));
+  std::vector<double> bytes_to(static_cast<std::size_t>(n), 0.0);
+  for (std::size_t i = 0; i < p.entries.size(); ++i) {
+    if (!candidate[i]) continue;
+    const auto& e = p.entries[i];
+    auto& o = out[static_cast<std::size_t>(e.unit)];
+    o.push_back(e.remote.size());
+    for (const auto& [off, len] : e.remote) {
+      o.push_back(off);
+      o.push_back(len);
+      bytes_to[static_cast<std::size_t>(e.unit)] += static_cast<double>(len * p.esize);
+    }
+  }
+  std::vector<int> scount(static_cast<std::size_t>(n)), rcount(static_cast<std::size_t>(n)),
+      sdispl(static_cast<std::size_t>(n)), rdispl(static_cast<std::size_t>(n));
+  std::vector<unsigned long long> sbuf;
+  for (int u = 0; u < n; ++u) {
+    sdispl[static_cast<std::size_t>(u)] = static_cast<int>(sbuf.size());
+    scount[static_cast<std::size_t>(u)] = static_cast<int>(out[static_cast<std::size_t>(u)].size());
+    sbuf.insert(sbuf.end(), out[static_cast<std::size_t>(u)].begin(), out[static_cast<std::size_t>(u)].end());
+  }
+  MPI_Alltoall(scount.data(), 1, MPI_INT, rcount.data(), 1, MPI_INT, tc);
+  int total = 0;
+  for (int u = 0; u < n; ++u) {
+    rdispl[static_cast<std::size_t>(u)] = total;
+    total += rcount[static_cast<std::size_t>(u)];
+  }
+  std::vector<unsigned long long> rbuf(static_cast<std::size_t>(total));
+  MPI_Alltoallv(sbuf.data(), scount.data(), sdispl.data(), MPI_UNSIGNED_LONG_LONG, rbuf.data(), rcount.data(),
+                rdispl.data(), MPI_UNSIGNED_LONG_LONG, tc);
+  // The others' entries on my part, in their order.
+  std::vector<std::vector<Runs>> theirs(static_cast<std::size_t>(n));
+  std::vector<double> bytes_from(static_cast<std::size_t>(n), 0.0);
+  for (int u = 0; u < n; ++u) {
+    const auto* q = rbuf.data() + rdispl[static_cast<std::size_t>(u)];
+    const auto* end = q + rcount[static_cast<std::size_t>(u)];
+    while (q < end) {
+      Runs r(static_cast<std::size_t>(*q++));
+      for (auto& [off, len] : r) {
+        off = static_cast<std::size_t>(*q++);
+        len = static_cast<std::size_t>(*q++);
+        bytes_from[static_cast<std::size_t>(u)] += static_cast<double>(len * p.esize);
+      }
+      theirs[static_cast<std::size_t>(u)].push_back(std::move(r));
+    }
+  }
+  // One route per pair, both directions alike (users skip their flags per
+  // unit), decided by the larger direction: both sides see the same bytes.
+  std::vector<char> message(static_cast<std::size_t>(n), 0);
+  for (int u = 0; u < n; ++u) {
+    const std::size_t k = static_cast<std::size_t>(u);
+    if (bytes_to[k] == 0 && bytes_from[k] == 0) continue;
+    const double bytes = std::max(bytes_to[k], bytes_from[k]);
+    message[k] = mode == RemoteMode::message || (mode == RemoteMode::automatic && rs.message_for(bytes));
+    (message[k] ? g_routes.message_pairs : g_routes.rma_pairs) += 1;
+    double& mx = message[k] ? g_routes.message_max_bytes : g_routes.rma_max_bytes;
+    mx = std::max(mx, bytes);
+    if (message[k]) p.message_units.push_back(u);
+  }
+  // My entries: the k-th candidate to a unit has tag k.
+  std::vector<int> next_tag(static_cast<std::size_t>(n), 0);
+  for (std::size_t i = 0; i < p.entries.size(); ++i) {
+    if (!candidate[i]) continue;
+    auto& e = p.entries[i];
+    e.tag = next_tag[static_cast<std::size_t>(e.unit)]++;
+    if (!message[static_cast<std::size_t>(e.unit)]) continue;
+    e.message = true;
+    e.offload = false;
+  }
+  for (int u = 0; u < n; ++u)
+    if (message[static_cast<std::size_t>(u)])
+      for (std::size_t k = 0; k < theirs[static_cast<std::size_t>(u)].size(); ++k)
+        if (!theirs[static_cast<std::size_t>(u)][k].empty())
+          p.serves.push_back(
+              PlanImpl::Serve{u, static_cast<int>(k), wire_type(theirs[static_cast<std::size_t>(u)][k], p.esize)});
+  MPI_Comm_dup(tc, &p.comm);
+}
+
+// (Re)builds the persistent requests for a local buffer.
+void bind_messages(PlanImpl& p, char* local) {
+  for (auto& r : p.persistent)
+    if (r != MPI_REQUEST_NULL) MPI_Request_free(&r);
+  p.persistent.clear();
+  char* part = p.seg->base;
+  std::vector<MPI_Request> sends;
+  auto init = [&](bool send, char* buf, const WireType& w, int unit, int tag) {
+    MPI_Request r;
+    const int rc = send ? MPI_Send_init(buf + w.first, w.count, w.type, unit, tag, p.comm, &r)
+                        : MPI_Recv_init(buf + w.first, w.count, w.type, unit, tag, p.comm, &r);
+    if (rc != MPI_SUCCESS) throw Error("transfer plan: MPI_Send_init/MPI_Recv_init failed");
+    (send ? sends : p.persistent).push_back(r);
+  };
+  for (const auto& e : p.entries)
+    if (e.message) init(!p.get, local, e.ltype, e.unit, e.tag);
+  for (const auto& s : p.serves) init(p.get, part, s.type, s.unit, s.tag);
+  p.persistent.insert(p.persistent.end(), sends.begin(), sends.end());
+  p.bound = local;
+}
+
+}  // namespace
+
 PlanImpl* make_plan(int team, int segment, std::vector<PlanEntry> entries, std::size_t esize, bool get,
-                    Route route) {
+                    Route route, RemoteMode remote) {
   Runtime& rt = Runtime::current();
   SegmentInfo& seg = rt.segment(team, segment);
   auto p = std::make_unique<PlanImpl>();
@@ -113,6 +277,8 @@ PlanImpl* make_plan(int team, int segment, std::vector<PlanEntry> entries, std::
   p->seg = &seg;
   const ProgressEngine* engine = progress_engine();
   const bool may_offload = route == Route::automatic && engine && rt.team(team).served();
+  if (remote == RemoteMode::deck) remote = rt.settings().remote.mode;
+  std::vector<bool> candidate;  // entries to units of other nodes (comm.remote)
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const PlanEntry& pe = entries[i];
     const std::string where = "transfer plan entry " + std::to_string(i) + " (unit " + std::to_string(pe.unit) + ")";
@@ -150,7 +316,23 @@ PlanImpl* make_plan(int team, int segment, std::vector<PlanEntry> entries, std::
       e.ltype = wire_type(e.local, esize);
       e.rtype = wire_type(e.remote, esize);
     }
-    if (!e.local.empty()) p->entries.push_back(std::move(e));
+    if (!e.local.empty()) {
+      candidate.push_back(!e.shared && !rt.team(team).same_node(e.unit));
+      p->entries.push_back(std::move(e));
+    }
+  }
+  if (remote != RemoteMode::rma) {
+    setup_messages(*p, rt.team(team), remote, candidate);
+  } else {
+    // One-sided: my entries' units of other nodes are RMA pairs.
+    std::map<int, double> bytes;
+    for (std::size_t i = 0; i < p->entries.size(); ++i)
+      if (candidate[i])
+        for (const auto& [off, len] : p->entries[i].remote) bytes[p->entries[i].unit] += static_cast<double>(len * esize);
+    for (const auto& kv : bytes) {
+      g_routes.rma_pairs += 1;
+      g_routes.rma_max_bytes = std::max(g_routes.rma_max_bytes, kv.second);
+    }
   }
   return p.release();
 }
@@ -178,7 +360,14 @@ void plan_start(PlanImpl& p, void* local_base) {
   // at each start.
   Team& team = Runtime::current().team(p.team);
   if (p.get) std::atomic_thread_fence(std::memory_order_acquire);
+  if (!p.message_units.empty()) {
+    if (p.persistent.empty() || p.bound != local) bind_messages(p, local);
+    if (!p.get) std::atomic_thread_fence(std::memory_order_release);
+    if (MPI_Startall(static_cast<int>(p.persistent.size()), p.persistent.data()) != MPI_SUCCESS)
+      throw Error("transfer plan: MPI_Startall failed");
+  }
   for (auto& e : p.entries) {
+    if (e.message) continue;
     if (e.offload) {
       const Target t = resolve(p.team, p.segment, e.unit, e.remote_offset * p.esize,
                                e.remote_layout.extent() * p.esize, "transfer plan");
@@ -231,6 +420,7 @@ void plan_wait(PlanImpl& p) {
   p.handles.clear();
   if (!p.requests.empty()) wait_all_yielding(p.requests);
   p.requests.clear();
+  if (!p.message_units.empty()) wait_all_yielding(p.persistent);
   for (const auto& [win, unit] : p.in_flight) MPI_Win_flush(unit, win);
   p.in_flight.clear();
 }
@@ -238,6 +428,20 @@ void plan_wait(PlanImpl& p) {
 std::size_t plan_remote_entries(const PlanImpl& p) {
   return static_cast<std::size_t>(
       std::count_if(p.entries.begin(), p.entries.end(), [](const auto& e) { return !e.shared && !e.offload; }));
+}
+
+}  // namespace locus::detail
+
+namespace locus {
+RemoteRoutes remote_routes() {
+  return detail::g_routes;
+}
+}  // namespace locus
+
+namespace locus::detail {
+
+bool plan_message(const PlanImpl& p, int unit) {
+  return std::binary_search(p.message_units.begin(), p.message_units.end(), unit);
 }
 
 void destroy_plan(PlanImpl* p) {

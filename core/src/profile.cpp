@@ -1,4 +1,5 @@
 #include "locus/profile.hpp"
+#include "locus/plan.hpp"
 
 #include "locus/version.hpp"
 
@@ -148,6 +149,21 @@ Summary::Summary(const Context& ctx, const std::vector<TimerStats>& timers) {
   progress["thread"] = rt.settings().progress.thread;
   progress["offloaded_unit0"] = rt.offloaded();
   setup_["progress"] = progress;
+  // Routes to other nodes (comm.remote): the mode, where auto's calibration
+  // came from, and what this unit's plans chose.
+  {
+    const RemoteSettings& rs = rt.settings().remote;
+    YAML::Node remote;
+    remote["mode"] = rs.mode == RemoteMode::rma ? "rma" : rs.mode == RemoteMode::message ? "message" : "auto";
+    remote["why"] = rs.why;
+    if (!rs.calibration.empty()) remote["calibration"] = rs.calibration;
+    const RemoteRoutes r = remote_routes();
+    remote["message_pairs_unit0"] = r.message_pairs;
+    remote["rma_pairs_unit0"] = r.rma_pairs;
+    if (r.message_pairs) remote["message_max_bytes"] = r.message_max_bytes;
+    if (r.rma_pairs) remote["rma_max_bytes"] = r.rma_max_bytes;
+    setup_["remote"] = remote;
+  }
   YAML::Node machine;
   for (const auto& [k, v] : machine_description()) machine[k] = v;
   setup_["machine"] = machine;

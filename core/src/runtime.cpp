@@ -10,6 +10,7 @@
 
 #include <Kokkos_Core.hpp>
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -20,6 +21,7 @@
 #include "locus/io.hpp"
 #include "locus/kokkos.hpp"
 #include "locus/version.hpp"
+#include "build_info.hpp"
 
 namespace locus {
 
@@ -96,7 +98,15 @@ void add_common_keys(Schema& s, const std::string& app_name) {
       .real("comm.adapt.high", 0.6, 0.0, 1.0,
             "auto: switch redirection off when the communication ratio rises above this (low < high)")
       .string("comm.adapt.thresholds", "",
-              "auto: a thresholds file from ./locus bench calibrate (its low and high replace comm.adapt.low/high)");
+              "auto: a thresholds file from ./locus bench calibrate (its low and high replace comm.adapt.low/high)")
+      .choice("comm.remote", "auto", {"rma", "message", "auto"},
+              "how halos and spmv's rma mode reach units of other nodes (transfer plans; same-node units are "
+              "always shared memory): rma (one-sided gets/puts announced by flags), message (persistent "
+              "two-sided sends and receives both sides build from the plan) or auto (per pair by the bytes "
+              "exchanged, from a calibration of this MPI library: comm.remote_calibration)")
+      .string("comm.remote_calibration", "",
+              "auto: the calibration file (written by ./locus bench exchange on nodes); empty: "
+              "remote-<mpich|openmpi>.yaml shipped in inputs/calibration (no file: message)");
 }
 
 int& CollectiveError::live() {
@@ -414,6 +424,84 @@ AsyncSettings async_settings(const Config& c, const CommSettings& cs) {
 }
 }  // namespace
 
+namespace {
+// The calibration file of comm.remote: auto: the deck's, or the one shipped
+// for this MPI library. Errors name the key and the file (collective: every
+// rank reads the same file).
+RemoteSettings remote_settings(const Config& c) {
+  RemoteSettings r;
+  const std::string mode = c.string("comm.remote");
+  r.mode = mode == "rma" ? RemoteMode::rma : mode == "message" ? RemoteMode::message : RemoteMode::automatic;
+  if (r.mode != RemoteMode::automatic) {
+    r.why = "comm.remote: " + mode;
+    return r;
+  }
+  std::string file = c.string("comm.remote_calibration");
+  std::string at = c.locate("comm.remote_calibration");
+  if (file.empty()) {
+    const std::string name = std::string("remote-") + LOCUS_MPI_FLAVOUR + ".yaml";
+    std::stringstream dirs(LOCUS_CALIBRATION_DIRS);
+    for (std::string d; std::getline(dirs, d, ':');) {
+      std::error_code ec;
+      if (!d.empty() && std::filesystem::is_regular_file(d + "/" + name, ec)) {
+        file = d + "/" + name;
+        break;
+      }
+    }
+    if (file.empty()) {
+      r.why = "no calibration for this MPI library (" + name + "): message to other nodes";
+      return r;
+    }
+    at = "calibration shipped for " + std::string(LOCUS_MPI_FLAVOUR);
+  }
+  const std::string where = at + ": " + file;
+  YAML::Node t;
+  try {
+    t = YAML::LoadFile(file);
+  } catch (const std::exception& e) {
+    throw CollectiveError(where + ": cannot read the calibration file (" + e.what() + ")");
+  }
+  const YAML::Node points = t["points"];
+  if (!points.IsSequence() || points.size() == 0)
+    throw CollectiveError(where + ": needs a list 'points' of {bytes, message_us, rma_us} "
+                          "(write it with ./locus bench exchange)");
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    RemotePoint p;
+    try {
+      p.bytes = points[i]["bytes"].as<double>();
+      p.message_us = points[i]["message_us"].as<double>();
+      p.rma_us = points[i]["rma_us"].as<double>();
+    } catch (const std::exception&) {
+      throw CollectiveError(where + ": points[" + std::to_string(i) + "] (line " +
+                            std::to_string(points[i].Mark().line + 1) + ") needs numbers bytes, message_us, rma_us");
+    }
+    if (!(p.bytes > 0 && p.message_us > 0 && p.rma_us > 0))
+      throw CollectiveError(where + ": points[" + std::to_string(i) + "] (line " +
+                            std::to_string(points[i].Mark().line + 1) + "): bytes and times must be positive");
+    if (!r.points.empty() && !(p.bytes > r.points.back().bytes))
+      throw CollectiveError(where + ": points[" + std::to_string(i) + "] (line " +
+                            std::to_string(points[i].Mark().line + 1) + "): sizes must grow");
+    r.points.push_back(p);
+  }
+  r.calibration = std::filesystem::absolute(file).lexically_normal().string();
+  if (t["library"]) r.calibrated_library = t["library"].as<std::string>("");
+  r.why = "calibrated" + (r.calibrated_library.empty() ? std::string() : " with " + r.calibrated_library);
+  return r;
+}
+}  // namespace
+
+bool RemoteSettings::message_for(double bytes) const {
+  if (points.empty()) return true;
+  if (bytes <= points.front().bytes) return points.front().message_us <= points.front().rma_us;
+  if (bytes >= points.back().bytes) return points.back().message_us <= points.back().rma_us;
+  std::size_t i = 1;
+  while (points[i].bytes < bytes) ++i;
+  const RemotePoint &a = points[i - 1], &b = points[i];
+  const double w = std::log(bytes / a.bytes) / std::log(b.bytes / a.bytes);
+  const double m = a.message_us + w * (b.message_us - a.message_us), q = a.rma_us + w * (b.rma_us - a.rma_us);
+  return m <= q;
+}
+
 CommSettings comm_settings(const Config& c) {
   CommSettings s;
   s.node_size = effective_node_size(c.integer("runtime.node_size"));
@@ -435,6 +523,7 @@ CommSettings comm_settings(const Config& c) {
   s.progress.thread = c.boolean("runtime.progress.thread");
   s.progress.thread_interval_us = static_cast<int>(c.integer("runtime.progress.thread_interval_us"));
   s.async = async_settings(c, s);
+  s.remote = remote_settings(c);
 #ifndef NDEBUG
   s.check = true;
 #endif

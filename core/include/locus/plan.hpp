@@ -17,6 +17,19 @@
 //
 // Synchronisation is the caller's (a barrier, or notified transfers): the
 // plan only moves data. Not thread-safe: one thread executes a plan.
+//
+// Routes to other nodes (comm.remote, settings.hpp). A plan built with
+// RemoteMode::rma (the default) is one-sided: only the units that build it
+// take part. With any other mode the plan may send entries to units of
+// other nodes as two-sided messages instead: then construction is
+// collective over the segment's team (every unit builds the plan, with the
+// same entries it will use, in the same order relative to its other plans),
+// each unit learns which of its own data the others' entries read (gets) or
+// write (puts), and every execution is collective between the units of a
+// pair that message(): both start() and wait() as many times. A message
+// entry needs no announcement (its arrival is one): users skip their flags
+// for the units message() names. Entries to same-node units, and to all
+// units under RemoteMode::rma, stay as above.
 #include <mpi.h>
 
 #include <cstddef>
@@ -25,6 +38,7 @@
 
 #include "locus/gptr.hpp"
 #include "locus/rma.hpp"
+#include "locus/settings.hpp"
 
 namespace locus {
 
@@ -53,10 +67,11 @@ namespace detail {
 class PlanImpl;
 // A new plan, owned by the caller (freed with destroy_plan).
 PlanImpl* make_plan(int team, int segment, std::vector<PlanEntry> entries, std::size_t esize, bool get,
-                    Route route);
+                    Route route, RemoteMode remote);
 void plan_start(PlanImpl& p, void* local_base);
 void plan_wait(PlanImpl& p);
 std::size_t plan_remote_entries(const PlanImpl& p);
+bool plan_message(const PlanImpl& p, int unit);
 void destroy_plan(PlanImpl* p);
 struct PlanDeleter {
   void operator()(PlanImpl* p) const { destroy_plan(p); }
@@ -74,8 +89,12 @@ class TransferPlan {
   // progress processes, entries of at least runtime.progress.threshold
   // bytes whose sides are layouts (not index lists) are handed to the
   // node's progress process; Route::local never does that.
-  TransferPlan(GlobalPtr<T> seg, std::vector<PlanEntry> entries, Route route = Route::automatic)
-      : impl_(detail::make_plan(seg.team, seg.segment, std::move(entries), sizeof(T), Get, route)) {}
+  // `remote`: RemoteMode::deck follows comm.remote; anything but rma makes
+  // construction and execution collective (above). Two units that build
+  // the plan with different modes or calibrations get an Error on both.
+  TransferPlan(GlobalPtr<T> seg, std::vector<PlanEntry> entries, Route route = Route::automatic,
+               RemoteMode remote = RemoteMode::rma)
+      : impl_(detail::make_plan(seg.team, seg.segment, std::move(entries), sizeof(T), Get, route, remote)) {}
   // Starts every entry; `local` is the local buffer the entries' local
   // offsets count from. Same-node entries are complete on return.
   void start(T* local) { detail::plan_start(*impl_, local); }
@@ -85,12 +104,25 @@ class TransferPlan {
     start(local);
     wait();
   }
-  // Entries this unit moves by MPI itself (not memcpy, not offloaded).
+  // Entries this unit moves by MPI itself (not memcpy, not offloaded;
+  // messages included).
   std::size_t remote_entries() const { return detail::plan_remote_entries(*impl_); }
+  // Transfers between this unit and `unit` travel as messages, in either
+  // direction (my entries to it, or its entries to me): no flags needed.
+  bool message(int unit) const { return detail::plan_message(*impl_, unit); }
 
  private:
   std::unique_ptr<detail::PlanImpl, detail::PlanDeleter> impl_;
 };
+
+// What this unit's collective plans decided so far: pairs (a plan and
+// another unit of another node) that exchange by message or by RMA, and the
+// largest bytes per execution of each (for the run summary).
+struct RemoteRoutes {
+  long message_pairs = 0, rma_pairs = 0;
+  double message_max_bytes = 0, rma_max_bytes = 0;
+};
+RemoteRoutes remote_routes();
 
 template <class T>
 using GetPlan = TransferPlan<T, true>;

@@ -64,6 +64,34 @@ struct AggregateSettings {
   AggregateTransport transport = AggregateTransport::message;
 };
 
+// comm.remote: how a transfer plan's entries to units of other nodes travel
+// (same-node entries are always shared memory, comm.locality on):
+//   rma        one-sided: MPI_Get/MPI_Put (or MPI_Rget/MPI_Rput) on the
+//              segment's window, synchronised by the plan's user (flags)
+//   message    two-sided: persistent MPI_Send_init/MPI_Recv_init that both
+//              sides build from the plan (the data is its own notification)
+//   automatic  per pair of units by the bytes they exchange in the plan, from
+//              a calibration of this MPI library (comm.remote_calibration)
+// A plan asks for `deck` to follow comm.remote (plan.hpp).
+enum class RemoteMode { rma, message, automatic, deck };
+
+// One calibrated message size: time per exchange by each route.
+struct RemotePoint {
+  double bytes = 0, message_us = 0, rma_us = 0;
+};
+struct RemoteSettings {
+  RemoteMode mode = RemoteMode::automatic;
+  std::string calibration;  // the file the points came from ("" when none was found)
+  std::string calibrated_library;  // the MPI library the file was measured with
+  std::vector<RemotePoint> points;  // by growing size
+  std::string why;  // how the calibration was found, or why there is none
+  // The route of a pair exchanging `bytes` in one plan execution (mode
+  // automatic): the faster at the nearest calibrated sizes (log-linear
+  // interpolation; the end points beyond the range), or message without a
+  // calibration.
+  bool message_for(double bytes) const;
+};
+
 struct CommSettings {
   int node_size = 0;          // 0: real nodes; N: N consecutive ranks form a node
   bool locality = true;       // same-node transfers by memcpy on shared memory
@@ -73,6 +101,7 @@ struct CommSettings {
   ProgressSettings progress;  // progress processes and thread (progress.hpp)
   AsyncSettings async;        // target-side redirection (async.hpp)
   AggregateSettings aggregate;  // comm.aggregate: batching of fine-grained traffic to other nodes
+  RemoteSettings remote;        // comm.remote: plans' route to other nodes
 };
 
 }  // namespace locus
