@@ -32,8 +32,8 @@
 //   locus-auto     the same plan with comm.remote: auto (the route the
 //                  calibration picks for the face's size)
 // Between nodes the run also writes a calibration file for comm.remote: auto
-// (output.dir/remote-<mpich|openmpi|other>.yaml: per size, locus-message and
-// locus-get, the two routes a plan can take).
+// (output.dir/<output.name>-remote-<mpich|openmpi|other>.yaml: per size,
+// locus-message and locus-get, the two routes a plan can take).
 // Plain MPI protocols use an MPI_Win_allocate window, locked once. Every
 // buffer is double-buffered by step parity (a face of step s is overwritten
 // at s + 2 only, after the reader has answered step s + 1). Each protocol
@@ -360,7 +360,7 @@ int run(Context& ctx) {
   std::printf("  remote_auto_goal: %s\n", missed ? "missed" : "met");
   if (!same_node) {
     // The calibration comm.remote: auto reads (RemoteSettings::message_for).
-    const std::string cal = dir + "/remote-" + mpi_flavour() + ".yaml";
+    const std::string cal = dir + "/" + c.string("output.name") + "-remote-" + mpi_flavour() + ".yaml";
     std::ofstream f(cal);
     f << "# comm.remote calibration: time per exchange (one face each way) by the two routes of a\n"
       << "# transfer plan between nodes, written by ./locus bench exchange (median of " << repeats
