@@ -79,6 +79,29 @@ gidx product(const std::vector<gidx>& v) {
   return p;
 }
 
+// The odometer every walk over an index space here takes: counter c over
+// extents ext[0..n), the last index fastest. Steps c to the next
+// combination and returns true, or wraps it back to all zeros after the
+// last one and returns false. moved(d, delta) hears of every change of
+// c[d] (+1, or 1 - ext[d] when it wraps), for offsets kept alongside.
+template <class Counter, class Extents, class Moved>
+KOKKOS_INLINE_FUNCTION bool odometer_next(Counter& c, const Extents& ext, std::size_t n, Moved&& moved) {
+  for (std::size_t d = n; d-- > 0;) {
+    if (++c[d] < ext[d]) {
+      moved(d, gidx{1});
+      return true;
+    }
+    moved(d, gidx{1} - ext[d]);
+    c[d] = 0;
+  }
+  return false;
+}
+
+template <class Counter, class Extents>
+KOKKOS_INLINE_FUNCTION bool odometer_next(Counter& c, const Extents& ext, std::size_t n) {
+  return odometer_next(c, ext, n, [](std::size_t, gidx) {});
+}
+
 }  // namespace
 
 // dst (index order didx) = src (index order sidx, extents sdims); didx is a
@@ -110,13 +133,7 @@ void permute_reference(const double* src, const std::string& sidx, const std::ve
       for (gidx k = 0; k < inner; ++k) dst[n++] = src[off + k * istep];
     }
     // advance the odometer over the outer dimensions
-    std::size_t d = r - 1;
-    while (d-- > 0) {
-      off += step[d];
-      if (++ctr[d] < ddims[d]) break;
-      off -= step[d] * ddims[d];
-      ctr[d] = 0;
-    }
+    odometer_next(ctr, ddims, r - 1, [&](std::size_t d, gidx delta) { off += delta * step[d]; });
   }
 }
 
@@ -150,12 +167,9 @@ struct PermuteRows {
       const double* __restrict s = src + off;
       double* __restrict o = dst + row * inner;
       for (gidx k = 0; k < inner; ++k) o[k] = s[k];
-      for (int d = outer; d-- > 0;) {  // next row
-        off += ostep[d];
-        if (++ctr[d] < odims[d]) break;
-        off -= ostep[d] * odims[d];
-        ctr[d] = 0;
-      }
+      // next row
+      odometer_next(ctr, odims, static_cast<std::size_t>(outer),
+                    [&](std::size_t d, gidx delta) { off += delta * ostep[d]; });
     }
   }
 };
@@ -302,10 +316,7 @@ TiledTensor::TiledTensor(locus::Team& team, const Problem& p, const std::string&
       size_.push_back(sz);
       total_ += sz;
     }
-    for (std::size_t d = idx.size(); d-- > 0;) {
-      if (++t[d] < ntiles_[d]) break;
-      t[d] = 0;
-    }
+    odometer_next(t, ntiles_, idx.size());
   }
   data_ = locus::Array<double>(team, static_cast<std::size_t>(next_offset[static_cast<std::size_t>(me)]));
   double* mine = data_.data();
@@ -321,10 +332,7 @@ TiledTensor::TiledTensor(locus::Team& team, const Problem& p, const std::string&
     for (gidx e = 0; e < size(b); ++e) {
       for (std::size_t i = 0; i < idx.size(); ++i) coord[i] = tiles_of(b)[i] * p.index.at(idx[i]).tile + c[i];
       out[e] = value(p, which, coord);
-      for (std::size_t i = idx.size(); i-- > 0;) {
-        if (++c[i] < d[i]) break;
-        c[i] = 0;
-      }
+      odometer_next(c, d, idx.size());
     }
   }
   locus::barrier(team);
@@ -386,10 +394,7 @@ class Loop {
       }
       const gidx ab = A_.find(at), bb = B_.find(bt);
       if (ab >= 0 && bb >= 0) pairs_.push_back({ab, bb});
-      for (std::size_t d = combo.size(); d-- > 0;) {
-        if (++combo[d] < cntiles_[d]) break;
-        combo[d] = 0;
-      }
+      odometer_next(combo, cntiles_, combo.size());
     }
     // matrix shape of the result
     gidx m = 1, nn = 1;
@@ -550,12 +555,7 @@ class Loop {
       }
       accs_.push_back(locus::accumulate_async(base + roff, remote, mat + loff, local, locus::Op::sum));
       ++st_.accumulates;
-      std::size_t d = pos;
-      while (d-- > 0) {
-        if (++ctr[d] < cd[d]) break;
-        ctr[d] = 0;
-      }
-      if (d == static_cast<std::size_t>(-1)) break;
+      if (!odometer_next(ctr, cd, pos)) break;
     }
   }
 
@@ -676,10 +676,7 @@ std::vector<double> gather_dense(locus::Team& team, const Problem& p, const Tile
       gidx off = 0;
       for (std::size_t i = 0; i < idx.size(); ++i) off += (t.tiles_of(b)[i] * p.index.at(idx[i]).tile + c[i]) * gstr[i];
       dense[static_cast<std::size_t>(off)] = buf[static_cast<std::size_t>(e)];
-      for (std::size_t i = idx.size(); i-- > 0;) {
-        if (++c[i] < d[i]) break;
-        c[i] = 0;
-      }
+      odometer_next(c, d, idx.size());
     }
   }
   return dense;
@@ -693,10 +690,7 @@ void reference(const Problem& p, std::vector<double>& c, std::vector<double>& c_
     std::vector<gidx> coord(idx.size(), 0);
     for (std::size_t e = 0; e < v.size(); ++e) {
       v[e] = TiledTensor::nonzero(p, idx, coord) ? TiledTensor::value(p, which, coord) : 0.0;
-      for (std::size_t i = idx.size(); i-- > 0;) {
-        if (++coord[i] < d[i]) break;
-        coord[i] = 0;
-      }
+      odometer_next(coord, d, idx.size());
     }
     return v;
   };
@@ -726,16 +720,11 @@ void reference(const Problem& p, std::vector<double>& c, std::vector<double>& c_
     const double x = a[static_cast<std::size_t>(oa)], y = b[static_cast<std::size_t>(ob)];
     c[static_cast<std::size_t>(oc)] += x * y;
     c_abs[static_cast<std::size_t>(oc)] += std::fabs(x * y);
-    for (std::size_t d = all.size(); d-- > 0;) {
-      oa += sa[d];
-      ob += sb[d];
-      oc += sc[d];
-      if (++ctr[d] < ext[d]) break;
-      oa -= sa[d] * ext[d];
-      ob -= sb[d] * ext[d];
-      oc -= sc[d] * ext[d];
-      ctr[d] = 0;
-    }
+    odometer_next(ctr, ext, all.size(), [&](std::size_t d, gidx delta) {
+      oa += delta * sa[d];
+      ob += delta * sb[d];
+      oc += delta * sc[d];
+    });
   }
 }
 
