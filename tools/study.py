@@ -23,6 +23,7 @@ import json
 import math
 import os
 import statistics
+import subprocess
 import sys
 import time
 
@@ -60,28 +61,24 @@ STUDY_KEYS = {
 
 # ---------------------------------------------------------------- weak scaling rules per app
 
-def dims_create(n, nd):
-    """Balanced factorisation of n into nd factors, non-increasing (what
-    MPI_Dims_create returns)."""
-    dims = [1] * nd
-    f, rest, primes = 2, n, []
-    while f * f <= rest:
-        while rest % f == 0:
-            primes.append(f)
-            rest //= f
-        f += 1
-    if rest > 1:
-        primes.append(rest)
-    for p in sorted(primes, reverse=True):
-        dims[dims.index(min(dims))] *= p
-    return sorted(dims, reverse=True)
+def process_grid(ranks, ndims):
+    """The process grid [px, py, pz] heat3d and poisson5pt choose for
+    `ranks` ranks when procs is auto: asked of the build's process_grid
+    (locus::auto_process_grid, MPI_Dims_create), so the rule and the apps
+    share one factorisation."""
+    exe = os.path.join(build_dir(), "core", "process_grid")
+    if not os.path.exists(exe):
+        raise UserError("no built %s (run ./locus build)" % exe)
+    p = subprocess.run([exe, str(ranks), str(ndims)], capture_output=True, text=True, timeout=60)
+    if p.returncode != 0:
+        raise UserError("%s %d %d: %s" % (exe, ranks, ndims, p.stderr.strip() or "exit %d" % p.returncode))
+    return [int(x) for x in p.stdout.split()]
 
 
 def weak_heat3d(size, ranks, base=None):
     if len(size) != 3:
         raise UserError("heat3d: weak_size is [nx, ny, nz] per rank")
-    d = dims_create(ranks, 3)
-    procs = [d[2], d[1], d[0]]  # as heat3d: most blocks on z
+    procs = process_grid(ranks, 3)  # as heat3d: most blocks on z
     out = [("heat3d.procs", yaml_value(procs))]
     for i, axis in enumerate("xyz"):
         out.append(("heat3d.grid.n" + axis, str(size[i] * procs[i])))
