@@ -1,0 +1,103 @@
+#!/usr/bin/python3
+"""A benchmark's smoke test: run it, then check fields of the JSON summary
+it wrote (bench/harness.hpp: <output.dir>/<output.name>.json).
+
+    bench_summary.py JSON [--expect FIELD[=REGEX]]... -- COMMAND...
+
+COMMAND must exit 0 (its output is shown when it does not). Then every
+FIELD must be in JSON's "locus_bench" tree: a dotted path, where
+rows[KEY=VALUE] picks the first table row whose KEY is VALUE, e.g.
+rows[variant=locus-getput].verdict. Without =REGEX the field must be a
+finite number; with it, its text must match REGEX entirely (met|missed).
+The JSON is removed before the run, so a stale one cannot pass.
+"""
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+
+ROW = re.compile(r"^(\w+)\[(\w+)=([^\]]*)\]$")
+
+
+def fail(msg):
+    print("bench_summary: FAIL: " + msg)
+    sys.exit(1)
+
+
+def parse_args(argv):
+    if "--" not in argv or argv.index("--") < 1:
+        print(__doc__, file=sys.stderr)
+        sys.exit(2)
+    ours, command = argv[:argv.index("--")], argv[argv.index("--") + 1:]
+    path, expects = ours[0], []
+    rest = ours[1:]
+    while rest:
+        if rest[0] != "--expect" or len(rest) < 2:
+            print("bench_summary: unknown arguments %s" % rest, file=sys.stderr)
+            sys.exit(2)
+        expects.append(rest[1])
+        rest = rest[2:]
+    return path, expects, command
+
+
+def lookup(tree, field):
+    """The value at a dotted path (rows[k=v] selects a row), or raise KeyError."""
+    node = tree
+    for part in field.split("."):
+        m = ROW.match(part)
+        if m:
+            rows = node[m.group(1)]
+            hits = [r for r in rows if str(r.get(m.group(2))) == m.group(3)]
+            if not hits:
+                raise KeyError("no row with %s=%s" % (m.group(2), m.group(3)))
+            node = hits[0]
+        else:
+            if not isinstance(node, dict) or part not in node:
+                raise KeyError(part)
+            node = node[part]
+    return node
+
+
+def check(tree, expect):
+    field, sep, pattern = expect.partition("=")
+    # a row selector's '=' belongs to the field
+    if "[" in field and "]" not in field:
+        more, sep, pattern = pattern.partition("=")
+        field = field + "=" + more
+    try:
+        value = lookup(tree, field)
+    except (KeyError, TypeError) as e:
+        fail("%s: missing (%s)" % (field, e))
+    if sep:
+        if not re.fullmatch(pattern, str(value)):
+            fail("%s is %r, expected /%s/" % (field, value, pattern))
+    elif isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        fail("%s is %r, expected a number" % (field, value))
+    return "%s = %s" % (field, value)
+
+
+def main():
+    path, expects, command = parse_args(sys.argv[1:])
+    if os.path.exists(path):
+        os.remove(path)
+    p = subprocess.run(command, capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.stdout.write(p.stdout)
+        sys.stdout.write(p.stderr)
+        fail("the benchmark exited with %d" % p.returncode)
+    try:
+        with open(path) as f:
+            tree = json.load(f)["locus_bench"]
+    except (OSError, ValueError, KeyError) as e:
+        sys.stdout.write(p.stdout)
+        fail("%s: no JSON summary (%s)" % (path, e))
+    for e in expects:
+        print("ok: " + check(tree, e))
+    print("bench_summary: %d field(s) of %s checked" % (len(expects), path))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
