@@ -208,11 +208,11 @@ YAML::Node Table::data() const {
 
 // ---------------------------------------------------------------- report
 
-Report::Report(const locus::Config& config, const std::string& benchmark)
+Report::Report(const locus::Config& config, const std::string& benchmark, const std::string& suffix)
     : benchmark_(benchmark), tree_(YAML::NodeType::Map), rows_(YAML::NodeType::Sequence) {
   const std::string dir = config.string("output.dir");
   std::filesystem::create_directories(dir);
-  const std::string stem = dir + "/" + config.string("output.name");
+  const std::string stem = dir + "/" + config.string("output.name") + suffix;
   csv_ = stem + ".csv";
   json_ = stem + ".json";
   text("benchmark", benchmark);

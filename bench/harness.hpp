@@ -132,8 +132,9 @@ std::string data_text(const std::variant<double, long, std::string>& v);
 // where the text is one.
 class Report {
  public:
-  // Paths from output.dir (created) and output.name.
-  Report(const locus::Config& config, const std::string& benchmark);
+  // Paths from output.dir (created) and output.name, with `suffix` after
+  // the name (latency_same-node.csv).
+  Report(const locus::Config& config, const std::string& benchmark, const std::string& suffix = "");
   const std::string& csv_path() const { return csv_; }
   const std::string& json_path() const { return json_; }
 
