@@ -232,8 +232,10 @@ void Report::text(const std::string& key, const std::string& value) {
   current()[key] = value;
 }
 
-void Report::figure(const std::string& key, double value, const char* format) {
-  text(key, printed(format, value));
+void Report::figure(const std::string& key, double value, const char* format, const std::string& comment) {
+  const std::string shown = printed(format, value);
+  text(key, shown);
+  if (!comment.empty()) lines_.back() += "  # " + comment;
 }
 
 void Report::section(const std::string& key) {

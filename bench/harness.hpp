@@ -141,7 +141,9 @@ class Report {
   // "csv: <path>" and "json: <path>" (absolute).
   void paths();
   void text(const std::string& key, const std::string& value);
-  void figure(const std::string& key, double value, const char* format = "%.3f");
+  // A number: "key: <value in format>[  # comment]" printed, the number in
+  // the JSON.
+  void figure(const std::string& key, double value, const char* format = "%.3f", const std::string& comment = "");
   // A nested block ("key:" and its entries one level in): entries added
   // until end_section() go inside.
   void section(const std::string& key);
