@@ -111,6 +111,14 @@ std::string data_text(const std::variant<double, long, std::string>& v) {
   return o.str();
 }
 
+std::string csv_field(const std::variant<double, long, std::string>& v) {
+  std::string t = data_text(v);
+  if (t.find_first_of(",\"") == std::string::npos) return t;
+  std::string q = "\"";
+  for (char ch : t) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+  return q + "\"";
+}
+
 namespace {
 
 // The conversion of a column's format: where it starts ('%') and ends.
@@ -181,16 +189,19 @@ void Table::print(std::FILE* out) const {
   for (std::size_t i = 0; i < rows_.size(); ++i) print_row(i, out);
 }
 
-void Table::write_csv(const std::string& path) const {
-  std::ofstream csv(path);
+void Table::write_csv(const std::string& path, bool append) const {
+  const bool fresh = !append || !std::filesystem::exists(path);
+  std::ofstream csv(path, fresh ? std::ios::trunc : std::ios::app);
   std::string sep;
-  for (const Column& col : columns_)
-    if (col.shown != Shown::text_only) csv << sep << col.key, sep = ",";
-  csv << "\n";
+  if (fresh) {
+    for (const Column& col : columns_)
+      if (col.shown != Shown::text_only) csv << sep << col.key, sep = ",";
+    csv << "\n";
+  }
   for (const auto& r : rows_) {
     sep.clear();
     for (std::size_t c = 0; c < columns_.size(); ++c)
-      if (columns_[c].shown != Shown::text_only) csv << sep << data_text(r[c].value), sep = ",";
+      if (columns_[c].shown != Shown::text_only) csv << sep << csv_field(r[c].value), sep = ",";
     csv << "\n";
   }
 }
@@ -265,8 +276,8 @@ void Report::verification(bool pass) {
   text("verification", pass ? "PASS" : "FAIL");
 }
 
-void Report::table(const Table& t) {
-  t.write_csv(csv_);
+void Report::table(const Table& t, bool append) {
+  t.write_csv(csv_, append);
   for (const auto& r : t.data()) rows_.push_back(r);
 }
 

@@ -106,8 +106,10 @@ class Table {
   void print_header(std::FILE* out = stdout) const;
   void print_row(std::size_t i, std::FILE* out = stdout) const;
   void print(std::FILE* out = stdout) const;  // header and every row
-  // The data columns as CSV (a header line, then the rows).
-  void write_csv(const std::string& path) const;
+  // The data columns as CSV (a header line, then the rows); with `append`,
+  // the rows go after those of an existing file (the header only into a
+  // new one).
+  void write_csv(const std::string& path, bool append = false) const;
   // The rows as a sequence of maps of the data columns.
   YAML::Node data() const;
   std::size_t rows() const { return rows_.size(); }
@@ -124,6 +126,8 @@ class Table {
 
 // A number as the CSV and JSON cells write it (six significant digits).
 std::string data_text(const std::variant<double, long, std::string>& v);
+// The same as one CSV field: quoted when it holds a comma or a quote.
+std::string csv_field(const std::variant<double, long, std::string>& v);
 
 // ---------------------------------------------------------------- report
 
@@ -153,8 +157,9 @@ class Report {
   void goals();
   void goal(const std::string& key, bool met);
   void verification(bool pass);
-  // The table's rows: its CSV at csv_path(), its rows in the JSON.
-  void table(const Table& t);
+  // The table's rows: its CSV at csv_path() (appended to, with `append`),
+  // its rows in the JSON.
+  void table(const Table& t, bool append = false);
   // Prints the "locus_bench:" block and writes the JSON.
   void finish(std::FILE* out = stdout) const;
 

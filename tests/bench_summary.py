@@ -2,13 +2,14 @@
 """A benchmark's smoke test: run it, then check fields of the JSON summary
 it wrote (bench/harness.hpp: <output.dir>/<output.name>.json).
 
-    bench_summary.py JSON [--expect FIELD[=REGEX]]... -- COMMAND...
+    bench_summary.py JSON [--expect FIELD[=REGEX]]... [--absent FIELD]... -- COMMAND...
 
 COMMAND must exit 0 (its output is shown when it does not). Then every
 FIELD must be in JSON's "locus_bench" tree: a dotted path, where
 rows[KEY=VALUE] picks the first table row whose KEY is VALUE, e.g.
 rows[variant=locus-getput].verdict. Without =REGEX the field must be a
 finite number; with it, its text must match REGEX entirely (met|missed).
+An --absent FIELD must not be there (rows[KEY=VALUE]: no such row).
 The JSON is removed before the run, so a stale one cannot pass.
 """
 import json
@@ -31,15 +32,15 @@ def parse_args(argv):
         print(__doc__, file=sys.stderr)
         sys.exit(2)
     ours, command = argv[:argv.index("--")], argv[argv.index("--") + 1:]
-    path, expects = ours[0], []
+    path, expects, absents = ours[0], [], []
     rest = ours[1:]
     while rest:
-        if rest[0] != "--expect" or len(rest) < 2:
+        if rest[0] not in ("--expect", "--absent") or len(rest) < 2:
             print("bench_summary: unknown arguments %s" % rest, file=sys.stderr)
             sys.exit(2)
-        expects.append(rest[1])
+        (expects if rest[0] == "--expect" else absents).append(rest[1])
         rest = rest[2:]
-    return path, expects, command
+    return path, expects, absents, command
 
 
 def lookup(tree, field):
@@ -79,7 +80,7 @@ def check(tree, expect):
 
 
 def main():
-    path, expects, command = parse_args(sys.argv[1:])
+    path, expects, absents, command = parse_args(sys.argv[1:])
     if os.path.exists(path):
         os.remove(path)
     p = subprocess.run(command, capture_output=True, text=True)
@@ -95,7 +96,14 @@ def main():
         fail("%s: no JSON summary (%s)" % (path, e))
     for e in expects:
         print("ok: " + check(tree, e))
-    print("bench_summary: %d field(s) of %s checked" % (len(expects), path))
+    for field in absents:
+        try:
+            value = lookup(tree, field)
+        except (KeyError, TypeError):
+            print("ok: %s absent" % field)
+            continue
+        fail("%s is there (%r), expected it absent" % (field, value))
+    print("bench_summary: %d field(s) of %s checked" % (len(expects) + len(absents), path))
     return 0
 
 
