@@ -281,12 +281,17 @@ void Report::table(const Table& t, bool append) {
   for (const auto& r : t.data()) rows_.push_back(r);
 }
 
+void Report::data(const std::string& key, const Table& t) {
+  extra_[key] = t.data();
+}
+
 void Report::finish(std::FILE* out) const {
   std::fprintf(out, "\nlocus_bench:\n");
   for (const std::string& line : lines_) std::fprintf(out, "%s\n", line.c_str());
   YAML::Node tree = YAML::Clone(tree_);
   if (!section_key_.empty()) tree[section_key_] = section_;
   tree["rows"] = rows_;
+  for (const auto& kv : extra_) tree[kv.first.as<std::string>()] = kv.second;
   YAML::Node root;
   root["locus_bench"] = tree;
   std::ofstream(json_) << locus::yaml_to_json(root);

@@ -160,6 +160,8 @@ class Report {
   // The table's rows: its CSV at csv_path() (appended to, with `append`),
   // its rows in the JSON.
   void table(const Table& t, bool append = false);
+  // Another table's rows in the JSON under `key` (no CSV).
+  void data(const std::string& key, const Table& t);
   // Prints the "locus_bench:" block and writes the JSON.
   void finish(std::FILE* out = stdout) const;
 
@@ -171,6 +173,7 @@ class Report {
   YAML::Node section_;              // the open section, if any
   std::string section_key_;
   YAML::Node rows_;
+  YAML::Node extra_;  // data(): more tables' rows, by key
 };
 
 }  // namespace bench
