@@ -266,14 +266,16 @@ void Report::goals() {
   section("goals");
 }
 
-void Report::goal(const std::string& key, bool met) {
+void Report::goal(const std::string& key, bool met, const std::string& note) {
   if (section_key_ != "goals") throw std::logic_error("bench::Report: goal '" + key + "' outside goals()");
   text(key, verdict(met));
+  if (!note.empty()) lines_.back() += " (" + note + ")";
 }
 
-void Report::verification(bool pass) {
+void Report::verification(bool pass, const std::string& why) {
   end_section();
   text("verification", pass ? "PASS" : "FAIL");
+  if (!pass && !why.empty()) lines_.back() += " (" + why + ")";
 }
 
 void Report::table(const Table& t, bool append) {

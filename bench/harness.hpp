@@ -155,8 +155,10 @@ class Report {
   // "goals:": the goals are judged (not over-subscribed); goal() adds one
   // verdict inside.
   void goals();
-  void goal(const std::string& key, bool met);
-  void verification(bool pass);
+  // "key: met" or "key: missed", with " (note)" after it when given.
+  void goal(const std::string& key, bool met, const std::string& note = "");
+  // "verification: PASS", or "FAIL" with " (why)" after it when given.
+  void verification(bool pass, const std::string& why = "");
   // The table's rows: its CSV at csv_path() (appended to, with `append`),
   // its rows in the JSON.
   void table(const Table& t, bool append = false);
