@@ -6,8 +6,8 @@ it wrote (bench/harness.hpp: <output.dir>/<output.name>.json).
 
 COMMAND must exit 0 (its output is shown when it does not). Then every
 FIELD must be in JSON's "locus_bench" tree: a dotted path, where
-rows[KEY=VALUE] picks the first table row whose KEY is VALUE, e.g.
-rows[variant=locus-getput].verdict. Without =REGEX the field must be a
+rows[KEY=VALUE,...] picks the first table row whose KEYs have those
+VALUEs, e.g. rows[variant=locus-getput].verdict. Without =REGEX the field must be a
 finite number; with it, its text must match REGEX entirely (met|missed).
 An --absent FIELD must not be there (rows[KEY=VALUE]: no such row).
 The JSON is removed before the run, so a stale one cannot pass.
@@ -19,7 +19,7 @@ import re
 import subprocess
 import sys
 
-ROW = re.compile(r"^(\w+)\[(\w+)=([^\]]*)\]$")
+ROW = re.compile(r"^(\w+)\[([^\]]*)\]$")
 
 
 def fail(msg):
@@ -49,10 +49,10 @@ def lookup(tree, field):
     for part in field.split("."):
         m = ROW.match(part)
         if m:
-            rows = node[m.group(1)]
-            hits = [r for r in rows if str(r.get(m.group(2))) == m.group(3)]
+            want = [kv.split("=", 1) for kv in m.group(2).split(",")]
+            hits = [r for r in node[m.group(1)] if all(str(r.get(k)) == v for k, v in want)]
             if not hits:
-                raise KeyError("no row with %s=%s" % (m.group(2), m.group(3)))
+                raise KeyError("no row with %s" % m.group(2))
             node = hits[0]
         else:
             if not isinstance(node, dict) or part not in node:
@@ -62,11 +62,14 @@ def lookup(tree, field):
 
 
 def check(tree, expect):
-    field, sep, pattern = expect.partition("=")
-    # a row selector's '=' belongs to the field
-    if "[" in field and "]" not in field:
-        more, sep, pattern = pattern.partition("=")
-        field = field + "=" + more
+    # the first '=' outside a row selector's brackets ends the field
+    depth, cut = 0, -1
+    for i, ch in enumerate(expect):
+        depth += {"[": 1, "]": -1}.get(ch, 0)
+        if ch == "=" and depth == 0:
+            cut = i
+            break
+    field, sep, pattern = (expect, "", "") if cut < 0 else (expect[:cut], "=", expect[cut + 1:])
     try:
         value = lookup(tree, field)
     except (KeyError, TypeError) as e:
