@@ -192,18 +192,19 @@ void Table::print(std::FILE* out) const {
 void Table::write_csv(const std::string& path, bool append) const {
   const bool fresh = !append || !std::filesystem::exists(path);
   std::ofstream csv(path, fresh ? std::ios::trunc : std::ios::app);
-  std::string sep;
-  if (fresh) {
-    for (const Column& col : columns_)
-      if (col.shown != Shown::text_only) csv << sep << col.key, sep = ",";
-    csv << "\n";
-  }
-  for (const auto& r : rows_) {
-    sep.clear();
-    for (std::size_t c = 0; c < columns_.size(); ++c)
-      if (columns_[c].shown != Shown::text_only) csv << sep << csv_field(r[c].value), sep = ",";
-    csv << "\n";
-  }
+  // one CSV line: the data columns' texts, comma-separated
+  auto line = [&](const std::function<std::string(std::size_t)>& field) {
+    bool first = true;
+    for (std::size_t c = 0; c < columns_.size(); ++c) {
+      if (columns_[c].shown == Shown::text_only) continue;
+      if (!first) csv << ',';
+      csv << field(c);
+      first = false;
+    }
+    csv << '\n';
+  };
+  if (fresh) line([&](std::size_t c) { return columns_[c].key; });
+  for (const auto& r : rows_) line([&](std::size_t c) { return csv_field(r[c].value); });
 }
 
 YAML::Node Table::data() const {
