@@ -5,9 +5,10 @@ it wrote (bench/harness.hpp: <output.dir>/<output.name>.json).
     bench_summary.py JSON [--expect FIELD[=REGEX]]... [--absent FIELD]... -- COMMAND...
 
 COMMAND must exit 0 (its output is shown when it does not). Then every
-FIELD must be in JSON's "locus_bench" tree: a dotted path, where
+FIELD must be in JSON's "locus_bench" tree: a path of keys joined by
+'/' (keys may hold dots: goals/goal_8B_within_1.1x), where
 rows[KEY=VALUE,...] picks the first table row whose KEYs have those
-VALUEs, e.g. rows[variant=locus-getput].verdict. Without =REGEX the field must be a
+VALUEs, e.g. rows[variant=locus-getput]/verdict. Without =REGEX the field must be a
 finite number; with it, its text must match REGEX entirely (met|missed).
 An --absent FIELD must not be there (rows[KEY=VALUE]: no such row).
 The JSON is removed before the run, so a stale one cannot pass.
@@ -44,9 +45,9 @@ def parse_args(argv):
 
 
 def lookup(tree, field):
-    """The value at a dotted path (rows[k=v] selects a row), or raise KeyError."""
+    """The value at a '/'-joined path (rows[k=v] selects a row), or raise KeyError."""
     node = tree
-    for part in field.split("."):
+    for part in field.split("/"):
         m = ROW.match(part)
         if m:
             want = [kv.split("=", 1) for kv in m.group(2).split(",")]
