@@ -308,20 +308,22 @@ def overlap(r):
     r.call([PYTHON, os.path.join(ROOT, "tools", "bench_table.py"), os.path.join(outdir, "overlap.csv")] + others)
 
 
-def gups(r):
-    n, exe, deck, args = r.inv.n(2), r.exe("gups"), r.deck("gups"), r.inv.args
-    say("gups, %d ranks, real nodes" % n)
+def real_then_node1(r, name):
+    """A benchmark on real nodes, then on emulated nodes of one rank (its
+    results as NAME_node1). Default 2 ranks."""
+    n, exe, deck, args = r.inv.n(2), r.exe(name), r.deck(name), r.inv.args
+    say("%s, %d ranks, real nodes" % (name, n))
     r.run(n, [exe, deck] + args)
-    say("gups, %d ranks, emulated nodes of one rank (runtime.node_size=1)" % n)
-    r.run(n, [exe, deck, "--set", "runtime.node_size=1", "--set", "output.name=gups_node1"] + args)
+    say("%s, %d ranks, emulated nodes of one rank (runtime.node_size=1)" % (name, n))
+    r.run(n, [exe, deck, "--set", "runtime.node_size=1", "--set", "output.name=%s_node1" % name] + args)
+
+
+def gups(r):
+    real_then_node1(r, "gups")
 
 
 def ig(r):
-    n, exe, deck, args = r.inv.n(2), r.exe("ig"), r.deck("ig"), r.inv.args
-    say("ig, %d ranks, real nodes" % n)
-    r.run(n, [exe, deck] + args)
-    say("ig, %d ranks, emulated nodes of one rank (runtime.node_size=1)" % n)
-    r.run(n, [exe, deck, "--set", "runtime.node_size=1", "--set", "output.name=ig_node1"] + args)
+    real_then_node1(r, "ig")
 
 
 def remove_csv(name):
