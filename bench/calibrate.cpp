@@ -28,7 +28,7 @@
 
 #include <unistd.h>
 
-#include "common.hpp"
+#include "harness.hpp"
 #include "locus/async.hpp"
 #include "locus/profile.hpp"
 #include "locus/rma.hpp"
@@ -78,19 +78,14 @@ struct Point {
   double compute_us, cr_off, cr_on, t_off, t_on;
 };
 
-}  // namespace
+// Where redirection starts to win for one kind: the computation length and
+// the CRs there.
+struct Crossing {
+  std::string kind;
+  double compute_us, low, high;
+};
 
-int run(Context& ctx) {
-  const auto& c = ctx.config();
-  locus::Team& w = ctx.runtime().world();
-  if (!w.served() || w.size() < 2)
-    throw locus::CollectiveError(
-        "calibrate: needs at least 2 units and progress processes (e.g. 4 ranks with runtime.node_size=2 and "
-        "runtime.progress.processes_per_node=1)");
-  std::vector<double> sweep;
-  for (const auto& s : bench::split_list(c.string("bench.compute_us"))) sweep.push_back(std::stod(s));
-  const long ops = c.integer("bench.ops"), iters = c.integer("bench.iterations");
-  const std::size_t n = static_cast<std::size_t>(c.integer("bench.bytes")) / sizeof(double);
+std::vector<Kind> read_kinds(const locus::Config& c) {
   std::vector<Kind> kinds;
   for (const auto& op : bench::split_list(c.string("bench.kinds")))
     for (bool strided : {false, true})
@@ -101,24 +96,55 @@ int run(Context& ctx) {
             throw locus::CollectiveError(c.locate("bench.kinds") + ": unknown kind " + op);
           kinds.push_back({op, strided, blocking, one});
         }
-  // Each unit's part: room for a strided layout of n elements (stride 2).
-  locus::Array<double> seg(w, 2 * n * static_cast<std::size_t>(ops) + 16);
-  locus::Array<std::int64_t> counters(w, 1);
-  std::vector<double> buf(2 * n * static_cast<std::size_t>(ops) + 16, 1.0);
-  const int me = w.rank();
-  const locus::Layout dense{n, 1, 0, 1, 0}, spaced{1, n, 2, 1, 0}, packed{1, n, 1, 1, 0};
+  return kinds;
+}
 
-  auto burst = [&](const Kind& k) {
-    const int target = k.to_one_node ? 0 : (me + 1) % w.size();
+// A burst of `ops` operations of one kind from this unit, and the
+// compute + burst iterations of one point of the sweep.
+class Bursts {
+ public:
+  Bursts(locus::Team& w, long ops, std::size_t n, long iterations)
+      : w_(w),
+        ops_(ops),
+        n_(n),
+        iterations_(iterations),
+        seg_(w, 2 * n * static_cast<std::size_t>(ops) + 16),  // room for a strided layout (stride 2)
+        counters_(w, 1),
+        buf_(2 * n * static_cast<std::size_t>(ops) + 16, 1.0) {}
+
+  // Iterations of compute + burst with redirection `on`: (iteration time of
+  // the slowest unit, mean CR over the units).
+  std::pair<double, double> measure(const Kind& k, double us, bool on) {
+    locus::set_async(w_, on);
+    double in_comm = 0;
+    const double t0 = MPI_Wtime();
+    for (long it = 0; it < iterations_; ++it) {
+      compute(us);
+      const double b = MPI_Wtime();
+      burst(k);
+      in_comm += MPI_Wtime() - b;
+    }
+    const double t = (MPI_Wtime() - t0) / double(iterations_);
+    locus::barrier(w_);
+    const double tmax = bench::max_over_ranks(w_.comm(), t);
+    double cr = in_comm / double(iterations_) / t, cr_sum = 0;
+    MPI_Allreduce(&cr, &cr_sum, 1, MPI_DOUBLE, MPI_SUM, w_.comm());
+    return std::make_pair(tmax, cr_sum / w_.size());
+  }
+
+ private:
+  void burst(const Kind& k) {
+    const int target = k.to_one_node ? 0 : (w_.rank() + 1) % w_.size();
+    const locus::Layout dense{n_, 1, 0, 1, 0}, spaced{1, n_, 2, 1, 0}, packed{1, n_, 1, 1, 0};
     std::vector<locus::Handle> hs;
-    for (long i = 0; i < ops; ++i) {
-      const auto off = static_cast<std::size_t>(i) * 2 * n;
-      auto dst = seg.gptr(target) + off;
-      double* local = buf.data() + off;
+    for (long i = 0; i < ops_; ++i) {
+      const auto off = static_cast<std::size_t>(i) * 2 * n_;
+      auto dst = seg_.gptr(target) + off;
+      double* local = buf_.data() + off;
       const locus::Layout& rl = k.strided ? spaced : dense;
       const locus::Layout& ll = k.strided ? packed : dense;
       if (k.op == "fop") {
-        locus::fetch_and_op(counters.gptr(target), std::int64_t{1}, locus::Op::sum);
+        locus::fetch_and_op(counters_.gptr(target), std::int64_t{1}, locus::Op::sum);
       } else if (k.op == "acc") {
         if (k.blocking)
           locus::accumulate(dst, rl, local, ll, locus::Op::sum);
@@ -137,110 +163,142 @@ int run(Context& ctx) {
       }
     }
     locus::wait_all(hs);
-    if (k.op == "put") locus::flush(w);
-  };
-
-  // One point: iterations of compute + burst; returns (iteration time, CR).
-  auto measure = [&](const Kind& k, double us, bool on) {
-    locus::set_async(w, on);
-    double in_comm = 0;
-    const double t0 = MPI_Wtime();
-    for (long it = 0; it < iters; ++it) {
-      compute(us);
-      const double b = MPI_Wtime();
-      burst(k);
-      in_comm += MPI_Wtime() - b;
-    }
-    const double t = (MPI_Wtime() - t0) / double(iters);
-    locus::barrier(w);
-    const double tmax = bench::max_over_ranks(w.comm(), t);
-    double cr = in_comm / double(iters) / t, cr_sum = 0;
-    MPI_Allreduce(&cr, &cr_sum, 1, MPI_DOUBLE, MPI_SUM, w.comm());
-    return std::make_pair(tmax, cr_sum / w.size());
-  };
-
-  const bool root = ctx.rank() == 0;
-  char host[256] = {};
-  gethostname(host, sizeof host - 1);
-  if (root) {
-    std::printf("# redirection calibration: %d units, %zu B per operation, %ld per burst, %ld iterations per point; "
-                "%s%s\n",
-                w.size(), n * sizeof(double), ops, iters, ctx.runtime().progress_description().c_str(),
-                bench::oversubscription_note().c_str());
-    std::printf("%-40s %10s %8s %8s %12s %12s %8s\n", "kind", "compute_us", "CR_off", "CR_on", "t_off_us", "t_on_us",
-                "on/off");
+    if (k.op == "put") locus::flush(w_);
   }
-  struct Crossing {
-    std::string kind;
-    double compute_us, low, high;
-  };
-  std::vector<Crossing> crossings;
-  for (const Kind& k : kinds) {
-    std::vector<Point> pts;
-    for (double us : sweep) {
-      const auto off = measure(k, us, false);
-      const auto on = measure(k, us, true);
-      pts.push_back({us, off.second, on.second, off.first, on.first});
-      if (root)
-        std::printf("%-40s %10.0f %8.3f %8.3f %12.1f %12.1f %8.2f\n", k.name().c_str(), us, off.second, on.second,
-                    off.first * 1e6, on.first * 1e6, on.first / off.first);
+
+  locus::Team& w_;
+  long ops_;
+  std::size_t n_;
+  long iterations_;
+  locus::Array<double> seg_;
+  locus::Array<std::int64_t> counters_;
+  std::vector<double> buf_;
+};
+
+// Along the computation length (the sweep's order): the last change from
+// "off wins" to "on wins"; interpolated on log(t_on / t_off).
+Crossing crossing(const std::string& kind, const std::vector<Point>& pts) {
+  const auto gain = [](const Point& p) { return std::log(p.t_on / p.t_off); };  // < 0: on wins
+  if (std::all_of(pts.begin(), pts.end(), [&](const Point& p) { return gain(p) < 0; }))
+    return {kind, pts.front().compute_us, pts.front().cr_off, pts.front().cr_on};  // on always wins
+  for (std::size_t i = pts.size() - 1; i > 0; --i)
+    if (gain(pts[i - 1]) >= 0 && gain(pts[i]) < 0) {
+      const Point &lo = pts[i - 1], &hi = pts[i];
+      const double f = gain(lo) / (gain(lo) - gain(hi));
+      return {kind, lo.compute_us + f * (hi.compute_us - lo.compute_us), lo.cr_off + f * (hi.cr_off - lo.cr_off),
+              lo.cr_on + f * (hi.cr_on - lo.cr_on)};
     }
-    // Along the computation length (the sweep's order): the last change
-    // from "off wins" to "on wins"; interpolated on log(t_on / t_off).
-    const auto gain = [](const Point& p) { return std::log(p.t_on / p.t_off); };  // < 0: on wins
-    Crossing x{k.name(), pts.back().compute_us, pts.back().cr_off, pts.back().cr_on};  // on never wins here
-    if (std::all_of(pts.begin(), pts.end(), [&](const Point& p) { return gain(p) < 0; })) {
-      x = {k.name(), pts.front().compute_us, pts.front().cr_off, pts.front().cr_on};  // on always wins
-    } else {
-      for (std::size_t i = pts.size() - 1; i > 0; --i)
-        if (gain(pts[i - 1]) >= 0 && gain(pts[i]) < 0) {
-          const Point &lo = pts[i - 1], &hi = pts[i];
-          const double f = gain(lo) / (gain(lo) - gain(hi));
-          x = {k.name(), lo.compute_us + f * (hi.compute_us - lo.compute_us), lo.cr_off + f * (hi.cr_off - lo.cr_off),
-               lo.cr_on + f * (hi.cr_on - lo.cr_on)};
-          break;
-        }
-    }
-    crossings.push_back(x);
-    if (root)
-      std::printf("%-40s crossover at %.0f us of computation: CR off %.3f (low), CR on %.3f (high)\n",
-                  k.name().c_str(), x.compute_us, x.low, x.high);
-  }
-  locus::set_async(w, false);
+  return {kind, pts.back().compute_us, pts.back().cr_off, pts.back().cr_on};  // on never wins here
+}
+
+// The medians over the kinds, at least `margin` of hysteresis between them.
+std::pair<double, double> thresholds(const std::vector<Crossing>& crossings, double margin) {
   std::vector<double> lows, highs;
   for (const auto& x : crossings) lows.push_back(x.low), highs.push_back(x.high);
   std::sort(lows.begin(), lows.end());
   std::sort(highs.begin(), highs.end());
-  const double margin = c.real("bench.margin");
-  // At least `margin` of hysteresis between the two.
   double low = std::clamp(lows[lows.size() / 2], 0.01, 0.95), high = std::clamp(highs[highs.size() / 2], 0.02, 0.99);
   if (high - low < margin) {
     const double mid = (low + high) / 2;
     low = std::max(0.01, mid - margin / 2);
     high = std::min(0.99, mid + margin / 2);
   }
+  return {low, high};
+}
+
+void write_thresholds(const std::string& file, const Context& ctx, double low, double high,
+                      const std::vector<Crossing>& crossings) {
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  std::ofstream f(file);
+  const std::time_t now = std::time(nullptr);
+  char date[64];
+  std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
+  f << "# locus redirection thresholds (comm.adapt.thresholds) for " << host << ", written " << date << "\n"
+    << "# by: ./locus bench calibrate   (" << ctx.runtime().world().size() << " units, "
+    << ctx.runtime().progress_description() << bench::oversubscription_note() << ")\n"
+    << "# auto mode: redirection on below low, off above high. Per operation kind: the computation\n"
+    << "# length (us) where redirected and direct took the same time, and the CRs there.\n"
+    << "low: " << low << "\nhigh: " << high << "\ncrossovers:\n";
+  for (const auto& x : crossings)
+    f << "  " << x.kind << ": {compute_us: " << x.compute_us << ", low: " << x.low << ", high: " << x.high << "}\n";
+  if (!f) throw locus::Error("calibrate: cannot write " + file);
+}
+
+bench::Table points_table() {
+  bench::Table t;
+  t.column("kind", "kind", "%-40s")
+      .column("compute_us", "compute_us", " %10.0f")
+      .column("cr_off", "CR_off", " %8.3f")
+      .column("cr_on", "CR_on", " %8.3f")
+      .column("t_off_us", "t_off_us", " %12.1f")
+      .column("t_on_us", "t_on_us", " %12.1f")
+      .column("on_over_off", "on/off", " %8.2f");
+  return t;
+}
+
+}  // namespace
+
+int run(Context& ctx) {
+  const auto& c = ctx.config();
+  locus::Team& w = ctx.runtime().world();
+  if (!w.served() || w.size() < 2)
+    throw locus::CollectiveError(
+        "calibrate: needs at least 2 units and progress processes (e.g. 4 ranks with runtime.node_size=2 and "
+        "runtime.progress.processes_per_node=1)");
+  std::vector<double> sweep;
+  for (const auto& s : bench::split_list(c.string("bench.compute_us"))) sweep.push_back(std::stod(s));
+  const long ops = c.integer("bench.ops"), iters = c.integer("bench.iterations");
+  const std::size_t n = static_cast<std::size_t>(c.integer("bench.bytes")) / sizeof(double);
+  const std::vector<Kind> kinds = read_kinds(c);
+  Bursts bursts(w, ops, n, iters);
+  const bool root = ctx.rank() == 0;
+  bench::Table table = points_table();
   if (root) {
-    std::printf("\nmedians over %zu kinds: thresholds low %.3f, high %.3f (hysteresis at least %.2f)\n", lows.size(),
-                low, high, margin);
-    const std::string file = c.string("bench.thresholds");
-    if (!file.empty()) {
-      std::ofstream f(file);
-      const std::time_t now = std::time(nullptr);
-      char date[64];
-      std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
-      f << "# locus redirection thresholds (comm.adapt.thresholds) for " << host << ", written " << date << "\n"
-        << "# by: ./locus bench calibrate   (" << w.size() << " units, " << ctx.runtime().progress_description()
-        << bench::oversubscription_note() << ")\n"
-        << "# auto mode: redirection on below low, off above high. Per operation kind: the computation\n"
-        << "# length (us) where redirected and direct took the same time, and the CRs there.\n"
-        << "low: " << low << "\nhigh: " << high << "\ncrossovers:\n";
-      for (const auto& x : crossings)
-        f << "  " << x.kind << ": {compute_us: " << x.compute_us << ", low: " << x.low << ", high: " << x.high
-          << "}\n";
-      if (!f) throw locus::Error("calibrate: cannot write " + file);
-      std::printf("wrote %s\n", file.c_str());
-    }
+    std::printf("# redirection calibration: %d units, %zu B per operation, %ld per burst, %ld iterations per point; "
+                "%s%s\n",
+                w.size(), n * sizeof(double), ops, iters, ctx.runtime().progress_description().c_str(),
+                bench::oversubscription_note().c_str());
+    table.print_header();
   }
+  std::vector<Crossing> crossings;
+  for (const Kind& k : kinds) {
+    std::vector<Point> pts;
+    for (double us : sweep) {
+      const auto off = bursts.measure(k, us, false);
+      const auto on = bursts.measure(k, us, true);
+      pts.push_back({us, off.second, on.second, off.first, on.first});
+      table.row({k.name(), us, off.second, on.second, off.first * 1e6, on.first * 1e6, on.first / off.first});
+      if (root) table.print_row(table.rows() - 1);
+    }
+    crossings.push_back(crossing(k.name(), pts));
+    const Crossing& x = crossings.back();
+    if (root)
+      std::printf("%-40s crossover at %.0f us of computation: CR off %.3f (low), CR on %.3f (high)\n",
+                  k.name().c_str(), x.compute_us, x.low, x.high);
+  }
+  locus::set_async(w, false);
+  const double margin = c.real("bench.margin");
+  const auto [low, high] = thresholds(crossings, margin);
+  if (!root) return 0;
+  std::printf("\nmedians over %zu kinds: thresholds low %.3f, high %.3f (hysteresis at least %.2f)\n",
+              crossings.size(), low, high, margin);
+  const std::string file = c.string("bench.thresholds");
+  if (!file.empty()) {
+    write_thresholds(file, ctx, low, high, crossings);
+    std::printf("wrote %s\n", file.c_str());
+  }
+  bench::Report r(c, "calibrate");
+  r.table(table);
+  r.paths();
+  r.figure("low", low);
+  r.figure("high", high);
+  r.figure("margin", margin, "%.2f");
+  r.text("thresholds_file", file.empty() ? "none" : file);
+  r.section("crossovers");
+  for (const auto& x : crossings) r.figure(x.kind + "_compute_us", x.compute_us, "%.0f");
+  r.end_section();
+  r.finish();
   return 0;
 }
 

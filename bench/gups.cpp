@@ -28,19 +28,17 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
-#include <filesystem>
 #include <functional>
-#include <iterator>
-#include <fstream>
 #include <map>
 #include <vector>
 
+#include "harness.hpp"
 #include "locus/profile.hpp"
 #include "locus/rma.hpp"
 #include "locus/runtime.hpp"
 #include "locus/segment.hpp"
 #include "locus/wait.hpp"
-#include "common.hpp"
+#include "shared_table.hpp"
 
 namespace {
 
@@ -230,99 +228,70 @@ class Buckets {
   MPI_Request recv_ = MPI_REQUEST_NULL;
 };
 
-const char* const kVariants[] = {"raw", "mpi", "hpcc", "locus", "locus-handle", "locus-aggregated", "locus-getput"};
+const std::vector<std::string> kVariants = {"raw",   "mpi", "hpcc", "locus", "locus-handle", "locus-aggregated",
+                                            "locus-getput"};
 
-int run(locus::Context& ctx) {
-  const auto& c = ctx.config();
-  locus::Team& world = ctx.runtime().world();
+Table read_table(const locus::Config& c, const locus::Team& world) {
   Table tb;
   tb.shift = static_cast<int>(c.integer("bench.log2_local"));
   tb.local = u64(1) << tb.shift;
   tb.total = tb.local * static_cast<u64>(world.size());
   tb.mask = (tb.total & (tb.total - 1)) == 0 ? tb.total - 1 : 0;
   tb.rank = world.rank();
-  const u64 lookahead = static_cast<u64>(c.integer("bench.lookahead"));
-  const long repeats = c.integer("bench.repeats");
+  return tb;
+}
 
-  // Every rank on one real node? (raw needs it: one shared-memory table.)
-  MPI_Comm shm_comm;
-  MPI_Comm_split_type(world.comm(), MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &shm_comm);
-  int shm_size = 0;
-  MPI_Comm_size(shm_comm, &shm_size);
-  const bool one_host = shm_size == world.size();
-
-  // The variants asked for; every rank reads the same deck, so a bad name
-  // is the same error everywhere, before anything is allocated.
-  std::vector<std::string> names = bench::split_list(c.string("bench.variants"));
-  {
-    std::string bad;
-    for (const auto& n : names)
-      if (std::find(std::begin(kVariants), std::end(kVariants), n) == std::end(kVariants) && bad.empty()) bad = n;
-    locus::collective_require(ctx.comm(), bad.empty() && !names.empty(),
-                              c.locate("bench.variants") + ": unknown variant '" + bad +
-                                  "' (raw, mpi, hpcc, locus, locus-handle, locus-aggregated, locus-getput, "
-                                  "comma-separated)");
+// Every form of the table a variant updates.
+struct Tables {
+  Tables(locus::Team& world, const Table& tb, u64 lookahead)
+      : mpi(world.comm(), tb.local),
+        raw(world.comm(), tb.local),
+        hpcc(tb.local),
+        buckets(world.comm(), lookahead, hpcc.data()),
+        table(world, tb.local),
+        agg(world, tb.local, locus::AsyncHint::follow, locus::AtomicMode::aggregate) {}
+  // Memory synchronisation for every table, then a barrier that also
+  // applies aggregated batches (locus::barrier).
+  void sync(locus::Team& world) const {
+    MPI_Win_sync(mpi.win());
+    raw.sync();
+    locus::barrier(world);
   }
-  if (!one_host && std::find(names.begin(), names.end(), "raw") != names.end()) {
-    names.erase(std::find(names.begin(), names.end(), "raw"));
-    if (ctx.rank() == 0) std::printf("# raw skipped: the ranks are on more than one real node\n");
-  }
+  bench::WindowTable<u64> mpi;  // the baseline: accumulates flushed per batch
+  bench::NodeTable<u64> raw;    // the limit: one shared-memory table on the host, CPU atomics
+  std::vector<u64> hpcc;
+  Buckets buckets;
+  locus::Array<u64> table, agg;
+};
 
-  // Baseline: an MPI_Win_allocate window, accumulates flushed per batch.
-  u64* mpi_base = nullptr;
-  MPI_Win win = MPI_WIN_NULL;
-  MPI_Win_allocate(static_cast<MPI_Aint>(tb.local * sizeof(u64)), sizeof(u64), MPI_INFO_NULL, world.comm(),
-                   &mpi_base, &win);
-  MPI_Win_lock_all(MPI_MODE_NOCHECK, win);
-  // The limit: one shared-memory table on the host, CPU atomics.
-  u64* raw_base = nullptr;
-  std::vector<u64*> raw_parts;
-  MPI_Win raw_win = MPI_WIN_NULL;
-  if (one_host) {
-    MPI_Win_allocate_shared(static_cast<MPI_Aint>(tb.local * sizeof(u64)), sizeof(u64), MPI_INFO_NULL, shm_comm,
-                            &raw_base, &raw_win);
-    MPI_Win_lock_all(MPI_MODE_NOCHECK, raw_win);
-    for (int r = 0; r < shm_size; ++r) {
-      MPI_Aint size = 0;
-      int disp = 0;
-      u64* p = nullptr;
-      MPI_Win_shared_query(raw_win, r, &size, &disp, &p);
-      raw_parts.push_back(p);
-    }
-  }
-  std::vector<u64> hpcc_table(tb.local);
-  Buckets buckets(world.comm(), lookahead, hpcc_table.data());
-  locus::Array<u64> table(world, tb.local);
-  locus::Array<u64> agg_table(world, tb.local, locus::AsyncHint::follow, locus::AtomicMode::aggregate);
-  const locus::SegmentInfo& seg = ctx.runtime().segment(table.gptr().team, table.gptr().segment);
-  const bool cpu = seg.cpu_atomics;
-
+// One pass of my updates per variant, on its own table.
+std::vector<Variant> variants(locus::Team& world, Tables& t, u64 lookahead, bool cpu) {
   std::vector<Variant> all;
-  all.push_back({"raw", raw_base, [&](const Table& t) {
-                   for_each_update(t, [&](u64 g, u64 v) {
-                     __atomic_fetch_xor(raw_parts[t.owner(g)] + t.offset(g), v, __ATOMIC_RELAXED);
+  all.push_back({"raw", t.raw.data(), [&t](const Table& tb) {
+                   for_each_update(tb, [&](u64 g, u64 v) {
+                     __atomic_fetch_xor(t.raw.parts()[tb.owner(g)] + tb.offset(g), v, __ATOMIC_RELAXED);
                    });
                  }});
-  all.push_back({"mpi", mpi_base, [&](const Table& t) {
+  all.push_back({"mpi", t.mpi.data(), [&t, lookahead](const Table& tb) {
                    std::vector<u64> vals(lookahead);
                    u64 k = 0;
-                   for_each_update(t, [&](u64 g, u64 v) {
+                   for_each_update(tb, [&](u64 g, u64 v) {
                      vals[k] = v;
-                     MPI_Accumulate(&vals[k], 1, MPI_UINT64_T, static_cast<int>(t.owner(g)),
-                                    static_cast<MPI_Aint>(t.offset(g)), 1, MPI_UINT64_T, MPI_BXOR, win);
+                     MPI_Accumulate(&vals[k], 1, MPI_UINT64_T, static_cast<int>(tb.owner(g)),
+                                    static_cast<MPI_Aint>(tb.offset(g)), 1, MPI_UINT64_T, MPI_BXOR, t.mpi.win());
                      if (++k == lookahead) {
-                       MPI_Win_flush_all(win);
+                       MPI_Win_flush_all(t.mpi.win());
                        k = 0;
                      }
                    });
-                   MPI_Win_flush_all(win);
+                   MPI_Win_flush_all(t.mpi.win());
                  }});
-  all.push_back({"hpcc", hpcc_table.data(), [&](const Table& t) { buckets.run(t); }});
-  all.push_back({"locus", table.data(), [&](const Table& t) {
-                   const locus::GlobalPtr<u64> base = table.gptr();
+  all.push_back({"hpcc", t.hpcc.data(), [&t](const Table& tb) { t.buckets.run(tb); }});
+  all.push_back({"locus", t.table.data(), [&t, &world, lookahead, cpu](const Table& tb) {
+                   const locus::GlobalPtr<u64> base = t.table.gptr();
                    u64 k = 0;
-                   for_each_update(t, [&](u64 g, u64 v) {
-                     locus::atomic_update(base.at(static_cast<int>(t.owner(g))) + static_cast<std::ptrdiff_t>(t.offset(g)),
+                   for_each_update(tb, [&](u64 g, u64 v) {
+                     locus::atomic_update(base.at(static_cast<int>(tb.owner(g))) + static_cast<std::ptrdiff_t>(tb.offset(g)),
                                           v, locus::Op::bxor);
                      if (++k == lookahead) {
                        if (!cpu) locus::flush(world);
@@ -331,13 +300,13 @@ int run(locus::Context& ctx) {
                    });
                    locus::flush(world);
                  }});
-  all.push_back({"locus-handle", table.data(), [&](const Table& t) {
+  all.push_back({"locus-handle", t.table.data(), [&t, lookahead](const Table& tb) {
                    std::vector<u64> vals(lookahead);
                    std::vector<locus::Handle> hs;
                    hs.reserve(lookahead);
-                   for_each_update(t, [&](u64 g, u64 v) {
+                   for_each_update(tb, [&](u64 g, u64 v) {
                      vals[hs.size()] = v;
-                     auto p = table.gptr(static_cast<int>(t.owner(g))) + static_cast<std::ptrdiff_t>(t.offset(g));
+                     auto p = t.table.gptr(static_cast<int>(tb.owner(g))) + static_cast<std::ptrdiff_t>(tb.offset(g));
                      hs.push_back(locus::accumulate_async(p, &vals[hs.size()], 1, locus::Op::bxor));
                      if (hs.size() == lookahead) {
                        locus::wait_all(hs);
@@ -346,18 +315,18 @@ int run(locus::Context& ctx) {
                    });
                    locus::wait_all(hs);
                  }});
-  all.push_back({"locus-aggregated", agg_table.data(), [&](const Table& t) {
-                   const locus::GlobalPtr<u64> base = agg_table.gptr();
-                   for_each_update(t, [&](u64 g, u64 v) {
-                     locus::atomic_update(base.at(static_cast<int>(t.owner(g))) + static_cast<std::ptrdiff_t>(t.offset(g)),
+  all.push_back({"locus-aggregated", t.agg.data(), [&t, &world](const Table& tb) {
+                   const locus::GlobalPtr<u64> base = t.agg.gptr();
+                   for_each_update(tb, [&](u64 g, u64 v) {
+                     locus::atomic_update(base.at(static_cast<int>(tb.owner(g))) + static_cast<std::ptrdiff_t>(tb.offset(g)),
                                           v, locus::Op::bxor);
                    });
                    locus::flush(world);
                  }});
-  all.push_back({"locus-getput", table.data(),
-                 [&](const Table& t) {
-                   for_each_update(t, [&](u64 g, u64 v) {
-                     auto p = table.gptr(static_cast<int>(t.owner(g))) + static_cast<std::ptrdiff_t>(t.offset(g));
+  all.push_back({"locus-getput", t.table.data(),
+                 [&t](const Table& tb) {
+                   for_each_update(tb, [&](u64 g, u64 v) {
+                     auto p = t.table.gptr(static_cast<int>(tb.owner(g))) + static_cast<std::ptrdiff_t>(tb.offset(g));
                      u64 x = 0;
                      locus::get(&x, p, 1);
                      x ^= v;
@@ -365,119 +334,146 @@ int run(locus::Context& ctx) {
                    });
                  },
                  false});
-  std::vector<Variant*> chosen;
-  for (const std::string& name : names)
-    chosen.push_back(&*std::find_if(all.begin(), all.end(), [&](const Variant& v) { return v.name == name; }));
+  return all;
+}
 
+struct Measured {
+  bench::Samples seconds;
+  std::map<std::string, long> wrong, replay_wrong;  // words wrong after the updates, after the replay
+};
+
+// Every chosen variant timed in interleaved repeats (the slowest unit's
+// time); the first repeat checked against the expected table, then
+// replayed (HPCC's check: the replay undoes every update).
+Measured measure(locus::Team& world, const Table& tb, long repeats, const std::vector<Variant*>& chosen,
+                 const Tables& tables) {
   const std::vector<u64> expected = expected_part(tb, world.size());
-  std::map<std::string, std::vector<double>> seconds;
-  std::map<std::string, long> wrong, replay_wrong;
-  // Memory synchronisation for every table, then a barrier that also
-  // applies aggregated batches (locus::barrier).
-  auto sync = [&]() {
-    MPI_Win_sync(win);
-    if (raw_win != MPI_WIN_NULL) MPI_Win_sync(raw_win);
-    locus::barrier(world);
-  };
-  for (long rep = 0; rep < repeats; ++rep)
-    for (Variant* v : chosen) {
-      init_table(v->data, tb);
-      sync();
-      const double t0 = MPI_Wtime();
-      v->run(tb);
-      sync();  // every update of every unit is complete
-      double t = MPI_Wtime() - t0;
-      locus::allreduce_yielding(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, world.comm());
-      seconds[v->name].push_back(t);
-      if (rep > 0) continue;
-      long bad = 0;
-      for (u64 i = 0; i < tb.local; ++i) bad += v->data[i] != expected[i];
-      sync();      // every unit has read its part before anyone replays
-      v->run(tb);  // HPCC's check: the replay undoes every update
-      sync();
-      long back = 0;
-      for (u64 i = 0; i < tb.local; ++i) back += v->data[i] != static_cast<u64>(tb.rank) * tb.local + i;
-      long counts[2] = {bad, back};
-      locus::allreduce_yielding(MPI_IN_PLACE, counts, 2, MPI_LONG, MPI_SUM, world.comm());
-      wrong[v->name] = counts[0];
-      replay_wrong[v->name] = counts[1];
-    }
-  MPI_Win_unlock_all(win);
-  MPI_Win_free(&win);
-  if (raw_win != MPI_WIN_NULL) {
-    MPI_Win_unlock_all(raw_win);
-    MPI_Win_free(&raw_win);
-  }
-  MPI_Comm_free(&shm_comm);
-  if (ctx.rank() != 0) return 0;
+  std::map<std::string, Variant*> by_name;
+  std::vector<std::string> names;
+  for (Variant* v : chosen) by_name[v->name] = v, names.push_back(v->name);
+  Measured m;
+  m.seconds = bench::interleave(repeats, names, [&](const std::string& name, long rep) {
+    Variant* v = by_name[name];
+    init_table(v->data, tb);
+    tables.sync(world);
+    const double t0 = MPI_Wtime();
+    v->run(tb);
+    tables.sync(world);  // every update of every unit is complete
+    const double t = bench::max_over_ranks(world.comm(), MPI_Wtime() - t0);
+    if (rep > 0) return t;
+    long bad = 0;
+    for (u64 i = 0; i < tb.local; ++i) bad += v->data[i] != expected[i];
+    tables.sync(world);  // every unit has read its part before anyone replays
+    v->run(tb);
+    tables.sync(world);
+    long back = 0;
+    for (u64 i = 0; i < tb.local; ++i) back += v->data[i] != static_cast<u64>(tb.rank) * tb.local + i;
+    long counts[2] = {bad, back};
+    locus::allreduce_yielding(MPI_IN_PLACE, counts, 2, MPI_LONG, MPI_SUM, world.comm());
+    m.wrong[name] = counts[0];
+    m.replay_wrong[name] = counts[1];
+    return t;
+  });
+  return m;
+}
+
+void print_header(const locus::Context& ctx, const Table& tb, u64 lookahead, bool same_node, bool cpu) {
+  const auto& c = ctx.config();
   const double updates = 4.0 * static_cast<double>(tb.total);
-  const double limit = 0.01 * static_cast<double>(tb.total);
-  bool all_same_node = true;
-  for (int u = 0; u < world.size(); ++u) all_same_node = all_same_node && world.same_node(u);
+  const locus::CommSettings& cs = ctx.runtime().settings();
   std::printf("# locus GUPS (HPCC RandomAccess): table 2^%ld words per unit x %d units = %" PRIu64
               " words (%.1f MiB), %.0f updates, look-ahead %" PRIu64 ", %s%s; locus atomics: %s\n",
-              c.integer("bench.log2_local"), world.size(), tb.total, static_cast<double>(tb.total) * 8 / 1048576.0,
-              updates, lookahead, all_same_node ? "same node" : "multi-node",
+              c.integer("bench.log2_local"), ctx.runtime().world().size(), tb.total,
+              static_cast<double>(tb.total) * 8 / 1048576.0, updates, lookahead, same_node ? "same node" : "multi-node",
               ctx.runtime().node_map().emulated_size ? " (emulated nodes)" : "",
               cpu ? "CPU atomics (one-node team)" : "MPI accumulates on the segment window (comm.atomics: mpi)");
   std::printf("# locus-aggregated: batches of %zu records, %d in flight per pair (at most %zu updates buffered "
               "per destination)\n",
-              ctx.runtime().settings().aggregate.records, ctx.runtime().settings().aggregate.slots,
-              ctx.runtime().settings().aggregate.records * static_cast<std::size_t>(ctx.runtime().settings().aggregate.slots + 2));
-  std::printf("%-17s %10s %8s %8s %8s %12s %12s  %s\n", "variant", "GUPS", "/raw", "/hpcc", "/mpi", "wrong words",
-              "replay wrong", "verdict");
-  const std::string dir = c.string("output.dir");
-  std::filesystem::create_directories(dir);
-  const std::string csv_path = dir + "/" + c.string("output.name") + ".csv";
-  std::ofstream csv(csv_path);
-  csv << "placement,units,table_words,variant,gups,over_raw,over_hpcc,over_mpi,wrong,replay_wrong,verdict\n";
+              cs.aggregate.records, cs.aggregate.slots,
+              cs.aggregate.records * static_cast<std::size_t>(cs.aggregate.slots + 2));
+}
+
+// The table, the CSV and JSON, the summary with its ratios and goals (rank 0).
+int report(const locus::Context& ctx, const Table& tb, const std::vector<Variant*>& chosen, const Measured& m) {
+  const double updates = 4.0 * static_cast<double>(tb.total);
+  const double limit = 0.01 * static_cast<double>(tb.total);
+  const bool same_node = bench::all_same_node(ctx.runtime().world());
+  const bool over_subscribed = !bench::oversubscription_note().empty();
   std::map<std::string, double> gups;
-  for (Variant* v : chosen) gups[v->name] = updates / locus::median(seconds[v->name]) / 1e9;
-  auto over = [&](const std::string& name, const char* base) {
-    return gups.count(base) && gups[base] > 0 ? gups[name] / gups[base] : 0.0;
-  };
-  auto cell = [](double r) {
-    char buf[32] = "-";  // no baseline in this run
-    if (r > 0) std::snprintf(buf, sizeof buf, "%.2f", r);
-    return std::string(buf);
-  };
+  for (Variant* v : chosen) gups[v->name] = updates / locus::median(m.seconds.at(v->name)) / 1e9;
+  bench::Table t;
+  t.data_column("placement").data_column("units").data_column("table_words");
+  t.column("variant", "variant", "%-17s")
+      .column("gups", "GUPS", " %10.6f")
+      .column("over_raw", "/raw", " %8s")
+      .column("over_hpcc", "/hpcc", " %8s")
+      .column("over_mpi", "/mpi", " %8s")
+      .column("wrong", "wrong words", " %12ld")
+      .column("replay_wrong", "replay wrong", " %12ld")
+      .column("verdict", "verdict", "%s", bench::Table::Shown::data_only)
+      .column("rule", "rule", "%s", bench::Table::Shown::data_only)
+      .column("verdict_text", "verdict", "  %s", bench::Table::Shown::text_only);
   bool failed = false;
   for (Variant* v : chosen) {
-    const double g = gups[v->name];
-    const bool ok = v->atomic ? wrong[v->name] == 0 && replay_wrong[v->name] == 0
-                              : wrong[v->name] <= limit && replay_wrong[v->name] <= limit;
+    const long bad = m.wrong.at(v->name), back = m.replay_wrong.at(v->name);
+    const bool ok = v->atomic ? bad == 0 && back == 0 : bad <= limit && back <= limit;
     failed = failed || !ok;
-    std::printf("%-17s %10.6f %8s %8s %8s %12ld %12ld  %s %s\n", v->name.c_str(), g, cell(over(v->name, "raw")).c_str(),
-                cell(over(v->name, "hpcc")).c_str(), cell(over(v->name, "mpi")).c_str(), wrong[v->name],
-                replay_wrong[v->name], ok ? "PASS" : "FAIL", v->atomic ? "(exact)" : "(HPCC: <= 1 %)");
-    csv << (all_same_node ? "same-node" : "multi-node") << "," << world.size() << "," << tb.total << ","
-        << v->name << "," << g << "," << over(v->name, "raw") << "," << over(v->name, "hpcc") << ","
-        << over(v->name, "mpi") << "," << wrong[v->name] << "," << replay_wrong[v->name] << ","
-        << (ok ? "PASS" : "FAIL") << "\n";
+    const std::string pass = ok ? "PASS" : "FAIL";
+    t.row({same_node ? "same-node" : "multi-node", ctx.runtime().world().size(), static_cast<long>(tb.total), v->name,
+           gups[v->name], bench::Cell::ratio(bench::ratio(gups, v->name, "raw")),
+           bench::Cell::ratio(bench::ratio(gups, v->name, "hpcc")), bench::Cell::ratio(bench::ratio(gups, v->name, "mpi")),
+           bad, back, pass, v->atomic ? "exact" : "HPCC: <= 1 %", pass + (v->atomic ? " (exact)" : " (HPCC: <= 1 %)")});
   }
+  t.print();
   std::printf("verdict rule: atomic variants must leave the exact expected table and replay (0 wrong words); "
               "locus-getput is not atomic and may lose updates: HPCC's rule allows 1 %% of the table (%.0f words) "
               "wrong after the updates and after the replay\n",
               limit);
-  std::printf("\nlocus_bench:\n  benchmark: gups\n  csv: %s\n  over_subscribed: %s\n",
-              std::filesystem::absolute(csv_path).c_str(), bench::oversubscription_note().empty() ? "no" : "yes");
+  bench::Report r(ctx.config(), "gups");
+  r.table(t);
+  r.paths();
+  r.text("over_subscribed", over_subscribed ? "yes" : "no");
+  r.figure("rule_wrong_words_allowed", limit, "%.0f");
   for (const char* v : {"locus", "locus-aggregated"})
     for (const char* b : {"raw", "hpcc", "mpi"})
-      if (gups.count(v) && gups.count(b)) std::printf("  %s_over_%s: %.3f\n", v, b, over(v, b));
+      if (gups.count(v) && gups.count(b)) r.figure(std::string(v) + "_over_" + b, bench::ratio(gups, v, b));
   // Goals (not judged over-subscribed): one node, locus >= 50 % of the raw
   // CPU-atomic rate and >= 3x HPCC's bucketed two-sided algorithm; between
   // nodes, aggregated >= 1.5x HPCC's.
-  if (bench::oversubscription_note().empty()) {
-    std::printf("  goals:\n");
-    if (all_same_node && gups.count("locus") && gups.count("raw"))
-      std::printf("    goal_locus_ge_half_raw: %s\n", over("locus", "raw") >= 0.5 ? "met" : "missed");
-    if (all_same_node && gups.count("locus") && gups.count("hpcc"))
-      std::printf("    goal_locus_ge_3x_hpcc: %s\n", over("locus", "hpcc") >= 3.0 ? "met" : "missed");
-    if (!all_same_node && gups.count("locus-aggregated") && gups.count("hpcc"))
-      std::printf("    goal_aggregated_ge_1_5x_hpcc: %s\n", over("locus-aggregated", "hpcc") >= 1.5 ? "met" : "missed");
+  if (!over_subscribed) {
+    r.goals();
+    if (same_node && gups.count("locus") && gups.count("raw"))
+      r.goal("goal_locus_ge_half_raw", bench::ratio(gups, "locus", "raw") >= 0.5);
+    if (same_node && gups.count("locus") && gups.count("hpcc"))
+      r.goal("goal_locus_ge_3x_hpcc", bench::ratio(gups, "locus", "hpcc") >= 3.0);
+    if (!same_node && gups.count("locus-aggregated") && gups.count("hpcc"))
+      r.goal("goal_aggregated_ge_1_5x_hpcc", bench::ratio(gups, "locus-aggregated", "hpcc") >= 1.5);
   }
-  std::printf("  verification: %s\n", failed ? "FAIL" : "PASS");
+  r.verification(!failed);
+  r.finish();
   return failed ? 1 : 0;
+}
+
+int run(locus::Context& ctx) {
+  const auto& c = ctx.config();
+  locus::Team& world = ctx.runtime().world();
+  const Table tb = read_table(c, world);
+  const u64 lookahead = static_cast<u64>(c.integer("bench.lookahead"));
+  Tables tables(world, tb, lookahead);
+  // The variants asked for; every rank reads the same deck, so a bad name
+  // is the same error everywhere.
+  const std::vector<std::string> names =
+      bench::chosen_variants(ctx, "bench.variants", kVariants, tables.raw.available());
+  const locus::SegmentInfo& seg = ctx.runtime().segment(tables.table.gptr().team, tables.table.gptr().segment);
+  const bool cpu = seg.cpu_atomics;
+  std::vector<Variant> all = variants(world, tables, lookahead, cpu);
+  std::vector<Variant*> chosen;
+  for (const std::string& name : names)
+    chosen.push_back(&*std::find_if(all.begin(), all.end(), [&](const Variant& v) { return v.name == name; }));
+  const Measured m = measure(world, tb, c.integer("bench.repeats"), chosen, tables);
+  if (ctx.rank() != 0) return 0;
+  print_header(ctx, tb, lookahead, bench::all_same_node(world), cpu);
+  return report(ctx, tb, chosen, m);
 }
 
 }  // namespace

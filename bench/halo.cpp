@@ -10,10 +10,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <map>
 
+#include "harness.hpp"
 #include "locus/decomp.hpp"
 #include "locus/field.hpp"
 #include "locus/profile.hpp"
@@ -102,11 +101,6 @@ struct Roofline {
   double reference_fraction() const { return reference_mcells * 16e6 / (triad_gbs * 1e9); }
 };
 
-double max_over(MPI_Comm comm, double v) {
-  locus::allreduce_yielding(MPI_IN_PLACE, &v, 1, MPI_DOUBLE, MPI_MAX, comm);
-  return v;
-}
-
 Roofline measure_roofline(locus::Context& ctx, long n, long steps, long repeats) {
   MPI_Comm comm = ctx.comm();
   int dims[3] = {0, 0, 0};
@@ -131,14 +125,14 @@ Roofline measure_roofline(locus::Context& ctx, long n, long steps, long repeats)
     locus::barrier_yielding(comm);
     const double c0 = timers.seconds("compute");
     for (long s = 0; s < steps; ++s) solver.step();
-    kernel.push_back(max_over(comm, (timers.seconds("compute") - c0) / double(steps)));
+    kernel.push_back(bench::max_over_ranks(comm, (timers.seconds("compute") - c0) / double(steps)));
     locus::barrier_yielding(comm);
     double t0 = MPI_Wtime();
     for (long s = 0; s < steps; ++s) {
       heat3d::reference_step(ru, rv, ln, rx, ry, rz, p.dt * p.k0);
       std::swap(ru, rv);
     }
-    reference.push_back(max_over(comm, (MPI_Wtime() - t0) / double(steps)));
+    reference.push_back(bench::max_over_ranks(comm, (MPI_Wtime() - t0) / double(steps)));
     locus::barrier_yielding(comm);
     // The same bandwidth on every rank at once: the slowest rank's.
     double gbs = locus::stream_triad_gbs(triad_n, 2);
@@ -153,58 +147,60 @@ Roofline measure_roofline(locus::Context& ctx, long n, long steps, long repeats)
   return rl;
 }
 
-int run(locus::Context& ctx) {
-  const auto& c = ctx.config();
-  locus::Team& world = ctx.runtime().world();
-  locus::CartDecomp dc(world.comm(), {c.integer("bench.nx"), c.integer("bench.ny"), c.integer("bench.nz")},
-                       c.dims("bench.procs"), "bench.procs");
-  locus::GridField field(world, dc);
-  Kokkos::deep_copy(field.view(), 1.0);
-  const long exchanges = c.integer("bench.exchanges");
-  const long repeats = c.integer("bench.repeats");
-  const auto strategies = locus::halo_strategies();
-  std::vector<std::unique_ptr<locus::HaloExchange<double>>> halos;
-  for (const auto& s : strategies) halos.push_back(locus::make_halo<double>(s, dc, world));
+using Halos = std::map<std::string, std::unique_ptr<locus::HaloExchange<double>>>;
 
-  // Repeats interleave the strategies so that machine noise hits all alike.
-  std::map<std::string, std::vector<double>> samples;
-  for (auto& h : halos)
-    for (int i = 0; i < 10; ++i) h->exchange(field);  // warm-up
-  for (long r = 0; r < repeats; ++r)
-    for (auto& h : halos) {
-      locus::barrier_yielding(world.comm());
-      double t0 = MPI_Wtime();
-      for (long i = 0; i < exchanges; ++i) h->exchange(field);
-      double t = (MPI_Wtime() - t0) / static_cast<double>(exchanges) * 1e6;
-      // The slowest rank sets the pace of a step.
-      locus::allreduce_yielding(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, world.comm());
-      samples[h->name()].push_back(t);
-    }
-  // Each strategy must move the right data: distinct values per cell,
-  // ghosts checked after one exchange (a halo that moves nothing fails).
+// Microseconds per exchange of every strategy (the slowest rank sets the
+// pace of a step), repeats interleaved so that machine noise hits all alike.
+bench::Samples measure_exchanges(locus::Team& world, locus::GridField& field, const std::vector<std::string>& names,
+                                 Halos& halos, long exchanges, long repeats) {
+  for (const auto& s : names)
+    for (int i = 0; i < 10; ++i) halos[s]->exchange(field);  // warm-up
+  return bench::interleave(repeats, names, [&](const std::string& s, long) {
+    locus::barrier_yielding(world.comm());
+    double t0 = MPI_Wtime();
+    for (long i = 0; i < exchanges; ++i) halos[s]->exchange(field);
+    return bench::max_over_ranks(world.comm(), (MPI_Wtime() - t0) / static_cast<double>(exchanges) * 1e6);
+  });
+}
+
+// Each strategy must move the right data: distinct values per cell, ghosts
+// checked after one exchange (a halo that moves nothing fails). Wrong
+// ghosts per strategy, over all ranks.
+std::map<std::string, long> check_ghosts(locus::Team& world, locus::GridField& field, const locus::CartDecomp& dc,
+                                         const std::vector<std::string>& names, Halos& halos) {
   std::map<std::string, long> wrong;
-  for (auto& h : halos) {
+  for (const auto& s : names) {
     fill_distinct(field, dc);
     locus::barrier(world);
-    h->exchange(field);
+    halos[s]->exchange(field);
     long bad = wrong_ghosts(field, dc);
     locus::allreduce_yielding(MPI_IN_PLACE, &bad, 1, MPI_LONG, MPI_SUM, world.comm());
-    wrong[h->name()] = bad;
+    wrong[s] = bad;
   }
-  long all_wrong = 0;
-  for (const auto& [name, bad] : wrong) all_wrong += bad;
-  Roofline roof;
-  if (c.integer("bench.roofline_n") > 0)
-    roof = measure_roofline(ctx, c.integer("bench.roofline_n"), c.integer("bench.roofline_steps"),
-                            c.integer("bench.roofline_repeats"));
-  if (ctx.rank() != 0) return all_wrong == 0 ? 0 : 1;
+  return wrong;
+}
 
+void report_roofline(const Roofline& roof, bench::Report& r) {
+  r.section("roofline");
+  r.text("grid_per_rank", std::to_string(roof.n) + "^3");
+  r.text("execution_space", locus::ExecSpace::name());
+  r.figure("stream_triad_gbs_per_rank", roof.triad_gbs, "%.2f");
+  r.figure("roofline_mcells_per_rank", roof.triad_gbs * 1e9 / 16 / 1e6, "%.1f", "triad at 16 B per update");
+  r.figure("kernel_mcells_per_rank", roof.kernel_mcells, "%.1f");
+  r.figure("kernel_fraction", roof.fraction());
+  r.figure("reference_mcells_per_rank", roof.reference_mcells, "%.1f");
+  r.figure("reference_fraction", roof.reference_fraction());
+}
+
+// The table, its CSV and JSON, the speedups and goals (rank 0).
+void report(const locus::Context& ctx, const locus::CartDecomp& dc, const std::vector<std::string>& names,
+            const bench::Samples& samples, const std::map<std::string, long>& wrong, const Roofline& roof) {
+  const auto& c = ctx.config();
   std::map<std::string, double> median;
   for (auto& [name, v] : samples) median[name] = locus::median(v);
   const auto& pg = dc.procs();
-  bool all_same_node = true;
-  for (int u = 0; u < world.size(); ++u) all_same_node = all_same_node && world.same_node(u);
-  const std::string placement = all_same_node ? "same-node" : "multi-node";
+  const bool same_node = bench::all_same_node(ctx.runtime().world());
+  const std::string placement = same_node ? "same-node" : "multi-node";
   long face_bytes = 0;
   for (int d = 0; d < 3; ++d)
     if (pg[d] > 1) face_bytes = std::max(face_bytes, 8 * dc.local()[(d + 1) % 3] * dc.local()[(d + 2) % 3]);
@@ -213,42 +209,63 @@ int run(locus::Context& ctx) {
               placement.c_str(), ctx.runtime().node_map().emulated_size ? " (emulated nodes)" : "");
   std::printf(
       "# microseconds per exchange (slowest rank), median of %ld x %ld exchanges; largest face %ld bytes\n",
-      repeats, exchanges, face_bytes);
-  std::printf("%-14s %12s %10s %10s %14s\n", "strategy", "us/exchange", "rma/this", "p2p/this", "wrong ghosts");
-  std::string csv_path = c.string("output.dir") + "/" + c.string("output.name") + "_" + placement + ".csv";
-  std::filesystem::create_directories(c.string("output.dir"));
-  std::ofstream csv(csv_path);
-  csv << "placement,ranks,nx,ny,nz,px,py,pz,strategy,us_per_exchange,rma_over_this,p2p_over_this\n";
-  for (const auto& s : strategies) {
-    double t = median[s];
-    std::printf("%-14s %12.2f %10.2f %10.2f %14ld\n", s.c_str(), t, median["rma"] / t, median["p2p"] / t,
-                wrong[s]);
-    csv << placement << "," << ctx.size() << "," << dc.global()[0] << "," << dc.global()[1] << ","
-        << dc.global()[2] << "," << pg[0] << "," << pg[1] << "," << pg[2] << "," << s << "," << t << ","
-        << median["rma"] / t << "," << median["p2p"] / t << "\n";
-  }
-  double vs_rma = median["rma"] / median["locus"], vs_p2p = median["p2p"] / median["locus"];
-  std::printf("\nlocus_bench:\n  benchmark: halo\n  placement: %s\n  csv: %s\n", placement.c_str(),
-              std::filesystem::absolute(csv_path).c_str());
-  std::printf("  locus_speedup_over_rma: %.2f\n  locus_speedup_over_p2p: %.2f\n", vs_rma, vs_p2p);
-  std::printf("  wrong_ghosts: %ld\n", all_wrong);
-  if (roof.n > 0) {
-    std::printf("  roofline:\n    grid_per_rank: %ld^3\n    execution_space: %s\n    stream_triad_gbs_per_rank: %.2f\n",
-                roof.n, locus::ExecSpace::name(), roof.triad_gbs);
-    std::printf("    roofline_mcells_per_rank: %.1f  # triad at 16 B per update\n", roof.triad_gbs * 1e9 / 16 / 1e6);
-    std::printf("    kernel_mcells_per_rank: %.1f\n    kernel_fraction: %.3f\n", roof.kernel_mcells, roof.fraction());
-    std::printf("    reference_mcells_per_rank: %.1f\n    reference_fraction: %.3f\n", roof.reference_mcells,
-                roof.reference_fraction());
-  }
+      c.integer("bench.repeats"), c.integer("bench.exchanges"), face_bytes);
+  bench::Table t;
+  for (const char* k : {"placement", "ranks", "nx", "ny", "nz", "px", "py", "pz"}) t.data_column(k);
+  t.column("strategy", "strategy", "%-14s")
+      .column("us_per_exchange", "us/exchange", " %12.2f")
+      .column("rma_over_this", "rma/this", " %10.2f")
+      .column("p2p_over_this", "p2p/this", " %10.2f")
+      .column("wrong_ghosts", "wrong ghosts", " %14ld", bench::Table::Shown::text_only);
+  for (const auto& s : names)
+    t.row({placement, ctx.size(), dc.global()[0], dc.global()[1], dc.global()[2], pg[0], pg[1], pg[2], s, median[s],
+           bench::ratio(median, "rma", s), bench::ratio(median, "p2p", s), wrong.at(s)});
+  t.print();
+  long all_wrong = 0;
+  for (const auto& [name, bad] : wrong) all_wrong += bad;
+  const double vs_rma = bench::ratio(median, "rma", "locus"), vs_p2p = bench::ratio(median, "p2p", "locus");
+  bench::Report r(c, "halo", "_" + placement);
+  r.table(t);
+  r.text("placement", placement);
+  r.paths();
+  r.figure("locus_speedup_over_rma", vs_rma, "%.2f");
+  r.figure("locus_speedup_over_p2p", vs_p2p, "%.2f");
+  r.figure("wrong_ghosts", static_cast<double>(all_wrong), "%.0f");
+  if (roof.n > 0) report_roofline(roof, r);
   // Same node: locality makes locus memcpy-fast; across nodes the notified
   // halo must stay within 10 % of MPI two-sided.
-  if (all_same_node)
-    std::printf("  goals:\n    goal_2x_over_rma: %s\n    goal_at_least_p2p: %s\n",
-                vs_rma >= 2.0 ? "met" : "missed", vs_p2p >= 1.0 ? "met" : "missed");
-  else
-    std::printf("  goals:\n    goal_within_1.1x_of_p2p: %s\n", vs_p2p >= 1.0 / 1.1 ? "met" : "missed");
-  if (roof.n > 0)
-    std::printf("    goal_kernel_ge_0.8_triad_roofline: %s\n", roof.fraction() >= 0.8 ? "met" : "missed");
+  r.goals();
+  if (same_node) {
+    r.goal("goal_2x_over_rma", vs_rma >= 2.0);
+    r.goal("goal_at_least_p2p", vs_p2p >= 1.0);
+  } else {
+    r.goal("goal_within_1.1x_of_p2p", vs_p2p >= 1.0 / 1.1);
+  }
+  if (roof.n > 0) r.goal("goal_kernel_ge_0.8_triad_roofline", roof.fraction() >= 0.8);
+  r.finish();
+}
+
+int run(locus::Context& ctx) {
+  const auto& c = ctx.config();
+  locus::Team& world = ctx.runtime().world();
+  locus::CartDecomp dc(world.comm(), {c.integer("bench.nx"), c.integer("bench.ny"), c.integer("bench.nz")},
+                       c.dims("bench.procs"), "bench.procs");
+  locus::GridField field(world, dc);
+  Kokkos::deep_copy(field.view(), 1.0);
+  const std::vector<std::string> names = locus::halo_strategies();
+  Halos halos;
+  for (const auto& s : names) halos[s] = locus::make_halo<double>(s, dc, world);
+  const bench::Samples samples =
+      measure_exchanges(world, field, names, halos, c.integer("bench.exchanges"), c.integer("bench.repeats"));
+  const std::map<std::string, long> wrong = check_ghosts(world, field, dc, names, halos);
+  long all_wrong = 0;
+  for (const auto& [name, bad] : wrong) all_wrong += bad;
+  Roofline roof;
+  if (c.integer("bench.roofline_n") > 0)
+    roof = measure_roofline(ctx, c.integer("bench.roofline_n"), c.integer("bench.roofline_steps"),
+                            c.integer("bench.roofline_repeats"));
+  if (ctx.rank() != 0) return all_wrong == 0 ? 0 : 1;
+  report(ctx, dc, names, samples, wrong, roof);
   if (all_wrong != 0) std::fprintf(stderr, "halo: %ld ghost cells wrong after an exchange\n", all_wrong);
   return all_wrong == 0 ? 0 : 1;
 }

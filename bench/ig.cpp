@@ -16,22 +16,19 @@
 //                     travel in batches, the owner answers in batches
 // Every variant's result is checked word by word (table[g] is a function of
 // g). The rate is million indices gathered per second over all units.
-#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <functional>
-#include <iterator>
 #include <map>
 #include <vector>
 
-#include "common.hpp"
+#include "harness.hpp"
 #include "locus/profile.hpp"
 #include "locus/rma.hpp"
 #include "locus/runtime.hpp"
 #include "locus/segment.hpp"
 #include "locus/wait.hpp"
+#include "shared_table.hpp"
 
 namespace {
 
@@ -65,215 +62,226 @@ locus::AppInfo app_info() {
   return app;
 }
 
-const char* const kVariants[] = {"raw", "mpi-get", "alltoallv", "locus", "locus-aggregated"};
+const std::vector<std::string> kVariants = {"raw", "mpi-get", "alltoallv", "locus", "locus-aggregated"};
 
-struct Setup {
+// The table (its words a function of their global index) and my requests.
+struct Problem {
   u64 local = 0, total = 0;
   int shift = 0;
+  u64 lookahead = 0;
+  long repeats = 0;
   std::vector<u64> index;  // my requests (global indices)
 };
 
-int run(locus::Context& ctx) {
-  const auto& c = ctx.config();
-  locus::Team& world = ctx.runtime().world();
-  const int P = world.size(), me = world.rank();
-  Setup s;
+Problem read_problem(const locus::Config& c, int units, int me) {
+  Problem s;
   s.shift = static_cast<int>(c.integer("bench.log2_local"));
   s.local = u64(1) << s.shift;
-  s.total = s.local * static_cast<u64>(P);
-  const u64 M = u64(1) << c.integer("bench.log2_requests");
-  const u64 lookahead = static_cast<u64>(c.integer("bench.lookahead"));
-  const long repeats = c.integer("bench.repeats");
-  s.index.resize(M);
-  for (u64 i = 0; i < M; ++i) s.index[i] = mix(i * static_cast<u64>(P) + static_cast<u64>(me) + 12345) % s.total;
+  s.total = s.local * static_cast<u64>(units);
+  s.lookahead = static_cast<u64>(c.integer("bench.lookahead"));
+  s.repeats = c.integer("bench.repeats");
+  const u64 m = u64(1) << c.integer("bench.log2_requests");
+  s.index.resize(m);
+  for (u64 i = 0; i < m; ++i) s.index[i] = mix(i * static_cast<u64>(units) + static_cast<u64>(me) + 12345) % s.total;
+  return s;
+}
 
-  MPI_Comm shm_comm;
-  MPI_Comm_split_type(world.comm(), MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &shm_comm);
-  int shm_size = 0;
-  MPI_Comm_size(shm_comm, &shm_size);
-  const bool one_host = shm_size == P;
-
-  std::vector<std::string> names = bench::split_list(c.string("bench.variants"));
-  {
-    std::string bad;
-    for (const auto& n : names)
-      if (std::find(std::begin(kVariants), std::end(kVariants), n) == std::end(kVariants) && bad.empty()) bad = n;
-    locus::collective_require(ctx.comm(), bad.empty() && !names.empty(),
-                              c.locate("bench.variants") + ": unknown variant '" + bad +
-                                  "' (raw, mpi-get, alltoallv, locus, locus-aggregated, comma-separated)");
+// The same table in every form a variant reads, filled with my words.
+struct Tables {
+  Tables(locus::Team& world, const Problem& s)
+      : mpi(world.comm(), s.local),
+        raw(world.comm(), s.local),
+        own(s.local),
+        table(world, s.local),
+        agg(world, s.local, locus::AsyncHint::follow, locus::AtomicMode::aggregate) {
+    const u64 first = static_cast<u64>(world.rank()) * s.local;
+    for (u64* t : {mpi.data(), raw.data(), own.data(), table.data(), agg.data()})
+      if (t)
+        for (u64 i = 0; i < s.local; ++i) t[i] = word_of(first + i);
+    MPI_Win_sync(mpi.win());
+    raw.sync();
+    locus::barrier(world);
   }
-  if (!one_host && std::find(names.begin(), names.end(), "raw") != names.end()) {
-    names.erase(std::find(names.begin(), names.end(), "raw"));
-    if (ctx.rank() == 0) std::printf("# raw skipped: the ranks are on more than one real node\n");
+  bench::WindowTable<u64> mpi;
+  bench::NodeTable<u64> raw;
+  std::vector<u64> own;
+  locus::Array<u64> table, agg;
+};
+
+// The variants' gathers into `out`, one function each.
+class Gathers {
+ public:
+  Gathers(locus::Team& world, const Problem& s, Tables& t, std::vector<u64>& out)
+      : world_(world), s_(s), t_(t), out_(out), P_(static_cast<std::size_t>(world.size())) {}
+
+  std::function<void()> operator[](const std::string& name) {
+    if (name == "raw") return [this] { raw(); };
+    if (name == "mpi-get") return [this] { mpi_get(); };
+    if (name == "alltoallv") return [this] { alltoallv(); };
+    if (name == "locus") return [this] { locus_gather(t_.table, true); };
+    return [this] { locus_gather(t_.agg, false); };
   }
 
-  const u64 first = static_cast<u64>(me) * s.local;
-  auto fill = [&](u64* t) {
-    for (u64 i = 0; i < s.local; ++i) t[i] = word_of(first + i);
-  };
-  u64* mpi_base = nullptr;
-  MPI_Win win = MPI_WIN_NULL;
-  MPI_Win_allocate(static_cast<MPI_Aint>(s.local * sizeof(u64)), sizeof(u64), MPI_INFO_NULL, world.comm(), &mpi_base,
-                   &win);
-  MPI_Win_lock_all(MPI_MODE_NOCHECK, win);
-  fill(mpi_base);
-  std::vector<const u64*> raw_parts;
-  MPI_Win raw_win = MPI_WIN_NULL;
-  if (one_host) {
-    u64* raw_base = nullptr;
-    MPI_Win_allocate_shared(static_cast<MPI_Aint>(s.local * sizeof(u64)), sizeof(u64), MPI_INFO_NULL, shm_comm,
-                            &raw_base, &raw_win);
-    MPI_Win_lock_all(MPI_MODE_NOCHECK, raw_win);
-    fill(raw_base);
-    for (int r = 0; r < shm_size; ++r) {
-      MPI_Aint size = 0;
-      int disp = 0;
-      u64* p = nullptr;
-      MPI_Win_shared_query(raw_win, r, &size, &disp, &p);
-      raw_parts.push_back(p);
-    }
+ private:
+  u64 owner(u64 g) const { return g >> s_.shift; }
+  u64 offset(u64 g) const { return g & (s_.local - 1); }
+
+  void raw() {
+    for (std::size_t i = 0; i < out_.size(); ++i) out_[i] = t_.raw.parts()[owner(s_.index[i])][offset(s_.index[i])];
   }
-  std::vector<u64> own(s.local);
-  fill(own.data());
-  locus::Array<u64> table(world, s.local);
-  fill(table.data());
-  locus::Array<u64> agg_table(world, s.local, locus::AsyncHint::follow, locus::AtomicMode::aggregate);
-  fill(agg_table.data());
-  MPI_Win_sync(win);
-  if (raw_win != MPI_WIN_NULL) MPI_Win_sync(raw_win);
-  locus::barrier(world);
 
-  std::vector<u64> out(M);
-  // alltoallv's buffers, sized once.
-  std::vector<int> scount(static_cast<std::size_t>(P)), rcount(static_cast<std::size_t>(P)),
-      sdisp(static_cast<std::size_t>(P)), rdisp(static_cast<std::size_t>(P));
-  std::vector<u64> sidx(M), ridx, rval, sval(M);
-  std::vector<u64> slot_of(M);
+  void mpi_get() {
+    for (std::size_t i = 0; i < out_.size(); ++i) {
+      const u64 g = s_.index[i];
+      MPI_Get(&out_[i], 1, MPI_UINT64_T, static_cast<int>(owner(g)), static_cast<MPI_Aint>(offset(g)), 1,
+              MPI_UINT64_T, t_.mpi.win());
+      if ((i + 1) % s_.lookahead == 0) MPI_Win_flush_all(t_.mpi.win());
+    }
+    MPI_Win_flush_all(t_.mpi.win());
+  }
 
-  std::map<std::string, std::function<void()>> fn;
-  fn["raw"] = [&]() {
-    for (u64 i = 0; i < M; ++i) out[i] = raw_parts[s.index[i] >> s.shift][s.index[i] & (s.local - 1)];
-  };
-  fn["mpi-get"] = [&]() {
-    for (u64 i = 0; i < M; ++i) {
-      const u64 g = s.index[i];
-      MPI_Get(&out[i], 1, MPI_UINT64_T, static_cast<int>(g >> s.shift), static_cast<MPI_Aint>(g & (s.local - 1)), 1,
-              MPI_UINT64_T, win);
-      if ((i + 1) % lookahead == 0) MPI_Win_flush_all(win);
+  // Indices bucketed per owner, the counts and the indices exchanged, the
+  // owners look them up, the values sent back.
+  void alltoallv() {
+    const u64 m = out_.size();
+    scount_.assign(P_, 0);
+    rcount_.assign(P_, 0);
+    sdisp_.assign(P_, 0);
+    rdisp_.assign(P_, 0);
+    sidx_.resize(m);
+    sval_.resize(m);
+    slot_of_.resize(m);
+    for (u64 i = 0; i < m; ++i) ++scount_[owner(s_.index[i])];
+    for (std::size_t p = 0, d = 0; p < P_; ++p) sdisp_[p] = static_cast<int>(d), d += scount_[p];
+    std::vector<int> fillpos = sdisp_;
+    for (u64 i = 0; i < m; ++i) {
+      const auto at = static_cast<u64>(fillpos[owner(s_.index[i])]++);
+      sidx_[at] = offset(s_.index[i]);
+      slot_of_[at] = i;
     }
-    MPI_Win_flush_all(win);
-  };
-  fn["alltoallv"] = [&]() {
-    std::fill(scount.begin(), scount.end(), 0);
-    for (u64 i = 0; i < M; ++i) ++scount[static_cast<std::size_t>(s.index[i] >> s.shift)];
-    for (int p = 0, d = 0; p < P; ++p) sdisp[static_cast<std::size_t>(p)] = d, d += scount[static_cast<std::size_t>(p)];
-    std::vector<int> fillpos = sdisp;
-    for (u64 i = 0; i < M; ++i) {
-      const auto owner = static_cast<std::size_t>(s.index[i] >> s.shift);
-      const auto at = static_cast<u64>(fillpos[owner]++);
-      sidx[at] = s.index[i] & (s.local - 1);
-      slot_of[at] = i;
-    }
-    MPI_Alltoall(scount.data(), 1, MPI_INT, rcount.data(), 1, MPI_INT, world.comm());
+    MPI_Alltoall(scount_.data(), 1, MPI_INT, rcount_.data(), 1, MPI_INT, world_.comm());
     int n = 0;
-    for (int p = 0; p < P; ++p) rdisp[static_cast<std::size_t>(p)] = n, n += rcount[static_cast<std::size_t>(p)];
-    ridx.resize(static_cast<std::size_t>(n));
-    rval.resize(static_cast<std::size_t>(n));
-    MPI_Alltoallv(sidx.data(), scount.data(), sdisp.data(), MPI_UINT64_T, ridx.data(), rcount.data(), rdisp.data(),
-                  MPI_UINT64_T, world.comm());
-    for (int k = 0; k < n; ++k) rval[static_cast<std::size_t>(k)] = own[ridx[static_cast<std::size_t>(k)]];
-    MPI_Alltoallv(rval.data(), rcount.data(), rdisp.data(), MPI_UINT64_T, sval.data(), scount.data(), sdisp.data(),
-                  MPI_UINT64_T, world.comm());
-    for (u64 k = 0; k < M; ++k) out[slot_of[k]] = sval[k];
-  };
-  auto locus_gather = [&](const locus::Array<u64>& t, bool batches) {
-    const locus::GlobalPtr<u64> base = t.gptr();
-    for (u64 i = 0; i < M; ++i) {
-      const u64 g = s.index[i];
-      locus::get_nbi(&out[i], base.at(static_cast<int>(g >> s.shift)) + static_cast<std::ptrdiff_t>(g & (s.local - 1)),
-                     1);
-      if (batches && (i + 1) % lookahead == 0) locus::flush(world);
-    }
-    locus::flush(world);
-  };
-  fn["locus"] = [&]() { locus_gather(table, true); };
-  fn["locus-aggregated"] = [&]() { locus_gather(agg_table, false); };
-
-  std::map<std::string, std::vector<double>> seconds;
-  std::map<std::string, long> wrong;
-  for (long rep = 0; rep < repeats; ++rep)
-    for (const std::string& name : names) {
-      std::fill(out.begin(), out.end(), 0);
-      locus::barrier(world);
-      const double t0 = MPI_Wtime();
-      fn[name]();
-      locus::barrier(world);  // applies aggregated requests until every unit is done
-      double t = MPI_Wtime() - t0;
-      locus::allreduce_yielding(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, world.comm());
-      seconds[name].push_back(t);
-      if (rep > 0) continue;
-      long bad = 0;
-      for (u64 i = 0; i < M; ++i) bad += out[i] != word_of(s.index[i]);
-      locus::allreduce_yielding(MPI_IN_PLACE, &bad, 1, MPI_LONG, MPI_SUM, world.comm());
-      wrong[name] = bad;
-    }
-  MPI_Win_unlock_all(win);
-  MPI_Win_free(&win);
-  if (raw_win != MPI_WIN_NULL) {
-    MPI_Win_unlock_all(raw_win);
-    MPI_Win_free(&raw_win);
+    for (std::size_t p = 0; p < P_; ++p) rdisp_[p] = n, n += rcount_[p];
+    ridx_.resize(static_cast<std::size_t>(n));
+    rval_.resize(static_cast<std::size_t>(n));
+    MPI_Alltoallv(sidx_.data(), scount_.data(), sdisp_.data(), MPI_UINT64_T, ridx_.data(), rcount_.data(),
+                  rdisp_.data(), MPI_UINT64_T, world_.comm());
+    for (std::size_t k = 0; k < ridx_.size(); ++k) rval_[k] = t_.own[ridx_[k]];
+    MPI_Alltoallv(rval_.data(), rcount_.data(), rdisp_.data(), MPI_UINT64_T, sval_.data(), scount_.data(),
+                  sdisp_.data(), MPI_UINT64_T, world_.comm());
+    for (u64 k = 0; k < m; ++k) out_[slot_of_[k]] = sval_[k];
   }
-  MPI_Comm_free(&shm_comm);
-  if (ctx.rank() != 0) return 0;
 
-  bool all_same_node = true;
-  for (int u = 0; u < P; ++u) all_same_node = all_same_node && world.same_node(u);
-  const double gathered = static_cast<double>(M) * P;
+  void locus_gather(const locus::Array<u64>& t, bool batches) {
+    const locus::GlobalPtr<u64> base = t.gptr();
+    for (std::size_t i = 0; i < out_.size(); ++i) {
+      const u64 g = s_.index[i];
+      locus::get_nbi(&out_[i], base.at(static_cast<int>(owner(g))) + static_cast<std::ptrdiff_t>(offset(g)), 1);
+      if (batches && (i + 1) % s_.lookahead == 0) locus::flush(world_);
+    }
+    locus::flush(world_);
+  }
+
+  locus::Team& world_;
+  const Problem& s_;
+  Tables& t_;
+  std::vector<u64>& out_;
+  std::size_t P_;
+  // alltoallv's buffers, kept between runs
+  std::vector<int> scount_, rcount_, sdisp_, rdisp_;
+  std::vector<u64> sidx_, ridx_, rval_, sval_, slot_of_;
+};
+
+struct Measured {
+  bench::Samples seconds;
+  std::map<std::string, long> wrong;  // words gathered wrong (first repeat), over all units
+};
+
+// Every variant timed in interleaved repeats (the slowest unit's time); the
+// first repeat's result checked word by word.
+Measured measure(locus::Team& world, const Problem& s, const std::vector<std::string>& names, Tables& tables) {
+  std::vector<u64> out(s.index.size());
+  Gathers gathers(world, s, tables, out);
+  Measured m;
+  m.seconds = bench::interleave(s.repeats, names, [&](const std::string& name, long rep) {
+    const std::function<void()> gather = gathers[name];
+    std::fill(out.begin(), out.end(), 0);
+    locus::barrier(world);
+    const double t0 = MPI_Wtime();
+    gather();
+    locus::barrier(world);  // applies aggregated requests until every unit is done
+    const double t = bench::max_over_ranks(world.comm(), MPI_Wtime() - t0);
+    if (rep == 0) {
+      long bad = 0;
+      for (std::size_t i = 0; i < out.size(); ++i) bad += out[i] != word_of(s.index[i]);
+      locus::allreduce_yielding(MPI_IN_PLACE, &bad, 1, MPI_LONG, MPI_SUM, world.comm());
+      m.wrong[name] = bad;
+    }
+    return t;
+  });
+  return m;
+}
+
+// The table, the CSV and JSON, the summary with its ratios and goals (rank 0).
+int report(locus::Context& ctx, const Problem& s, const std::vector<std::string>& names, const Measured& m) {
+  const auto& c = ctx.config();
+  const int P = ctx.runtime().world().size();
+  const bool same_node = bench::all_same_node(ctx.runtime().world());
+  const bool over_subscribed = !bench::oversubscription_note().empty();
   std::printf("# locus index-gather (Bale ig): table 2^%ld words per unit x %d units, 2^%ld requests per unit, "
               "look-ahead %" PRIu64 ", %s%s%s\n",
-              c.integer("bench.log2_local"), P, c.integer("bench.log2_requests"), lookahead,
-              all_same_node ? "same node" : "multi-node",
-              ctx.runtime().node_map().emulated_size ? " (emulated nodes)" : "", bench::oversubscription_note().c_str());
-  std::printf("%-17s %12s %8s %10s %8s %12s  %s\n", "variant", "Mindex/s", "/raw", "/alltoallv", "/mpi-get",
-              "wrong words", "verdict");
-  std::map<std::string, double> rate;
-  for (const auto& n : names) rate[n] = gathered / locus::median(seconds[n]) / 1e6;
-  auto over = [&](const std::string& n, const char* b) { return rate.count(b) && rate[b] > 0 ? rate[n] / rate[b] : 0.0; };
-  auto cell = [](double r) {
-    char buf[32] = "-";
-    if (r > 0) std::snprintf(buf, sizeof buf, "%.2f", r);
-    return std::string(buf);
-  };
-  const std::string dir = c.string("output.dir");
-  std::filesystem::create_directories(dir);
-  const std::string csv_path = dir + "/" + c.string("output.name") + ".csv";
-  std::ofstream csv(csv_path);
-  csv << "placement,units,variant,mindex_per_s,over_raw,over_alltoallv,over_mpi_get,wrong,verdict\n";
+              c.integer("bench.log2_local"), P, c.integer("bench.log2_requests"), s.lookahead,
+              same_node ? "same node" : "multi-node", ctx.runtime().node_map().emulated_size ? " (emulated nodes)" : "",
+              bench::oversubscription_note().c_str());
+  std::map<std::string, double> rate;  // million indices gathered per second, all units
+  for (const auto& n : names)
+    rate[n] = static_cast<double>(s.index.size()) * P / locus::median(m.seconds.at(n)) / 1e6;
+  bench::Table t;
+  t.data_column("placement").data_column("units");
+  t.column("variant", "variant", "%-17s")
+      .column("mindex_per_s", "Mindex/s", " %12.2f")
+      .column("over_raw", "/raw", " %8s")
+      .column("over_alltoallv", "/alltoallv", " %10s")
+      .column("over_mpi_get", "/mpi-get", " %8s")
+      .column("wrong", "wrong words", " %12ld")
+      .column("verdict", "verdict", "%s", bench::Table::Shown::data_only)
+      .column("verdict_text", "verdict", "  %s", bench::Table::Shown::text_only);
   bool failed = false;
   for (const auto& n : names) {
-    const bool ok = wrong[n] == 0;
+    const bool ok = m.wrong.at(n) == 0;
     failed = failed || !ok;
-    std::printf("%-17s %12.2f %8s %10s %8s %12ld  %s\n", n.c_str(), rate[n], cell(over(n, "raw")).c_str(),
-                cell(over(n, "alltoallv")).c_str(), cell(over(n, "mpi-get")).c_str(), wrong[n],
-                ok ? "PASS (every word checked)" : "FAIL");
-    csv << (all_same_node ? "same-node" : "multi-node") << "," << P << "," << n << "," << rate[n] << ","
-        << over(n, "raw") << "," << over(n, "alltoallv") << "," << over(n, "mpi-get") << "," << wrong[n] << ","
-        << (ok ? "PASS" : "FAIL") << "\n";
+    t.row({same_node ? "same-node" : "multi-node", P, n, rate[n], bench::Cell::ratio(bench::ratio(rate, n, "raw")),
+           bench::Cell::ratio(bench::ratio(rate, n, "alltoallv")), bench::Cell::ratio(bench::ratio(rate, n, "mpi-get")),
+           m.wrong.at(n), ok ? "PASS" : "FAIL", ok ? "PASS (every word checked)" : "FAIL"});
   }
-  std::printf("\nlocus_bench:\n  benchmark: ig\n  csv: %s\n  over_subscribed: %s\n",
-              std::filesystem::absolute(csv_path).c_str(), bench::oversubscription_note().empty() ? "no" : "yes");
+  t.print();
+  bench::Report r(c, "ig");
+  r.table(t);
+  r.paths();
+  r.text("over_subscribed", over_subscribed ? "yes" : "no");
   for (const char* v : {"locus", "locus-aggregated"})
     for (const char* b : {"raw", "alltoallv", "mpi-get"})
-      if (rate.count(v) && rate.count(b)) std::printf("  %s_over_%s: %.3f\n", v, b, over(v, b));
-  if (bench::oversubscription_note().empty()) {
-    std::printf("  goals:\n");
-    if (all_same_node && rate.count("locus") && rate.count("raw"))
-      std::printf("    goal_locus_ge_half_raw: %s\n", over("locus", "raw") >= 0.5 ? "met" : "missed");
-    if (!all_same_node && rate.count("locus-aggregated") && rate.count("alltoallv"))
-      std::printf("    goal_aggregated_ge_alltoallv: %s\n", over("locus-aggregated", "alltoallv") >= 1.0 ? "met" : "missed");
+      if (rate.count(v) && rate.count(b)) r.figure(std::string(v) + "_over_" + b, bench::ratio(rate, v, b));
+  if (!over_subscribed) {
+    r.goals();
+    if (same_node && rate.count("locus") && rate.count("raw"))
+      r.goal("goal_locus_ge_half_raw", bench::ratio(rate, "locus", "raw") >= 0.5);
+    if (!same_node && rate.count("locus-aggregated") && rate.count("alltoallv"))
+      r.goal("goal_aggregated_ge_alltoallv", bench::ratio(rate, "locus-aggregated", "alltoallv") >= 1.0);
   }
-  std::printf("  verification: %s\n", failed ? "FAIL" : "PASS");
+  r.verification(!failed);
+  r.finish();
   return failed ? 1 : 0;
+}
+
+int run(locus::Context& ctx) {
+  locus::Team& world = ctx.runtime().world();
+  const Problem s = read_problem(ctx.config(), world.size(), world.rank());
+  Tables tables(world, s);
+  const std::vector<std::string> names =
+      bench::chosen_variants(ctx, "bench.variants", kVariants, tables.raw.available());
+  const Measured m = measure(world, s, names, tables);
+  return ctx.rank() == 0 ? report(ctx, s, names, m) : 0;
 }
 
 }  // namespace

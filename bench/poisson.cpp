@@ -9,12 +9,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <map>
 #include <thread>
 
-#include "common.hpp"
+#include "harness.hpp"
 #include "locus/profile.hpp"
 #include "locus/runtime.hpp"
 #include "locus/wait.hpp"
@@ -198,69 +196,69 @@ double stream_us(MPI_Comm comm, std::size_t cells, long passes, long prefetch_by
   return max_over_ranks(comm, t);
 }
 
-int run(locus::Context& ctx) {
-  const auto& c = ctx.config();
-  const std::string precision = c.string("bench.precision");
-  const std::string decomposition = c.string("bench.decomposition");
-  const long repeats = c.integer("bench.repeats");
-  const std::vector<std::string> strategies = locus::halo_strategies();
-  locus::Team& world = ctx.runtime().world();
-  bool all_same_node = true;
-  for (int u = 0; u < world.size(); ++u) all_same_node = all_same_node && world.same_node(u);
-  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  const bool oversubscribed = static_cast<unsigned>(ctx.size()) > cores;
-  const std::string placement = all_same_node ? "same-node" : "multi-node";
-  const bool emulated = ctx.runtime().node_map().emulated_size != 0;
-
+// What every part of the run reads: the settings, the placement, the
+// solver options (halo and sweep set per measurement).
+struct Bench {
+  const locus::Context& ctx;
+  std::string precision, decomposition, placement;
+  long repeats;
+  std::vector<std::string> strategies;
+  bool same_node, oversubscribed, emulated;
   poisson5pt::Options o;
-  o.method = poisson5pt::parse_method(c.string("bench.method"));
-  o.procs = grid_for(ctx, decomposition);
-  o.direction = c.string("bench.direction") == "get" ? locus::Direction::get : locus::Direction::put;
+};
 
-  struct Case {
-    long n, iterations;
-  };
-  const std::vector<Case> cases = {{c.integer("bench.small_n"), c.integer("bench.small_iterations")},
-                                   {c.integer("bench.large_n"), c.integer("bench.large_iterations")}};
-  for (const auto& k : cases)
-    locus::collective_require(ctx.comm(), k.n >= o.procs[0] && k.n >= o.procs[1],
-                              "bench: a grid of " + std::to_string(k.n) + " points is too small for " +
-                                  std::to_string(ctx.size()) + " ranks");
+Bench read_bench(const locus::Context& ctx) {
+  const auto& c = ctx.config();
+  Bench b{ctx, c.string("bench.precision"), c.string("bench.decomposition"), "", c.integer("bench.repeats"),
+          locus::halo_strategies(), bench::all_same_node(ctx.runtime().world()), false,
+          ctx.runtime().node_map().emulated_size != 0, {}};
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  b.oversubscribed = static_cast<unsigned>(ctx.size()) > cores;
+  b.placement = b.same_node ? "same-node" : "multi-node";
+  b.o.method = poisson5pt::parse_method(c.string("bench.method"));
+  b.o.procs = grid_for(ctx, b.decomposition);
+  b.o.direction = c.string("bench.direction") == "get" ? locus::Direction::get : locus::Direction::put;
+  return b;
+}
 
-  std::string csv_path = c.string("output.dir") + "/" + c.string("output.name") + "_" + placement + "_np" +
-                         std::to_string(ctx.size()) + ".csv";
-  std::ofstream csv;
-  if (ctx.rank() == 0) {
-    std::filesystem::create_directories(c.string("output.dir"));
-    csv.open(csv_path);
-    csv << "placement,emulated,ranks,oversubscribed,n,precision,method,decomposition,direction,strategy,"
-           "halo_us,iteration_us,compute_us,halo_rma_over_this,iteration_rma_over_this\n";
-    std::printf(
-        "# locus poisson benchmark: %s, %s, %s, one-sided by %s, process grid %dx%d, %d ranks, %s%s%s\n",
-        c.string("bench.method").c_str(), precision.c_str(), decomposition.c_str(),
-        c.string("bench.direction").c_str(), o.procs[0], o.procs[1], ctx.size(), placement.c_str(),
-        emulated ? " (emulated nodes)" : "",
-        oversubscribed ? ", OVER-SUBSCRIBED (more ranks than cores: timings include scheduling)" : "");
-    std::printf(
-        "# microseconds per iteration, median of %ld interleaved measurements; iteration and compute:\n"
-        "# slowest rank; halo: the rank that spent least in it (the others add their wait for it)\n",
-        repeats);
-    std::printf("%-6s %-9s %10s %12s %10s %12s %12s\n", "N", "strategy", "halo_us", "iteration_us",
-                "compute_us", "halo rma/x", "iter rma/x");
-  }
-  std::map<long, double> halo_gain;  // rma / locus halo time per grid
-  double solve_gain = -1;            // rma / locus whole-solve time, small grid
-  double solve_vs_p2p = -1;          // locus / p2p whole-solve time, small grid
+poisson5pt::Problem paper_problem(long n) {
+  poisson5pt::Problem p;
+  p.n = n;
+  p.setup = poisson5pt::Setup::paper;
+  return p;
+}
+
+struct Case {
+  long n, iterations;
+};
+
+bench::Table iterations_table() {
+  bench::Table t;
+  t.data_column("placement").data_column("emulated").data_column("ranks").data_column("oversubscribed");
+  t.column("n", "N", "%-6ld");
+  for (const char* k : {"precision", "method", "decomposition", "direction"}) t.data_column(k);
+  t.column("strategy", "strategy", " %-9s")
+      .column("halo_us", "halo_us", " %10.2f")
+      .column("iteration_us", "iteration_us", " %12.2f")
+      .column("compute_us", "compute_us", " %10.2f")
+      .column("halo_rma_over_this", "halo rma/x", " %12.2f")
+      .column("iteration_rma_over_this", "iter rma/x", " %12.2f");
+  return t;
+}
+
+// Halo and iteration time per strategy on the paper's grids, interleaved
+// repeats; rows printed as each grid is done. rma / locus halo time per grid.
+std::map<long, double> iteration_times(Bench& b, const std::vector<Case>& cases, bench::Table& t) {
+  const auto& c = b.ctx.config();
+  std::map<long, double> halo_gain;
   for (const auto& k : cases) {
-    poisson5pt::Problem p;
-    p.n = k.n;
-    p.setup = poisson5pt::Setup::paper;
+    const poisson5pt::Problem p = paper_problem(k.n);
     std::map<std::string, std::vector<Sample>> samples;
-    for (long r = 0; r < repeats; ++r)
-      for (const auto& s : strategies) {
-        o.halo = s;
-        samples[s].push_back(measure(ctx, p, o, precision, k.iterations));
-      }
+    bench::interleave(b.repeats, b.strategies, [&](const std::string& s, long) {
+      b.o.halo = s;
+      samples[s].push_back(measure(b.ctx, p, b.o, b.precision, k.iterations));
+      return samples[s].back().iteration_us;
+    });
     std::map<std::string, Sample> med;
     for (auto& [s, v] : samples) {
       auto pick = [&](double Sample::*f) {
@@ -271,217 +269,274 @@ int run(locus::Context& ctx) {
       med[s] = {pick(&Sample::halo_us), pick(&Sample::iteration_us), pick(&Sample::compute_us)};
     }
     halo_gain[k.n] = med["rma"].halo_us / med["locus"].halo_us;
-    if (ctx.rank() != 0) continue;
-    for (const auto& s : strategies) {
+    for (const auto& s : b.strategies) {
       const Sample& m = med[s];
-      const double hr = med["rma"].halo_us / m.halo_us, ir = med["rma"].iteration_us / m.iteration_us;
-      std::printf("%-6ld %-9s %10.2f %12.2f %10.2f %12.2f %12.2f\n", k.n, s.c_str(), m.halo_us,
-                  m.iteration_us, m.compute_us, hr, ir);
-      csv << placement << "," << (emulated ? 1 : 0) << "," << ctx.size() << "," << (oversubscribed ? 1 : 0)
-          << "," << k.n << "," << precision << "," << c.string("bench.method") << "," << decomposition << ","
-          << c.string("bench.direction") << "," << s << "," << m.halo_us << "," << m.iteration_us << ","
-          << m.compute_us << "," << hr << "," << ir << "\n";
+      t.row({b.placement, b.emulated ? 1 : 0, b.ctx.size(), b.oversubscribed ? 1 : 0, k.n, b.precision,
+             c.string("bench.method"), b.decomposition, c.string("bench.direction"), s, m.halo_us, m.iteration_us,
+             m.compute_us, med["rma"].halo_us / m.halo_us, med["rma"].iteration_us / m.iteration_us});
+      if (b.ctx.rank() == 0) t.print_row(t.rows() - 1);
     }
   }
+  return halo_gain;
+}
 
-  // The paper's measure: the whole solve until convergence, on the small grid.
-  const double solve_tol = c.real("bench.solve_tolerance");
-  if (solve_tol > 0) {
-    poisson5pt::Problem p;
-    p.n = cases[0].n;
-    p.setup = poisson5pt::Setup::paper;
-    std::map<std::string, std::vector<double>> ms;
-    long iterations = 0;
-    for (long r = 0; r < repeats; ++r)
-      for (const auto& s : strategies) {
-        o.halo = s;
-        auto [t, it] = solve_ms(ctx, p, o, precision, solve_tol);
-        ms[s].push_back(t);
-        iterations = it;
-      }
-    if (ctx.rank() == 0) {
-      std::printf(
-          "\n# whole solve of the %ldx%ld paper problem to a relative residual of %g: %ld iterations\n", p.n,
-          p.n, solve_tol, iterations);
-      std::printf("%-9s %10s %10s %10s\n", "strategy", "solve_ms", "rma/x", "x/p2p");
-      const double rma = locus::median(ms["rma"]), p2p = locus::median(ms["p2p"]);
-      for (const auto& s : strategies)
-        std::printf("%-9s %10.2f %10.2f %10.2f\n", s.c_str(), locus::median(ms[s]), rma / locus::median(ms[s]),
-                    locus::median(ms[s]) / p2p);
-      solve_gain = rma / locus::median(ms["locus"]);
-      solve_vs_p2p = locus::median(ms["locus"]) / p2p;
-    }
+// The paper's measure: the whole solve until convergence, on the small
+// grid. rma / locus and locus / p2p solve time (-1: not run).
+std::pair<double, double> whole_solve(Bench& b, long n, bench::Table& t) {
+  const double solve_tol = b.ctx.config().real("bench.solve_tolerance");
+  if (solve_tol <= 0) return {-1, -1};
+  const poisson5pt::Problem p = paper_problem(n);
+  long iterations = 0;
+  const bench::Samples ms = bench::interleave(b.repeats, b.strategies, [&](const std::string& s, long) {
+    b.o.halo = s;
+    auto [ms_, it] = solve_ms(b.ctx, p, b.o, b.precision, solve_tol);
+    iterations = it;
+    return ms_;
+  });
+  std::map<std::string, double> med;
+  for (const auto& [s, v] : ms) med[s] = locus::median(v);
+  t.column("strategy", "strategy", "%-9s")
+      .column("solve_ms", "solve_ms", " %10.2f")
+      .column("rma_over_this", "rma/x", " %10.2f")
+      .column("this_over_p2p", "x/p2p", " %10.2f");
+  for (const auto& s : b.strategies) t.row({s, med[s], med["rma"] / med[s], med[s] / med["p2p"]});
+  if (b.ctx.rank() == 0) {
+    std::printf("\n# whole solve of the %ldx%ld paper problem to a relative residual of %g: %ld iterations\n", p.n,
+                p.n, solve_tol, iterations);
+    t.print();
   }
+  return {med["rma"] / med["locus"], med["locus"] / med["p2p"]};
+}
 
-  // Roofline: the sweep alone (compute timer) on a grid far beyond the
-  // caches, against the stream kernel on arrays of the block's size,
-  // interleaved: the solver's default sweep (split layout, AVX2 kernels
-  // when the CPU has them, software prefetch), the split layout without
-  // either, and the row-major stride-2 sweep (natural).
-  const long rn = c.integer("bench.roofline_n");
-  struct Sweep {
-    std::string name;
-    bool split, vector_auto;
-    long prefetch;
-    double gbs = 0, us = 0, cache_gbs = 0, fraction = -1, plain_fraction = -1, lower_fraction = -1;
-    void apply(poisson5pt::Options& opt) const {
-      opt.split = split;
-      opt.vector_auto = vector_auto;
-      opt.prefetch_bytes = prefetch;
-    }
-  };
-  std::vector<Sweep> sweeps = {{"split", true, true, c.integer("bench.prefetch")},
-                               {"split-base", true, false, 0},
-                               {"natural", false, false, 0}};
-  const Sweep &solver_default = sweeps.front(), &natural = sweeps.back();
+// A sweep of the roofline part: its layout, instruction set and prefetch,
+// and what was measured.
+struct Sweep {
+  std::string name;
+  bool split, vector_auto;
+  long prefetch;
+  double gbs = 0, us = 0, cache_gbs = 0, fraction = -1, plain_fraction = -1, lower_fraction = -1;
+  void apply(poisson5pt::Options& opt) const {
+    opt.split = split;
+    opt.vector_auto = vector_auto;
+    opt.prefetch_bytes = prefetch;
+  }
+};
+
+struct Roofline {
+  std::vector<Sweep> sweeps;
+  std::vector<StreamKernel> streams;
   double stream_gbs = 0;
   std::string best_stream;
-  std::vector<StreamKernel> streams = stream_kernels(c.integer("bench.prefetch"));
-  const long cn = c.integer("bench.cache_n");
-  if (rn > 0 && o.method != poisson5pt::Method::jacobi) {
-    poisson5pt::Problem p;
-    p.n = rn;
-    p.setup = poisson5pt::Setup::paper;
-    o.halo = "locus";
-    const long its = c.integer("bench.roofline_iterations");
-    const long ny = rn / o.procs[1] + 1, nx = rn / o.procs[0] + 1;
-    const std::size_t cells = static_cast<std::size_t>((ny + 2) * (nx + 2));
-    // Each repeat measures the stream kernels, then the sweeps, so that a
-    // sweep and the kernels it is compared with run seconds apart (the
-    // host's bandwidth drifts over minutes).
-    std::vector<std::vector<double>> sweep(sweeps.size());
-    const long roofline_repeats = c.integer("bench.roofline_repeats");
-    for (long r = 0; r < roofline_repeats; ++r) {
-      for (auto& k : streams)
-        k.us.push_back(precision == "float32" ? stream_us<float>(ctx.comm(), cells, its, k.prefetch_bytes)
-                                              : stream_us<double>(ctx.comm(), cells, its, k.prefetch_bytes));
-      for (std::size_t v = 0; v < sweeps.size(); ++v) {
-        sweeps[v].apply(o);
-        sweep[v].push_back(measure(ctx, p, o, precision, its).compute_us);
-      }
-    }
-    const double esize = precision == "float32" ? 4.0 : 8.0;
-    // Per iteration the sweep must read u and b and write u once: 3 words
-    // per point, the same traffic as one stream pass over the block. The
-    // roofline is the stream kernel with the best median.
-    const double bytes = 3.0 * esize * double(rn) * double(rn) / double(ctx.size());
-    const double stream_bytes = 3.0 * esize * double(cells);
-    const StreamKernel* best = nullptr;
-    for (auto& k : streams) {
-      k.gbs = stream_bytes / locus::median(k.us) * 1e-3;
-      if (!best || k.gbs > best->gbs) best = &k;
-    }
-    stream_gbs = best->gbs;
-    best_stream = best->name;
-    // A sweep's fraction of a stream kernel: the median over the repeats of
-    // the ratio of their bandwidths in the same repeat.
-    auto paired_fraction = [&](const std::vector<double>& sweep_us, const StreamKernel& k) {
-      std::vector<double> ratio;
-      for (std::size_t r = 0; r < sweep_us.size(); ++r)
-        ratio.push_back((bytes / sweep_us[r]) / (stream_bytes / k.us[r]));
-      return locus::median(ratio);
-    };
-    for (std::size_t v = 0; v < sweeps.size(); ++v) {
-      Sweep& w = sweeps[v];
-      w.us = locus::median(sweep[v]);
-      w.gbs = bytes / w.us * 1e-3;
-      w.fraction = paired_fraction(sweep[v], *best);
-      w.plain_fraction = paired_fraction(sweep[v], streams.front());
-      // The other ceiling: the same sweep on blocks that stay in cache (no
-      // memory traffic to wait for), in the same traffic units.
-      if (cn >= o.procs[0] && cn >= o.procs[1]) {
-        poisson5pt::Problem pc = p;
-        pc.n = cn;
-        w.apply(o);
-        const double cache_bytes = 3.0 * esize * double(cn) * double(cn) / double(ctx.size());
-        // About 20 ms of sweeping per measurement at the large grid's speed.
-        const long cits =
-            std::max(10L, static_cast<long>(0.02e6 / std::max(1e-3, w.us * cache_bytes / bytes)));
-        std::vector<double> in_cache;
-        for (long r = 0; r < repeats; ++r)
-          in_cache.push_back(measure(ctx, pc, o, precision, cits).compute_us);
-        w.cache_gbs = cache_bytes / locus::median(in_cache) * 1e-3;
-        w.lower_fraction = w.cache_gbs < stream_gbs ? w.gbs / w.cache_gbs : w.fraction;
-      }
-    }
-    solver_default.apply(o);
-    if (ctx.rank() == 0) {
-      std::printf(
-          "\n# roofline: %ldx%ld grid, %s; traffic 3 x %g B per point per iteration (u read+write, b)\n", rn,
-          rn, precision.c_str(), esize);
-      std::printf("stream kernels (u = a u + b on arrays of the block's size), GB/s per rank:\n");
-      for (const auto& k : streams)
-        std::printf("  %-26s %10.2f%s\n", k.name.c_str(), k.gbs,
-                    k.name == best_stream ? "  <- roofline" : "");
-      std::printf("%-10s %12s %10s %12s %10s %14s %13s\n", "sweep", "us/iteration", "sweep GB/s",
-                  "of roofline", "of plain", "in-cache GB/s", "of min(both)");
-      for (const Sweep& w : sweeps) {
-        std::printf("%-10s %12.1f %10.2f %11.1f%% %9.1f%% ", w.name.c_str(), w.us, w.gbs, 100.0 * w.fraction,
-                    100.0 * w.plain_fraction);
-        if (w.lower_fraction >= 0)
-          std::printf("%14.2f %12.1f%%\n", w.cache_gbs, 100.0 * w.lower_fraction);
-        else
-          std::printf("%14s %13s\n", "-", "-");
-      }
-      std::printf(
-          "# split: the solver's default (%s kernels, prefetch %ld B ahead); split-base: the split layout\n"
-          "# with the build's instruction set and no prefetch; natural: row-major, stride-2 loops.\n"
-          "# split over natural: %.2fx. of roofline / of plain: median over %ld repeats of the sweep's\n"
-          "# bandwidth over the roofline kernel's / the plain (STREAM-like) loop's in the same repeat.\n"
-          "# in-cache GB/s: the same sweep on %ldx%ld blocks (its compute ceiling); of min(both): the\n"
-          "# fraction of the lower of the roofline and that ceiling\n",
-          poisson5pt::sweep_vector(o).c_str(), solver_default.prefetch, natural.us / solver_default.us,
-          roofline_repeats, cn, cn);
+  bool measured = false;
+};
+
+// The other ceiling of a sweep: the same sweep on blocks that stay in cache
+// (no memory traffic to wait for), in the same traffic units.
+void in_cache(Bench& b, const poisson5pt::Problem& p, long cn, double bytes, double esize, double stream_gbs,
+              Sweep& w) {
+  poisson5pt::Problem pc = p;
+  pc.n = cn;
+  w.apply(b.o);
+  const double cache_bytes = 3.0 * esize * double(cn) * double(cn) / double(b.ctx.size());
+  // About 20 ms of sweeping per measurement at the large grid's speed.
+  const long cits = std::max(10L, static_cast<long>(0.02e6 / std::max(1e-3, w.us * cache_bytes / bytes)));
+  std::vector<double> times;
+  for (long r = 0; r < b.repeats; ++r) times.push_back(measure(b.ctx, pc, b.o, b.precision, cits).compute_us);
+  w.cache_gbs = cache_bytes / locus::median(times) * 1e-3;
+  w.lower_fraction = w.cache_gbs < stream_gbs ? w.gbs / w.cache_gbs : w.fraction;
+}
+
+// Roofline: the sweep alone (compute timer) on a grid far beyond the
+// caches, against the stream kernel on arrays of the block's size,
+// interleaved: the solver's default sweep (split layout, AVX2 kernels when
+// the CPU has them, software prefetch), the split layout without either,
+// and the row-major stride-2 sweep (natural).
+Roofline roofline(Bench& b) {
+  const auto& c = b.ctx.config();
+  Roofline rl;
+  rl.sweeps = {{"split", true, true, c.integer("bench.prefetch")},
+               {"split-base", true, false, 0},
+               {"natural", false, false, 0}};
+  rl.streams = stream_kernels(c.integer("bench.prefetch"));
+  const long rn = c.integer("bench.roofline_n"), cn = c.integer("bench.cache_n");
+  if (rn <= 0 || b.o.method == poisson5pt::Method::jacobi) return rl;
+  rl.measured = true;
+  const poisson5pt::Problem p = paper_problem(rn);
+  b.o.halo = "locus";
+  const long its = c.integer("bench.roofline_iterations");
+  const long ny = rn / b.o.procs[1] + 1, nx = rn / b.o.procs[0] + 1;
+  const std::size_t cells = static_cast<std::size_t>((ny + 2) * (nx + 2));
+  // Each repeat measures the stream kernels, then the sweeps, so that a
+  // sweep and the kernels it is compared with run seconds apart (the
+  // host's bandwidth drifts over minutes).
+  std::vector<std::vector<double>> sweep(rl.sweeps.size());
+  for (long r = 0; r < c.integer("bench.roofline_repeats"); ++r) {
+    for (auto& k : rl.streams)
+      k.us.push_back(b.precision == "float32" ? stream_us<float>(b.ctx.comm(), cells, its, k.prefetch_bytes)
+                                              : stream_us<double>(b.ctx.comm(), cells, its, k.prefetch_bytes));
+    for (std::size_t v = 0; v < rl.sweeps.size(); ++v) {
+      rl.sweeps[v].apply(b.o);
+      sweep[v].push_back(measure(b.ctx, p, b.o, b.precision, its).compute_us);
     }
   }
-  if (ctx.rank() != 0) return 0;
+  const double esize = b.precision == "float32" ? 4.0 : 8.0;
+  // Per iteration the sweep must read u and b and write u once: 3 words per
+  // point, the same traffic as one stream pass over the block. The roofline
+  // is the stream kernel with the best median.
+  const double bytes = 3.0 * esize * double(rn) * double(rn) / double(b.ctx.size());
+  const double stream_bytes = 3.0 * esize * double(cells);
+  const StreamKernel* best = nullptr;
+  for (auto& k : rl.streams) {
+    k.gbs = stream_bytes / locus::median(k.us) * 1e-3;
+    if (!best || k.gbs > best->gbs) best = &k;
+  }
+  rl.stream_gbs = best->gbs;
+  rl.best_stream = best->name;
+  // A sweep's fraction of a stream kernel: the median over the repeats of
+  // the ratio of their bandwidths in the same repeat.
+  auto paired_fraction = [&](const std::vector<double>& sweep_us, const StreamKernel& k) {
+    std::vector<double> ratio;
+    for (std::size_t r = 0; r < sweep_us.size(); ++r) ratio.push_back((bytes / sweep_us[r]) / (stream_bytes / k.us[r]));
+    return locus::median(ratio);
+  };
+  for (std::size_t v = 0; v < rl.sweeps.size(); ++v) {
+    Sweep& w = rl.sweeps[v];
+    w.us = locus::median(sweep[v]);
+    w.gbs = bytes / w.us * 1e-3;
+    w.fraction = paired_fraction(sweep[v], *best);
+    w.plain_fraction = paired_fraction(sweep[v], rl.streams.front());
+    if (cn >= b.o.procs[0] && cn >= b.o.procs[1]) in_cache(b, p, cn, bytes, esize, rl.stream_gbs, w);
+  }
+  rl.sweeps.front().apply(b.o);
+  return rl;
+}
+
+// A percentage cell: the fraction in the data, `format` of 100 x it shown
+// ("-" for a fraction not measured).
+bench::Cell percent(double f, const char* format) {
+  char buf[32] = "-";
+  if (f >= 0) std::snprintf(buf, sizeof buf, format, 100.0 * f);
+  return bench::Cell::as(f, buf);
+}
+
+void print_roofline(const Bench& b, const Roofline& rl, bench::Table& kernels, bench::Table& sweeps) {
+  const auto& c = b.ctx.config();
+  const long rn = c.integer("bench.roofline_n"), cn = c.integer("bench.cache_n");
+  kernels.column("kernel", "kernel", "  %-26s")
+      .column("gb_per_s_per_rank", "GB/s", " %10.2f")
+      .column("note", "", "%s", bench::Table::Shown::text_only);
+  for (const auto& k : rl.streams) kernels.row({k.name, k.gbs, k.name == rl.best_stream ? "  <- roofline" : ""});
+  sweeps.column("sweep", "sweep", "%-10s")
+      .column("us_per_iteration", "us/iteration", " %12.1f")
+      .column("gb_per_s_per_rank", "sweep GB/s", " %10.2f")
+      .column("roofline_fraction", "of roofline", " %12s")
+      .column("plain_stream_fraction", "of plain", " %10s")
+      .column("in_cache_gb_per_s_per_rank", "in-cache GB/s", " %14s")
+      .column("fraction_of_lower_ceiling", "of min(both)", " %13s");
+  for (const Sweep& w : rl.sweeps) {
+    char cache[32] = "-";
+    if (w.lower_fraction >= 0) std::snprintf(cache, sizeof cache, "%14.2f", w.cache_gbs);
+    sweeps.row({w.name, w.us, w.gbs, percent(w.fraction, "%11.1f%%"), percent(w.plain_fraction, "%9.1f%%"),
+                bench::Cell::as(w.lower_fraction >= 0 ? w.cache_gbs : -1.0, cache),
+                percent(w.lower_fraction, "%12.1f%%")});
+  }
+  if (b.ctx.rank() != 0) return;
+  const double esize = b.precision == "float32" ? 4.0 : 8.0;
+  std::printf("\n# roofline: %ldx%ld grid, %s; traffic 3 x %g B per point per iteration (u read+write, b)\n", rn, rn,
+              b.precision.c_str(), esize);
+  std::printf("stream kernels (u = a u + b on arrays of the block's size), GB/s per rank:\n");
+  for (std::size_t i = 0; i < kernels.rows(); ++i) kernels.print_row(i);
+  sweeps.print();
+  const Sweep &solver_default = rl.sweeps.front(), &natural = rl.sweeps.back();
   std::printf(
-      "\nlocus_bench:\n  benchmark: poisson\n  placement: %s\n  emulated_nodes: %s\n  ranks: %d\n"
-      "  oversubscribed: %s\n  csv: %s\n",
-      placement.c_str(), emulated ? "true" : "false", ctx.size(), oversubscribed ? "true" : "false",
-      std::filesystem::absolute(csv_path).c_str());
-  for (const auto& [n, g] : halo_gain) std::printf("  halo_locus_speedup_over_rma_n%ld: %.2f\n", n, g);
-  const long small = c.integer("bench.small_n");
-  if (solve_gain > 0) std::printf("  solve_locus_speedup_over_rma_n%ld: %.2f\n", small, solve_gain);
-  if (solve_vs_p2p > 0) std::printf("  solve_locus_over_p2p_n%ld: %.2f\n", small, solve_vs_p2p);
-  const double fraction = solver_default.fraction;
-  if (fraction >= 0) {
-    std::printf("  stream_gb_per_s_per_rank: %.2f\n  stream_roofline_kernel: %s\n", stream_gbs,
-                best_stream.c_str());
-    for (const auto& k : streams)
-      std::printf("  stream_%s_gb_per_s_per_rank: %.2f\n",
-                  k.prefetch_bytes ? ("prefetch_" + std::to_string(k.prefetch_bytes)).c_str() : "plain",
-                  k.gbs);
-    for (const Sweep& w : sweeps) {
-      std::string name = w.name;
-      std::replace(name.begin(), name.end(), '-', '_');
-      const char* l = name.c_str();
-      std::printf(
-          "  sweep_%s_roofline_fraction: %.3f\n  sweep_%s_plain_stream_fraction: %.3f\n"
-          "  sweep_%s_gb_per_s_per_rank: %.2f\n",
-          l, w.fraction, l, w.plain_fraction, l, w.gbs);
-      if (w.lower_fraction >= 0)
-        std::printf(
-            "  sweep_%s_in_cache_gb_per_s_per_rank: %.2f\n  sweep_%s_fraction_of_lower_ceiling: %.3f\n", l,
-            w.cache_gbs, l, w.lower_fraction);
+      "# split: the solver's default (%s kernels, prefetch %ld B ahead); split-base: the split layout\n"
+      "# with the build's instruction set and no prefetch; natural: row-major, stride-2 loops.\n"
+      "# split over natural: %.2fx. of roofline / of plain: median over %ld repeats of the sweep's\n"
+      "# bandwidth over the roofline kernel's / the plain (STREAM-like) loop's in the same repeat.\n"
+      "# in-cache GB/s: the same sweep on %ldx%ld blocks (its compute ceiling); of min(both): the\n"
+      "# fraction of the lower of the roofline and that ceiling\n",
+      poisson5pt::sweep_vector(b.o).c_str(), solver_default.prefetch, natural.us / solver_default.us,
+      c.integer("bench.roofline_repeats"), cn, cn);
+}
+
+void report_roofline(const Roofline& rl, bench::Report& r) {
+  r.figure("stream_gb_per_s_per_rank", rl.stream_gbs, "%.2f");
+  r.text("stream_roofline_kernel", rl.best_stream);
+  for (const auto& k : rl.streams)
+    r.figure("stream_" + (k.prefetch_bytes ? "prefetch_" + std::to_string(k.prefetch_bytes) : std::string("plain")) +
+                 "_gb_per_s_per_rank",
+             k.gbs, "%.2f");
+  for (const Sweep& w : rl.sweeps) {
+    std::string l = w.name;
+    std::replace(l.begin(), l.end(), '-', '_');
+    r.figure("sweep_" + l + "_roofline_fraction", w.fraction);
+    r.figure("sweep_" + l + "_plain_stream_fraction", w.plain_fraction);
+    r.figure("sweep_" + l + "_gb_per_s_per_rank", w.gbs, "%.2f");
+    if (w.lower_fraction >= 0) {
+      r.figure("sweep_" + l + "_in_cache_gb_per_s_per_rank", w.cache_gbs, "%.2f");
+      r.figure("sweep_" + l + "_fraction_of_lower_ceiling", w.lower_fraction);
     }
-    std::printf("  sweep_split_speedup_over_natural: %.2f\n", natural.us / solver_default.us);
   }
+  r.figure("sweep_split_speedup_over_natural", rl.sweeps.back().us / rl.sweeps.front().us, "%.2f");
+}
+
+int run(locus::Context& ctx) {
+  const auto& c = ctx.config();
+  Bench b = read_bench(ctx);
+  const std::vector<Case> cases = {{c.integer("bench.small_n"), c.integer("bench.small_iterations")},
+                                   {c.integer("bench.large_n"), c.integer("bench.large_iterations")}};
+  for (const auto& k : cases)
+    locus::collective_require(ctx.comm(), k.n >= b.o.procs[0] && k.n >= b.o.procs[1],
+                              "bench: a grid of " + std::to_string(k.n) + " points is too small for " +
+                                  std::to_string(ctx.size()) + " ranks");
+  bench::Table iterations = iterations_table();
+  if (ctx.rank() == 0) {
+    std::printf("# locus poisson benchmark: %s, %s, %s, one-sided by %s, process grid %dx%d, %d ranks, %s%s%s\n",
+                c.string("bench.method").c_str(), b.precision.c_str(), b.decomposition.c_str(),
+                c.string("bench.direction").c_str(), b.o.procs[0], b.o.procs[1], ctx.size(), b.placement.c_str(),
+                b.emulated ? " (emulated nodes)" : "",
+                b.oversubscribed ? ", OVER-SUBSCRIBED (more ranks than cores: timings include scheduling)" : "");
+    std::printf("# microseconds per iteration, median of %ld interleaved measurements; iteration and compute:\n"
+                "# slowest rank; halo: the rank that spent least in it (the others add their wait for it)\n",
+                b.repeats);
+    iterations.print_header();
+  }
+  std::map<long, double> halo_gain = iteration_times(b, cases, iterations);
+  bench::Table solve, kernels, sweeps;
+  const auto [solve_gain, solve_vs_p2p] = whole_solve(b, cases[0].n, solve);
+  const Roofline rl = roofline(b);
+  if (rl.measured) print_roofline(b, rl, kernels, sweeps);
+  if (ctx.rank() != 0) return 0;
+  bench::Report r(c, "poisson", "_" + b.placement + "_np" + std::to_string(ctx.size()));
+  r.table(iterations);
+  r.data("solve", solve);
+  r.data("stream_kernels", kernels);
+  r.data("sweeps", sweeps);
+  r.text("placement", b.placement);
+  r.text("emulated_nodes", b.emulated ? "true" : "false");
+  r.text("ranks", std::to_string(ctx.size()));
+  r.text("oversubscribed", b.oversubscribed ? "true" : "false");
+  r.paths();
+  for (const auto& [n, g] : halo_gain) r.figure("halo_locus_speedup_over_rma_n" + std::to_string(n), g, "%.2f");
+  const long small = c.integer("bench.small_n");
+  if (solve_gain > 0) r.figure("solve_locus_speedup_over_rma_n" + std::to_string(small), solve_gain, "%.2f");
+  if (solve_vs_p2p > 0) r.figure("solve_locus_over_p2p_n" + std::to_string(small), solve_vs_p2p, "%.2f");
+  const double fraction = rl.sweeps.front().fraction;
+  if (fraction >= 0) report_roofline(rl, r);
   // The halo goal is the paper's figure (about 35% over MPI on its 64x64
   // grid), on one node: locality can only help there; across nodes locus
   // takes the MPI path and matches rma.
-  std::printf("  goals:\n");
-  if (oversubscribed)
-    std::printf("    not_judged: over-subscribed (the goals are for one rank per core)\n");
-  else if (all_same_node)
-    std::printf("    goal_halo_1.35x_over_rma_small_grid: %s\n", halo_gain[small] >= 1.35 ? "met" : "missed");
+  r.goals();
+  if (b.oversubscribed)
+    r.text("not_judged", "over-subscribed (the goals are for one rank per core)");
+  else if (b.same_node)
+    r.goal("goal_halo_1.35x_over_rma_small_grid", halo_gain[small] >= 1.35);
   // Core v2's goal: the whole solve no slower with locus than with MPI
   // two-sided, on one node and between nodes (between nodes this MPICH's
   // one-sided floor is above two-sided for small faces: bench exchange).
-  if (solve_vs_p2p > 0 && !oversubscribed)
-    std::printf("    goal_solve_locus_le_p2p: %s\n", solve_vs_p2p <= 1.0 ? "met" : "missed");
-  if (fraction >= 0 && !oversubscribed)
-    std::printf("    goal_sweep_80pct_of_roofline: %s (split layout)\n", fraction >= 0.8 ? "met" : "missed");
+  if (solve_vs_p2p > 0 && !b.oversubscribed) r.goal("goal_solve_locus_le_p2p", solve_vs_p2p <= 1.0);
+  if (fraction >= 0 && !b.oversubscribed) r.goal("goal_sweep_80pct_of_roofline", fraction >= 0.8, "split layout");
+  r.finish();
   return 0;
 }
 

@@ -18,13 +18,12 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <map>
-#include <sstream>
+#include <memory>
 #include <thread>
+#include <tuple>
 
-#include "common.hpp"
+#include "harness.hpp"
 #include "locus/profile.hpp"
 #include "locus/rma.hpp"
 #include "locus/runtime.hpp"
@@ -203,282 +202,350 @@ double median(std::vector<double> v) {
   return locus::median(v);
 }
 
+// What every part reads and adds to: the long-format figures (the CSV,
+// appended run after run), the goals, the tables for the JSON.
+struct Run {
+  Context& ctx;
+  MPI_Comm comm;
+  locus::Team& world;
+  bool root, emulated, thread_on;
+  std::string label;
+  Bandwidth bw;
+  bench::Table figures;
+  std::vector<std::tuple<std::string, bool, std::string>> goals;  // name, met, note
+  std::vector<std::pair<std::string, bench::Table>> tables;
+  bool failed = false;
+  void figure(const std::string& part, const std::string& cs, const std::string& variant, const std::string& fig,
+              double value) {
+    figures.row({label, ctx.size(), part, cs, variant, fig, value});
+  }
+};
+
+spmv::GeneratorSpec generator(const Config& c, MPI_Comm comm, const std::string& mname) {
+  spmv::GeneratorSpec g;
+  if (mname == "hpcg27") {
+    g.kind = "hpcg27";
+    g.nx = g.ny = g.nz = c.integer("bench.nx");
+  } else if (mname == "banded") {
+    g.kind = "banded";
+    g.n = c.integer("bench.banded_rows");
+    g.bandwidth = c.integer("bench.bandwidth");
+    g.per_row = c.integer("bench.per_row");
+    g.seed = 1;
+  } else {
+    locus::collective_require(comm, false, c.locate("bench.matrices") + ": unknown matrix " + mname + " (hpcg27, banded)");
+  }
+  return g;
+}
+
+// One matrix in every mode: its operators, vectors and the figures of the
+// interleaved rounds.
+struct MatrixRun {
+  std::vector<std::string> modes;
+  std::vector<std::unique_ptr<spmv::Operator>> ops;
+  std::vector<std::vector<double>> ys;
+  std::vector<ModeFigures> fig;
+  std::vector<double> local_only, local_fraction, round_stream;
+  double bytes = 0, lbytes = 0, nnz = 0;
+  spmv::MatrixInfo info;
+};
+
+void set_up(Run& run, const std::string& mname, MatrixRun& m) {
+  const Config& c = run.ctx.config();
+  spmv::RowBlock raw = spmv::generate(run.comm, generator(c, run.comm, mname), m.info);
+  const std::vector<gidx> starts = spmv::partition(run.comm, raw, true);
+  const spmv::RowBlock rows = spmv::redistribute(run.comm, raw, starts);
+  raw = spmv::RowBlock{};
+  for (const auto& mode : m.modes)
+    m.ops.push_back(std::make_unique<spmv::Operator>(run.world, rows, starts, spmv::parse_mode(mode), 1));
+  const gidx n = m.ops[0]->rows();
+  std::vector<double> xin(static_cast<std::size_t>(n));
+  for (gidx i = 0; i < n; ++i) xin[i] = spmv::hash_uniform(7, static_cast<std::uint64_t>(m.ops[0]->first() + i));
+  m.ys.assign(m.modes.size(), std::vector<double>(static_cast<std::size_t>(n)));
+  m.fig.assign(m.modes.size(), {});
+  double b = m.ops[0]->model_bytes(), lb = m.ops[0]->local_model_bytes(), z = double(m.ops[0]->nnz());
+  MPI_Allreduce(&b, &m.bytes, 1, MPI_DOUBLE, MPI_SUM, run.comm);
+  MPI_Allreduce(&lb, &m.lbytes, 1, MPI_DOUBLE, MPI_SUM, run.comm);
+  MPI_Allreduce(&z, &m.nnz, 1, MPI_DOUBLE, MPI_SUM, run.comm);
+  for (auto& op : m.ops) std::copy(xin.begin(), xin.end(), op->x());
+  for (std::size_t k = 0; k < m.ops.size(); ++k) m.ops[k]->apply(m.ys[k].data());  // warm-up
+}
+
+// Interleaved rounds: every mode's products, then the local part alone
+// (same data, no communication) and the memory bandwidth right next to it
+// (the host's drifts).
+void time_modes(Run& run, MatrixRun& m) {
+  const Config& c = run.ctx.config();
+  const long products = c.integer("bench.products");
+  const std::size_t bw_mib = static_cast<std::size_t>(c.integer("bench.stream_mib"));
+  std::vector<std::string> names = m.modes;
+  names.push_back("local-only");
+  bench::interleave(c.integer("bench.repeats"), names, [&](const std::string& name, long) {
+    if (name == "local-only") {
+      locus::barrier(run.world);
+      const double t0 = MPI_Wtime();
+      for (long p = 0; p < products; ++p) m.ops[0]->apply_local(m.ys[0].data());
+      const double tl = max_over_ranks(run.comm, MPI_Wtime() - t0) / double(products);
+      m.local_only.push_back(tl);
+      const double round_bw = measure_bandwidth(run.comm, bw_mib).best();
+      m.local_fraction.push_back(m.lbytes / tl / 1e9 / (round_bw * run.ctx.size()));
+      m.round_stream.push_back(round_bw);
+      m.ops[0]->apply(m.ys[0].data());  // leave the baseline's y complete
+      return tl;
+    }
+    const std::size_t k = static_cast<std::size_t>(std::find(m.modes.begin(), m.modes.end(), name) - m.modes.begin());
+    spmv::Operator& op = *m.ops[k];
+    op.reset_times();
+    locus::barrier(run.world);
+    const double t0 = MPI_Wtime();
+    for (long p = 0; p < products; ++p) {
+      op.x();
+      op.apply(m.ys[k].data());
+    }
+    const double t = max_over_ranks(run.comm, MPI_Wtime() - t0) / double(products);
+    const spmv::ModeTimes& mt = op.times();
+    m.fig[k].per_product.push_back(t);
+    m.fig[k].local.push_back(max_over_ranks(run.comm, mt.local) / double(products));
+    m.fig[k].remote.push_back(max_over_ranks(run.comm, mt.remote) / double(products));
+    m.fig[k].post.push_back(max_over_ranks(run.comm, mt.post) / double(products));
+    m.fig[k].wait.push_back(max_over_ranks(run.comm, mt.wait) / double(products));
+    return t;
+  });
+}
+
+// The same y in every mode, on every rank.
+bool same_y(MPI_Comm comm, const MatrixRun& m) {
+  bool same = true;
+  for (std::size_t k = 1; k < m.ys.size(); ++k)
+    same = same && std::equal(m.ys[k].begin(), m.ys[k].end(), m.ys[0].begin(),
+                              [](double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; });
+  int all_same = same ? 1 : 0, everywhere = 0;
+  MPI_Allreduce(&all_same, &everywhere, 1, MPI_INT, MPI_MIN, comm);
+  return everywhere != 0;
+}
+
+bench::Table modes_table(Run& run, const std::string& mname, const MatrixRun& m, std::map<std::string, double>& med) {
+  const double stream = run.bw.best();
+  bench::Table t;
+  t.column("mode", "mode", "%-9s")
+      .column("us_per_product", "us/product", " %12.1f")
+      .column("gflop_per_s", "GFLOP/s", " %9.3f")
+      .column("gb_per_s", "GB/s", " %9.2f")
+      .column("stream_fraction", "%roof", " %8s")
+      .column("local_us", "local_us", " %10.1f")
+      .column("remote_us", "remote_us", " %10.1f")
+      .column("post_us", "post_us", " %10.1f")
+      .column("wait_us", "wait_us", " %10.1f")
+      .column("vector_over_this", "/vector", " %9s")
+      .column("overlap_over_this", "/overlap", " %9s");
+  for (std::size_t k = 0; k < m.modes.size(); ++k) med[m.modes[k]] = median(m.fig[k].per_product);
+  for (std::size_t k = 0; k < m.modes.size(); ++k) {
+    const double t_ = med[m.modes[k]];
+    const double gbs = m.bytes / t_ / 1e9, roof = gbs / (stream * run.ctx.size());
+    char pct[32];
+    std::snprintf(pct, sizeof pct, "%7.1f%%", 100 * roof);
+    t.row({m.modes[k], t_ * 1e6, 2 * m.nnz / t_ / 1e9, gbs, bench::Cell::as(roof, pct), median(m.fig[k].local) * 1e6,
+           median(m.fig[k].remote) * 1e6, median(m.fig[k].post) * 1e6, median(m.fig[k].wait) * 1e6,
+           bench::Cell::ratio(bench::ratio(med, "vector", m.modes[k])),
+           bench::Cell::ratio(bench::ratio(med, "overlap", m.modes[k]))});
+    run.figure("spmv", mname, m.modes[k], "us_per_product", t_ * 1e6);
+    run.figure("spmv", mname, m.modes[k], "gb_per_s", gbs);
+    run.figure("spmv", mname, m.modes[k], "stream_fraction", roof);
+  }
+  return t;
+}
+
+// Task mode's overlap efficiency (max(T_local, T_comm) + T_remote) / T_task
+// with T_local, T_comm and T_remote from vector mode (nothing overlaps).
+void task_efficiency(Run& run, const std::string& mname, const MatrixRun& m, std::map<std::string, double>& med) {
+  const std::size_t iv = std::find(m.modes.begin(), m.modes.end(), "vector") - m.modes.begin();
+  const std::size_t it = std::find(m.modes.begin(), m.modes.end(), "task") - m.modes.begin();
+  if (iv >= m.modes.size() || it >= m.modes.size()) return;
+  const double tloc = median(m.fig[iv].local), trem = median(m.fig[iv].remote);
+  const double tcomm = median(m.fig[iv].post) + median(m.fig[iv].wait);
+  const double eff = (std::max(tloc, tcomm) + trem) / med["task"];
+  if (run.root)
+    std::printf("task overlap efficiency (max(T_local %.1f, T_comm %.1f) + T_remote %.1f) / T_task %.1f = %.2f%s\n",
+                tloc * 1e6, tcomm * 1e6, trem * 1e6, med["task"] * 1e6, eff,
+                run.emulated ? (eff >= 0.9 ? " (goal >= 0.9 on emulated nodes: met)" : " (goal >= 0.9: MISSED)") : "");
+  run.figure("spmv", mname, "task", "overlap_efficiency", eff);
+  if (run.emulated) run.goals.emplace_back(mname + "_task_overlap_efficiency_ge_0.9", eff >= 0.9, "");
+}
+
+// 2. One matrix in every mode.
+void spmv_matrix(Run& run, const std::string& mname, const std::vector<std::string>& modes) {
+  MatrixRun m;
+  m.modes = modes;
+  set_up(run, mname, m);
+  time_modes(run, m);
+  const bool everywhere = same_y(run.comm, m);
+  run.failed = run.failed || !everywhere;
+  const double tl = median(m.local_only), lfrac = median(m.local_fraction), mstream = median(m.round_stream);
+  std::map<std::string, double> med;
+  const bench::Table t = modes_table(run, mname, m, med);
+  if (run.root) {
+    std::printf("\n## %s: %s, %.0f nonzeros, %.1f MB by the traffic model per product\n", mname.c_str(),
+                m.info.source.c_str(), m.nnz, m.bytes / 1e6);
+    t.print();
+    std::printf("local part alone: %.1f us, %.2f GB/s; bandwidth next to it %.2f GB/s per rank; fraction (median of "
+                "rounds) %.0f%% (goal >= 80%%: %s)\n", tl * 1e6, m.lbytes / tl / 1e9, mstream, 100 * lfrac,
+                lfrac >= 0.8 ? "met" : "MISSED");
+    std::printf("y bitwise identical in every mode: %s\n", everywhere ? "yes" : "NO");
+  }
+  run.tables.emplace_back("spmv_" + mname, t);
+  run.figure("spmv", mname, "local-only", "stream_fraction", lfrac);
+  run.goals.emplace_back(mname + "_local_stream_fraction_ge_0.8", lfrac >= 0.8, "");
+  task_efficiency(run, mname, m, med);
+  if (med.count("rma") && med.count("overlap") && !run.emulated)
+    run.goals.emplace_back(mname + "_rma_no_slower_than_overlap_same_node", med["rma"] <= med["overlap"],
+                           std::to_string(med["overlap"] / med["rma"]).substr(0, 4) + "x");
+}
+
+// ---- 3. ghost cells
+
+struct GhostVariant {
+  std::string name;
+  bool thread = false, onesided = false;
+};
+
+// The ring and its triad workload, calibrated: the work takes
+// bench.work_factor times the bare exchange.
+void set_up_ghost(Run& run, Ghost& g) {
+  const Config& c = run.ctx.config();
+  g.comm = run.comm;
+  g.rank = run.ctx.rank();
+  g.size = run.ctx.size();
+  g.bytes = static_cast<std::size_t>(c.integer("bench.ghost_bytes")) / 8 * 8;
+  const std::size_t count = g.bytes / 8;
+  g.sendl.assign(count, 1.0);
+  g.sendr.assign(count, 2.0);
+  g.recvl.assign(count, 0.0);
+  g.recvr.assign(count, 0.0);
+  const std::size_t wn = static_cast<std::size_t>(c.integer("bench.l2_kib")) * 1024 / 32;
+  g.a.assign(wn, 0.0);
+  g.b.assign(wn, 1.0);
+  g.c.assign(wn, 0.5);
+  g.d.assign(wn, 0.25);
+  const long iters = c.integer("bench.ghost_iterations");
+  const double tcomm_probe = ghost_run(g, iters, true, false, false);
+  g.work_reps = 1;
+  const double one = ghost_run(g, 20, false, true, false);
+  g.work_reps = std::max(1L, static_cast<long>(c.real("bench.work_factor") * tcomm_probe / one));
+  MPI_Bcast(&g.work_reps, 1, MPI_LONG, 0, run.comm);
+}
+
+void ghost_part(Run& run) {
+  const Config& c = run.ctx.config();
+  Ghost g;
+  set_up_ghost(run, g);
+  const std::size_t count = g.bytes / 8;
+  const long iters = c.integer("bench.ghost_iterations");
+  const bool servers = run.world.served();
+  std::vector<GhostVariant> vars{{"two-sided (baseline)"}};
+  if (run.thread_on) vars.push_back({"two-sided + progress thread", true});
+  std::unique_ptr<OneSided> os;
+  if (servers || !run.world.same_node((g.rank + 1) % g.size)) {
+    os = std::make_unique<OneSided>();
+    os->recv = locus::Array<double>(run.world, 2 * count);
+    os->send = locus::Array<double>(run.world, 2 * count);
+    os->flags = locus::Array<std::uint64_t>(run.world, 2);
+    std::fill(os->flags.data(), os->flags.data() + 2, 0);
+    std::fill(os->send.data(), os->send.data() + 2 * count, 3.0);
+    locus::barrier(run.world);
+    vars.push_back({servers ? "one-sided + progress processes" : "one-sided (locus, direct)", false, true});
+  }
+  // Interleaved: the work alone, then every variant's bare exchange and
+  // exchange + work.
+  std::map<std::string, std::vector<double>> both, comm_only;
+  std::vector<double> work_only;
+  for (long rep = 0; rep < c.integer("bench.repeats"); ++rep) {
+    work_only.push_back(ghost_run(g, iters, false, true, false));
+    for (const GhostVariant& v : vars) {
+      if (v.onesided) {
+        comm_only[v.name].push_back(ghost_run_onesided(g, *os, run.world, iters, true, false));
+        both[v.name].push_back(ghost_run_onesided(g, *os, run.world, iters, true, true));
+      } else {
+        comm_only[v.name].push_back(ghost_run(g, iters, true, false, v.thread));
+        both[v.name].push_back(ghost_run(g, iters, true, true, v.thread));
+      }
+    }
+  }
+  const double tw = median(work_only);
+  if (run.root)
+    std::printf("\n## ghost cells (APSM 5.2): ring of %d, %zu B to each neighbour, triad on %ld KiB x %ld; "
+                "work alone %.1f us\n", g.size, g.bytes, c.integer("bench.l2_kib"), g.work_reps, tw * 1e6);
+  bench::Table t;
+  t.column("variant", "variant", "%-32s")
+      .column("exchange_us", "exchange_us", " %12.1f")
+      .column("exchange_work_us", "ex+work_us", " %12.1f")
+      .column("visible_us", "visible_us", " %12.1f")
+      .column("hidden_fraction", "hidden", " %9s");
+  // hidden: the share of the baseline's bare exchange (the communication
+  // a user wants hidden) that no longer shows: 1 - visible / T_exchange
+  const double texchange = median(comm_only[vars[0].name]);
+  double hidden_thread = -1, hidden_base = -1;
+  for (const GhostVariant& v : vars) {
+    const double tc = median(comm_only[v.name]), tb = median(both[v.name]);
+    const double visible = std::max(0.0, tb - tw);
+    const double hidden = texchange > 0 ? std::max(0.0, 1.0 - visible / texchange) : 0.0;
+    char pct[32];
+    std::snprintf(pct, sizeof pct, "%8.0f%%", 100 * hidden);
+    t.row({v.name, tc * 1e6, tb * 1e6, visible * 1e6, bench::Cell::as(hidden, pct)});
+    run.figure("ghost", std::to_string(g.bytes), v.name, "exchange_us", tc * 1e6);
+    run.figure("ghost", std::to_string(g.bytes), v.name, "visible_us", visible * 1e6);
+    run.figure("ghost", std::to_string(g.bytes), v.name, "hidden_fraction", hidden);
+    if (v.thread) hidden_thread = hidden;
+    if (v.name == vars[0].name) hidden_base = hidden;
+  }
+  if (run.root) t.print();
+  run.tables.emplace_back("ghost", t);
+  if (hidden_thread >= 0)
+    run.goals.emplace_back(std::string("ghost_progress_thread_hides_ge_80pct") + (run.emulated ? "" : "_(real node)"),
+                           hidden_thread >= 0.8,
+                           std::to_string(int(std::round(100 * hidden_thread))) + "% vs baseline " +
+                               std::to_string(int(std::round(100 * hidden_base))) + "%");
+}
+
+void report(Run& run) {
+  bench::Report r(run.ctx.config(), "spmv");
+  r.table(run.figures, true);  // appended: the driver's runs go into one CSV
+  for (const auto& [key, t] : run.tables) r.data(key, t);
+  r.text("placement", run.label);
+  r.paths();
+  if (!run.goals.empty()) {
+    r.goals();
+    for (const auto& [name, met, note] : run.goals) r.goal(name, met, note);
+  }
+  r.verification(!run.failed, "y differs between modes");
+  r.finish();
+}
+
 int run(Context& ctx) {
   const Config& c = ctx.config();
-  MPI_Comm comm = ctx.comm();
-  locus::Team& world = ctx.runtime().world();
-  const bool root = ctx.rank() == 0;
-  const bool emulated = ctx.runtime().node_map().emulated_size > 0;
-  const bool thread_on = ctx.runtime().settings().progress.thread;
-  const bool servers = world.served();
-  std::string label = c.string("bench.label");
-  if (label.empty()) label = emulated ? "emulated nodes" : "real nodes";
-  const std::string dir = c.string("output.dir");
-  if (root) std::filesystem::create_directories(dir);
-  const std::string csv_path = dir + "/" + c.string("output.name") + ".csv";
-  std::ofstream csv;
-  if (root) {
-    const bool fresh = !std::filesystem::exists(csv_path);
-    csv.open(csv_path, std::ios::app);
-    if (fresh) csv << "placement,ranks,part,case,variant,figure,value\n";
-  }
-  auto row = [&](const std::string& part, const std::string& cs, const std::string& variant,
-                 const std::string& figure, double value) {
-    if (root)
-      csv << label << "," << ctx.size() << "," << part << "," << cs << "," << variant << "," << figure << ","
-          << value << "\n";
-  };
-  bool failed = false;
-  std::vector<std::string> goals;
-
-  const std::size_t bw_mib = static_cast<std::size_t>(c.integer("bench.stream_mib"));
-  const Bandwidth bw = measure_bandwidth(comm, bw_mib);
-  const double stream = bw.best();
-  if (root)
+  Run run{ctx, ctx.comm(), ctx.runtime().world(), ctx.rank() == 0, ctx.runtime().node_map().emulated_size > 0,
+          ctx.runtime().settings().progress.thread, c.string("bench.label"), {}, {}, {}, {}};
+  if (run.label.empty()) run.label = run.emulated ? "emulated nodes" : "real nodes";
+  for (const char* k : {"placement", "ranks", "part", "case", "variant", "figure", "value"}) run.figures.data_column(k);
+  // 1. STREAM on every rank at once
+  run.bw = measure_bandwidth(run.comm, static_cast<std::size_t>(c.integer("bench.stream_mib")));
+  if (run.root)
     std::printf("# spmv benchmark, %d ranks, %s%s\n# memory bandwidth per rank, all ranks at once: STREAM triad %.2f "
                 "GB/s (24 B/element; %.2f with write-allocate), read-only %.2f GB/s; roofline: %.2f GB/s\n",
-                ctx.size(), label.c_str(),
-                bench::oversubscription_note().c_str(),
-                bw.triad_stream,
-                bw.triad_real, bw.read, stream);
-  row("stream", "triad", "-", "gb_per_s_per_rank", bw.triad_stream);
-  row("stream", "triad_write_allocate", "-", "gb_per_s_per_rank", bw.triad_real);
-  row("stream", "read", "-", "gb_per_s_per_rank", bw.read);
-
+                ctx.size(), run.label.c_str(), bench::oversubscription_note().c_str(), run.bw.triad_stream,
+                run.bw.triad_real, run.bw.read, run.bw.best());
+  run.figure("stream", "triad", "-", "gb_per_s_per_rank", run.bw.triad_stream);
+  run.figure("stream", "triad_write_allocate", "-", "gb_per_s_per_rank", run.bw.triad_real);
+  run.figure("stream", "read", "-", "gb_per_s_per_rank", run.bw.read);
   if (c.boolean("bench.spmv")) {
     std::vector<std::string> modes = split_list(c.string("bench.modes"));
     modes.erase(std::remove_if(modes.begin(), modes.end(),
-                               [&](const std::string& m) { return m == "thread" && !thread_on; }),
+                               [&](const std::string& m) { return m == "thread" && !run.thread_on; }),
                 modes.end());
-    for (const std::string& mname : split_list(c.string("bench.matrices"))) {
-      spmv::GeneratorSpec g;
-      if (mname == "hpcg27") {
-        g.kind = "hpcg27";
-        g.nx = g.ny = g.nz = c.integer("bench.nx");
-      } else if (mname == "banded") {
-        g.kind = "banded";
-        g.n = c.integer("bench.banded_rows");
-        g.bandwidth = c.integer("bench.bandwidth");
-        g.per_row = c.integer("bench.per_row");
-        g.seed = 1;
-      } else {
-        locus::collective_require(comm, false, c.locate("bench.matrices") + ": unknown matrix " + mname +
-                                                   " (hpcg27, banded)");
-      }
-      spmv::MatrixInfo info;
-      spmv::RowBlock raw = spmv::generate(comm, g, info);
-      const std::vector<gidx> starts = spmv::partition(comm, raw, true);
-      const spmv::RowBlock rows = spmv::redistribute(comm, raw, starts);
-      raw = spmv::RowBlock{};
-      std::vector<std::unique_ptr<spmv::Operator>> ops;
-      for (const auto& m : modes)
-        ops.push_back(std::make_unique<spmv::Operator>(world, rows, starts, spmv::parse_mode(m), 1));
-      const gidx n = ops[0]->rows();
-      std::vector<double> xin(static_cast<std::size_t>(n));
-      for (gidx i = 0; i < n; ++i) xin[i] = spmv::hash_uniform(7, static_cast<std::uint64_t>(ops[0]->first() + i));
-      std::vector<std::vector<double>> ys(modes.size(), std::vector<double>(static_cast<std::size_t>(n)));
-      std::vector<ModeFigures> fig(modes.size());
-      std::vector<double> local_only, local_fraction, round_stream;
-      const long products = c.integer("bench.products");
-      double bytes = 0, lbytes = 0, nnz = 0;
-      {
-        double b = ops[0]->model_bytes(), lb = ops[0]->local_model_bytes(), z = double(ops[0]->nnz());
-        MPI_Allreduce(&b, &bytes, 1, MPI_DOUBLE, MPI_SUM, comm);
-        MPI_Allreduce(&lb, &lbytes, 1, MPI_DOUBLE, MPI_SUM, comm);
-        MPI_Allreduce(&z, &nnz, 1, MPI_DOUBLE, MPI_SUM, comm);
-      }
-      for (auto& op : ops) std::copy(xin.begin(), xin.end(), op->x());
-      for (std::size_t k = 0; k < ops.size(); ++k) ops[k]->apply(ys[k].data());  // warm-up
-      for (long rep = 0; rep < c.integer("bench.repeats"); ++rep) {
-        for (std::size_t k = 0; k < ops.size(); ++k) {
-          spmv::Operator& op = *ops[k];
-          op.reset_times();
-          locus::barrier(world);
-          const double t0 = MPI_Wtime();
-          for (long p = 0; p < products; ++p) {
-            op.x();
-            op.apply(ys[k].data());
-          }
-          const double t = max_over_ranks(comm, MPI_Wtime() - t0) / double(products);
-          const spmv::ModeTimes& mt = op.times();
-          fig[k].per_product.push_back(t);
-          fig[k].local.push_back(max_over_ranks(comm, mt.local) / double(products));
-          fig[k].remote.push_back(max_over_ranks(comm, mt.remote) / double(products));
-          fig[k].post.push_back(max_over_ranks(comm, mt.post) / double(products));
-          fig[k].wait.push_back(max_over_ranks(comm, mt.wait) / double(products));
-        }
-        // the local part alone (same data, no communication), and the
-        // memory bandwidth right next to it (the host's drifts)
-        locus::barrier(world);
-        const double t0 = MPI_Wtime();
-        for (long p = 0; p < products; ++p) ops[0]->apply_local(ys[0].data());
-        const double tl = max_over_ranks(comm, MPI_Wtime() - t0) / double(products);
-        local_only.push_back(tl);
-        const double round_bw = measure_bandwidth(comm, bw_mib).best();
-        local_fraction.push_back(lbytes / tl / 1e9 / (round_bw * ctx.size()));
-        round_stream.push_back(round_bw);
-        ops[0]->apply(ys[0].data());  // leave the baseline's y complete
-      }
-      // the same y in every mode
-      bool same = true;
-      for (std::size_t k = 1; k < ys.size(); ++k)
-        same = same && std::equal(ys[k].begin(), ys[k].end(), ys[0].begin(), [](double a, double b) {
-                 return std::memcmp(&a, &b, sizeof a) == 0;
-               });
-      int all_same = same ? 1 : 0, everywhere = 0;
-      MPI_Allreduce(&all_same, &everywhere, 1, MPI_INT, MPI_MIN, comm);
-      failed = failed || !everywhere;
-      const double tl = median(local_only);
-      const double lfrac = median(local_fraction);
-      const double mstream = median(round_stream);
-      if (root) {
-        std::printf("\n## %s: %s, %.0f nonzeros, %.1f MB by the traffic model per product\n", mname.c_str(),
-                    info.source.c_str(), nnz, bytes / 1e6);
-        std::printf("%-9s %12s %9s %9s %8s %10s %10s %10s %10s %9s %9s\n", "mode", "us/product", "GFLOP/s",
-                    "GB/s", "%roof", "local_us", "remote_us", "post_us", "wait_us", "/vector", "/overlap");
-      }
-      std::map<std::string, double> med;
-      for (std::size_t k = 0; k < modes.size(); ++k) med[modes[k]] = median(fig[k].per_product);
-      for (std::size_t k = 0; k < modes.size(); ++k) {
-        const double t = med[modes[k]];
-        const double gbs = bytes / t / 1e9;
-        auto speed = [&](const char* base) {
-          char s[16] = "-";
-          if (med.count(base)) std::snprintf(s, sizeof s, "%.2f", med[base] / t);
-          return std::string(s);
-        };
-        if (root)
-          std::printf("%-9s %12.1f %9.3f %9.2f %7.1f%% %10.1f %10.1f %10.1f %10.1f %9s %9s\n", modes[k].c_str(),
-                      t * 1e6, 2 * nnz / t / 1e9, gbs, 100 * gbs / (stream * ctx.size()),
-                      median(fig[k].local) * 1e6, median(fig[k].remote) * 1e6, median(fig[k].post) * 1e6,
-                      median(fig[k].wait) * 1e6, speed("vector").c_str(), speed("overlap").c_str());
-        row("spmv", mname, modes[k], "us_per_product", t * 1e6);
-        row("spmv", mname, modes[k], "gb_per_s", gbs);
-        row("spmv", mname, modes[k], "stream_fraction", gbs / (stream * ctx.size()));
-      }
-      if (root) {
-        std::printf("local part alone: %.1f us, %.2f GB/s; bandwidth next to it %.2f GB/s per rank; fraction (median of "
-                    "rounds) %.0f%% (goal >= 80%%: %s)\n", tl * 1e6, lbytes / tl / 1e9, mstream, 100 * lfrac,
-                    lfrac >= 0.8 ? "met" : "MISSED");
-        std::printf("y bitwise identical in every mode: %s\n", everywhere ? "yes" : "NO");
-      }
-      row("spmv", mname, "local-only", "stream_fraction", lfrac);
-      goals.push_back(mname + "_local_stream_fraction_ge_0.8: " + std::string(lfrac >= 0.8 ? "met" : "missed"));
-      std::size_t iv = std::find(modes.begin(), modes.end(), "vector") - modes.begin();
-      std::size_t it = std::find(modes.begin(), modes.end(), "task") - modes.begin();
-      if (iv < modes.size() && it < modes.size()) {
-        const double tloc = median(fig[iv].local), trem = median(fig[iv].remote);
-        const double tcomm = median(fig[iv].post) + median(fig[iv].wait);
-        const double eff = (std::max(tloc, tcomm) + trem) / med["task"];
-        if (root)
-          std::printf("task overlap efficiency (max(T_local %.1f, T_comm %.1f) + T_remote %.1f) / T_task %.1f = %.2f"
-                      "%s\n", tloc * 1e6, tcomm * 1e6, trem * 1e6, med["task"] * 1e6, eff,
-                      emulated ? (eff >= 0.9 ? " (goal >= 0.9 on emulated nodes: met)" : " (goal >= 0.9: MISSED)") : "");
-        row("spmv", mname, "task", "overlap_efficiency", eff);
-        if (emulated) goals.push_back(mname + "_task_overlap_efficiency_ge_0.9: " + (eff >= 0.9 ? "met" : "missed"));
-      }
-      if (med.count("rma") && med.count("overlap") && !emulated) {
-        const bool ok = med["rma"] <= med["overlap"];
-        goals.push_back(mname + "_rma_no_slower_than_overlap_same_node: " + std::string(ok ? "met" : "missed") +
-                        " (" + std::to_string(med["overlap"] / med["rma"]).substr(0, 4) + "x)");
-      }
-    }
+    for (const std::string& mname : split_list(c.string("bench.matrices"))) spmv_matrix(run, mname, modes);
   }
-
-  if (c.boolean("bench.ghost")) {
-    Ghost g;
-    g.comm = comm;
-    g.rank = ctx.rank();
-    g.size = ctx.size();
-    g.bytes = static_cast<std::size_t>(c.integer("bench.ghost_bytes")) / 8 * 8;
-    const std::size_t count = g.bytes / 8;
-    g.sendl.assign(count, 1.0);
-    g.sendr.assign(count, 2.0);
-    g.recvl.assign(count, 0.0);
-    g.recvr.assign(count, 0.0);
-    const std::size_t wn = static_cast<std::size_t>(c.integer("bench.l2_kib")) * 1024 / 32;
-    g.a.assign(wn, 0.0);
-    g.b.assign(wn, 1.0);
-    g.c.assign(wn, 0.5);
-    g.d.assign(wn, 0.25);
-    const long iters = c.integer("bench.ghost_iterations");
-    // calibrate: the work takes bench.work_factor times the bare exchange
-    const double tcomm_probe = ghost_run(g, iters, true, false, false);
-    g.work_reps = 1;
-    const double one = ghost_run(g, 20, false, true, false);
-    g.work_reps = std::max(1L, static_cast<long>(c.real("bench.work_factor") * tcomm_probe / one));
-    MPI_Bcast(&g.work_reps, 1, MPI_LONG, 0, comm);
-    struct Variant {
-      std::string name;
-      bool thread = false, onesided = false;
-    };
-    std::vector<Variant> vars{{"two-sided (baseline)"}};
-    if (thread_on) vars.push_back({"two-sided + progress thread", true});
-    std::unique_ptr<OneSided> os;
-    if (servers || !world.same_node((g.rank + 1) % g.size)) {
-      os = std::make_unique<OneSided>();
-      os->recv = locus::Array<double>(world, 2 * count);
-      os->send = locus::Array<double>(world, 2 * count);
-      os->flags = locus::Array<std::uint64_t>(world, 2);
-      std::fill(os->flags.data(), os->flags.data() + 2, 0);
-      std::fill(os->send.data(), os->send.data() + 2 * count, 3.0);
-      locus::barrier(world);
-      vars.push_back({servers ? "one-sided + progress processes" : "one-sided (locus, direct)", false, true});
-    }
-    std::map<std::string, std::vector<double>> both, comm_only;
-    std::vector<double> work_only;
-    for (long rep = 0; rep < c.integer("bench.repeats"); ++rep) {
-      work_only.push_back(ghost_run(g, iters, false, true, false));
-      for (const Variant& v : vars) {
-        if (v.onesided) {
-          comm_only[v.name].push_back(ghost_run_onesided(g, *os, world, iters, true, false));
-          both[v.name].push_back(ghost_run_onesided(g, *os, world, iters, true, true));
-        } else {
-          comm_only[v.name].push_back(ghost_run(g, iters, true, false, v.thread));
-          both[v.name].push_back(ghost_run(g, iters, true, true, v.thread));
-        }
-      }
-    }
-    const double tw = median(work_only);
-    if (root) {
-      std::printf("\n## ghost cells (APSM 5.2): ring of %d, %zu B to each neighbour, triad on %ld KiB x %ld; "
-                  "work alone %.1f us\n", g.size, g.bytes, c.integer("bench.l2_kib"), g.work_reps, tw * 1e6);
-      std::printf("%-32s %12s %12s %12s %9s\n", "variant", "exchange_us", "ex+work_us", "visible_us", "hidden");
-    }
-    // hidden: the share of the baseline's bare exchange (the communication
-    // a user wants hidden) that no longer shows: 1 - visible / T_exchange
-    const double texchange = median(comm_only[vars[0].name]);
-    double hidden_thread = -1, hidden_base = -1;
-    for (const Variant& v : vars) {
-      const double tc = median(comm_only[v.name]), tb = median(both[v.name]);
-      const double visible = std::max(0.0, tb - tw);
-      const double hidden = texchange > 0 ? std::max(0.0, 1.0 - visible / texchange) : 0.0;
-      if (root)
-        std::printf("%-32s %12.1f %12.1f %12.1f %8.0f%%\n", v.name.c_str(), tc * 1e6, tb * 1e6, visible * 1e6,
-                    100 * hidden);
-      row("ghost", std::to_string(g.bytes), v.name, "exchange_us", tc * 1e6);
-      row("ghost", std::to_string(g.bytes), v.name, "visible_us", visible * 1e6);
-      row("ghost", std::to_string(g.bytes), v.name, "hidden_fraction", hidden);
-      if (v.thread) hidden_thread = hidden;
-      if (v.name == vars[0].name) hidden_base = hidden;
-    }
-    if (hidden_thread >= 0) {
-      goals.push_back(std::string("ghost_progress_thread_hides_ge_80pct") + (emulated ? "" : "_(real node)") + ": " +
-                      (hidden_thread >= 0.8 ? "met" : "missed") + " (" +
-                      std::to_string(int(std::round(100 * hidden_thread))) + "% vs baseline " +
-                      std::to_string(int(std::round(100 * hidden_base))) + "%)");
-    }
-  }
-  if (root) {
-    std::printf("\nlocus_bench:\n  benchmark: spmv\n  placement: %s\n  csv: %s\n", label.c_str(),
-                std::filesystem::absolute(csv_path).c_str());
-    if (!goals.empty()) {
-      std::printf("  goals:\n");
-      for (const auto& g : goals) std::printf("    %s\n", g.c_str());
-    }
-    std::printf("  verification: %s\n", failed ? "FAIL (y differs between modes)" : "PASS");
-  }
-  return failed ? 1 : 0;
+  if (c.boolean("bench.ghost")) ghost_part(run);
+  if (run.root) report(run);
+  return run.failed ? 1 : 0;
 }
 
 }  // namespace

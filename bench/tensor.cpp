@@ -16,12 +16,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <thread>
 
-#include "common.hpp"
+#include "harness.hpp"
 #include "locus/profile.hpp"
 #include "locus/rma.hpp"
 #include "locus/runtime.hpp"
@@ -77,198 +74,266 @@ void busy_dgemm(double seconds) {
     cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0, a.data(), n, b.data(), n, 0.0, c.data(), n);
 }
 
+// What every part reads and adds to: the run's units, the long-format
+// figures (part, case, figure, value: the CSV, appended run after run) and
+// the goal verdicts.
+struct Run {
+  Context& ctx;
+  MPI_Comm comm;
+  locus::Team& world;
+  bool root;
+  int units;
+  long repeats;
+  std::string label;
+  bench::Table figures;
+  std::vector<std::pair<std::string, bool>> goals;
+  void figure(const std::string& part, const std::string& cs, const std::string& fig, double v) {
+    figures.row({label, units, part, cs, fig, v});
+  }
+};
+
+// The large DGEMM on every rank at once, GFLOP/s per rank.
+class LargeDgemm {
+ public:
+  LargeDgemm(MPI_Comm comm, int n)
+      : comm_(comm), n_(n), a_(std::size_t(n) * n, 1.0), b_(std::size_t(n) * n, 0.5), c_(std::size_t(n) * n, 0.0) {}
+  double operator()() {
+    MPI_Barrier(comm_);
+    const double t0 = MPI_Wtime();
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n_, n_, n_, 1.0, a_.data(), n_, b_.data(), n_, 0.0,
+                c_.data(), n_);
+    return 2.0 * double(n_) * n_ * n_ / max_over_ranks(comm_, MPI_Wtime() - t0) / 1e9;
+  }
+
+ private:
+  MPI_Comm comm_;
+  int n_;
+  std::vector<double> a_, b_, c_;
+};
+
+// memcpy of one block's bytes (tile^4 doubles), every rank at once, counted
+// like the sort: 16 B per element (read and write).
+double memcpy_gbs(MPI_Comm comm, std::vector<double>& msrc, std::vector<double>& mdst) {
+  const std::size_t block = msrc.size();
+  const long reps = std::max<long>(1, long((64u << 20) / (block * 8)));
+  MPI_Barrier(comm);
+  const double t0 = MPI_Wtime();
+  for (long i = 0; i < reps; ++i) {
+    std::memcpy(mdst.data(), msrc.data(), block * sizeof(double));
+    msrc[std::size_t(i) % block] += 1.0;  // keep the copies alive
+  }
+  return 16.0 * double(block) * double(reps) / max_over_ranks(comm, MPI_Wtime() - t0) / 1e9;
+}
+
+// One tile size of the sweep: the task loop's rate against the large
+// DGEMM of the same round, its overhead, the sort against memcpy (medians).
+struct TileResult {
+  double rate, frac, ov, sort_rate, sort_frac;
+  LoopStats keep;
+};
+
+TileResult time_tile(Run& run, LargeDgemm& large, long tile) {
+  Problem p = ccsd(2 * tile, tile, 1);
+  Schedule sched;
+  std::vector<double> rates, overheads, fractions, sort_fracs, sort_gbs;
+  TileResult out{};
+  const std::size_t block = std::size_t(tile) * tile * tile * tile;
+  std::vector<double> msrc(block, 1.0), mdst(block, 0.0);
+  for (long r = 0; r < run.repeats; ++r) {
+    const double round_peak = large();
+    const double round_memcpy = memcpy_gbs(run.comm, msrc, mdst);
+    TiledTensor A(run.world, p, p.con.a, 0), B(run.world, p, p.con.b, 1), C(run.world, p, p.con.c, 2);
+    PhaseResult res = contract(run.world, p, sched, A, B, C);
+    double flops = 0;
+    MPI_Allreduce(&res.stats.flops, &flops, 1, MPI_DOUBLE, MPI_SUM, run.comm);
+    rates.push_back(flops / res.seconds / 1e9 / run.units);
+    fractions.push_back(rates.back() / round_peak);
+    const LoopStats& st = res.stats;
+    const double ov = (st.get + st.wait + st.sort + st.accumulate + st.nxtask) / st.total;
+    overheads.push_back(max_over_ranks(run.comm, ov));
+    const double sgbs = st.sort > 0 ? st.sort_bytes / st.sort / 1e9 : 0.0;
+    double slow = sgbs;  // the slowest rank's sort bandwidth
+    MPI_Allreduce(MPI_IN_PLACE, &slow, 1, MPI_DOUBLE, MPI_MIN, run.comm);
+    sort_gbs.push_back(slow);
+    sort_fracs.push_back(slow / round_memcpy);
+    out.keep = st;
+  }
+  out.sort_frac = locus::median(sort_fracs);
+  out.sort_rate = locus::median(sort_gbs);
+  out.rate = locus::median(rates);
+  out.ov = locus::median(overheads);
+  out.frac = locus::median(fractions);  // against the large DGEMM of the same round
+  return out;
+}
+
+bench::Table dgemm_table() {
+  bench::Table t;
+  t.column("tile", "tile", "%6ld")
+      .column("dgemm_dim", "dgemm_dim", " %10ld")
+      .column("gflop_per_s_per_rank", "GFLOP/s/rank", " %14.2f")
+      .column("fraction_of_large", "of_large", " %12s")
+      .column("overhead_fraction", "overhead", " %10s")
+      .column("get_wait_fraction", "get+wait", " %10s")
+      .column("sort_fraction", "sort", " %10s")
+      .column("accumulate_fraction", "acc", " %10s")
+      .column("nxtask_fraction", "nxtask", " %10s")
+      .column("sort_gb_per_s", "sort_GB/s", " %12.2f")
+      .column("sort_fraction_of_memcpy", "of_memcpy", " %10s");
+  return t;
+}
+
+// A fraction as the DGEMM table shows it: "%9.1f%%" (or "%11.0f%%").
+bench::Cell percent(double f, const char* format) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, format, 100 * f);
+  return bench::Cell::as(f, buf);
+}
+
+// 1. DGEMM efficiency per tile size against OpenBLAS on one large matrix;
+// the large DGEMM is measured again next to every tile size's run (the
+// host's speed drifts).
+bench::Table dgemm_part(Run& run) {
+  const Config& c = run.ctx.config();
+  const int n = static_cast<int>(c.integer("bench.dgemm_n"));
+  LargeDgemm large(run.comm, n);
+  std::vector<double> peaks;
+  for (long r = 0; r < run.repeats; ++r) peaks.push_back(large());
+  const double peak = locus::median(peaks);
+  run.figure("dgemm", std::to_string(n), "gflop_per_s_per_rank", peak);
+  bench::Table t = dgemm_table();
+  if (run.root) {
+    std::printf("\n## DGEMM efficiency: OpenBLAS %d^3 on every rank at once: %.2f GFLOP/s per rank (median; "
+                "of_large: median of per-round ratios, the large DGEMM rerun next to each run)\n", n, peak);
+    t.print_header();
+  }
+  for (const std::string& ts : split_list(c.string("bench.tiles"))) {
+    const long tile = std::stol(ts);
+    const TileResult x = time_tile(run, large, tile);
+    const LoopStats& k = x.keep;
+    t.row({tile, tile * tile, x.rate, percent(x.frac, "%11.0f%%"), percent(x.ov, "%9.1f%%"),
+           percent((k.get + k.wait) / k.total, "%9.1f%%"), percent(k.sort / k.total, "%9.1f%%"),
+           percent(k.accumulate / k.total, "%9.1f%%"), percent(k.nxtask / k.total, "%9.1f%%"), x.sort_rate,
+           percent(x.sort_frac, "%9.0f%%")});
+    if (run.root) t.print_row(t.rows() - 1);
+    run.figure("dgemm", ts, "gflop_per_s_per_rank", x.rate);
+    run.figure("dgemm", ts, "fraction_of_large", x.frac);
+    run.figure("dgemm", ts, "overhead_fraction", x.ov);
+    run.figure("sort", ts, "gb_per_s_per_rank", x.sort_rate);
+    run.figure("sort", ts, "fraction_of_memcpy", x.sort_frac);
+    if (tile >= 24 && tile <= 30) run.goals.push_back({"tile_" + ts + "_sort_ge_80pct_of_memcpy", x.sort_frac >= 0.8});
+    if (tile >= 32) run.goals.push_back({"tile_" + ts + "_ge_80pct_of_large_dgemm", x.frac >= 0.8});
+    if (tile >= 24 && tile <= 30 && run.units == 2)
+      run.goals.push_back({"tile_" + ts + "_overhead_le_10pct_2_ranks", x.ov <= 0.10});
+  }
+  return t;
+}
+
+// 2. NXTASK: fetch-and-add latency with every unit hammering the counter,
+// and while the counter's owner computes without MPI; counter on the first
+// and on the last unit.
+void nxtask_part(Run& run) {
+  const Config& c = run.ctx.config();
+  const long fetches = c.integer("bench.fetches");
+  locus::Array<std::uint64_t> counter(run.world, 1);
+  counter.data()[0] = 0;
+  locus::barrier(run.world);
+  if (run.root)
+    std::printf("\n## NXTASK: fetch-and-add latency (us, median of %ld), every unit hammering\n", run.repeats);
+  for (int owner_last = 0; owner_last < 2; ++owner_last) {
+    const int owner = owner_last ? run.units - 1 : 0;
+    std::vector<double> lat, lat_busy;
+    for (long r = 0; r < run.repeats; ++r) {
+      locus::barrier(run.world);
+      double t0 = MPI_Wtime();
+      for (long i = 0; i < fetches; ++i) locus::fetch_and_op(counter.gptr(owner), std::uint64_t(1), locus::Op::sum);
+      lat.push_back(max_over_ranks(run.comm, (MPI_Wtime() - t0) / double(fetches)));
+      // the owner computes without MPI; the others fetch meanwhile
+      locus::barrier(run.world);
+      double mine = 0;
+      if (run.ctx.rank() == owner && run.units > 1) {
+        busy_dgemm(c.real("bench.busy_seconds"));
+      } else {
+        const long n = std::max(10L, fetches / 10);
+        t0 = MPI_Wtime();
+        for (long i = 0; i < n; ++i) locus::fetch_and_op(counter.gptr(owner), std::uint64_t(1), locus::Op::sum);
+        mine = (MPI_Wtime() - t0) / double(n);
+      }
+      lat_busy.push_back(max_over_ranks(run.comm, mine));
+    }
+    const char* name = owner_last ? "last" : "first";
+    const double l = locus::median(lat) * 1e6, lb = locus::median(lat_busy) * 1e6;
+    if (run.root)
+      std::printf("counter on the %-5s unit: %8.2f us all hammering; %8.2f us while the owner computes%s\n", name, l,
+                  lb, run.units == 1 ? " (1 rank: no other unit)" : "");
+    run.figure("nxtask", name, "latency_us", l);
+    run.figure("nxtask", name, "latency_owner_busy_us", lb);
+  }
+}
+
+// 3. NXTASK against static round-robin on a block-sparse (unbalanced)
+// problem, interleaved repeats.
+void balance_part(Run& run) {
+  const Config& c = run.ctx.config();
+  Problem p = ccsd(c.integer("bench.sparse_extent"), c.integer("bench.sparse_tile"),
+                   static_cast<int>(c.integer("bench.sparse_irreps")));
+  // uneven tasks: j has one full tile and one of an eighth, and j varies
+  // fastest over the tasks, so on an even unit count static round-robin
+  // hands the big ones to the same units
+  const gidx jt = p.index['j'].tile;
+  p.index['j'].extent = jt + std::max<gidx>(1, jt / 8);
+  double imbalance[2] = {0, 0};
+  const bench::Samples seconds = bench::interleave(run.repeats, {"nxtask", "static"}, [&](const std::string& name, long) {
+    const int st = name == "static";
+    Schedule sched;
+    sched.scheduling = st ? Scheduling::static_rr : Scheduling::nxtask;
+    TiledTensor A(run.world, p, p.con.a, 0), B(run.world, p, p.con.b, 1), C(run.world, p, p.con.c, 2);
+    PhaseResult res = contract(run.world, p, sched, A, B, C);
+    double busy = res.stats.dgemm + res.stats.sort, mx = max_over_ranks(run.comm, busy), sum = 0;
+    MPI_Allreduce(&busy, &sum, 1, MPI_DOUBLE, MPI_SUM, run.comm);
+    imbalance[st] = sum > 0 ? mx * run.units / sum : 1.0;
+    return res.seconds;
+  });
+  const double a = locus::median(seconds.at("nxtask")), b = locus::median(seconds.at("static"));
+  if (run.root) {
+    std::printf("\n## NXTASK vs static, unbalanced block-sparse CCSD-like term (extent %ld, tile %ld, %ld irreps; j: "
+                "tiles %ld and %ld)\n",
+                c.integer("bench.sparse_extent"), c.integer("bench.sparse_tile"), c.integer("bench.sparse_irreps"),
+                long(jt), long(p.index['j'].extent - jt));
+    std::printf("nxtask %.2f ms (work imbalance %.2f), static %.2f ms (imbalance %.2f): nxtask %.2fx\n", a * 1e3,
+                imbalance[0], b * 1e3, imbalance[1], b / a);
+  }
+  run.figure("balance", "nxtask", "ms", a * 1e3);
+  run.figure("balance", "static", "ms", b * 1e3);
+  if (run.units > 1) run.goals.push_back({"nxtask_beats_static_block_sparse", a < b});
+}
+
 int bench_run(Context& ctx) {
   const Config& c = ctx.config();
-  MPI_Comm comm = ctx.comm();
-  locus::Team& world = ctx.runtime().world();
-  const bool root = ctx.rank() == 0;
-  const int units = ctx.size();
   openblas_set_num_threads(1);
-  const bool emulated = ctx.runtime().node_map().emulated_size > 0;
-  std::string label = c.string("bench.label");
-  if (label.empty()) label = emulated ? "emulated nodes" : "real nodes";
-  const std::string dir = c.string("output.dir");
-  if (root) std::filesystem::create_directories(dir);
-  const std::string csv_path = dir + "/" + c.string("output.name") + ".csv";
-  std::ofstream csv;
-  if (root) {
-    const bool fresh = !std::filesystem::exists(csv_path);
-    csv.open(csv_path, std::ios::app);
-    if (fresh) csv << "placement,ranks,part,case,figure,value\n";
-  }
-  auto row = [&](const std::string& part, const std::string& cs, const std::string& fig, double v) {
-    if (root) csv << label << "," << units << "," << part << "," << cs << "," << fig << "," << v << "\n";
-  };
+  Run run{ctx, ctx.comm(), ctx.runtime().world(), ctx.rank() == 0, ctx.size(), c.integer("bench.repeats"),
+          c.string("bench.label"), {}, {}};
+  if (run.label.empty()) run.label = ctx.runtime().node_map().emulated_size > 0 ? "emulated nodes" : "real nodes";
+  for (const char* k : {"placement", "ranks", "part", "case", "figure", "value"}) run.figures.data_column(k);
   const std::vector<std::string> parts = split_list(c.string("bench.parts"));
   auto wants = [&](const char* p) { return std::find(parts.begin(), parts.end(), p) != parts.end(); };
-  const long repeats = c.integer("bench.repeats");
-  std::vector<std::string> goals;
-  if (root)
-    std::printf("# tensor_contract benchmark, %d ranks, %s%s\n", units, label.c_str(),
+  if (run.root)
+    std::printf("# tensor_contract benchmark, %d ranks, %s%s\n", run.units, run.label.c_str(),
                 bench::oversubscription_note().c_str());
-
-  if (wants("dgemm")) {
-    const int n = static_cast<int>(c.integer("bench.dgemm_n"));
-    std::vector<double> a(std::size_t(n) * n, 1.0), b(std::size_t(n) * n, 0.5), cc(std::size_t(n) * n, 0.0);
-    // the large DGEMM on every rank at once, GFLOP/s per rank; measured
-    // again next to every tile size's run (the host's speed drifts)
-    auto large_dgemm = [&]() {
-      MPI_Barrier(comm);
-      const double t0 = MPI_Wtime();
-      cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0, a.data(), n, b.data(), n, 0.0,
-                  cc.data(), n);
-      return 2.0 * double(n) * n * n / max_over_ranks(comm, MPI_Wtime() - t0) / 1e9;
-    };
-    std::vector<double> peaks;
-    for (long r = 0; r < repeats; ++r) peaks.push_back(large_dgemm());
-    const double peak = locus::median(peaks);
-    row("dgemm", std::to_string(n), "gflop_per_s_per_rank", peak);
-    if (root) {
-      std::printf("\n## DGEMM efficiency: OpenBLAS %d^3 on every rank at once: %.2f GFLOP/s per rank (median; "
-                  "of_large: median of per-round ratios, the large DGEMM rerun next to each run)\n", n, peak);
-      std::printf("%6s %10s %14s %12s %10s %10s %10s %10s %10s %12s %10s\n", "tile", "dgemm_dim", "GFLOP/s/rank",
-                  "of_large", "overhead", "get+wait", "sort", "acc", "nxtask", "sort_GB/s", "of_memcpy");
-    }
-    for (const std::string& ts : split_list(c.string("bench.tiles"))) {
-      const long tile = std::stol(ts);
-      Problem p = ccsd(2 * tile, tile, 1);
-      Schedule sched;
-      std::vector<double> rates, overheads, fractions, sort_fracs, sort_gbs;
-      LoopStats keep;
-      // memcpy of one block's bytes (tile^4 doubles), every rank at once,
-      // counted like the sort: 16 B per element (read and write).
-      const std::size_t block = std::size_t(tile) * tile * tile * tile;
-      std::vector<double> msrc(block, 1.0), mdst(block, 0.0);
-      auto memcpy_gbs = [&]() {
-        const long reps = std::max<long>(1, long((64u << 20) / (block * 8)));
-        MPI_Barrier(comm);
-        const double t0 = MPI_Wtime();
-        for (long i = 0; i < reps; ++i) {
-          std::memcpy(mdst.data(), msrc.data(), block * sizeof(double));
-          msrc[std::size_t(i) % block] += 1.0;  // keep the copies alive
-        }
-        return 16.0 * double(block) * double(reps) / max_over_ranks(comm, MPI_Wtime() - t0) / 1e9;
-      };
-      for (long r = 0; r < repeats; ++r) {
-        const double round_peak = large_dgemm();
-        const double round_memcpy = memcpy_gbs();
-        TiledTensor A(world, p, p.con.a, 0), B(world, p, p.con.b, 1), C(world, p, p.con.c, 2);
-        PhaseResult res = contract(world, p, sched, A, B, C);
-        double flops = 0;
-        MPI_Allreduce(&res.stats.flops, &flops, 1, MPI_DOUBLE, MPI_SUM, comm);
-        rates.push_back(flops / res.seconds / 1e9 / units);
-        fractions.push_back(rates.back() / round_peak);
-        const LoopStats& st = res.stats;
-        const double ov = (st.get + st.wait + st.sort + st.accumulate + st.nxtask) / st.total;
-        overheads.push_back(max_over_ranks(comm, ov));
-        const double sgbs = st.sort > 0 ? st.sort_bytes / st.sort / 1e9 : 0.0;
-        double slow = sgbs;  // the slowest rank's sort bandwidth
-        MPI_Allreduce(MPI_IN_PLACE, &slow, 1, MPI_DOUBLE, MPI_MIN, comm);
-        sort_gbs.push_back(slow);
-        sort_fracs.push_back(slow / round_memcpy);
-        keep = st;
-      }
-      const double sort_frac = locus::median(sort_fracs), sort_rate = locus::median(sort_gbs);
-      const double rate = locus::median(rates), ov = locus::median(overheads);
-      const double frac = locus::median(fractions);  // against the large DGEMM of the same round
-      if (root)
-        std::printf("%6ld %10ld %14.2f %11.0f%% %9.1f%% %9.1f%% %9.1f%% %9.1f%% %9.1f%% %12.2f %9.0f%%\n", tile,
-                    tile * tile, rate, 100 * frac, 100 * ov, 100 * (keep.get + keep.wait) / keep.total,
-                    100 * keep.sort / keep.total, 100 * keep.accumulate / keep.total, 100 * keep.nxtask / keep.total,
-                    sort_rate, 100 * sort_frac);
-      row("dgemm", ts, "gflop_per_s_per_rank", rate);
-      row("dgemm", ts, "fraction_of_large", frac);
-      row("dgemm", ts, "overhead_fraction", ov);
-      row("sort", ts, "gb_per_s_per_rank", sort_rate);
-      row("sort", ts, "fraction_of_memcpy", sort_frac);
-      if (tile >= 24 && tile <= 30)
-        goals.push_back("tile_" + ts + "_sort_ge_80pct_of_memcpy: " + std::string(sort_frac >= 0.8 ? "met" : "missed"));
-      if (tile >= 32) goals.push_back("tile_" + ts + "_ge_80pct_of_large_dgemm: " + (frac >= 0.8 ? "met" : "missed"));
-      if (tile >= 24 && tile <= 30 && units == 2)
-        goals.push_back("tile_" + ts + "_overhead_le_10pct_2_ranks: " + std::string(ov <= 0.10 ? "met" : "missed"));
-    }
+  bench::Table dgemm;
+  if (wants("dgemm")) dgemm = dgemm_part(run);
+  if (wants("nxtask")) nxtask_part(run);
+  if (wants("balance")) balance_part(run);
+  if (!run.root) return 0;
+  bench::Report r(c, "tensor");
+  r.table(run.figures, true);  // appended: the driver's runs go into one CSV
+  r.data("dgemm", dgemm);
+  r.text("placement", run.label);
+  r.paths();
+  if (!run.goals.empty()) {
+    r.goals();
+    for (const auto& [name, met] : run.goals) r.goal(name, met);
   }
-
-  if (wants("nxtask")) {
-    const long fetches = c.integer("bench.fetches");
-    locus::Array<std::uint64_t> counter(world, 1);
-    counter.data()[0] = 0;
-    locus::barrier(world);
-    if (root)
-      std::printf("\n## NXTASK: fetch-and-add latency (us, median of %ld), every unit hammering\n", repeats);
-    for (int owner_last = 0; owner_last < 2; ++owner_last) {
-      const int owner = owner_last ? units - 1 : 0;
-      std::vector<double> lat, lat_busy;
-      for (long r = 0; r < repeats; ++r) {
-        locus::barrier(world);
-        double t0 = MPI_Wtime();
-        for (long i = 0; i < fetches; ++i) locus::fetch_and_op(counter.gptr(owner), std::uint64_t(1), locus::Op::sum);
-        lat.push_back(max_over_ranks(comm, (MPI_Wtime() - t0) / double(fetches)));
-        // the owner computes without MPI; the others fetch meanwhile
-        locus::barrier(world);
-        double mine = 0;
-        if (ctx.rank() == owner && units > 1) {
-          busy_dgemm(c.real("bench.busy_seconds"));
-        } else {
-          const long n = std::max(10L, fetches / 10);
-          t0 = MPI_Wtime();
-          for (long i = 0; i < n; ++i) locus::fetch_and_op(counter.gptr(owner), std::uint64_t(1), locus::Op::sum);
-          mine = (MPI_Wtime() - t0) / double(n);
-        }
-        lat_busy.push_back(max_over_ranks(comm, mine));
-      }
-      const char* name = owner_last ? "last" : "first";
-      const double l = locus::median(lat) * 1e6, lb = locus::median(lat_busy) * 1e6;
-      if (root)
-        std::printf("counter on the %-5s unit: %8.2f us all hammering; %8.2f us while the owner computes%s\n", name,
-                    l, lb, units == 1 ? " (1 rank: no other unit)" : "");
-      row("nxtask", name, "latency_us", l);
-      row("nxtask", name, "latency_owner_busy_us", lb);
-    }
-  }
-
-  if (wants("balance")) {
-    Problem p = ccsd(c.integer("bench.sparse_extent"), c.integer("bench.sparse_tile"),
-                     static_cast<int>(c.integer("bench.sparse_irreps")));
-    // uneven tasks: j has one full tile and one of an eighth, and j varies
-    // fastest over the tasks, so on an even unit count static round-robin
-    // hands the big ones to the same units
-    const gidx jt = p.index['j'].tile;
-    p.index['j'].extent = jt + std::max<gidx>(1, jt / 8);
-    std::vector<double> tn, ts;
-    double imbalance[2] = {0, 0};
-    for (long r = 0; r < repeats; ++r)
-      for (int st = 0; st < 2; ++st) {
-        Schedule sched;
-        sched.scheduling = st ? Scheduling::static_rr : Scheduling::nxtask;
-        TiledTensor A(world, p, p.con.a, 0), B(world, p, p.con.b, 1), C(world, p, p.con.c, 2);
-        PhaseResult res = contract(world, p, sched, A, B, C);
-        (st ? ts : tn).push_back(res.seconds);
-        double busy = res.stats.dgemm + res.stats.sort, mx = max_over_ranks(comm, busy), sum = 0;
-        MPI_Allreduce(&busy, &sum, 1, MPI_DOUBLE, MPI_SUM, comm);
-        imbalance[st] = sum > 0 ? mx * units / sum : 1.0;
-      }
-    const double a = locus::median(tn), b = locus::median(ts);
-    if (root) {
-      std::printf("\n## NXTASK vs static, unbalanced block-sparse CCSD-like term (extent %ld, tile %ld, %ld irreps; j: "
-                  "tiles %ld and %ld)\n",
-                  c.integer("bench.sparse_extent"), c.integer("bench.sparse_tile"), c.integer("bench.sparse_irreps"),
-                  long(jt), long(p.index['j'].extent - jt));
-      std::printf("nxtask %.2f ms (work imbalance %.2f), static %.2f ms (imbalance %.2f): nxtask %.2fx\n", a * 1e3,
-                  imbalance[0], b * 1e3, imbalance[1], b / a);
-    }
-    row("balance", "nxtask", "ms", a * 1e3);
-    row("balance", "static", "ms", b * 1e3);
-    if (units > 1) goals.push_back("nxtask_beats_static_block_sparse: " + std::string(a < b ? "met" : "missed"));
-  }
-  if (root) {
-    std::printf("\nlocus_bench:\n  benchmark: tensor\n  placement: %s\n  csv: %s\n", label.c_str(),
-                std::filesystem::absolute(csv_path).c_str());
-    if (!goals.empty()) {
-      std::printf("  goals:\n");
-      for (const auto& g : goals) std::printf("    %s\n", g.c_str());
-    }
-  }
+  r.finish();
   return 0;
 }
 

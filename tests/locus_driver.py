@@ -17,7 +17,7 @@ def run(*args):
 def main():
     p = run("help")
     check(p.returncode == 0, "./locus help: %s" % p.stderr)
-    for cmd in ("setup", "build", "run", "test", "bench"):
+    for cmd in ("setup", "build", "run", "test", "bench", "lint"):
         check(cmd in p.stdout, "help lists %s" % cmd)
         q = run(cmd, "--help")
         check(q.returncode == 0 and q.stdout.startswith("usage: ./locus " + cmd),

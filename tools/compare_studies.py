@@ -106,6 +106,117 @@ def differences(A, B, la, lb):
     return hard, soft
 
 
+def rank_axis(ax, ranks):
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(ranks)
+    ax.set_xticklabels([str(r) for r in ranks])
+    ax.set_xlabel("ranks")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7)
+
+
+def plot_time(plt, A, B, la, lb, variants, ranks, colour):
+    """Both studies' times, A solid and B dashed, median and min-max."""
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    for v in variants:
+        for side, lab, style in ((A, la, "-o"), (B, lb, "--s")):
+            pts = [(r, side["agg"][(v, r)]) for r in ranks if (v, r) in side["agg"]]
+            if not pts:
+                continue
+            xs = [r for r, _ in pts]
+            ys = [a["median"] for _, a in pts]
+            err = [[a["median"] - a["min"] for _, a in pts], [a["max"] - a["median"] for _, a in pts]]
+            ax.errorbar(xs, ys, yerr=err, fmt=style, capsize=3, color=colour[v], label="%s: %s" % (lab, v))
+    ax.set_yscale("log")
+    ax.set_ylabel("%s time, slowest rank [s]" % A["metric"])
+    ax.set_title("%s (solid) vs %s (dashed), median and min-max" % (la, lb), fontsize=10)
+    rank_axis(ax, ranks)
+    return fig
+
+
+def plot_ratio(plt, A, B, la, lb, variants, ranks, colour):
+    """A's time over B's per point, with the ratio's range over the repeats."""
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    for v in variants:
+        ks = [(v, r) for r in ranks if (v, r) in A["agg"] and (v, r) in B["agg"]]
+        if not ks:
+            continue
+        xs = [k[1] for k in ks]
+        ys = [A["agg"][k]["median"] / B["agg"][k]["median"] for k in ks]
+        lo = [A["agg"][k]["min"] / B["agg"][k]["max"] for k in ks]
+        hi = [A["agg"][k]["max"] / B["agg"][k]["min"] for k in ks]
+        ax.errorbar(xs, ys, yerr=[[y - l for y, l in zip(ys, lo)], [h - y for y, h in zip(ys, hi)]], fmt="-o",
+                    capsize=3, color=colour[v], label=v)
+    ax.axhline(1.0, color="k", lw=0.8)
+    ax.set_ylabel("time %s / time %s" % (la, lb))
+    ax.set_title("above 1: %s is faster" % lb, fontsize=10)
+    rank_axis(ax, ranks)
+    return fig
+
+
+def plot(A, B, la, lb, variants, common, out):
+    """time and ratio (PNG and SVG in out); their names."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    cmap = plt.get_cmap("tab10")
+    colour = {v: cmap(i % 10) for i, v in enumerate(variants)}
+    ranks = sorted(set(r for _, r in common))
+    files = []
+    for name, draw in (("time", plot_time), ("ratio", plot_ratio)):
+        fig = draw(plt, A, B, la, lb, variants, ranks, colour)
+        for ext in ("png", "svg"):
+            fig.savefig(os.path.join(out, "%s.%s" % (name, ext)), dpi=110, bbox_inches="tight")
+        plt.close(fig)
+        files.append(name)
+    return files
+
+
+def machine_lines(A, B, la, lb):
+    """The two machines side by side."""
+    lines = ["## Machines", "", "| | %s | %s |" % (la, lb), "|---|---|---|"]
+    ma, mb = A["machine"] or {}, B["machine"] or {}
+    for k in list(ma) + [k for k in mb if k not in ma]:
+        if k == "app":
+            continue
+        fa, fb = ma.get(k, "–"), mb.get(k, "–")
+        fa = ", ".join(map(str, fa)) if isinstance(fa, list) else fa
+        fb = ", ".join(map(str, fb)) if isinstance(fb, list) else fb
+        lines.append("| %s | %s | %s |" % (k, fa, fb))
+    if not ma or not mb:
+        lines.append("")
+        lines.append("(a side without machine.yaml was run before locus recorded machines)")
+    return lines
+
+
+def write_report(A, B, la, lb, hard, soft, common, only, files, out):
+    """out/report.md: the command, the differences, machines, times, plots."""
+    lines = ["# %s vs %s" % (la, lb), "",
+             "A: `%s`, B: `%s`; metric: `%s` time of the slowest rank, median of the repeats with the "
+             "min-max spread. Regenerate (from any directory): `%s compare-studies %s %s --out %s%s`" % (
+                 A["dir"], B["dir"], A["metric"], shlex.quote(os.path.join(ROOT, "locus")),
+                 shlex.quote(A["dir"]), shlex.quote(B["dir"]), shlex.quote(out),
+                 " --allow-differences" if hard else ""), ""]
+    if hard or soft:
+        lines += ["## Differences between A and B", ""]
+        lines += ["- **%s** (compared anyway: --allow-differences)" % d for d in hard]
+        lines += ["- %s" % d for d in soft] + [""]
+    lines += machine_lines(A, B, la, lb)
+    lines += ["", "## Times", "", "| variant | ranks | %s [s] | %s [s] | %s / %s |" % (la, lb, la, lb),
+              "|---|---:|---:|---:|---:|"]
+    for k in common:
+        a, b = A["agg"][k], B["agg"][k]
+        lines.append("| %s | %d | %.4g (%.3g–%.3g, n=%d) | %.4g (%.3g–%.3g, n=%d) | %.2f (%.2f–%.2f) |" % (
+            k[0], k[1], a["median"], a["min"], a["max"], a["n"], b["median"], b["min"], b["max"], b["n"],
+            a["median"] / b["median"], a["min"] / b["max"], a["max"] / b["min"]))
+    if only:
+        lines += ["", "Only in one of them (not compared): " + ", ".join(
+            "%s at %d (%s)" % (v, r, la if (v, r) in A["agg"] else lb) for v, r in only)]
+    lines += [""] + ["![%s](%s.png)\n" % (f, f) for f in files]
+    with open(os.path.join(out, "report.md"), "w") as f:
+        f.write("\n".join(lines))
+
+
 def main():
     ap = argparse.ArgumentParser(prog="./locus compare-studies", description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -138,100 +249,8 @@ def main():
         only = sorted(set(A["agg"]) ^ set(B["agg"]), key=lambda k: (variants.index(k[0]), k[1]))
         if not common:
             raise UserError("A and B have no variant and rank count in common")
-
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-        cmap = plt.get_cmap("tab10")
-        colour = {v: cmap(i % 10) for i, v in enumerate(variants)}
-        ranks = sorted(set(r for _, r in common))
-        files = []
-
-        def save(fig, name):
-            for ext in ("png", "svg"):
-                fig.savefig(os.path.join(out, "%s.%s" % (name, ext)), dpi=110, bbox_inches="tight")
-            plt.close(fig)
-            files.append(name)
-
-        fig, ax = plt.subplots(figsize=(6.5, 4))
-        for v in variants:
-            for side, lab, style in ((A, la, "-o"), (B, lb, "--s")):
-                pts = [(r, side["agg"][(v, r)]) for r in ranks if (v, r) in side["agg"]]
-                if not pts:
-                    continue
-                xs = [r for r, _ in pts]
-                ys = [a["median"] for _, a in pts]
-                err = [[a["median"] - a["min"] for _, a in pts], [a["max"] - a["median"] for _, a in pts]]
-                ax.errorbar(xs, ys, yerr=err, fmt=style, capsize=3, color=colour[v], label="%s: %s" % (lab, v))
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set_xticks(ranks)
-        ax.set_xticklabels([str(r) for r in ranks])
-        ax.set_xlabel("ranks")
-        ax.set_ylabel("%s time, slowest rank [s]" % A["metric"])
-        ax.set_title("%s (solid) vs %s (dashed), median and min-max" % (la, lb), fontsize=10)
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=7)
-        save(fig, "time")
-
-        fig, ax = plt.subplots(figsize=(6.5, 4))
-        for v in variants:
-            ks = [(v, r) for r in ranks if (v, r) in A["agg"] and (v, r) in B["agg"]]
-            if not ks:
-                continue
-            xs = [k[1] for k in ks]
-            ys = [A["agg"][k]["median"] / B["agg"][k]["median"] for k in ks]
-            lo = [A["agg"][k]["min"] / B["agg"][k]["max"] for k in ks]
-            hi = [A["agg"][k]["max"] / B["agg"][k]["min"] for k in ks]
-            ax.errorbar(xs, ys, yerr=[[y - l for y, l in zip(ys, lo)], [h - y for y, h in zip(ys, hi)]], fmt="-o",
-                        capsize=3, color=colour[v], label=v)
-        ax.axhline(1.0, color="k", lw=0.8)
-        ax.set_xscale("log", base=2)
-        ax.set_xticks(ranks)
-        ax.set_xticklabels([str(r) for r in ranks])
-        ax.set_xlabel("ranks")
-        ax.set_ylabel("time %s / time %s" % (la, lb))
-        ax.set_title("above 1: %s is faster" % lb, fontsize=10)
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=7)
-        save(fig, "ratio")
-
-        lines = ["# %s vs %s" % (la, lb), "",
-                 "A: `%s`, B: `%s`; metric: `%s` time of the slowest rank, median of the repeats with the "
-                 "min-max spread. Regenerate (from any directory): `%s compare-studies %s %s --out %s%s`" % (
-                     A["dir"], B["dir"], A["metric"], shlex.quote(os.path.join(ROOT, "locus")),
-                     shlex.quote(A["dir"]), shlex.quote(B["dir"]), shlex.quote(out),
-                     " --allow-differences" if hard else ""), ""]
-        if hard or soft:
-            lines += ["## Differences between A and B", ""]
-            lines += ["- **%s** (compared anyway: --allow-differences)" % d for d in hard]
-            lines += ["- %s" % d for d in soft] + [""]
-        lines += ["## Machines", "",
-                 "| | %s | %s |" % (la, lb), "|---|---|---|"]
-        ma, mb = A["machine"] or {}, B["machine"] or {}
-        for k in list(ma) + [k for k in mb if k not in ma]:
-            if k == "app":
-                continue
-            fa, fb = ma.get(k, "–"), mb.get(k, "–")
-            fa = ", ".join(map(str, fa)) if isinstance(fa, list) else fa
-            fb = ", ".join(map(str, fb)) if isinstance(fb, list) else fb
-            lines.append("| %s | %s | %s |" % (k, fa, fb))
-        if not ma or not mb:
-            lines.append("")
-            lines.append("(a side without machine.yaml was run before locus recorded machines)")
-        lines += ["", "## Times", "", "| variant | ranks | %s [s] | %s [s] | %s / %s |" % (la, lb, la, lb),
-                  "|---|---:|---:|---:|---:|"]
-        for k in common:
-            a, b = A["agg"][k], B["agg"][k]
-            lines.append("| %s | %d | %.4g (%.3g–%.3g, n=%d) | %.4g (%.3g–%.3g, n=%d) | %.2f (%.2f–%.2f) |" % (
-                k[0], k[1], a["median"], a["min"], a["max"], a["n"], b["median"], b["min"], b["max"], b["n"],
-                a["median"] / b["median"], a["min"] / b["max"], a["max"] / b["min"]))
-        if only:
-            lines += ["", "Only in one of them (not compared): " + ", ".join(
-                "%s at %d (%s)" % (v, r, la if (v, r) in A["agg"] else lb) for v, r in only)]
-        lines += [""] + ["![%s](%s.png)\n" % (f, f) for f in files]
-        with open(os.path.join(out, "report.md"), "w") as f:
-            f.write("\n".join(lines))
+        files = plot(A, B, la, lb, variants, common, out)
+        write_report(A, B, la, lb, hard, soft, common, only, files, out)
         print("comparison: %s/report.md (%d points compared%s)" % (out, len(common),
                                                                  ", %d in one only" % len(only) if only else ""))
         return 0

@@ -23,6 +23,7 @@ import json
 import math
 import os
 import statistics
+import subprocess
 import sys
 import time
 
@@ -60,28 +61,24 @@ STUDY_KEYS = {
 
 # ---------------------------------------------------------------- weak scaling rules per app
 
-def dims_create(n, nd):
-    """Balanced factorisation of n into nd factors, non-increasing (what
-    MPI_Dims_create returns)."""
-    dims = [1] * nd
-    f, rest, primes = 2, n, []
-    while f * f <= rest:
-        while rest % f == 0:
-            primes.append(f)
-            rest //= f
-        f += 1
-    if rest > 1:
-        primes.append(rest)
-    for p in sorted(primes, reverse=True):
-        dims[dims.index(min(dims))] *= p
-    return sorted(dims, reverse=True)
+def process_grid(ranks, ndims):
+    """The process grid [px, py, pz] heat3d and poisson5pt choose for
+    `ranks` ranks when procs is auto: asked of the build's process_grid
+    (locus::auto_process_grid, MPI_Dims_create), so the rule and the apps
+    share one factorisation."""
+    exe = os.path.join(build_dir(), "core", "process_grid")
+    if not os.path.exists(exe):
+        raise UserError("no built %s (run ./locus build)" % exe)
+    p = subprocess.run([exe, str(ranks), str(ndims)], capture_output=True, text=True, timeout=60)
+    if p.returncode != 0:
+        raise UserError("%s %d %d: %s" % (exe, ranks, ndims, p.stderr.strip() or "exit %d" % p.returncode))
+    return [int(x) for x in p.stdout.split()]
 
 
 def weak_heat3d(size, ranks, base=None):
     if len(size) != 3:
         raise UserError("heat3d: weak_size is [nx, ny, nz] per rank")
-    d = dims_create(ranks, 3)
-    procs = [d[2], d[1], d[0]]  # as heat3d: most blocks on z
+    procs = process_grid(ranks, 3)  # as heat3d: most blocks on z
     out = [("heat3d.procs", yaml_value(procs))]
     for i, axis in enumerate("xyz"):
         out.append(("heat3d.grid.n" + axis, str(size[i] * procs[i])))
@@ -174,6 +171,8 @@ def sizes_of(app, config, ranks, summary=None):
 # ---------------------------------------------------------------- the study file
 
 class Study:
+    """A study file, checked: every error names the file, line and key."""
+
     def __init__(self, path):
         doc = Located(path)
         self.path = path
@@ -186,6 +185,21 @@ class Study:
                 raise UserError("%s: missing study key '%s' (%s)" % (path, k, STUDY_KEYS[k]))
         if ("ranks" in d) == ("nodes" in d):
             raise UserError("%s: give either ranks (one node) or nodes with ranks_per_node" % path)
+        self._read_app(doc, d)
+        self._read_points(doc, d)
+        self.repeats = d.get("repeats", 3)
+        if not isinstance(self.repeats, int) or self.repeats < 1:
+            raise UserError("%s: repeats: must be a positive integer (got %s)" % (doc.where("repeats"), self.repeats))
+        self.timeout = d.get("timeout", 900)
+        self.metric = str(d.get("metric", "total"))
+        self._read_keys(doc, d)
+        self._read_mpi(doc, d)
+        self._read_baseline(doc, d)
+        self._read_weak_size(doc, d)
+
+    def _read_app(self, doc, d):
+        """name, app, deck and scaling."""
+        path = self.path
         self.name = str(d.get("name") or os.path.splitext(os.path.basename(path))[0])
         self.app = str(d["app"])
         if self.app not in WEAK_RULES:
@@ -198,6 +212,10 @@ class Study:
         self.scaling = str(d.get("scaling", "strong"))
         if self.scaling not in ("strong", "weak"):
             raise UserError("%s: scaling: must be strong or weak (got %s)" % (doc.where("scaling"), self.scaling))
+
+    def _read_points(self, doc, d):
+        """The (ranks, nodes, ranks per node) of every point: ranks on one
+        node, or nodes x ranks_per_node."""
         def int_list(key, v):
             if isinstance(v, int) and not isinstance(v, bool):
                 v = [v]
@@ -213,7 +231,6 @@ class Study:
                 raise UserError("%s: nodes needs ranks_per_node (%s)" % (doc.where("nodes"), STUDY_KEYS["ranks_per_node"]))
             nodes = int_list("nodes", d["nodes"])
             ppns = int_list("ranks_per_node", d["ranks_per_node"])
-            # (ranks, nodes, ranks per node) of every point
             self.points = sorted((n * p, n, p) for n in nodes for p in ppns)
         else:
             if "ranks_per_node" in d:
@@ -223,11 +240,9 @@ class Study:
         if len(self.ranks) != len(self.points):
             raise UserError("%s: two points with the same rank count (nodes x ranks_per_node): the plots are "
                             "over ranks; sweep one of nodes and ranks_per_node" % doc.where("nodes"))
-        self.repeats = d.get("repeats", 3)
-        if not isinstance(self.repeats, int) or self.repeats < 1:
-            raise UserError("%s: repeats: must be a positive integer (got %s)" % (doc.where("repeats"), self.repeats))
-        self.timeout = d.get("timeout", 900)
-        self.metric = str(d.get("metric", "total"))
+
+    def _read_keys(self, doc, d):
+        """set (fixed deck keys) and sweep (keys with lists of values)."""
         keys = {k["path"]: k for k in app_keys(self.app)}
 
         def check_key(section, key):
@@ -252,36 +267,48 @@ class Study:
                 raise UserError("%s: sweep: %s: must be a non-empty list of values (got %s)" %
                                 (doc.where("sweep/" + k), k, v))
         self.sweep = {k: list(v) for k, v in sweep.items()}
+
+    def _read_mpi(self, doc, d):
+        """mpi: MPI libraries as the first swept axis, each with its build."""
         mpis = d.get("mpi")
-        if mpis is not None:
-            if isinstance(mpis, str):
-                mpis = [mpis]
-            if not isinstance(mpis, list) or not mpis or any(m not in MPI_BUILDS for m in mpis) or \
-                    len(set(mpis)) != len(mpis):
-                raise UserError("%s: mpi: a list of MPI libraries out of %s (got %s)" % (
-                    doc.where("mpi"), ", ".join(MPI_BUILDS), mpis))
-            for m in mpis:
-                exe = os.path.join(build_of(m), "apps", self.app, self.app)
-                if not os.path.exists(exe):
-                    raise UserError("%s: mpi: no %s build of %s (%s): run ./locus build --mpi %s" % (
-                        doc.where("mpi"), m, self.app, exe, m))
-            # the library is the first swept "key" (not a deck key: sets_for leaves it out)
-            self.sweep = dict([("mpi", list(mpis))] + list(self.sweep.items()))
+        if mpis is None:
+            return
+        if isinstance(mpis, str):
+            mpis = [mpis]
+        if not isinstance(mpis, list) or not mpis or any(m not in MPI_BUILDS for m in mpis) or \
+                len(set(mpis)) != len(mpis):
+            raise UserError("%s: mpi: a list of MPI libraries out of %s (got %s)" % (
+                doc.where("mpi"), ", ".join(MPI_BUILDS), mpis))
+        for m in mpis:
+            exe = os.path.join(build_of(m), "apps", self.app, self.app)
+            if not os.path.exists(exe):
+                raise UserError("%s: mpi: no %s build of %s (%s): run ./locus build --mpi %s" % (
+                    doc.where("mpi"), m, self.app, exe, m))
+        # the library is the first swept "key" (not a deck key: sets_for leaves it out)
+        self.sweep = dict([("mpi", list(mpis))] + list(self.sweep.items()))
+
+    def _read_baseline(self, doc, d):
+        """baseline: one swept value per key, the variant others are compared with."""
         self.baseline = d.get("baseline")
-        if self.baseline is not None:
-            if not isinstance(self.baseline, dict) or not self.baseline:
-                raise UserError("%s: baseline: must be a mapping {swept key: value}" % doc.where("baseline"))
-            for k, v in self.baseline.items():
-                if k not in self.sweep or v not in self.sweep[k]:
-                    raise UserError("%s: baseline: %s=%s is not one of the swept values" %
-                                    (doc.where("baseline/" + k), k, v))
+        if self.baseline is None:
+            return
+        if not isinstance(self.baseline, dict) or not self.baseline:
+            raise UserError("%s: baseline: must be a mapping {swept key: value}" % doc.where("baseline"))
+        for k, v in self.baseline.items():
+            if k not in self.sweep or v not in self.sweep[k]:
+                raise UserError("%s: baseline: %s=%s is not one of the swept values" %
+                                (doc.where("baseline/" + k), k, v))
+
+    def _read_weak_size(self, doc, d):
+        """weak_size: the problem per rank of a weak-scaling study."""
         self.weak_size = d.get("weak_size")
-        if self.scaling == "weak":
-            if not isinstance(self.weak_size, list) or not all(isinstance(x, int) and x > 0 for x in self.weak_size):
-                raise UserError("%s: weak scaling needs weak_size: a list of positive integers (%s)" %
-                                (doc.where("weak_size") if self.weak_size is not None else path,
-                                 STUDY_KEYS["weak_size"]))
-            WEAK_RULES[self.app](self.weak_size, 1, self.base_config())  # checks the length
+        if self.scaling != "weak":
+            return
+        if not isinstance(self.weak_size, list) or not all(isinstance(x, int) and x > 0 for x in self.weak_size):
+            raise UserError("%s: weak scaling needs weak_size: a list of positive integers (%s)" %
+                            (doc.where("weak_size") if self.weak_size is not None else self.path,
+                             STUDY_KEYS["weak_size"]))
+        WEAK_RULES[self.app](self.weak_size, 1, self.base_config())  # checks the length
 
     def base_config(self):
         """The effective config of the deck with the study's set (for weak
@@ -854,33 +881,41 @@ def fom_definition(records):
     return None
 
 
-def plots(study, agg, results, timer_names, records=()):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import matplotlib.ticker
-    cores = os.cpu_count() or 1
-    variants = study.variants()
-    files = []
-    colour = variant_colours(variants)
+class Plotter:
+    """The study's figures (PNG and SVG in the results directory), one
+    method a figure; the names of the figures drawn are in `files`."""
 
-    def save(fig, name):
+    def __init__(self, study, agg, results):
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        import matplotlib.ticker
+        self.plt, self.ticker = plt, matplotlib.ticker
+        self.study, self.agg, self.results = study, agg, results
+        self.cores = os.cpu_count() or 1
+        self.variants = study.variants()
+        self.colour = variant_colours(self.variants)
+        self.files = []
+
+    def save(self, fig, name):
         for ext in ("png", "svg"):
-            fig.savefig(os.path.join(results, "%s.%s" % (name, ext)), dpi=110, bbox_inches="tight")
-        plt.close(fig)
-        files.append(name)
+            fig.savefig(os.path.join(self.results, "%s.%s" % (name, ext)), dpi=110, bbox_inches="tight")
+        self.plt.close(fig)
+        self.files.append(name)
 
-    def mark_oversubscribed(ax):
-        if max(study.ranks) > cores:
-            ax.axvspan(cores + 0.5 if cores + 0.5 < max(study.ranks) else cores, max(study.ranks) * 1.15,
-                       color="0.9", zorder=0)
-            ax.text(max(study.ranks), ax.get_ylim()[1], "over-subscribed\n(ranks > %d cores)" % cores,
+    def mark_oversubscribed(self, ax):
+        ranks, cores = self.study.ranks, self.cores
+        if max(ranks) > cores:
+            ax.axvspan(cores + 0.5 if cores + 0.5 < max(ranks) else cores, max(ranks) * 1.15, color="0.9", zorder=0)
+            ax.text(max(ranks), ax.get_ylim()[1], "over-subscribed\n(ranks > %d cores)" % cores,
                     ha="right", va="top", fontsize=8, color="0.4")
 
-    def series(variant, f):
+    def series(self, variant, f):
+        """(ranks, f(aggregate, ranks)) of a variant where it has a median
+        and f a value."""
         xs, ys = [], []
-        for r in study.ranks:
-            a = agg.get((variant, r))
+        for r in self.study.ranks:
+            a = self.agg.get((variant, r))
             if a and a["median"] is not None:
                 y = f(a, r)
                 if y is not None:
@@ -888,92 +923,106 @@ def plots(study, agg, results, timer_names, records=()):
                     ys.append(y)
         return xs, ys
 
-    def style(ax, ylabel, title):
+    def style(self, ax, ylabel, title):
         ax.set_xscale("log", base=2)
-        ax.set_xticks(study.ranks)
-        ax.set_xticklabels([str(r) for r in study.ranks])
+        ax.set_xticks(self.study.ranks)
+        ax.set_xticklabels([str(r) for r in self.study.ranks])
         ax.set_xlabel("ranks")
         ax.set_ylabel(ylabel)
         ax.set_title(title, fontsize=10)
         ax.grid(True, alpha=0.3)
 
-    # Time vs ranks, with the spread of the repeats.
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for v in variants:
-        xs, ys = series(v, lambda a, r: a["median"])
-        if not xs:
-            continue
-        lo = [ys[i] - agg[(v, x)]["min"] for i, x in enumerate(xs)]
-        hi = [agg[(v, x)]["max"] - ys[i] for i, x in enumerate(xs)]
-        ax.errorbar(xs, ys, yerr=[lo, hi], marker="o", capsize=3, label=label(v), color=colour[v])
-    style(ax, "%s time, slowest rank [s]" % study.metric, "%s: %s scaling, median of %d" %
-          (study.name, study.scaling, study.repeats))
-    ax.set_yscale("log")
-    fmt = matplotlib.ticker.FormatStrFormatter("%.3g")
-    ax.yaxis.set_major_formatter(fmt)
-    ax.yaxis.set_minor_formatter(fmt)
-    ax.tick_params(axis="y", which="minor", labelsize=7)
-    mark_oversubscribed(ax)
-    ax.legend(fontsize=8)
-    save(fig, "time")
+    def finish(self, ax):
+        self.mark_oversubscribed(ax)
+        ax.legend(fontsize=8)
 
-    # The app's figure of merit (whole timed solve, communication included).
-    fom_def = fom_definition(records)
-    if fom_def and any(a.get("fom_median") is not None for a in agg.values()):
-        fig, ax = plt.subplots(figsize=(6, 4))
-        for v in variants:
-            xs, ys = series(v, lambda a, r: a["fom_median"])
-            if not xs:
+    def errorbar(self, ax, v, xs, ys, lo, hi):
+        ax.errorbar(xs, ys, yerr=[lo, hi], marker="o", capsize=3, label=label(v), color=self.colour[v])
+
+    def ratio_curve(self, ax, v, f, bounds):
+        """A curve of ratios, its error bars from `bounds` (low, high) per point."""
+        xs, ys = self.series(v, f)
+        _, b = self.series(v, bounds)
+        self.errorbar(ax, v, xs, ys, [y - x[0] for y, x in zip(ys, b)], [x[1] - y for y, x in zip(ys, b)])
+
+    def time(self):
+        """Time vs ranks, with the spread of the repeats."""
+        study, agg = self.study, self.agg
+        fig, ax = self.plt.subplots(figsize=(6, 4))
+        for v in self.variants:
+            xs, ys = self.series(v, lambda a, r: a["median"])
+            if xs:
+                self.errorbar(ax, v, xs, ys, [ys[i] - agg[(v, x)]["min"] for i, x in enumerate(xs)],
+                              [agg[(v, x)]["max"] - ys[i] for i, x in enumerate(xs)])
+        self.style(ax, "%s time, slowest rank [s]" % study.metric, "%s: %s scaling, median of %d" %
+                   (study.name, study.scaling, study.repeats))
+        ax.set_yscale("log")
+        fmt = self.ticker.FormatStrFormatter("%.3g")
+        ax.yaxis.set_major_formatter(fmt)
+        ax.yaxis.set_minor_formatter(fmt)
+        ax.tick_params(axis="y", which="minor", labelsize=7)
+        self.finish(ax)
+        self.save(fig, "time")
+
+    def figure_of_merit(self, records):
+        """The app's figure of merit (whole timed solve, communication included)."""
+        agg = self.agg
+        fom_def = fom_definition(records)
+        if not fom_def or not any(a.get("fom_median") is not None for a in agg.values()):
+            return
+        fig, ax = self.plt.subplots(figsize=(6, 4))
+        for v in self.variants:
+            xs, ys = self.series(v, lambda a, r: a["fom_median"])
+            if xs:
+                self.errorbar(ax, v, xs, ys, [ys[i] - agg[(v, x)]["fom_min"] for i, x in enumerate(xs)],
+                              [agg[(v, x)]["fom_max"] - ys[i] for i, x in enumerate(xs)])
+        self.style(ax, "%s [%s]" % (fom_def["name"], fom_def["unit"]),
+                   "figure of merit: over the whole timed solve (communication included)")
+        self.finish(ax)
+        self.save(fig, "figure_of_merit")
+
+    def speedup(self):
+        """Speedup and efficiency (strong) or efficiency (weak), against each
+        variant's smallest rank count."""
+        study = self.study
+        strong = study.scaling == "strong"
+        r0 = study.ranks[0]
+        fig, axes = self.plt.subplots(1, 2 if strong else 1, figsize=(11 if strong else 6, 4))
+        axes = list(axes) if strong else [axes]
+        for v in self.variants:
+            base = self.agg.get((v, r0))
+            if not base or base["median"] is None:
                 continue
-            lo = [ys[i] - agg[(v, x)]["fom_min"] for i, x in enumerate(xs)]
-            hi = [agg[(v, x)]["fom_max"] - ys[i] for i, x in enumerate(xs)]
-            ax.errorbar(xs, ys, yerr=[lo, hi], marker="o", capsize=3, label=label(v), color=colour[v])
-        style(ax, "%s [%s]" % (fom_def["name"], fom_def["unit"]),
-              "figure of merit: over the whole timed solve (communication included)")
-        mark_oversubscribed(ax)
-        ax.legend(fontsize=8)
-        save(fig, "figure_of_merit")
+            t0 = base["median"]
+            # error bars: the ratio's range over the repeats' min-max of both times
+            spread = lambda f: (lambda a, r: (f(base["min"], a["max"], r), f(base["max"], a["min"], r)))  # noqa: E731
+            sp = lambda b, t, r: b / t  # noqa: E731
+            eff = (lambda b, t, r: b * r0 / (t * r)) if strong else sp
+            for ax, f in [(axes[0], sp)] + ([(axes[1], eff)] if strong else []):
+                self.ratio_curve(ax, v, lambda a, r: f(t0, a["median"], r), spread(f))
+        if strong:
+            axes[0].plot(study.ranks, [r / r0 for r in study.ranks], "k--", lw=0.8, label="ideal")
+            self.style(axes[0], "speedup vs %d rank%s" % (r0, "" if r0 == 1 else "s"), "strong scaling: speedup")
+            self.style(axes[1], "parallel efficiency", "strong scaling: efficiency")
+        else:
+            self.style(axes[0], "weak efficiency T(%d)/T(p)" % r0, "weak scaling: efficiency")
+        for ax in axes:
+            self.finish(ax)
+        self.save(fig, "speedup" if strong else "efficiency")
 
-    # Speedup and efficiency (strong) or efficiency (weak), against each
-    # variant's smallest rank count.
-    r0 = study.ranks[0]
-    fig, axes = plt.subplots(1, 2 if study.scaling == "strong" else 1, figsize=(11 if study.scaling == "strong" else 6, 4))
-    axes = list(axes) if study.scaling == "strong" else [axes]
-    for v in variants:
-        base = agg.get((v, r0))
-        if not base or base["median"] is None:
-            continue
-        t0 = base["median"]
-        # error bars: the ratio's range over the repeats' min-max of both times
-        spread = lambda f: (lambda a, r: (f(base["min"], a["max"], r), f(base["max"], a["min"], r)))  # noqa: E731
-        sp = lambda b, t, r: b / t  # noqa: E731
-        eff = (lambda b, t, r: b * r0 / (t * r)) if study.scaling == "strong" else sp
-        curves = [(axes[0], sp)] + ([(axes[1], eff)] if study.scaling == "strong" else [])
-        for ax, f in curves:
-            xs, ys = series(v, lambda a, r: f(t0, a["median"], r))
-            _, bounds = series(v, spread(f))
-            ax.errorbar(xs, ys, yerr=[[y - b[0] for y, b in zip(ys, bounds)], [b[1] - y for y, b in zip(ys, bounds)]],
-                        marker="o", capsize=3, label=label(v), color=colour[v])
-    if study.scaling == "strong":
-        axes[0].plot(study.ranks, [r / r0 for r in study.ranks], "k--", lw=0.8, label="ideal")
-        style(axes[0], "speedup vs %d rank%s" % (r0, "" if r0 == 1 else "s"), "strong scaling: speedup")
-        style(axes[1], "parallel efficiency", "strong scaling: efficiency")
-    else:
-        style(axes[0], "weak efficiency T(%d)/T(p)" % r0, "weak scaling: efficiency")
-    for ax in axes:
-        mark_oversubscribed(ax)
-        ax.legend(fontsize=8)
-    save(fig, "speedup" if study.scaling == "strong" else "efficiency")
-
-    # Stacked timer breakdown (rank average, median over repeats): the
-    # parts plus "other" (what no part timer covers) add up to the total's
-    # rank average; the dot is the plotted total (slowest rank).
-    parts = [n for n in timer_names if n != "total"]
-    bars = [(v, r) for v in variants for r in study.ranks if agg.get((v, r)) and agg[(v, r)]["median"] is not None]
-    if parts and bars and study.metric == "total":
-        fig, ax = plt.subplots(figsize=(max(6, 0.45 * len(bars) + 2), 4))
+    def breakdown(self, timer_names):
+        """Stacked timer breakdown (rank average, median over repeats): the
+        parts plus "other" (what no part timer covers) add up to the total's
+        rank average; the dot is the plotted total (slowest rank)."""
+        study, agg = self.study, self.agg
+        parts = [n for n in timer_names if n != "total"]
+        bars = [(v, r) for v in self.variants for r in study.ranks
+                if agg.get((v, r)) and agg[(v, r)]["median"] is not None]
+        if not parts or not bars or study.metric != "total":
+            return
+        fig, ax = self.plt.subplots(figsize=(max(6, 0.45 * len(bars) + 2), 4))
         bottom = [0.0] * len(bars)
-        cmap = plt.get_cmap("tab20")
+        cmap = self.plt.get_cmap("tab20")
         for i, p in enumerate(parts + ["other"]):
             if p == "other":
                 vals = [max(0.0, agg[b]["timer_median"].get("total", 0.0) - bt) for b, bt in zip(bars, bottom)]
@@ -983,36 +1032,46 @@ def plots(study, agg, results, timer_names, records=()):
             bottom = [x + y for x, y in zip(bottom, vals)]
         ax.plot(range(len(bars)), [agg[b]["median"] for b in bars], "k.", ms=6, label="total, slowest rank")
         ax.set_xticks(range(len(bars)))
-        ax.set_xticklabels(["%s\n%d%s" % (label(v), r, "*" if r > cores else "") for v, r in bars],
+        ax.set_xticklabels(["%s\n%d%s" % (label(v), r, "*" if r > self.cores else "") for v, r in bars],
                            fontsize=7, rotation=60, ha="right")
         for tick, (v, r) in zip(ax.get_xticklabels(), bars):
-            tick.set_color(colour[v])
+            tick.set_color(self.colour[v])
         ax.set_ylabel("time, rank average [s]")
         ax.set_title("timer breakdown: parts add up to the total's rank average (* over-subscribed)", fontsize=9)
         ax.legend(fontsize=7)
         ax.grid(True, axis="y", alpha=0.3)
-        save(fig, "breakdown")
+        self.save(fig, "breakdown")
 
-    # Each variant against the baseline.
-    if study.baseline:
-        fig, ax = plt.subplots(figsize=(6, 4))
-        for v in variants:
+    def ratio(self):
+        """Each variant against the baseline."""
+        study, agg = self.study, self.agg
+        if not study.baseline:
+            return
+        fig, ax = self.plt.subplots(figsize=(6, 4))
+        for v in self.variants:
             base_v = baseline_of(study, v)
             if v == base_v:
                 continue
             has = lambda r: agg.get((base_v, r)) and agg[(base_v, r)]["median"]  # noqa: E731
-            xs, ys = series(v, lambda a, r: (agg[(base_v, r)]["median"] / a["median"]) if has(r) else None)
-            _, bounds = series(v, lambda a, r: (agg[(base_v, r)]["min"] / a["max"], agg[(base_v, r)]["max"] / a["min"])
-                               if has(r) else None)
-            ax.errorbar(xs, ys, yerr=[[y - b[0] for y, b in zip(ys, bounds)], [b[1] - y for y, b in zip(ys, bounds)]],
-                        marker="o", capsize=3, label=label(v), color=colour[v])
+            self.ratio_curve(ax, v, lambda a, r: (agg[(base_v, r)]["median"] / a["median"]) if has(r) else None,
+                             lambda a, r: (agg[(base_v, r)]["min"] / a["max"], agg[(base_v, r)]["max"] / a["min"])
+                             if has(r) else None)
         ax.axhline(1.0, color="k", lw=0.8)
         what = ", ".join("%s=%s" % (k.split(".")[-1], v) for k, v in study.baseline.items())
-        style(ax, "baseline time / variant time", "against %s (above 1: faster)" % what)
-        mark_oversubscribed(ax)
-        ax.legend(fontsize=8)
-        save(fig, "ratio")
-    return files
+        self.style(ax, "baseline time / variant time", "against %s (above 1: faster)" % what)
+        self.finish(ax)
+        self.save(fig, "ratio")
+
+
+def plots(study, agg, results, timer_names, records=()):
+    """Every figure of the study; the names of those drawn."""
+    p = Plotter(study, agg, results)
+    p.time()
+    p.figure_of_merit(records)
+    p.speedup()
+    p.breakdown(timer_names)
+    p.ratio()
+    return p.files
 
 
 def regenerate_command(study, results):
@@ -1022,11 +1081,9 @@ def regenerate_command(study, results):
                                          shlex.quote(os.path.abspath(study.path)), shlex.quote(results))
 
 
-def report(study, agg, records, results, files, rows):
+def report_head(study, records, results):
+    """The report's opening: what ran, where, how to redraw it."""
     cores = os.cpu_count() or 1
-    variants = study.variants()
-    has_base = bool(study.baseline)
-    r0 = study.ranks[0]
     lines = ["# Study %s" % study.name, "",
              "App `%s`, deck `%s`, %s scaling, ranks %s, %d repeat%s per point; metric: `%s` time of the "
              "slowest rank (median, with the min–max spread of the repeats). Machine: %d cores; rank counts "
@@ -1038,65 +1095,89 @@ def report(study, agg, records, results, files, rows):
     if fom_def:
         lines += ["Figure of merit: %s [%s], over %s (median of the repeats)." % (
             fom_def["name"], fom_def["unit"], fom_def.get("divides_by", "the whole timed solve")), ""]
+    return lines
+
+
+def report_row(study, agg, v, r, sizes, fom_def):
+    """One point's row of the results table."""
+    cores = os.cpu_count() or 1
+    r0 = study.ranks[0]
+    t0 = (agg.get((v, r0)) or {}).get("median")
+    a = agg[(v, r)]
+    n_all = a["n"] + len(a["failed"])
+    strong = study.scaling == "strong"
+    if a["median"] is None:
+        cells = ["–"] * (4 if strong else 3)
+    else:
+        sp = t0 / a["median"] if t0 else None
+        cells = ["%.4g" % a["median"], "%.3g–%.3g" % (a["min"], a["max"]), "%.2f" % sp if sp is not None else "–"]
+        if strong:
+            cells.append("%.2f" % (sp * r0 / r) if sp is not None else "–")
+    sz = sizes.get((v, r)) or {"global_size": "?", "points_per_rank": None}
+    line = "| %s | %d%s | %s | %s | %d/%d | %s |" % (
+        label(v), r, "*" if r > cores else "", sz["global_size"],
+        "%g" % sz["points_per_rank"] if sz["points_per_rank"] is not None else "–", a["n"], n_all,
+        " | ".join(cells))
+    if fom_def:
+        line += " %s |" % ("%.4g" % a["fom_median"] if a.get("fom_median") is not None else "–")
+    if study.baseline:
+        b = (agg.get((baseline_of(study, v), r)) or {}).get("median")
+        line += " %s |" % ("%.2f" % (b / a["median"]) if b and a["median"] else "–")
+    return line
+
+
+def report_table(study, agg, records):
+    """The results table: one row per variant and rank count."""
+    fom_def = fom_definition(records)
+    has_base = bool(study.baseline)
     # the problem of each point (a sweep may change it between variants)
     sizes = {}
     for x in records:
         if (x["variant"], x["ranks"]) not in sizes and x.get("config"):
             sizes[(x["variant"], x["ranks"])] = sizes_of(study.app, x["config"], x["ranks"], x.get("summary"))
-    lines += ["| variant | ranks | global size | points per rank | runs ok | median [s] | spread [s] | %s |" % (
+    lines = ["| variant | ranks | global size | points per rank | runs ok | median [s] | spread [s] | %s |" % (
                  "speedup | efficiency" if study.scaling == "strong" else "weak efficiency") +
              (" figure of merit [%s] |" % fom_def["unit"] if fom_def else "") +
              (" baseline/this |" if has_base else ""),
              "|---|---:|---|---:|---:|---:|---:|---:|" + ("---:|" if study.scaling == "strong" else "") +
              ("---:|" if fom_def else "") + ("---:|" if has_base else "")]
-    for v in variants:
-        t0 = (agg.get((v, r0)) or {}).get("median")
+    for v in study.variants():
         for r in study.ranks:
-            a = agg.get((v, r))
-            if not a:
-                continue
-            n_all = a["n"] + len(a["failed"])
-            strong = study.scaling == "strong"
-            if a["median"] is None:
-                cells = ["–"] * (4 if strong else 3)
-            else:
-                sp = t0 / a["median"] if t0 else None
-                cells = ["%.4g" % a["median"], "%.3g–%.3g" % (a["min"], a["max"]), "%.2f" % sp if sp is not None else "–"]
-                if strong:
-                    cells.append("%.2f" % (sp * r0 / r) if sp is not None else "–")
-            sz = sizes.get((v, r)) or {"global_size": "?", "points_per_rank": None}
-            line = "| %s | %d%s | %s | %s | %d/%d | %s |" % (
-                label(v), r, "*" if r > cores else "", sz["global_size"],
-                "%g" % sz["points_per_rank"] if sz["points_per_rank"] is not None else "–", a["n"], n_all,
-                " | ".join(cells))
-            if fom_def:
-                line += " %s |" % ("%.4g" % a["fom_median"] if a.get("fom_median") is not None else "–")
-            if has_base:
-                b = (agg.get((baseline_of(study, v), r)) or {}).get("median")
-                line += " %s |" % ("%.2f" % (b / a["median"]) if b and a["median"] else "–")
-            lines.append(line)
+            if agg.get((v, r)):
+                lines.append(report_row(study, agg, v, r, sizes, fom_def))
+    return lines
+
+
+def report_machine(study, results):
+    """The machine the study measured (its descriptor), per MPI library."""
     machine, mpath = load_machine(results)
-    lines += ["", "## Machine", ""]
-    if machine:
-        lines += ["Measured with `%s --machine` (`%s`)." % (study.app, mpath), "", "| | |", "|---|---|"]
-        for k, v in machine.items():
-            if k == "app":
-                continue
-            if isinstance(v, list):
-                v = ", ".join(str(x) for x in v)
-            name = {"stream_triad_gbs_per_rank": "STREAM triad per rank, all at once [GB/s]",
-                    "stream_triad_gbs_total": "STREAM triad, node total [GB/s]",
-                    "ranks": "ranks measuring"}.get(k, k)
-            lines.append("| %s | %s |" % (name, str(v).replace("|", "\\|")))
-        for m in study.sweep.get("mpi", []):
-            p = os.path.join(results, "machine-%s.yaml" % m)
-            if os.path.exists(p):
-                with open(p) as f:
-                    mm = yaml.safe_load(f) or {}
-                lines.append("| `mpi=%s` | %s; STREAM triad total %s GB/s |" % (
-                    m, mm.get("mpi_library", "?"), mm.get("stream_triad_gbs_total", "?")))
-    else:
-        lines.append("No machine descriptor was measured (see the study's output).")
+    lines = ["", "## Machine", ""]
+    if not machine:
+        return lines + ["No machine descriptor was measured (see the study's output)."]
+    lines += ["Measured with `%s --machine` (`%s`)." % (study.app, mpath), "", "| | |", "|---|---|"]
+    for k, v in machine.items():
+        if k == "app":
+            continue
+        if isinstance(v, list):
+            v = ", ".join(str(x) for x in v)
+        name = {"stream_triad_gbs_per_rank": "STREAM triad per rank, all at once [GB/s]",
+                "stream_triad_gbs_total": "STREAM triad, node total [GB/s]",
+                "ranks": "ranks measuring"}.get(k, k)
+        lines.append("| %s | %s |" % (name, str(v).replace("|", "\\|")))
+    for m in study.sweep.get("mpi", []):
+        p = os.path.join(results, "machine-%s.yaml" % m)
+        if os.path.exists(p):
+            with open(p) as f:
+                mm = yaml.safe_load(f) or {}
+            lines.append("| `mpi=%s` | %s; STREAM triad total %s GB/s |" % (
+                m, mm.get("mpi_library", "?"), mm.get("stream_triad_gbs_total", "?")))
+    return lines
+
+
+def report(study, agg, records, results, files, rows):
+    """results/<study>/report.md: the study, its table, the machine, failed
+    runs, the figures."""
+    lines = report_head(study, records, results) + report_table(study, agg, records) + report_machine(study, results)
     failed = [r for r in records if r["status"] != "ok"]
     if failed:
         lines += ["", "## Failed runs (left out of the plots)", "", "| run | variant | ranks | error |",

@@ -224,17 +224,11 @@ int run(Context& ctx) {
   {
     // the process grid against the ranks and the grid, with the deck line
     const locus::Dims pg = s.procs[0] == 0 ? locus::auto_process_grid(ctx.size(), 3) : s.procs;
-    const long product = long(pg[0]) * pg[1] * pg[2];
-    const std::string grid = "[" + std::to_string(pg[0]) + ", " + std::to_string(pg[1]) + ", " +
-                             std::to_string(pg[2]) + "]";
-    locus::collective_require(ctx.comm(), product == ctx.size(),
-                              cfg.locate("heat3d.procs") + ": process grid " + grid + " needs " +
-                                  std::to_string(product) + " ranks, but the run has " + std::to_string(ctx.size()));
-    for (int d = 0; d < 3; ++d)
-      locus::collective_require(ctx.comm(), s.problem.n[d] >= pg[d],
-                                cfg.locate("heat3d.procs") + ": " + std::to_string(pg[d]) + " blocks in " + "xyz"[d] +
-                                    " but heat3d.grid.n" + "xyz"[d] + " is " + std::to_string(s.problem.n[d]) +
-                                    "; use a smaller process grid or a larger grid");
+    locus::check_process_grid(ctx.comm(), pg, s.problem.n, cfg.locate("heat3d.procs"), [&](int d) {
+      return cfg.locate("heat3d.procs") + ": " + std::to_string(pg[d]) + " blocks in " + "xyz"[d] +
+             " but heat3d.grid.n" + "xyz"[d] + " is " + std::to_string(s.problem.n[d]) +
+             "; use a smaller process grid or a larger grid";
+    });
   }
   {
     // the checkpoint must not land on the output (or its .tmp) or on the

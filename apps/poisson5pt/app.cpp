@@ -110,9 +110,8 @@ locus::Dims process_grid(const Context& ctx, const Settings& s, long n) {
   const bool given = req[0] != 0;
   if (given)
     locus::collective_require(ctx.comm(), req[2] == 1,
-                              c.locate("poisson5pt.procs") + ": a 2D grid needs pz = 1 (got [" +
-                                  std::to_string(req[0]) + ", " + std::to_string(req[1]) + ", " +
-                                  std::to_string(req[2]) + "])");
+                              c.locate("poisson5pt.procs") + ": a 2D grid needs pz = 1 (got " +
+                                  locus::process_grid_text(req) + ")");
   locus::Dims p{};
   if (s.decomposition == "rows") {
     locus::collective_require(ctx.comm(), !given || (req[0] == 1 && req[2] == 1),
@@ -124,17 +123,11 @@ locus::Dims process_grid(const Context& ctx, const Settings& s, long n) {
   } else {
     p = locus::auto_process_grid(size, 2);
   }
-  const long product = long(p[0]) * p[1];
-  locus::collective_require(ctx.comm(), product == size,
-                            c.locate("poisson5pt.procs") + ": process grid [" + std::to_string(p[0]) + ", " +
-                                std::to_string(p[1]) + ", 1] needs " + std::to_string(product) +
-                                " ranks, but the run has " + std::to_string(size));
-  for (int d = 0; d < 2; ++d)
-    locus::collective_require(ctx.comm(), n >= p[d],
-                              c.locate("poisson5pt.grid.n") + ": N = " + std::to_string(n) +
-                                  " is too small for " + std::to_string(p[d]) + " blocks in " + "xy"[d] +
-                                  " (" + std::to_string(size) + " ranks, decomposition " + s.decomposition +
-                                  "); every rank needs at least one row and one column");
+  locus::check_process_grid(ctx.comm(), p, {n, n, 1}, c.locate("poisson5pt.procs"), [&](int d) {
+    return c.locate("poisson5pt.grid.n") + ": N = " + std::to_string(n) + " is too small for " +
+           std::to_string(p[d]) + " blocks in " + "xy"[d] + " (" + std::to_string(size) + " ranks, decomposition " +
+           s.decomposition + "); every rank needs at least one row and one column";
+  });
   return p;
 }
 

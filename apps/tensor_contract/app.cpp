@@ -202,281 +202,333 @@ std::vector<hsize_t> h5dims(const Problem& p, const std::string& idx) {
 
 }  // namespace
 
-int run(Context& ctx) {
+namespace {
+
+// The phases of tensor_contract.phases (comp / comm), each with its own
+// problem; one unnamed phase without them.
+std::vector<PhaseSpec> read_phases(const Context& ctx) {
+  const Config& cfg = ctx.config();
+  std::vector<PhaseSpec> phases;
+  std::stringstream ss(cfg.string("tensor_contract.phases"));
+  std::string word;
+  while (ss >> word) {
+    std::string w = word;
+    std::transform(w.begin(), w.end(), w.begin(), ::tolower);
+    locus::collective_require(ctx.comm(), w == "comp" || w == "comm",
+                              cfg.locate("tensor_contract.phases") + ": '" + word + "' is not a phase (comp or comm)");
+    phases.push_back({w, Problem{}});
+  }
+  if (phases.empty()) phases.push_back({"", Problem{}});
+  for (auto& ph : phases)
+    ph.problem = read_problem(ctx, ph.kind.empty() ? "tensor_contract" : "tensor_contract." + ph.kind);
+  return phases;
+}
+
+// validation.mode reference: the dense tensors and the serial work fit.
+void require_reference_fits(const Context& ctx, const std::vector<PhaseSpec>& phases, double max_dense) {
+  const Config& cfg = ctx.config();
+  for (const auto& ph : phases) {
+    const Problem& p = ph.problem;
+    double work = dense_elements(p, p.con.c);
+    for (char ch : p.con.contracted) work *= double(p.index.at(ch).extent);
+    const bool fits = dense_elements(p, p.con.a) <= max_dense && dense_elements(p, p.con.b) <= max_dense &&
+                      dense_elements(p, p.con.c) <= max_dense && work <= 64.0 * max_dense;
+    locus::collective_require(ctx.comm(), fits,
+                              cfg.locate("tensor_contract.validation.mode") +
+                                  ": reference needs the dense tensors within validation.max_elements (" +
+                                  std::to_string(long(max_dense)) + ") and the serial work within 64 times "
+                                  "that; this run's " + p.con.text() + " is larger");
+  }
+}
+
+// What the run keeps across its phases.
+struct Run {
+  YAML::Node validation{YAML::NodeType::Map};
+  bool pass = true;
+  std::vector<double> ph_seconds, ph_gflops, ph_comm_ratio, ph_tasks;
+  std::vector<double> last_c, last_a, last_b;
+  std::unique_ptr<TiledTensor> A, B, C;
+  const Problem* last = nullptr;
+  LoopStats sum;
+};
+
+void add_stats(LoopStats& sum, const LoopStats& st) {
+  sum.get += st.get;
+  sum.wait += st.wait;
+  sum.sort += st.sort;
+  sum.dgemm += st.dgemm;
+  sum.accumulate += st.accumulate;
+  sum.nxtask += st.nxtask;
+  sum.tasks += st.tasks;
+  sum.flops += st.flops;
+}
+
+// C against the serial reference (rank 0 computes it; the verdict is
+// everyone's): exact for integer values, else within (K + 2) eps sum|a b|.
+YAML::Node compare_reference(MPI_Comm comm, bool root, const Problem& p, const std::vector<double>& cd, bool& ok) {
+  int verdict = 1;
+  double maxdiff = 0, maxbound = 0;
+  if (root) {
+    std::vector<double> ref, ref_abs;
+    reference(p, ref, ref_abs);
+    double k = 1;
+    for (char ch : p.con.contracted) k *= double(p.index.at(ch).extent);
+    const double gamma = (k + 2) * std::numeric_limits<double>::epsilon();
+    for (std::size_t e = 0; e < ref.size(); ++e) {
+      const double diff = std::fabs(cd[e] - ref[e]);
+      const double bound = p.values == Values::integer ? 0.0 : gamma * ref_abs[e];
+      maxdiff = std::max(maxdiff, diff);
+      maxbound = std::max(maxbound, bound);
+      if (diff > bound) verdict = 0;
+    }
+  }
+  MPI_Bcast(&verdict, 1, MPI_INT, 0, comm);
+  MPI_Bcast(&maxdiff, 1, MPI_DOUBLE, 0, comm);
+  MPI_Bcast(&maxbound, 1, MPI_DOUBLE, 0, comm);
+  YAML::Node rf;
+  rf["max_abs_difference"] = number(maxdiff);
+  rf["bound"] = p.values == Values::integer ? std::string("exact (integer values)")
+                                            : std::string("(K + 2) eps sum|a b| per element");
+  if (p.values != Values::integer) rf["largest_bound"] = number(maxbound);
+  rf["verdict"] = verdict ? "pass" : "FAIL";
+  ok = ok && verdict;
+  return rf;
+}
+
+// A phase's entry in the summary: what ran and how fast.
+YAML::Node phase_entry(const Context& ctx, const PhaseSpec& spec, std::size_t i, const Run& run, const PhaseResult& r,
+                       double gflops, double comm_t, double tot) {
+  const Problem& p = spec.problem;
+  YAML::Node ph;
+  ph["phase"] = static_cast<long>(i + 1);
+  if (!spec.kind.empty()) ph["kind"] = spec.kind;
+  ph["contraction"] = p.con.text();
+  std::string tiles;
+  for (const auto& [ch, is] : p.index)
+    tiles += (tiles.empty() ? "" : ", ") + std::string(1, ch) + "=" + std::to_string(is.extent) + "/" +
+             std::to_string(is.tile);
+  ph["extents_tiles"] = tiles;
+  ph["blocks_a_b_c"] =
+      locus::yaml_flow_list(std::vector<long>{long(run.A->blocks()), long(run.B->blocks()), long(run.C->blocks())});
+  ph["tasks"] = r.tasks;
+  ph["seconds"] = number(r.seconds);
+  if (ctx.runtime().settings().async.mode != locus::AsyncMode::off)
+    ph["redirection"] = locus::async_enabled(ctx.runtime().world());
+  ph["gflop_per_s"] = number(std::round(gflops * 1000) / 1000);
+  ph["communication_ratio"] = number(tot > 0 ? std::round(comm_t / tot * 1000) / 1000 : 0.0);
+  long long acc = r.stats.accumulates, all = 0;
+  MPI_Allreduce(&acc, &all, 1, MPI_LONG_LONG, MPI_SUM, ctx.comm());
+  ph["accumulates"] = all;
+  ph["every_task_once"] = r.every_task_once;
+  return ph;
+}
+
+// One phase: fresh tensors, a phase point, the task loop, its checks.
+void run_phase(Context& ctx, const Schedule& sched, const PhaseSpec& spec, std::size_t i, bool final_phase,
+               locus::Timers& timers, Run& run) {
   const Config& cfg = ctx.config();
   MPI_Comm comm = ctx.comm();
   locus::Team& world = ctx.runtime().world();
-  const bool root = ctx.rank() == 0;
-  const Schedule sched = read_schedule(ctx);
-  openblas_set_num_threads(sched.blas_threads);
-
-  // The phases.
-  std::vector<PhaseSpec> phases;
-  {
-    std::stringstream ss(cfg.string("tensor_contract.phases"));
-    std::string word;
-    while (ss >> word) {
-      std::string w = word;
-      std::transform(w.begin(), w.end(), w.begin(), ::tolower);
-      locus::collective_require(comm, w == "comp" || w == "comm",
-                                cfg.locate("tensor_contract.phases") + ": '" + word +
-                                    "' is not a phase (comp or comm)");
-      phases.push_back({w, Problem{}});
-    }
-    if (phases.empty()) phases.push_back({"", Problem{}});
-    for (auto& ph : phases) ph.problem = read_problem(ctx, ph.kind.empty() ? "tensor_contract" : "tensor_contract." + ph.kind);
-  }
   const std::string mode = cfg.string("tensor_contract.validation.mode");
   const double max_dense = double(cfg.integer("tensor_contract.validation.max_elements"));
-  if (mode == "reference")
-    for (const auto& ph : phases) {
-      const Problem& p = ph.problem;
-      double work = dense_elements(p, p.con.c);
-      for (char ch : p.con.contracted) work *= double(p.index.at(ch).extent);
-      const bool fits = dense_elements(p, p.con.a) <= max_dense && dense_elements(p, p.con.b) <= max_dense &&
-                        dense_elements(p, p.con.c) <= max_dense && work <= 64.0 * max_dense;
-      locus::collective_require(comm, fits,
-                                cfg.locate("tensor_contract.validation.mode") +
-                                    ": reference needs the dense tensors within validation.max_elements (" +
-                                    std::to_string(long(max_dense)) + ") and the serial work within 64 times "
-                                    "that; this run's " + p.con.text() + " is larger");
+  const Problem& p = spec.problem;
+  timers.start("setup");
+  run.C.reset();
+  run.B.reset();
+  run.A.reset();
+  run.A = std::make_unique<TiledTensor>(world, p, p.con.a, 0);
+  run.B = std::make_unique<TiledTensor>(world, p, p.con.b, 1);
+  run.C = std::make_unique<TiledTensor>(world, p, p.con.c, 2);
+  // A phase point (flush-all + barrier): comm.async user/auto decide here
+  // whether this phase runs with redirection (locus/async.hpp).
+  locus::phase_point(world, spec.kind.empty() ? "contract" : spec.kind);
+  timers.stop("setup");
+  timers.start("contract");
+  PhaseResult r = contract(world, p, sched, *run.A, *run.B, *run.C);
+  timers.stop("contract");
+  const LoopStats& st = r.stats;
+  add_stats(run.sum, st);
+  double flops = 0, comm_t = 0, tot = 0;
+  const double mine_comm = st.get + st.wait + st.accumulate + st.nxtask;
+  MPI_Allreduce(&st.flops, &flops, 1, MPI_DOUBLE, MPI_SUM, comm);
+  MPI_Allreduce(&mine_comm, &comm_t, 1, MPI_DOUBLE, MPI_SUM, comm);
+  MPI_Allreduce(&st.total, &tot, 1, MPI_DOUBLE, MPI_SUM, comm);
+  const double gflops = r.seconds > 0 ? flops / r.seconds / 1e9 : 0.0;
+  YAML::Node ph = phase_entry(ctx, spec, i, run, r, gflops, comm_t, tot);
+  if (sched.scheduling == Scheduling::nxtask) {
+    ph["counter_final"] = static_cast<unsigned long>(r.counter_final);
+    ph["counter_expected"] = static_cast<unsigned long>(r.counter_expected);
+  }
+  bool ok = r.every_task_once && r.counter_final == r.counter_expected;
+  if (!r.every_task_once) ph["task_errors"] = r.task_errors;
+  const bool dense_ok = dense_elements(p, p.con.c) <= max_dense;
+  std::vector<double> cd;
+  if (dense_ok) cd = gather_dense(world, p, *run.C);
+  if (mode == "reference") {
+    auto t = timers.scope("reference");
+    ph["reference"] = compare_reference(comm, ctx.rank() == 0, p, cd, ok);
+  }
+  ph["verdict"] = !ok ? "FAIL" : mode == "none" ? "not checked" : "pass";
+  run.pass = run.pass && ok;
+  run.validation["phases"].push_back(ph);
+  run.ph_seconds.push_back(r.seconds);
+  run.ph_gflops.push_back(gflops);
+  run.ph_comm_ratio.push_back(tot > 0 ? comm_t / tot : 0.0);
+  run.ph_tasks.push_back(double(r.tasks));
+  if (final_phase) {
+    run.last_c = std::move(cd);
+    run.last = &p;
+    if (cfg.boolean("tensor_contract.output.inputs")) {
+      if (dense_elements(p, p.con.a) <= max_dense) run.last_a = gather_dense(world, p, *run.A);
+      if (dense_elements(p, p.con.b) <= max_dense) run.last_b = gather_dense(world, p, *run.B);
     }
+  }
+}
 
+// The run's results: the schedule, the kernels, tasks, rates.
+YAML::Node results_of(const Context& ctx, const Schedule& sched, const Run& run, std::size_t phases) {
+  const Config& cfg = ctx.config();
+  MPI_Comm comm = ctx.comm();
+  YAML::Node results(YAML::NodeType::Map);
+  double flops = 0, tasks = 0, tmin = 0, tmax = 0, t = double(run.sum.tasks);
+  MPI_Allreduce(&run.sum.flops, &flops, 1, MPI_DOUBLE, MPI_SUM, comm);
+  MPI_Allreduce(&t, &tasks, 1, MPI_DOUBLE, MPI_SUM, comm);
+  MPI_Allreduce(&t, &tmin, 1, MPI_DOUBLE, MPI_MIN, comm);
+  MPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, comm);
+  double secs = 0;
+  for (double s : run.ph_seconds) secs += s;
+  results["scheduling"] = cfg.string("tensor_contract.scheduling");
+  if (sched.scheduling == Scheduling::nxtask) {
+    results["counter_owner"] = cfg.string("tensor_contract.counter.owner");
+    results["chunk"] = sched.chunk;
+    results["skip_first"] = sched.skip_first;
+  }
+  results["accumulate"] = cfg.string("tensor_contract.accumulate");
+  YAML::Node k;
+  k["space"] = locus::ExecSpace::name();
+  k["concurrency"] = locus::ExecSpace().concurrency();
+  std::string kinds;
+  for (const auto& key : permute_checked()) kinds += (kinds.empty() ? "" : ", ") + key;
+  k["check"] = "every sort kind bitwise equal to the reference kernel on first use (" +
+               (kinds.empty() ? std::string("none needed") : kinds) + ")";
+  results["kernels"] = k;
+  results["phases"] = static_cast<long>(phases);
+  results["tasks"] = static_cast<long>(tasks);
+  results["tasks_per_rank_min_max"] = locus::yaml_flow_list(std::vector<long>{long(tmin), long(tmax)});
+  results["seconds"] = number(secs);
+  results["gflop"] = number(flops / 1e9);
+  results["figure_of_merit"] = locus::figure_of_merit(
+      "floating-point operations per second", flops / 1e9, "GFLOP/s", secs,
+      "the whole task loop of every phase, slowest rank, summed over phases: gets, waits, sorts, DGEMMs, "
+      "accumulates and the task counter");
+  results["gflop_per_s_per_rank"] = number(secs > 0 ? std::round(flops / secs / ctx.size() / 1e6) / 1e3 : 0.0);
+  // Beside it, the DGEMMs alone (slowest rank's dgemm time).
+  double dgemm = run.sum.dgemm;
+  MPI_Allreduce(MPI_IN_PLACE, &dgemm, 1, MPI_DOUBLE, MPI_MAX, comm);
+  results["compute_only_gflop_per_s"] = number(locus::rate(flops / 1e9, dgemm));
+  return results;
+}
+
+// C too large to gather: every unit writes its blocks, with a table of
+// where each block is.
+void write_c_blocks(const Context& ctx, locus::H5Output& out, const TiledTensor& C, const Problem& p) {
+  MPI_Comm comm = ctx.comm();
+  long long mine = C.local_size(), before = 0, total = 0;
+  MPI_Exscan(&mine, &before, 1, MPI_LONG_LONG, MPI_SUM, comm);
+  if (ctx.rank() == 0) before = 0;
+  MPI_Allreduce(&mine, &total, 1, MPI_LONG_LONG, MPI_SUM, comm);
+  out.write_distributed("C_blocks", C.local(), static_cast<std::uint64_t>(mine), static_cast<std::uint64_t>(before),
+                        static_cast<std::uint64_t>(total));
+  std::vector<double> table;  // per block: owner, offset in the owner's part, then its tile indices
+  for (gidx b = 0; b < C.blocks(); ++b) {
+    table.push_back(C.owner(b));
+    table.push_back(double(C.offset(b)));
+    for (gidx tt : C.tiles_of(b)) table.push_back(double(tt));
+  }
+  out.write_root_vector("C_block_table", table);
+  out.attribute("C_blocks", "meaning",
+                std::string("every unit's C blocks in unit order; C_block_table: per block owner, offset in "
+                            "the owner's part, tile indices (" +
+                            p.con.c + ")"));
+}
+
+// The output file: provenance, the last phase's tensors, per-phase and
+// per-rank figures.
+void write_output(const Context& ctx, locus::H5Output& out, const Run& run) {
+  const Config& cfg = ctx.config();
+  const double max_dense = double(cfg.integer("tensor_contract.validation.max_elements"));
+  locus::write_provenance(out, ctx);
+  const Problem& p = *run.last;
+  if (cfg.boolean("output.write_field")) {
+    if (dense_elements(p, p.con.c) <= max_dense) {
+      out.write_root_array("C", run.last_c, h5dims(p, p.con.c));
+      out.attribute("C", "indices", p.con.c);
+    } else {
+      write_c_blocks(ctx, out, *run.C, p);
+    }
+    const bool inputs = cfg.boolean("tensor_contract.output.inputs");
+    if (inputs && dense_elements(p, p.con.a) <= max_dense) {
+      out.write_root_array("A", run.last_a, h5dims(p, p.con.a));
+      out.attribute("A", "indices", p.con.a);
+    }
+    if (inputs && dense_elements(p, p.con.b) <= max_dense) {
+      out.write_root_array("B", run.last_b, h5dims(p, p.con.b));
+      out.attribute("B", "indices", p.con.b);
+    }
+  }
+  out.write_root_vector("phase_seconds", run.ph_seconds);
+  out.write_root_vector("phase_gflop_per_s", run.ph_gflops);
+  out.write_root_vector("phase_communication_ratio", run.ph_comm_ratio);
+  out.write_root_vector("phase_tasks", run.ph_tasks);
+  const LoopStats& st = run.sum;
+  out.write_rank_rows("loop",
+                      {st.get, st.wait, st.sort, st.dgemm, st.accumulate, st.nxtask, double(st.tasks), st.flops});
+  out.attribute("loop", "columns", std::string("get,wait,sort,dgemm,accumulate,nxtask,tasks,flops"));
+}
+
+}  // namespace
+
+int run(Context& ctx) {
+  const Config& cfg = ctx.config();
+  const Schedule sched = read_schedule(ctx);
+  openblas_set_num_threads(sched.blas_threads);
+  const std::vector<PhaseSpec> phases = read_phases(ctx);
+  const std::string mode = cfg.string("tensor_contract.validation.mode");
+  if (mode == "reference")
+    require_reference_fits(ctx, phases, double(cfg.integer("tensor_contract.validation.max_elements")));
   locus::Timers timers({"total", "setup", "contract", "get", "wait", "sort", "dgemm", "accumulate", "nxtask",
                         "reference", "io"});
   timers.start("total");
   const std::string path = cfg.string("output.dir") + "/" + cfg.string("output.name") + ".h5";
-  locus::H5Output out(comm, path, cfg.boolean("output.overwrite"));
-
-  YAML::Node results(YAML::NodeType::Map), validation(YAML::NodeType::Map);
-  bool pass = true;
-  std::vector<double> ph_seconds, ph_gflops, ph_comm_ratio, ph_tasks;
-  std::vector<double> last_c, last_a, last_b;
-  std::unique_ptr<TiledTensor> keepA, keepB, keepC;
-  const Problem* last = nullptr;
-  LoopStats sum;
-  for (std::size_t i = 0; i < phases.size(); ++i) {
-    const Problem& p = phases[i].problem;
-    timers.start("setup");
-    keepC.reset();
-    keepB.reset();
-    keepA.reset();
-    keepA = std::make_unique<TiledTensor>(world, p, p.con.a, 0);
-    keepB = std::make_unique<TiledTensor>(world, p, p.con.b, 1);
-    keepC = std::make_unique<TiledTensor>(world, p, p.con.c, 2);
-    // A phase point (flush-all + barrier): comm.async user/auto decide
-    // here whether this phase runs with redirection (locus/async.hpp).
-    locus::phase_point(world, phases[i].kind.empty() ? "contract" : phases[i].kind);
-    timers.stop("setup");
-    timers.start("contract");
-    PhaseResult r = contract(world, p, sched, *keepA, *keepB, *keepC);
-    timers.stop("contract");
-    const LoopStats& st = r.stats;
-    sum.get += st.get;
-    sum.wait += st.wait;
-    sum.sort += st.sort;
-    sum.dgemm += st.dgemm;
-    sum.accumulate += st.accumulate;
-    sum.nxtask += st.nxtask;
-    sum.tasks += st.tasks;
-    sum.flops += st.flops;
-    double flops = 0, comm_t = 0, tot = 0;
-    const double mine_comm = st.get + st.wait + st.accumulate + st.nxtask;
-    MPI_Allreduce(&st.flops, &flops, 1, MPI_DOUBLE, MPI_SUM, comm);
-    MPI_Allreduce(&mine_comm, &comm_t, 1, MPI_DOUBLE, MPI_SUM, comm);
-    MPI_Allreduce(&st.total, &tot, 1, MPI_DOUBLE, MPI_SUM, comm);
-    const double gflops = r.seconds > 0 ? flops / r.seconds / 1e9 : 0.0;
-    YAML::Node ph;
-    ph["phase"] = static_cast<long>(i + 1);
-    if (!phases[i].kind.empty()) ph["kind"] = phases[i].kind;
-    ph["contraction"] = p.con.text();
-    std::string tiles;
-    for (const auto& [ch, is] : p.index)
-      tiles += (tiles.empty() ? "" : ", ") + std::string(1, ch) + "=" + std::to_string(is.extent) + "/" +
-               std::to_string(is.tile);
-    ph["extents_tiles"] = tiles;
-    ph["blocks_a_b_c"] = locus::yaml_flow_list(std::vector<long>{long(keepA->blocks()), long(keepB->blocks()),
-                                                                  long(keepC->blocks())});
-    ph["tasks"] = r.tasks;
-    ph["seconds"] = number(r.seconds);
-    if (ctx.runtime().settings().async.mode != locus::AsyncMode::off)
-      ph["redirection"] = locus::async_enabled(world);
-    ph["gflop_per_s"] = number(std::round(gflops * 1000) / 1000);
-    ph["communication_ratio"] = number(tot > 0 ? std::round(comm_t / tot * 1000) / 1000 : 0.0);
-    {
-      long long acc = st.accumulates, all = 0;
-      MPI_Allreduce(&acc, &all, 1, MPI_LONG_LONG, MPI_SUM, comm);
-      ph["accumulates"] = all;
-    }
-    ph["every_task_once"] = r.every_task_once;
-    if (sched.scheduling == Scheduling::nxtask) {
-      ph["counter_final"] = static_cast<unsigned long>(r.counter_final);
-      ph["counter_expected"] = static_cast<unsigned long>(r.counter_expected);
-    }
-    const bool counter_ok = r.counter_final == r.counter_expected;
-    bool ok = r.every_task_once && counter_ok;
-    if (!r.every_task_once) ph["task_errors"] = r.task_errors;
-
-    // reference
-    const bool dense_ok = dense_elements(p, p.con.c) <= max_dense;
-    std::vector<double> cd;
-    if (dense_ok) cd = gather_dense(world, p, *keepC);
-    if (mode == "reference") {
-      auto t = timers.scope("reference");
-      int verdict = 1;
-      double maxdiff = 0, maxbound = 0;
-      if (root) {
-        std::vector<double> ref, ref_abs;
-        reference(p, ref, ref_abs);
-        double k = 1;
-        for (char ch : p.con.contracted) k *= double(p.index.at(ch).extent);
-        const double gamma = (k + 2) * std::numeric_limits<double>::epsilon();
-        for (std::size_t e = 0; e < ref.size(); ++e) {
-          const double diff = std::fabs(cd[e] - ref[e]);
-          const double bound = p.values == Values::integer ? 0.0 : gamma * ref_abs[e];
-          maxdiff = std::max(maxdiff, diff);
-          maxbound = std::max(maxbound, bound);
-          if (diff > bound) verdict = 0;
-        }
-      }
-      MPI_Bcast(&verdict, 1, MPI_INT, 0, comm);
-      MPI_Bcast(&maxdiff, 1, MPI_DOUBLE, 0, comm);
-      MPI_Bcast(&maxbound, 1, MPI_DOUBLE, 0, comm);
-      YAML::Node rf;
-      rf["max_abs_difference"] = number(maxdiff);
-      rf["bound"] = p.values == Values::integer ? std::string("exact (integer values)")
-                                                : std::string("(K + 2) eps sum|a b| per element");
-      if (p.values != Values::integer) rf["largest_bound"] = number(maxbound);
-      rf["verdict"] = verdict ? "pass" : "FAIL";
-      ph["reference"] = rf;
-      ok = ok && verdict;
-    }
-    ph["verdict"] = !ok ? "FAIL" : mode == "none" ? "not checked" : "pass";
-    pass = pass && ok;
-    validation["phases"].push_back(ph);
-    ph_seconds.push_back(r.seconds);
-    ph_gflops.push_back(gflops);
-    ph_comm_ratio.push_back(tot > 0 ? comm_t / tot : 0.0);
-    ph_tasks.push_back(double(r.tasks));
-    if (i + 1 == phases.size()) {
-      last_c = std::move(cd);
-      last = &p;
-      if (cfg.boolean("tensor_contract.output.inputs")) {
-        if (dense_elements(p, p.con.a) <= max_dense) last_a = gather_dense(world, p, *keepA);
-        if (dense_elements(p, p.con.b) <= max_dense) last_b = gather_dense(world, p, *keepB);
-      }
-    }
-  }
-  timers.add("get", sum.get);
-  timers.add("wait", sum.wait);
-  timers.add("sort", sum.sort);
-  timers.add("dgemm", sum.dgemm);
-  timers.add("accumulate", sum.accumulate);
-  timers.add("nxtask", sum.nxtask);
-
-  {
-    double flops = 0, tasks = 0, tmin = 0, tmax = 0, t = double(sum.tasks);
-    MPI_Allreduce(&sum.flops, &flops, 1, MPI_DOUBLE, MPI_SUM, comm);
-    MPI_Allreduce(&t, &tasks, 1, MPI_DOUBLE, MPI_SUM, comm);
-    MPI_Allreduce(&t, &tmin, 1, MPI_DOUBLE, MPI_MIN, comm);
-    MPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, comm);
-    double secs = 0;
-    for (double s : ph_seconds) secs += s;
-    results["scheduling"] = cfg.string("tensor_contract.scheduling");
-    if (sched.scheduling == Scheduling::nxtask) {
-      results["counter_owner"] = cfg.string("tensor_contract.counter.owner");
-      results["chunk"] = sched.chunk;
-      results["skip_first"] = sched.skip_first;
-    }
-    results["accumulate"] = cfg.string("tensor_contract.accumulate");
-    {
-      YAML::Node k;
-      k["space"] = locus::ExecSpace::name();
-      k["concurrency"] = locus::ExecSpace().concurrency();
-      std::string kinds;
-      for (const auto& key : permute_checked()) kinds += (kinds.empty() ? "" : ", ") + key;
-      k["check"] = "every sort kind bitwise equal to the reference kernel on first use (" +
-                   (kinds.empty() ? std::string("none needed") : kinds) + ")";
-      results["kernels"] = k;
-    }
-    results["phases"] = static_cast<long>(phases.size());
-    results["tasks"] = static_cast<long>(tasks);
-    results["tasks_per_rank_min_max"] = locus::yaml_flow_list(std::vector<long>{long(tmin), long(tmax)});
-    results["seconds"] = number(secs);
-    results["gflop"] = number(flops / 1e9);
-    results["figure_of_merit"] = locus::figure_of_merit(
-        "floating-point operations per second", flops / 1e9, "GFLOP/s", secs,
-        "the whole task loop of every phase, slowest rank, summed over phases: gets, waits, sorts, DGEMMs, "
-        "accumulates and the task counter");
-    results["gflop_per_s_per_rank"] = number(secs > 0 ? std::round(flops / secs / ctx.size() / 1e6) / 1e3 : 0.0);
-    // Beside it, the DGEMMs alone (slowest rank's dgemm time).
-    double dgemm = sum.dgemm;
-    MPI_Allreduce(MPI_IN_PLACE, &dgemm, 1, MPI_DOUBLE, MPI_MAX, comm);
-    results["compute_only_gflop_per_s"] = number(locus::rate(flops / 1e9, dgemm));
-  }
+  locus::H5Output out(ctx.comm(), path, cfg.boolean("output.overwrite"));
+  Run run;
+  for (std::size_t i = 0; i < phases.size(); ++i) run_phase(ctx, sched, phases[i], i, i + 1 == phases.size(), timers, run);
+  timers.add("get", run.sum.get);
+  timers.add("wait", run.sum.wait);
+  timers.add("sort", run.sum.sort);
+  timers.add("dgemm", run.sum.dgemm);
+  timers.add("accumulate", run.sum.accumulate);
+  timers.add("nxtask", run.sum.nxtask);
+  const YAML::Node results = results_of(ctx, sched, run, phases.size());
   // validation.mode none: C is compared with nothing, "not checked" (a task
   // or counter error still fails the run).
-  if (pass && mode == "none")
-    validation["reason"] = "validation.mode none: C is not compared with a reference (every task ran once and "
-                           "the counter ended where it should)";
-  validation["verdict"] = !pass ? "FAIL" : mode == "none" ? "not checked" : "pass";
-
+  if (run.pass && mode == "none")
+    run.validation["reason"] = "validation.mode none: C is not compared with a reference (every task ran once and "
+                               "the counter ended where it should)";
+  run.validation["verdict"] = !run.pass ? "FAIL" : mode == "none" ? "not checked" : "pass";
   {
     auto t = timers.scope("io");
-    locus::write_provenance(out, ctx);
-    const Problem& p = *last;
-    if (cfg.boolean("output.write_field")) {
-      if (dense_elements(p, p.con.c) <= max_dense) {
-        out.write_root_array("C", last_c, h5dims(p, p.con.c));
-        out.attribute("C", "indices", p.con.c);
-      } else {
-        // too large to gather: every unit writes its blocks
-        long long mine = keepC->local_size(), before = 0, total = 0;
-        MPI_Exscan(&mine, &before, 1, MPI_LONG_LONG, MPI_SUM, comm);
-        if (ctx.rank() == 0) before = 0;
-        MPI_Allreduce(&mine, &total, 1, MPI_LONG_LONG, MPI_SUM, comm);
-        out.write_distributed("C_blocks", keepC->local(), static_cast<std::uint64_t>(mine),
-                              static_cast<std::uint64_t>(before), static_cast<std::uint64_t>(total));
-        std::vector<double> table;  // per block: owner, offset in the owner's part, then its tile indices
-        for (gidx b = 0; b < keepC->blocks(); ++b) {
-          table.push_back(keepC->owner(b));
-          table.push_back(double(keepC->offset(b)));
-          for (gidx tt : keepC->tiles_of(b)) table.push_back(double(tt));
-        }
-        out.write_root_vector("C_block_table", table);
-        out.attribute("C_blocks", "meaning",
-                      std::string("every unit's C blocks in unit order; C_block_table: per block owner, offset in "
-                                  "the owner's part, tile indices (" +
-                                  p.con.c + ")"));
-      }
-      const bool inputs = cfg.boolean("tensor_contract.output.inputs");
-      if (inputs && dense_elements(p, p.con.a) <= max_dense) {
-        out.write_root_array("A", last_a, h5dims(p, p.con.a));
-        out.attribute("A", "indices", p.con.a);
-      }
-      if (inputs && dense_elements(p, p.con.b) <= max_dense) {
-        out.write_root_array("B", last_b, h5dims(p, p.con.b));
-        out.attribute("B", "indices", p.con.b);
-      }
-    }
-    out.write_root_vector("phase_seconds", ph_seconds);
-    out.write_root_vector("phase_gflop_per_s", ph_gflops);
-    out.write_root_vector("phase_communication_ratio", ph_comm_ratio);
-    out.write_root_vector("phase_tasks", ph_tasks);
-    const LoopStats& st = sum;
-    out.write_rank_rows("loop", {st.get, st.wait, st.sort, st.dgemm, st.accumulate, st.nxtask, double(st.tasks),
-                                 st.flops});
-    out.attribute("loop", "columns", std::string("get,wait,sort,dgemm,accumulate,nxtask,tasks,flops"));
+    write_output(ctx, out, run);
   }
-  keepC.reset();
-  keepB.reset();
-  keepA.reset();
-  const std::string summary = locus::finish_output(out, ctx, timers, results, validation);
-  if (root) {
+  run.C.reset();
+  run.B.reset();
+  run.A.reset();
+  const std::string summary = locus::finish_output(out, ctx, timers, results, run.validation);
+  if (ctx.rank() == 0) {
     std::fputs(summary.c_str(), stdout);
     std::fflush(stdout);
   }
-  return pass ? 0 : 1;
+  return run.pass ? 0 : 1;
 }
 
 }  // namespace tensor_contract

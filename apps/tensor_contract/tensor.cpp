@@ -79,6 +79,29 @@ gidx product(const std::vector<gidx>& v) {
   return p;
 }
 
+// The odometer every walk over an index space here takes: counter c over
+// extents ext[0..n), the last index fastest. Steps c to the next
+// combination and returns true, or wraps it back to all zeros after the
+// last one and returns false. moved(d, delta) hears of every change of
+// c[d] (+1, or 1 - ext[d] when it wraps), for offsets kept alongside.
+template <class Counter, class Extents, class Moved>
+KOKKOS_INLINE_FUNCTION bool odometer_next(Counter& c, const Extents& ext, std::size_t n, Moved&& moved) {
+  for (std::size_t d = n; d-- > 0;) {
+    if (++c[d] < ext[d]) {
+      moved(d, gidx{1});
+      return true;
+    }
+    moved(d, gidx{1} - ext[d]);
+    c[d] = 0;
+  }
+  return false;
+}
+
+template <class Counter, class Extents>
+KOKKOS_INLINE_FUNCTION bool odometer_next(Counter& c, const Extents& ext, std::size_t n) {
+  return odometer_next(c, ext, n, [](std::size_t, gidx) {});
+}
+
 }  // namespace
 
 // dst (index order didx) = src (index order sidx, extents sdims); didx is a
@@ -110,13 +133,7 @@ void permute_reference(const double* src, const std::string& sidx, const std::ve
       for (gidx k = 0; k < inner; ++k) dst[n++] = src[off + k * istep];
     }
     // advance the odometer over the outer dimensions
-    std::size_t d = r - 1;
-    while (d-- > 0) {
-      off += step[d];
-      if (++ctr[d] < ddims[d]) break;
-      off -= step[d] * ddims[d];
-      ctr[d] = 0;
-    }
+    odometer_next(ctr, ddims, r - 1, [&](std::size_t d, gidx delta) { off += delta * step[d]; });
   }
 }
 
@@ -150,12 +167,9 @@ struct PermuteRows {
       const double* __restrict s = src + off;
       double* __restrict o = dst + row * inner;
       for (gidx k = 0; k < inner; ++k) o[k] = s[k];
-      for (int d = outer; d-- > 0;) {  // next row
-        off += ostep[d];
-        if (++ctr[d] < odims[d]) break;
-        off -= ostep[d] * odims[d];
-        ctr[d] = 0;
-      }
+      // next row
+      odometer_next(ctr, odims, static_cast<std::size_t>(outer),
+                    [&](std::size_t d, gidx delta) { off += delta * ostep[d]; });
     }
   }
 };
@@ -302,10 +316,7 @@ TiledTensor::TiledTensor(locus::Team& team, const Problem& p, const std::string&
       size_.push_back(sz);
       total_ += sz;
     }
-    for (std::size_t d = idx.size(); d-- > 0;) {
-      if (++t[d] < ntiles_[d]) break;
-      t[d] = 0;
-    }
+    odometer_next(t, ntiles_, idx.size());
   }
   data_ = locus::Array<double>(team, static_cast<std::size_t>(next_offset[static_cast<std::size_t>(me)]));
   double* mine = data_.data();
@@ -321,10 +332,7 @@ TiledTensor::TiledTensor(locus::Team& team, const Problem& p, const std::string&
     for (gidx e = 0; e < size(b); ++e) {
       for (std::size_t i = 0; i < idx.size(); ++i) coord[i] = tiles_of(b)[i] * p.index.at(idx[i]).tile + c[i];
       out[e] = value(p, which, coord);
-      for (std::size_t i = idx.size(); i-- > 0;) {
-        if (++c[i] < d[i]) break;
-        c[i] = 0;
-      }
+      odometer_next(c, d, idx.size());
     }
   }
   locus::barrier(team);
@@ -368,10 +376,55 @@ class Loop {
     c_mat_ = k.ext_a + k.ext_b;
   }
 
-  void task(gidx cblock, std::vector<locus::Handle>& pending) {
+  // One task: the product of every pair of A and B blocks contributing to
+  // C's block `cblock`, accumulated into it.
+  void task(gidx cblock) {
     const Contraction& k = p_.con;
-    const std::vector<gidx>& ct = C_.tiles_of(cblock);
-    // the pairs of this task
+    find_pairs(C_.tiles_of(cblock));
+    // matrix shape of the result
+    gidx m = 1, nn = 1;
+    const std::vector<gidx> cd = C_.dims(cblock);
+    for (char ch : k.ext_a) m *= cd[k.c.find(ch)];
+    for (char ch : k.ext_b) nn *= cd[k.c.find(ch)];
+    if (!accs_.empty()) {  // strided: this buffer's accumulates from two tasks ago
+      const double t0 = MPI_Wtime();
+      locus::wait_all(accs_);
+      accs_.clear();
+      st_.accumulate += MPI_Wtime() - t0;
+    }
+    cmat_.assign(static_cast<std::size_t>(m * nn), 0.0);
+    multiply_pairs(m, nn);
+    // the previous task's accumulate must be done before its buffer is reused
+    double t3 = MPI_Wtime();
+    if (acc_.live()) locus::wait(acc_);
+    double t4 = MPI_Wtime();
+    st_.accumulate += t4 - t3;
+    if (strided_) {
+      // straight from the matrix layout; cmat_ and cnext_ alternate so the
+      // accumulates complete while the next task computes
+      accumulate_strided(cblock, cd, cmat_.data());
+      cmat_.swap(cnext_);
+      std::swap(accs_, accs_next_);
+      st_.accumulate += MPI_Wtime() - t4;
+    } else {
+      accumulate_sorted(cblock, cd, m * nn, t4);
+    }
+    ++st_.tasks;
+  }
+
+  void finish() {
+    const double t0 = MPI_Wtime();
+    if (acc_.live()) locus::wait(acc_);
+    locus::wait_all(accs_);
+    locus::wait_all(accs_next_);
+    st_.accumulate += MPI_Wtime() - t0;
+  }
+
+ private:
+  // The pairs of A and B blocks of the task whose C block has tiles `ct`:
+  // every combination of the contracted indices' tiles whose blocks exist.
+  void find_pairs(const std::vector<gidx>& ct) {
+    const Contraction& k = p_.con;
     pairs_.clear();
     std::vector<gidx> combo(k.contracted.size(), 0), at(k.a.size()), bt(k.b.size());
     const gidx combos = product(cntiles_);
@@ -386,78 +439,59 @@ class Loop {
       }
       const gidx ab = A_.find(at), bb = B_.find(bt);
       if (ab >= 0 && bb >= 0) pairs_.push_back({ab, bb});
-      for (std::size_t d = combo.size(); d-- > 0;) {
-        if (++combo[d] < cntiles_[d]) break;
-        combo[d] = 0;
+      odometer_next(combo, cntiles_, combo.size());
+    }
+  }
+
+  // cmat_ (m x nn) += every pair's A x B: the next pair's gets in flight
+  // while this one is sorted into matrix layout and multiplied.
+  void multiply_pairs(gidx m, gidx nn) {
+    const Contraction& k = p_.con;
+    if (pairs_.empty()) return;
+    issue(0, 0);
+    for (std::size_t i = 0; i < pairs_.size(); ++i) {
+      const int cur = static_cast<int>(i % 2);
+      if (i + 1 < pairs_.size()) issue(i + 1, 1 - cur);  // prefetch the next pair
+      double t0 = MPI_Wtime();
+      if (ha_[cur].live()) locus::wait(ha_[cur]);
+      if (hb_[cur].live()) locus::wait(hb_[cur]);
+      double t1 = MPI_Wtime();
+      st_.wait += t1 - t0;
+      const Pair& pr = pairs_[i];
+      const std::vector<gidx> ad = A_.dims(pr.a), bd = B_.dims(pr.b);
+      gidx kk = 1;
+      for (char ch : k.contracted) kk *= ad[k.a.find(ch)];
+      // the sort: skipped when the block already is in matrix layout
+      const double* amat = asrc_[cur];
+      const double* bmat = bsrc_[cur];
+      if (k.a != a_dst_) {
+        asort_.resize(static_cast<std::size_t>(A_.size(pr.a)));
+        permute(asrc_[cur], k.a, ad, asort_.data(), a_dst_);
+        st_.sort_bytes += 16.0 * double(asort_.size());
+        amat = asort_.data();
       }
-    }
-    // matrix shape of the result
-    gidx m = 1, nn = 1;
-    const std::vector<gidx> cd = C_.dims(cblock);
-    for (char ch : k.ext_a) m *= cd[k.c.find(ch)];
-    for (char ch : k.ext_b) nn *= cd[k.c.find(ch)];
-    if (!accs_.empty()) {  // strided: this buffer's accumulates from two tasks ago
-      const double t0 = MPI_Wtime();
-      locus::wait_all(accs_);
-      accs_.clear();
-      st_.accumulate += MPI_Wtime() - t0;
-    }
-    cmat_.assign(static_cast<std::size_t>(m * nn), 0.0);
-    if (!pairs_.empty()) {
-      issue(0, 0);
-      for (std::size_t i = 0; i < pairs_.size(); ++i) {
-        const int cur = static_cast<int>(i % 2);
-        if (i + 1 < pairs_.size()) issue(i + 1, 1 - cur);  // prefetch the next pair
-        double t0 = MPI_Wtime();
-        if (ha_[cur].live()) locus::wait(ha_[cur]);
-        if (hb_[cur].live()) locus::wait(hb_[cur]);
-        double t1 = MPI_Wtime();
-        st_.wait += t1 - t0;
-        const Pair& pr = pairs_[i];
-        const std::vector<gidx> ad = A_.dims(pr.a), bd = B_.dims(pr.b);
-        gidx kk = 1;
-        for (char ch : k.contracted) kk *= ad[k.a.find(ch)];
-        // the sort: skipped when the block already is in matrix layout
-        const double* amat = asrc_[cur];
-        const double* bmat = bsrc_[cur];
-        if (k.a != a_dst_) {
-          asort_.resize(static_cast<std::size_t>(A_.size(pr.a)));
-          permute(asrc_[cur], k.a, ad, asort_.data(), a_dst_);
-          st_.sort_bytes += 16.0 * double(asort_.size());
-          amat = asort_.data();
-        }
-        if (k.b != b_dst_) {
-          bsort_.resize(static_cast<std::size_t>(B_.size(pr.b)));
-          permute(bsrc_[cur], k.b, bd, bsort_.data(), b_dst_);
-          st_.sort_bytes += 16.0 * double(bsort_.size());
-          bmat = bsort_.data();
-        }
-        double t2 = MPI_Wtime();
-        st_.sort += t2 - t1;
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m), static_cast<int>(nn),
-                    static_cast<int>(kk), 1.0, amat, static_cast<int>(kk), bmat, static_cast<int>(nn), 1.0,
-                    cmat_.data(), static_cast<int>(nn));
-        st_.dgemm += MPI_Wtime() - t2;
-        st_.flops += 2.0 * double(m) * double(nn) * double(kk);
-        ++st_.pairs;
+      if (k.b != b_dst_) {
+        bsort_.resize(static_cast<std::size_t>(B_.size(pr.b)));
+        permute(bsrc_[cur], k.b, bd, bsort_.data(), b_dst_);
+        st_.sort_bytes += 16.0 * double(bsort_.size());
+        bmat = bsort_.data();
       }
+      double t2 = MPI_Wtime();
+      st_.sort += t2 - t1;
+      cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m), static_cast<int>(nn),
+                  static_cast<int>(kk), 1.0, amat, static_cast<int>(kk), bmat, static_cast<int>(nn), 1.0,
+                  cmat_.data(), static_cast<int>(nn));
+      st_.dgemm += MPI_Wtime() - t2;
+      st_.flops += 2.0 * double(m) * double(nn) * double(kk);
+      ++st_.pairs;
     }
-    // the previous task's accumulate must be done before its buffer is reused
-    double t3 = MPI_Wtime();
-    if (acc_.live()) locus::wait(acc_);
-    double t4 = MPI_Wtime();
-    st_.accumulate += t4 - t3;
-    if (strided_) {
-      // straight from the matrix layout; cmat_ and cnext_ alternate so the
-      // accumulates complete while the next task computes
-      accumulate_strided(cblock, cd, cmat_.data());
-      cmat_.swap(cnext_);
-      std::swap(accs_, accs_next_);
-      st_.accumulate += MPI_Wtime() - t4;
-      ++st_.tasks;
-      return;
-    }
-    cblk_.resize(static_cast<std::size_t>(m * nn));
+  }
+
+  // The result sorted into C's layout (unless it already is), then one
+  // non-blocking accumulate of the block; `t4` starts the sort's time.
+  void accumulate_sorted(gidx cblock, const std::vector<gidx>& cd, gidx elements, double t4) {
+    const Contraction& k = p_.con;
+    cblk_.resize(static_cast<std::size_t>(elements));
     if (c_mat_ == k.c) {
       cblk_.swap(cmat_);  // already in C's layout
     } else {
@@ -472,19 +506,8 @@ class Loop {
                                    locus::Op::sum);
     ++st_.accumulates;
     st_.accumulate += MPI_Wtime() - t5;
-    (void)pending;
-    ++st_.tasks;
   }
 
-  void finish() {
-    const double t0 = MPI_Wtime();
-    if (acc_.live()) locus::wait(acc_);
-    locus::wait_all(accs_);
-    locus::wait_all(accs_next_);
-    st_.accumulate += MPI_Wtime() - t0;
-  }
-
- private:
   // Starts the transfers of pair i into buffer set `slot`. A block in
   // shared memory on this node (comm.locality on) is not copied at all: the
   // sort reads it in place (A and B do not change during a phase).
@@ -550,12 +573,7 @@ class Loop {
       }
       accs_.push_back(locus::accumulate_async(base + roff, remote, mat + loff, local, locus::Op::sum));
       ++st_.accumulates;
-      std::size_t d = pos;
-      while (d-- > 0) {
-        if (++ctr[d] < cd[d]) break;
-        ctr[d] = 0;
-      }
-      if (d == static_cast<std::size_t>(-1)) break;
+      if (!odometer_next(ctr, cd, pos)) break;
     }
   }
 
@@ -598,7 +616,7 @@ PhaseResult contract(locus::Team& team, const Problem& p, const Schedule& s, Til
   std::vector<locus::Handle> marks;
   const std::int64_t one = 1;
   auto run_task = [&](gidx k) {
-    loop.task(k, marks);
+    loop.task(k);
     marks.push_back(locus::accumulate_async(done.gptr(static_cast<int>(k % units)) + (k / units), &one, 1,
                                             locus::Op::sum));
   };
@@ -676,10 +694,7 @@ std::vector<double> gather_dense(locus::Team& team, const Problem& p, const Tile
       gidx off = 0;
       for (std::size_t i = 0; i < idx.size(); ++i) off += (t.tiles_of(b)[i] * p.index.at(idx[i]).tile + c[i]) * gstr[i];
       dense[static_cast<std::size_t>(off)] = buf[static_cast<std::size_t>(e)];
-      for (std::size_t i = idx.size(); i-- > 0;) {
-        if (++c[i] < d[i]) break;
-        c[i] = 0;
-      }
+      odometer_next(c, d, idx.size());
     }
   }
   return dense;
@@ -693,10 +708,7 @@ void reference(const Problem& p, std::vector<double>& c, std::vector<double>& c_
     std::vector<gidx> coord(idx.size(), 0);
     for (std::size_t e = 0; e < v.size(); ++e) {
       v[e] = TiledTensor::nonzero(p, idx, coord) ? TiledTensor::value(p, which, coord) : 0.0;
-      for (std::size_t i = idx.size(); i-- > 0;) {
-        if (++coord[i] < d[i]) break;
-        coord[i] = 0;
-      }
+      odometer_next(coord, d, idx.size());
     }
     return v;
   };
@@ -726,16 +738,11 @@ void reference(const Problem& p, std::vector<double>& c, std::vector<double>& c_
     const double x = a[static_cast<std::size_t>(oa)], y = b[static_cast<std::size_t>(ob)];
     c[static_cast<std::size_t>(oc)] += x * y;
     c_abs[static_cast<std::size_t>(oc)] += std::fabs(x * y);
-    for (std::size_t d = all.size(); d-- > 0;) {
-      oa += sa[d];
-      ob += sb[d];
-      oc += sc[d];
-      if (++ctr[d] < ext[d]) break;
-      oa -= sa[d] * ext[d];
-      ob -= sb[d] * ext[d];
-      oc -= sc[d] * ext[d];
-      ctr[d] = 0;
-    }
+    odometer_next(ctr, ext, all.size(), [&](std::size_t d, gidx delta) {
+      oa += delta * sa[d];
+      ob += delta * sb[d];
+      oc += delta * sc[d];
+    });
   }
 }
 

@@ -74,6 +74,12 @@ std::string async_mode_name(AsyncMode m) {
   return "off";
 }
 
+std::optional<AsyncMode> async_mode_from_name(const std::string& name) {
+  for (AsyncMode m : {AsyncMode::off, AsyncMode::on, AsyncMode::user, AsyncMode::automatic})
+    if (async_mode_name(m) == name) return m;
+  return std::nullopt;
+}
+
 double comm_seconds() {
   return static_cast<double>(detail::g_comm_ns.load()) * 1e-9;
 }

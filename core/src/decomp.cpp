@@ -19,22 +19,31 @@ Dims auto_process_grid(int size, int ndims) {
   return {d[2], d[1], d[0]};
 }
 
+std::string process_grid_text(const Dims& procs) {
+  return "[" + std::to_string(procs[0]) + ", " + std::to_string(procs[1]) + ", " + std::to_string(procs[2]) + "]";
+}
+
+void check_process_grid(MPI_Comm comm, const Dims& procs, const std::array<long, 3>& points,
+                        const std::string& where, const std::function<std::string(int d)>& too_small) {
+  int size = 1;
+  MPI_Comm_size(comm, &size);
+  const long product = long(procs[0]) * procs[1] * procs[2];
+  collective_require(comm, product == size,
+                     where + ": process grid " + process_grid_text(procs) + " needs " + std::to_string(product) +
+                         " ranks, but the run has " + std::to_string(size));
+  for (int d = 0; d < 3; ++d) collective_require(comm, points[d] >= procs[d], too_small(d));
+}
+
 CartDecomp::CartDecomp(MPI_Comm comm, const std::array<long, 3>& global, const Dims& requested,
                        const std::string& key_name, int ndims)
     : global_(global) {
   int size = 1;
   MPI_Comm_size(comm, &size);
   procs_ = requested[0] == 0 ? auto_process_grid(size, ndims) : requested;
-  long product = long(procs_[0]) * procs_[1] * procs_[2];
-  collective_require(comm, product == size,
-                     key_name + ": process grid [" + std::to_string(procs_[0]) + ", " +
-                         std::to_string(procs_[1]) + ", " + std::to_string(procs_[2]) + "] needs " +
-                         std::to_string(product) + " ranks, but the run has " + std::to_string(size));
-  for (int d = 0; d < 3; ++d)
-    collective_require(comm, global_[d] >= procs_[d],
-                       key_name + ": " + std::to_string(procs_[d]) + " blocks in dimension " + "xyz"[d] +
-                           " but only " + std::to_string(global_[d]) +
-                           " grid points; use a smaller process grid or a larger grid");
+  check_process_grid(comm, procs_, global_, key_name, [&](int d) {
+    return key_name + ": " + std::to_string(procs_[d]) + " blocks in dimension " + "xyz"[d] + " but only " +
+           std::to_string(global_[d]) + " grid points; use a smaller process grid or a larger grid";
+  });
   int periods[3] = {0, 0, 0};
   // MPI dimension order (z, y, x) keeps consecutive ranks adjacent in x.
   int dims_zyx[3] = {procs_[2], procs_[1], procs_[0]};

@@ -277,12 +277,16 @@ void to_json(const YAML::Node& n, std::string& o, int indent) {
 }
 }  // namespace
 
+std::string yaml_to_json(const YAML::Node& tree) {
+  std::string o;
+  to_json(tree, o, 0);
+  return o + "\n";
+}
+
 std::string Summary::json() const {
   YAML::Node root;
   root["locus_summary"] = tree();
-  std::string o;
-  to_json(root, o, 0);
-  return o + "\n";
+  return yaml_to_json(root);
 }
 
 double median(std::vector<double> v) {

@@ -17,7 +17,9 @@
 #include <exception>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 
+#include "locus/async.hpp"
 #include "locus/io.hpp"
 #include "locus/kokkos.hpp"
 #include "locus/version.hpp"
@@ -377,11 +379,10 @@ AsyncSettings async_settings(const Config& c, const CommSettings& cs) {
   if (const char* env = std::getenv("LOCUS_ASYNC"); env && *env) {
     mode = env;
     where = "LOCUS_ASYNC=" + mode;
-    if (mode != "off" && mode != "on" && mode != "user" && mode != "auto")
-      throw CollectiveError(where + ": must be one of off, on, user, auto");
   }
-  a.mode = mode == "on" ? AsyncMode::on : mode == "user" ? AsyncMode::user
-                                        : mode == "auto" ? AsyncMode::automatic : AsyncMode::off;
+  const std::optional<AsyncMode> parsed = async_mode_from_name(mode);
+  if (!parsed) throw CollectiveError(where + ": must be one of off, on, user, auto");
+  a.mode = *parsed;
   a.on_phases.clear();
   std::stringstream phases(c.string("comm.async_phases"));
   for (std::string p; std::getline(phases, p, ',');) {

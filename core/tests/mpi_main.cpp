@@ -3,14 +3,15 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
-#include <cstdlib>
-#include <string>
+#include <cstdio>
+#include <stdexcept>
 
 #include <Kokkos_Core.hpp>
 
 #include "locus/runtime.hpp"
 #include "locus/team.hpp"
 #include "rank_printer.hpp"
+#include "test_options.hpp"
 
 int main(int argc, char** argv) {
   int provided = 0;
@@ -21,25 +22,20 @@ int main(int argc, char** argv) {
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   locus::testing::print_failures_on_every_rank(rank);
-  // The one-sided core as apps get it; LOCUS_NODE_SIZE emulates nodes.
+  // The one-sided core as apps get it, with what this registration checks
+  // given on its command line (test_options.hpp: --node-size, --window,
+  // --progress-processes, --async, --async-ops, ...).
+  locus::CommSettings defaults;
+  defaults.node_size = locus::effective_node_size(0);
+  defaults.check = true;
   locus::CommSettings settings;
-  settings.node_size = locus::effective_node_size(0);
-  settings.check = true;
-  // LOCUS_WINDOW=dynamic runs the suite on the teams' dynamic windows.
-  if (const char* w = std::getenv("LOCUS_WINDOW"); w && std::string(w) == "dynamic")
-    settings.window = locus::WindowKind::dynamic;
-  // LOCUS_PROGRESS_PROCESSES=k: the last k ranks of every node serve.
-  if (const char* k = std::getenv("LOCUS_PROGRESS_PROCESSES")) settings.progress.processes_per_node = std::atoi(k);
-  // LOCUS_ASYNC=on|user|auto: redirection (needs LOCUS_PROGRESS_PROCESSES);
-  // LOCUS_ASYNC_DATA=0 redirects atomics only (comm.async_ops: atomics).
-  if (const char* a = std::getenv("LOCUS_ASYNC"); a && *a) {
-    const std::string m = a;
-    settings.async.mode = m == "user"   ? locus::AsyncMode::user
-                          : m == "auto" ? locus::AsyncMode::automatic
-                          : m == "on"   ? locus::AsyncMode::on
-                                        : locus::AsyncMode::off;
-    const char* d = std::getenv("LOCUS_ASYNC_DATA");
-    settings.async.data = !(d && std::string(d) == "0");
+  try {
+    settings = locus::testing::parse_test_options(argc, argv, defaults).settings;
+  } catch (const std::invalid_argument& e) {
+    if (rank == 0) std::fprintf(stderr, "%s: %s\n", argv[0], e.what());
+    Kokkos::finalize();
+    MPI_Finalize();
+    return 2;
   }
   int failed = 0;
   {

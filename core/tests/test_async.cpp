@@ -10,9 +10,10 @@
 //  * Policies: user (phase names) and auto with a forced CR sequence give
 //    the expected on/off decisions, deterministically.
 //
-// Environment (mpi_main.cpp): LOCUS_PROGRESS_PROCESSES (k >= 1), LOCUS_ASYNC
-// (on, user, auto), LOCUS_ASYNC_DATA (0: atomics only), LOCUS_NODE_SIZE
-// (emulated nodes), LOCUS_ASYNC_COUNT. Server ranks serve and run no test.
+// Options (test_options.hpp, read by mpi_main.cpp): --progress-processes=K
+// (k >= 1), --async=on|user|auto, --async-ops=atomics (atomics only),
+// --node-size=N (emulated nodes); environment LOCUS_ASYNC_COUNT. Server
+// ranks serve and run no test.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -207,6 +208,6 @@ TEST(Async, UserAndForcedAutoDecisions) {
     }
     EXPECT_TRUE(async_enabled(w));
   } else {
-    GTEST_SKIP() << "LOCUS_ASYNC is " << async_mode_name(mode) << ": policies need user or auto";
+    GTEST_SKIP() << "--async=" << async_mode_name(mode) << ": policies need user or auto";
   }
 }

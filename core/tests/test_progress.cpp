@@ -5,8 +5,9 @@
 // handles in flight waited in random order; ordering of direct and
 // offloaded operations; a server-side failure reaches wait as an Error.
 //
-// Environment: LOCUS_PROGRESS_PROCESSES (k, default 1), LOCUS_PROGRESS_THREAD
-// (0/1), LOCUS_NODE_SIZE (emulated nodes). Server ranks serve and run no test.
+// Options (test_options.hpp): --progress-processes=K (default 1),
+// --progress-thread, --node-size=N (emulated nodes), --window=dynamic,
+// --expect-launcher-binding. Server ranks serve and run no test.
 #include <gtest/gtest.h>
 #include <mpi.h>
 #include <sched.h>
@@ -14,8 +15,11 @@
 #include <Kokkos_Core.hpp>
 
 #include "rank_printer.hpp"
+#include "test_options.hpp"
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
+#include <stdexcept>
 #include <numeric>
 #include <random>
 #include <set>
@@ -30,11 +34,6 @@
 using namespace locus;
 
 namespace {
-
-int env_int(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  return v && *v ? std::atoi(v) : fallback;
-}
 
 constexpr std::size_t kThreshold = 4096;
 constexpr std::size_t kStaging = 64 * 1024;
@@ -301,9 +300,9 @@ TEST(Progress, ServerFailureReachesWait) {
 TEST(Progress, ServersAreBoundAwayFromTheirUnits) {
   if (!servers_on()) GTEST_SKIP() << "no progress processes";
   const Runtime& rt = Runtime::current();
-  // LOCUS_EXPECT_LAUNCHER_BINDING=1: mpiexec -bind-to core ran us, and
-  // locus must leave the launcher's placement alone.
-  if (env_int("LOCUS_EXPECT_LAUNCHER_BINDING", 0)) {
+  // --expect-launcher-binding: mpiexec -bind-to core ran us, and locus must
+  // leave the launcher's placement alone.
+  if (locus::testing::test_options().expect_launcher_binding) {
     EXPECT_EQ(rt.binding().rfind("not bound (the launcher", 0), 0u) << rt.binding();
     for (int c : rt.bound_cpus()) EXPECT_EQ(c, -1);
     return;
@@ -347,15 +346,21 @@ int main(int argc, char** argv) {
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   Kokkos::initialize(argc, argv);
   ::testing::InitGoogleTest(&argc, argv);
+  CommSettings defaults;
+  defaults.node_size = effective_node_size(0);
+  defaults.check = false;  // the server's own checks are under test
+  defaults.progress.processes_per_node = 1;
+  defaults.progress.threshold = kThreshold;
+  defaults.progress.staging = kStaging;
   CommSettings settings;
-  settings.node_size = effective_node_size(0);
-  settings.check = false;  // the server's own checks are under test
-  settings.progress.processes_per_node = env_int("LOCUS_PROGRESS_PROCESSES", 1);
-  settings.progress.thread = env_int("LOCUS_PROGRESS_THREAD", 0) != 0;
-  settings.progress.threshold = kThreshold;
-  if (const char* w = std::getenv("LOCUS_WINDOW"); w && std::string(w) == "dynamic")
-    settings.window = WindowKind::dynamic;
-  settings.progress.staging = kStaging;
+  try {
+    settings = locus::testing::parse_test_options(argc, argv, defaults).settings;
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "%s: %s\n", argv[0], e.what());
+    Kokkos::finalize();
+    MPI_Finalize();
+    return 2;
+  }
   int failed = 0;
   {
     Runtime runtime(MPI_COMM_WORLD, settings);

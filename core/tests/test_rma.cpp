@@ -1,5 +1,5 @@
 // The one-sided core at any rank count, with real or emulated nodes
-// (LOCUS_NODE_SIZE): segments, global pointers, every transfer path,
+// (--node-size, test_options.hpp): segments, global pointers, every transfer path,
 // handles, atomics, teams and the error cases.
 #include <gtest/gtest.h>
 #include <mpi.h>
@@ -20,6 +20,7 @@ extern "C" std::size_t __sanitizer_get_current_allocated_bytes();
 
 #include "locus/rma.hpp"
 #include "locus/segment.hpp"
+#include "test_options.hpp"
 
 using locus::GlobalPtr;
 using locus::Layout;
@@ -460,12 +461,12 @@ TEST(Notified, PutNotifyRingWithoutBarriers) {
   locus::barrier(world());
 }
 
-// Run by core.rank_failure only (LOCUS_TEST_FAIL_ON_RANK=r): fails on rank
-// r alone, then meets the others in a barrier.
+// Run by core.rank_failure only (--fail-on-rank=r): fails on rank r alone,
+// then meets the others in a barrier.
 TEST(Harness, FailureOnOneRankIsPrinted) {
-  const char* r = std::getenv("LOCUS_TEST_FAIL_ON_RANK");
-  if (!r) GTEST_SKIP() << "only for core.rank_failure";
-  EXPECT_NE(world().rank(), std::atoi(r)) << "deliberate failure on rank " << world().rank();
+  const int r = locus::testing::test_options().fail_on_rank;
+  if (r < 0) GTEST_SKIP() << "only for core.rank_failure (--fail-on-rank)";
+  EXPECT_NE(world().rank(), r) << "deliberate failure on rank " << world().rank();
   locus::barrier(world());
 }
 

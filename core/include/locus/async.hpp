@@ -35,6 +35,7 @@
 //         above high; else, on below low. So a repeating sequence is not
 //         one phase late at each change of kind.
 // user and auto start off; the first phase point decides.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -70,6 +71,10 @@ struct AsyncDecision {
 const std::vector<AsyncDecision>& async_log();
 // "off", "on", "user", "auto".
 std::string async_mode_name(AsyncMode m);
+// The mode a name stands for (the inverse of async_mode_name); nullopt for
+// any other text. The one parser of comm.async, LOCUS_ASYNC and the tests'
+// --async.
+std::optional<AsyncMode> async_mode_from_name(const std::string& name);
 // Seconds this unit spent in the core's communication calls (measured only
 // in auto mode; 0 otherwise).
 double comm_seconds();

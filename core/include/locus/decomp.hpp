@@ -5,6 +5,8 @@
 #include <mpi.h>
 
 #include <array>
+#include <functional>
+#include <string>
 
 #include "locus/config.hpp"
 
@@ -21,6 +23,18 @@ Span block_span(long n, int p, int coord);
 // dimensions, with the most blocks on the slowest index in memory (z, or y
 // in 2D) so that the largest faces stay contiguous; 1 in unused dimensions.
 Dims auto_process_grid(int size, int ndims);
+
+// "[px, py, pz]"
+std::string process_grid_text(const Dims& procs);
+
+// The checks of a process grid against a run, collective over comm (a
+// CollectiveError on every rank when one fails): the grid has as many
+// blocks as comm has ranks ("<where>: process grid [..] needs N ranks, but
+// the run has M"), and every dimension has at least one of `points` per
+// block (else the message too_small(d), in the words of the caller's keys).
+// CartDecomp and the apps (before they allocate) check with this one.
+void check_process_grid(MPI_Comm comm, const Dims& procs, const std::array<long, 3>& points,
+                        const std::string& where, const std::function<std::string(int d)>& too_small);
 
 class CartDecomp {
  public:

@@ -83,6 +83,10 @@ std::vector<TimerStats> reduce_timers(const Timers& t, MPI_Comm comm);
 // Collective: every rank's values, rank-major (ranks x timers).
 std::vector<double> gather_timers(const Timers& t, MPI_Comm comm);
 
+// A YAML tree as JSON, as Summary::json writes it (plain numbers and
+// booleans unquoted, the rest as strings); the benchmarks' summaries too.
+std::string yaml_to_json(const YAML::Node& tree);
+
 // The end-of-run summary: config name, ranks, timers, results, verdict.
 // Apps fill `results` and `validation`; print() writes it on rank 0.
 class Summary {
