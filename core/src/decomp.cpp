@@ -20,7 +20,9 @@ Dims auto_process_grid(int size, int ndims) {
 }
 
 std::string process_grid_text(const Dims& procs) {
-  return "[" + std::to_string(procs[0]) + ", " + std::to_string(procs[1]) + ", " + std::to_string(procs[2]) + "]";
+  std::string s = "[";
+  for (int d = 0; d < 3; ++d) s += (d ? ", " : "") + std::to_string(procs[d]);
+  return s + "]";
 }
 
 void check_process_grid(MPI_Comm comm, const Dims& procs, const std::array<long, 3>& points,
