@@ -49,6 +49,8 @@
 #include <map>
 #include <vector>
 
+#include "harness.hpp"
+#include "locus/error.hpp"
 #include "locus/plan.hpp"
 #include "locus/profile.hpp"
 #include "locus/rma.hpp"
@@ -103,6 +105,96 @@ struct Layout {
   std::size_t bytes() const { return 20 * face + 64; }
 };
 
+
+// Rows of the table: per face size, microseconds per exchange by column.
+struct Row {
+  long size;
+  std::map<std::string, double> us;
+  bool auto_message = false;  // the route comm.remote: auto took
+};
+
+// The calibration comm.remote: auto reads (RemoteSettings::message_for):
+// per size, the plan's two routes between nodes. Returns its path.
+std::string write_calibration(const Context& ctx, const std::vector<Row>& rows, long steps, long repeats) {
+  const auto& c = ctx.config();
+  const std::string cal = std::filesystem::absolute(c.string("output.dir") + "/" + c.string("output.name") +
+                                                    "-remote-" + mpi_flavour() + ".yaml")
+                              .string();
+  std::ofstream f(cal);
+  f << "# comm.remote calibration: time per exchange (one face each way) by the two routes of a\n"
+    << "# transfer plan between nodes, written by ./locus bench exchange (median of " << repeats
+    << " interleaved repeats of " << steps << " exchanges)\n"
+    << "library: \"" << locus::mpi_library() << "\"\n"
+    << "placement: " << (ctx.runtime().node_map().emulated_size ? "emulated nodes" : "nodes") << "\n"
+    << "points:\n";
+  for (const auto& r : rows)
+    f << "  - {bytes: " << r.size << ", message_us: " << r.us.at("locus-message") << ", rma_us: " << r.us.at("locus-get")
+      << "}\n";
+  if (!f) throw locus::Error("exchange: cannot write " + cal);
+  return cal;
+}
+
+// The table (microseconds per exchange and ratios over p2p), the best
+// conforming RMA protocol per size, comm.remote: auto against the better of
+// p2p and that protocol, and, between nodes, the calibration file.
+void report(const Context& ctx, const std::vector<Row>& rows, int last, bool same_node, long steps, long repeats) {
+  const auto& c = ctx.config();
+  const std::string placement = same_node ? "same-node" : "inter-node";
+  std::printf("# locus exchange benchmark: unit 0 <-> unit %d (%s%s), %ld exchanges, median of %ld "
+              "interleaved repeats\n",
+              last, placement.c_str(), ctx.runtime().node_map().emulated_size ? ", emulated nodes" : "", steps,
+              repeats);
+  std::printf("# microseconds per exchange (one face each way, both received); x: over p2p\n");
+  bench::Table t;
+  t.data_column("placement");
+  t.column("bytes", "bytes", "%8ld");
+  for (const auto& col : kColumns) t.column(col + "_us", col, " %12.3f");
+  for (const auto& col : kColumns)
+    if (col != "p2p") t.column(col + "_over_p2p", col + "/p2p", " %14.2f", bench::Table::Shown::text_only);
+  for (const auto& r : rows) {
+    std::vector<bench::Cell> cells{placement, r.size};
+    for (const auto& col : kColumns) cells.emplace_back(r.us.at(col));
+    for (const auto& col : kColumns)
+      if (col != "p2p") cells.push_back(bench::Cell::ratio(bench::ratio(r.us, col, "p2p")));
+    t.row(std::move(cells));
+  }
+  t.print();
+  bench::Report rep(c, "exchange", "_" + placement);
+  rep.table(t);
+  rep.text("placement", placement);
+  rep.paths();
+  // The best one-sided protocol against two-sided, per size (the floors
+  // put-putflag and tagged-put included, as before).
+  rep.section("best_rma_over_p2p");
+  for (const auto& r : rows) {
+    std::string best;
+    double b = HUGE_VAL;
+    for (const auto& col : kColumns)
+      if (col != "p2p" && col.rfind("locus", 0) != 0 && r.us.at(col) < b) b = r.us.at(col), best = col;
+    rep.text(std::to_string(r.size) + "_protocol", best);
+    rep.figure(std::to_string(r.size) + "_ratio", b / r.us.at("p2p"), "%.2f");
+  }
+  rep.end_section();
+  // comm.remote: auto against the better of p2p and the best conforming RMA
+  // protocol (put-putflag and tagged-put are floors, not protocols).
+  rep.section("remote_auto");
+  bool all_met = true;
+  for (const auto& r : rows) {
+    double best = r.us.at("p2p");
+    for (const char* col : {"announce-get", "put-accflag", "tagged"}) best = std::min(best, r.us.at(col));
+    const double ratio = r.us.at("locus-auto") / best;
+    all_met = all_met && ratio <= 1.05;
+    rep.text(std::to_string(r.size) + "_route", r.auto_message ? "message" : "rma");
+    rep.figure(std::to_string(r.size) + "_auto_over_best", ratio, "%.2f");
+  }
+  rep.end_section();
+  if (!same_node) rep.text("calibration", write_calibration(ctx, rows, steps, repeats));
+  rep.goals();
+  rep.goal("goal_auto_within_1.05x_of_best_at_every_size", all_met);
+  rep.verification(true);
+  rep.finish();
+}
+
 int run(Context& ctx) {
   const auto& c = ctx.config();
   const long min_size = c.integer("bench.min_size"), max_size = c.integer("bench.max_size");
@@ -147,11 +239,6 @@ int run(Context& ctx) {
 
   std::vector<long> sizes;
   for (long s = min_size; s <= max_size; s *= 4) sizes.push_back(s);
-  struct Row {
-    long size;
-    std::map<std::string, double> us;
-    bool auto_message = false;  // the route comm.remote: auto took
-  };
   std::vector<Row> rows;
 
   for (long size : sizes) {
@@ -302,78 +389,7 @@ int run(Context& ctx) {
   locus::collective_require(ctx.comm(), bad_all == 0,
                             "exchange: " + std::to_string(bad_all) + " faces arrived wrong (a protocol is broken)");
   if (ctx.rank() != 0) return 0;
-
-  const std::string placement = same_node ? "same-node" : "inter-node";
-  std::printf("# locus exchange benchmark: unit 0 <-> unit %d (%s%s), %ld exchanges, median of %ld "
-              "interleaved repeats\n",
-              last, placement.c_str(), ctx.runtime().node_map().emulated_size ? ", emulated nodes" : "", steps,
-              repeats);
-  std::printf("# microseconds per exchange (one face each way, both received); x: over p2p\n");
-  std::printf("%8s", "bytes");
-  for (const auto& col : kColumns) std::printf(" %12s", col.c_str());
-  for (const auto& col : kColumns)
-    if (col != "p2p") std::printf(" %14s", (col + "/p2p").c_str());
-  std::printf("\n");
-  const std::string dir = c.string("output.dir");
-  std::filesystem::create_directories(dir);
-  const std::string csv_path = dir + "/" + c.string("output.name") + "_" + placement + ".csv";
-  std::ofstream csv(csv_path);
-  csv << "placement,bytes";
-  for (const auto& col : kColumns) csv << "," << col << "_us";
-  csv << "\n";
-  for (const auto& r : rows) {
-    std::printf("%8ld", r.size);
-    csv << placement << "," << r.size;
-    for (const auto& col : kColumns) {
-      std::printf(" %12.3f", r.us.at(col));
-      csv << "," << r.us.at(col);
-    }
-    for (const auto& col : kColumns)
-      if (col != "p2p") std::printf(" %14.2f", r.us.at(col) / r.us.at("p2p"));
-    std::printf("\n");
-    csv << "\n";
-  }
-  // The best one-sided protocol against two-sided, per size.
-  std::printf("\nlocus_bench:\n  benchmark: exchange\n  placement: %s\n  csv: %s\n  best_rma_over_p2p:\n",
-              placement.c_str(), std::filesystem::absolute(csv_path).c_str());
-  for (const auto& r : rows) {
-    std::string best;
-    double b = HUGE_VAL;
-    for (const auto& col : kColumns)
-      if (col != "p2p" && col.rfind("locus", 0) != 0 && r.us.at(col) < b) b = r.us.at(col), best = col;
-    std::printf("    %ld: {protocol: %s, ratio: %.2f, locus_over_p2p: %.2f, locus_get_over_p2p: %.2f}\n", r.size,
-                best.c_str(), b / r.us.at("p2p"), r.us.at("locus") / r.us.at("p2p"),
-                r.us.at("locus-get") / r.us.at("p2p"));
-  }
-  // comm.remote: auto against the better of p2p and the best conforming RMA
-  // protocol (put-putflag and tagged-put are floors, not protocols).
-  std::printf("  remote_auto:\n");
-  int missed = 0;
-  for (const auto& r : rows) {
-    double best = r.us.at("p2p");
-    for (const char* col : {"announce-get", "put-accflag", "tagged"}) best = std::min(best, r.us.at(col));
-    const double ratio = r.us.at("locus-auto") / best;
-    missed += ratio > 1.05;
-    std::printf("    %ld: {route: %s, auto_over_best: %.2f, goal: 1.05, verdict: %s}\n", r.size,
-                r.auto_message ? "message" : "rma", ratio, ratio <= 1.05 ? "met" : "missed");
-  }
-  std::printf("  remote_auto_goal: %s\n", missed ? "missed" : "met");
-  if (!same_node) {
-    // The calibration comm.remote: auto reads (RemoteSettings::message_for).
-    const std::string cal = dir + "/" + c.string("output.name") + "-remote-" + mpi_flavour() + ".yaml";
-    std::ofstream f(cal);
-    f << "# comm.remote calibration: time per exchange (one face each way) by the two routes of a\n"
-      << "# transfer plan between nodes, written by ./locus bench exchange (median of " << repeats
-      << " interleaved repeats of " << steps << " exchanges)\n"
-      << "library: \"" << locus::mpi_library() << "\"\n"
-      << "placement: " << (ctx.runtime().node_map().emulated_size ? "emulated nodes" : "nodes") << "\n"
-      << "points:\n";
-    for (const auto& r : rows)
-      f << "  - {bytes: " << r.size << ", message_us: " << r.us.at("locus-message")
-        << ", rma_us: " << r.us.at("locus-get") << "}\n";
-    if (!f) throw locus::Error("exchange: cannot write " + cal);
-    std::printf("  calibration: %s\n", std::filesystem::absolute(cal).c_str());
-  }
+  report(ctx, rows, last, same_node, steps, repeats);
   return 0;
 }
 
