@@ -399,6 +399,11 @@ void spmv_matrix(Run& run, const std::string& mname, const std::vector<std::stri
   if (med.count("rma") && med.count("overlap") && !run.emulated)
     run.goals.emplace_back(mname + "_rma_no_slower_than_overlap_same_node", med["rma"] <= med["overlap"],
                            std::to_string(med["overlap"] / med["rma"]).substr(0, 4) + "x");
+  // Between nodes (comm.remote): the one-sided mode no slower than the
+  // two-sided vector mode.
+  if (med.count("rma") && med.count("vector") && run.emulated)
+    run.goals.emplace_back(mname + "_rma_le_vector_between_nodes", med["rma"] <= med["vector"],
+                           std::to_string(med["rma"] / med["vector"]).substr(0, 4) + "x vector");
 }
 
 // ---- 3. ghost cells
