@@ -89,4 +89,70 @@ TEST(Plans, BadEntriesAreClearErrors) {
   locus::barrier(world());
 }
 
+// The message route (comm.remote) moves exactly what the RMA route moves:
+// index-list gets with two entries per pair (tags), strided puts, and a
+// plan executed into two different local buffers (its requests rebuilt).
+// Pairs on other nodes, and only those, go by message.
+TEST(Plans, MessageRouteMovesWhatRmaMoves) {
+  const int me = world().rank(), n = world().size();
+  const int right = (me + 1) % n, left = (me + n - 1) % n;
+  const std::size_t part = 64;
+  locus::Array<double> x(world(), part);
+  std::vector<PlanEntry> gets;
+  std::size_t at = 0;
+  for (int u = 0; u < n; ++u)
+    for (std::size_t k = 0; k < 2; ++k) {  // two entries from every unit
+      std::vector<std::size_t> idx{k, 7 + k, 31, 63 - k};
+      gets.push_back(PlanEntry{u, Side::contiguous(at, idx.size()), Side::indexed(0, idx)});
+      at += idx.size();
+    }
+  for (locus::RemoteMode mode : {locus::RemoteMode::message, locus::RemoteMode::automatic}) {
+    locus::GetPlan<double> rma(x.gptr(), gets), plan(x.gptr(), gets, locus::Route::automatic, mode);
+    for (int u = 0; u < n; ++u) {
+      if (mode == locus::RemoteMode::message) EXPECT_EQ(plan.message(u), !world().same_node(u)) << "unit " << u;
+    }
+    std::vector<double> want(at), got[2] = {std::vector<double>(at, -1), std::vector<double>(at, -2)};
+    for (int step = 0; step < 4; ++step) {
+      for (std::size_t i = 0; i < part; ++i) x.data()[i] = value(me, i, step);
+      locus::barrier(world());
+      rma.execute(want.data());
+      plan.execute(got[step % 2].data());
+      locus::barrier(world());
+      EXPECT_EQ(got[step % 2], want) << "step " << step;
+    }
+    // strided puts into the right neighbour's column 3
+    locus::Array<double> grid(world(), 10 * 12);
+    std::fill(grid.data(), grid.data() + grid.size(), -1.0);
+    std::vector<double> col(10);
+    for (std::size_t i = 0; i < 10; ++i) col[i] = value(me, i, 9);
+    locus::PutPlan<double> put(grid.gptr(), {PlanEntry{right, Side::contiguous(0, 10), Side::strided(3, Layout{1, 10, 12, 1, 0})}},
+                               locus::Route::automatic, mode);
+    locus::barrier(world());
+    put.execute(col.data());
+    locus::barrier(world());
+    long bad = 0;
+    for (std::size_t r = 0; r < 10; ++r)
+      for (std::size_t c = 0; c < 12; ++c) bad += grid.data()[r * 12 + c] != (c == 3 ? value(left, r, 9) : -1.0);
+    EXPECT_EQ(bad, 0);
+    locus::barrier(world());
+  }
+}
+
+// Units that build one collective plan with different routes get an error
+// together (not a hang).
+TEST(Plans, DisagreeingRoutesAreAnErrorOnEveryUnit) {
+  if (world().size() < 2) GTEST_SKIP() << "needs two units";
+  locus::Array<double> x(world(), 8);
+  const int me = world().rank();
+  const locus::RemoteMode mode = me == 0 ? locus::RemoteMode::message : locus::RemoteMode::automatic;
+  std::vector<PlanEntry> e{PlanEntry{(me + 1) % world().size(), Side::contiguous(0, 2), Side::contiguous(0, 2)}};
+  try {
+    locus::GetPlan<double> plan(x.gptr(), e, locus::Route::automatic, mode);
+    ADD_FAILURE() << "no error";
+  } catch (const locus::Error& err) {
+    EXPECT_NE(std::string(err.what()).find("different routes"), std::string::npos) << err.what();
+  }
+  locus::barrier(world());
+}
+
 }  // namespace
