@@ -96,7 +96,13 @@ void add_common_keys(Schema& s, const std::string& app_name) {
       .real("comm.adapt.high", 0.6, 0.0, 1.0,
             "auto: switch redirection off when the communication ratio rises above this (low < high)")
       .string("comm.adapt.thresholds", "",
-              "auto: a thresholds file from ./locus bench calibrate (its low and high replace comm.adapt.low/high)");
+              "auto: a thresholds file from ./locus bench calibrate (its low and high replace comm.adapt.low/high)")
+      .choice("comm.staging", "auto", {"auto", "always"},
+              "how halo faces and spmv's x entries leave the app's Kokkos memory space: auto (straight from the "
+              "field or vector when the core can address that space, i.e. host memory; through host segments "
+              "otherwise) or always (through host segments in every build: pack kernel into a buffer in the "
+              "app's memory space, copy to a host segment, transfer, copy back, unpack; a host build then runs "
+              "the device data path)");
 }
 
 int& CollectiveError::live() {
@@ -435,6 +441,7 @@ CommSettings comm_settings(const Config& c) {
   s.progress.thread = c.boolean("runtime.progress.thread");
   s.progress.thread_interval_us = static_cast<int>(c.integer("runtime.progress.thread_interval_us"));
   s.async = async_settings(c, s);
+  s.staging = c.string("comm.staging") == "always" ? Staging::always : Staging::automatic;
 #ifndef NDEBUG
   s.check = true;
 #endif
