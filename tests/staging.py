@@ -8,8 +8,9 @@ which on a host build never stages):
   * heat3d, every halo strategy (p2p, rma, locus-barrier, locus, locus-nb;
     locus-nb runs the overlapped split-phase step), on real nodes and on
     emulated nodes (2 ranks: real nodes, and node size 1: every neighbour
-    remote; 4 ranks: node size 2, same-node and remote neighbours), against
-    the direct p2p field;
+    remote; 4 ranks: node size 2, same-node and remote neighbours, and
+    locus-nb with a progress process per node taking the packed faces'
+    gets), against the direct p2p field;
   * poisson5pt (halos by put into the neighbours' ghosts, in-place
     Gauss-Seidel) with every strategy, against the direct run;
   * spmv, every mode (vector, overlap, task, thread, rma), CG on HPCG's
@@ -30,7 +31,7 @@ import h5py
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from locus_testlib import SOURCE, check, run_app, scratch  # noqa: E402
+from locus_testlib import SOURCE, check, run_app, scratch, summary  # noqa: E402
 
 NP = int(sys.argv[1])
 CONNECTOR = sys.argv[2]
@@ -39,19 +40,21 @@ STRATEGIES = ["p2p", "rma", "locus-barrier", "locus", "locus-nb"]
 MODES = ["vector", "overlap", "task", "thread", "rma"]
 
 
-def run(app, deck, sets, name):
-    """Runs the app with the connector; returns (output file, kernels seen on any rank)."""
+def run(app, deck, sets, name, want_summary=False):
+    """Runs the app with the connector; returns (output file, kernels seen on any rank[, summary])."""
     d = os.path.join(OUT, name)
     base = os.path.join(d, "kernels")
     os.makedirs(d)
     env = dict(os.environ, KOKKOS_PROFILE_LIBRARY=CONNECTOR, KOKKOS_TOOLS_LIBS=CONNECTOR, LOCUS_KOKKOS_REGIONS=base)
-    run_app(app, os.path.join(SOURCE, "inputs", app, deck), NP,
-            list(sets) + ["output.dir=" + d, "output.name=out", "output.xdmf=false"], extra=["-q"], env=env)
+    p, _ = run_app(app, os.path.join(SOURCE, "inputs", app, deck), NP,
+                   list(sets) + ["output.dir=" + d, "output.name=out", "output.xdmf=false"], extra=["-q"], env=env)
     files = glob.glob(base + ".*")
     check(len(files) == NP, "%s: connector files %s" % (name, files))
     seen = set()
     for f in files:
         seen |= {ln[len("kernel "):] for ln in open(f).read().splitlines() if ln.startswith("kernel ")}
+    if want_summary:
+        return os.path.join(d, "out.h5"), seen, summary(p.stdout)
     return os.path.join(d, "out.h5"), seen
 
 
@@ -93,6 +96,20 @@ def heat3d():
             staged_kernels(label, seen, want, True, NP > 1)
             same(label, datasets(path, ["temperature"]), ref)
             print("%-34s staged: bitwise the direct p2p field" % label)
+    if NP == 4:
+        # locus-nb with a progress process per emulated node of 2 (2 units):
+        # the packed faces' gets are offloaded to it. heat3d's field does not
+        # depend on the rank count (heat3d.invariance), so the 4-rank direct
+        # field is the reference.
+        label = "heat3d locus-nb progress processes"
+        path, seen, s = run("heat3d", "default.yaml",
+                            sets + ["comm.halo=locus-nb", "comm.staging=always",
+                                    "runtime.progress.processes_per_node=1", "runtime.progress.threshold=64"],
+                            "heat3d_locus-nb_progress", want_summary=True)
+        staged_kernels(label, seen, want, True, True)
+        check(s["progress"]["offloaded_unit0"] > 0, "%s: nothing offloaded: %s" % (label, s["progress"]))
+        same(label, datasets(path, ["temperature"]), ref)
+        print("%-34s staged, faces offloaded: bitwise the direct p2p field" % label)
 
 
 def poisson5pt():
