@@ -440,7 +440,8 @@ void Operator::post_exchange(std::vector<MPI_Request>& reqs) {
   for (std::size_t i = 0; i < send_rank_.size(); ++i) {
     const gidx b = send_off_[i], e = send_off_[i + 1];
     if (!staged_) {
-      if (e > b) Kokkos::parallel_for("spmv::pack", locus::Range<gidx>(b, e), Pack{send_idx_.data(), xext_, send_buf_.data()});
+      if (e > b)
+        Kokkos::parallel_for("spmv::pack", locus::Range<gidx>(b, e), Pack{send_idx_.data(), xext_, send_buf_.data()});
       Kokkos::fence();
     }
     reqs.emplace_back();

@@ -22,11 +22,12 @@
 // the buffer of step s at s + 2, after its neighbours announced s + 1,
 // which they do after fetching s). The field's own faces never travel, so
 // in-place updates need no `done` flag.
+#include "halo_staged.hpp"
+
 #include <mpi.h>
 
 #include <atomic>
 
-#include "halo_staged.hpp"
 #include "locus/error.hpp"
 #include "locus/kokkos.hpp"
 #include "locus/plan.hpp"
@@ -63,14 +64,15 @@ template <class T>
 void face_kernel(const char* name, T* field, const Layout& l, T* packed, bool pack) {
   const std::size_t blocks = l.rows * l.count, len = l.block, count = l.count;
   const std::size_t stride = l.stride, row_stride = l.row_stride;
-  Kokkos::parallel_for(name, Range<std::size_t>(0, blocks), KOKKOS_LAMBDA(std::size_t q) {
-    T* __restrict f = field + (q / count) * row_stride + (q % count) * stride;
-    T* __restrict p = packed + q * len;
-    if (pack)
-      for (std::size_t e = 0; e < len; ++e) p[e] = f[e];
-    else
-      for (std::size_t e = 0; e < len; ++e) f[e] = p[e];
-  });
+  Kokkos::parallel_for(
+      name, Range<std::size_t>(0, blocks), KOKKOS_LAMBDA(std::size_t q) {
+        T* __restrict f = field + (q / count) * row_stride + (q % count) * stride;
+        T* __restrict p = packed + q * len;
+        if (pack)
+          for (std::size_t e = 0; e < len; ++e) p[e] = f[e];
+        else
+          for (std::size_t e = 0; e < len; ++e) f[e] = p[e];
+      });
 }
 
 enum class Transport { two_sided, one_sided, notified };
@@ -148,16 +150,17 @@ class StagedHalo : public HaloExchange<T> {
     int slot = 0, their_slot = 0;  // 2 * d + side, seen from me and from the neighbour
     Layout layout;
     std::size_t ghost_offset = 0, boundary_offset = 0, elements = 0;
-    std::size_t my_slot = 0;          // my slot in my send and receive buffers
+    std::size_t my_slot = 0;            // my slot in my send and receive buffers
     std::size_t their_slot_offset = 0;  // the neighbour's slot facing me, in its send and receive buffers
-    std::size_t their_buffer = 0;     // elements of one of the neighbour's buffers
+    std::size_t their_buffer = 0;       // elements of one of the neighbour's buffers
   };
 
   // Boundary faces -> send buffer (parity half) -> host segment.
   void pack(GridFieldT<T>& field, std::size_t parity) {
     T* packed = send_.device() + parity * per_buffer_;
     for (const Face& f : faces_)
-      face_kernel<T>("locus::halo_stage_pack", field.data() + f.boundary_offset, f.layout, packed + f.my_slot, true);
+      face_kernel<T>("locus::halo_stage_pack", field.data() + f.boundary_offset, f.layout, packed + f.my_slot,
+                     true);
     Kokkos::fence();
     send_.to_host(parity * per_buffer_, per_buffer_);
   }
@@ -214,8 +217,8 @@ class StagedHalo : public HaloExchange<T> {
     // A face sent towards +d arrives at the neighbour's -d ghost: tagged by
     // the direction of travel, as P2PHalo does.
     for (const Face& f : faces_)
-      MPI_Irecv(recv_.host() + f.my_slot, static_cast<int>(f.elements), mpi_type<T>(), f.unit, f.their_slot, comm_,
-                &requests_[r++]);
+      MPI_Irecv(recv_.host() + f.my_slot, static_cast<int>(f.elements), mpi_type<T>(), f.unit, f.their_slot,
+                comm_, &requests_[r++]);
     for (const Face& f : faces_)
       MPI_Isend(send_.host() + f.my_slot, static_cast<int>(f.elements), mpi_type<T>(), f.unit, f.slot, comm_,
                 &requests_[r++]);
@@ -258,25 +261,28 @@ template <class T>
 std::unique_ptr<HaloExchange<T>> make_staged_halo(const std::string& strategy, const CartDecomp& decomp,
                                                   const BlockShape& shape, Team& team, const HaloOptions& o) {
   if (strategy == "p2p")
-    return std::make_unique<StagedHalo<T>>(decomp, shape, team, strategy, Transport::two_sided, Route::automatic,
-                                           false, o);
+    return std::make_unique<StagedHalo<T>>(decomp, shape, team, strategy, Transport::two_sided,
+                                           Route::automatic, false, o);
   if (strategy == "rma")
-    return std::make_unique<StagedHalo<T>>(decomp, shape, team, strategy, Transport::one_sided, Route::mpi, false, o);
-  if (strategy == "locus-barrier")
-    return std::make_unique<StagedHalo<T>>(decomp, shape, team, strategy, Transport::one_sided, Route::automatic,
+    return std::make_unique<StagedHalo<T>>(decomp, shape, team, strategy, Transport::one_sided, Route::mpi,
                                            false, o);
+  if (strategy == "locus-barrier")
+    return std::make_unique<StagedHalo<T>>(decomp, shape, team, strategy, Transport::one_sided,
+                                           Route::automatic, false, o);
   if (strategy == "locus")
-    return std::make_unique<StagedHalo<T>>(decomp, shape, team, strategy, Transport::notified, Route::local, false,
-                                           o);
+    return std::make_unique<StagedHalo<T>>(decomp, shape, team, strategy, Transport::notified, Route::local,
+                                           false, o);
   if (strategy == "locus-nb")
-    return std::make_unique<StagedHalo<T>>(decomp, shape, team, strategy, Transport::notified, Route::automatic,
-                                           true, o);
+    return std::make_unique<StagedHalo<T>>(decomp, shape, team, strategy, Transport::notified,
+                                           Route::automatic, true, o);
   throw Error("comm.halo: unknown strategy '" + strategy + "'");
 }
 
 template std::unique_ptr<HaloExchange<float>> make_staged_halo<float>(const std::string&, const CartDecomp&,
-                                                                     const BlockShape&, Team&, const HaloOptions&);
+                                                                      const BlockShape&, Team&,
+                                                                      const HaloOptions&);
 template std::unique_ptr<HaloExchange<double>> make_staged_halo<double>(const std::string&, const CartDecomp&,
-                                                                       const BlockShape&, Team&, const HaloOptions&);
+                                                                        const BlockShape&, Team&,
+                                                                        const HaloOptions&);
 
 }  // namespace locus::detail

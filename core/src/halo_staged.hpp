@@ -10,6 +10,7 @@ namespace locus::detail {
 // `strategy` is one of halo_strategies(), already checked by make_halo.
 template <class T>
 std::unique_ptr<HaloExchange<T>> make_staged_halo(const std::string& strategy, const CartDecomp& decomp,
-                                                  const BlockShape& shape, Team& team, const HaloOptions& options);
+                                                  const BlockShape& shape, Team& team,
+                                                  const HaloOptions& options);
 
 }  // namespace locus::detail

@@ -67,7 +67,9 @@ class StagingBuffer {
   void to_device() { to_device(0, size()); }
 
  private:
-  HostView host_view(std::size_t first, std::size_t count) const { return HostView(host_.data() + first, count); }
+  HostView host_view(std::size_t first, std::size_t count) const {
+    return HostView(host_.data() + first, count);
+  }
   auto device_view(std::size_t first, std::size_t count) const {
     return Kokkos::subview(device_, std::make_pair(first, first + count));
   }
