@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
 #include <set>
 #include <string>
 
@@ -14,6 +15,12 @@ namespace {
 std::set<std::string>& names() {
   static std::set<std::string> n;
   return n;
+}
+// spmv's task mode launches kernels from its communication thread too.
+std::mutex names_mutex;
+void record(std::string name) {
+  std::lock_guard<std::mutex> lock(names_mutex);
+  names().insert(std::move(name));
 }
 int depth = 0, max_depth = 0;
 }  // namespace
@@ -33,19 +40,19 @@ void kokkosp_finalize_library() {
 }
 
 void kokkosp_push_profile_region(const char* name) {
-  names().insert(std::string("region ") + name);
+  record(std::string("region ") + name);
   max_depth = ++depth > max_depth ? depth : max_depth;
 }
 
 void kokkosp_pop_profile_region() { --depth; }
 
 void kokkosp_begin_parallel_for(const char* name, const std::uint32_t, std::uint64_t* id) {
-  names().insert(std::string("kernel ") + name);
+  record(std::string("kernel ") + name);
   *id = 0;
 }
 void kokkosp_end_parallel_for(const std::uint64_t) {}
 void kokkosp_begin_parallel_reduce(const char* name, const std::uint32_t, std::uint64_t* id) {
-  names().insert(std::string("kernel ") + name);
+  record(std::string("kernel ") + name);
   *id = 0;
 }
 void kokkosp_end_parallel_reduce(const std::uint64_t) {}

@@ -176,19 +176,42 @@ Operator::Operator(locus::Team& team, RowBlock rows, const std::vector<gidx>& st
   rsplit_ = split_by_nonzeros(rptr_, static_cast<gidx>(rrow_.size()), threads_);
   rows = RowBlock{};  // the assembled copy is no longer needed
 
-  // x lives in a segment: owned part, then the halo.
-  xseg_ = locus::Array<double>(team, static_cast<std::size_t>(nrows_ + nhalo));
-  xext_ = xseg_.data();
-  std::fill(xext_, xext_ + nrows_ + nhalo, 0.0);
+  // x lives in a segment: owned part, then the halo. On the staging path
+  // it lives in the memory space instead, out of the core's reach: its
+  // entries travel packed, through host segments.
+  staged_ = locus::staging_active();
+  const auto xsize = static_cast<std::size_t>(nrows_ + nhalo);
+  if (staged_) {
+    xview_ = Kokkos::View<double*, locus::MemSpace>("spmv::x", xsize);  // zeroed
+    xext_ = xview_.data();
+    stage_send_ = locus::StagingBuffer<double>(team, send_idx_.size(), "spmv::stage_send");
+    stage_recv_ = locus::Array<double>(team, static_cast<std::size_t>(nhalo));
+  } else {
+    xseg_ = locus::Array<double>(team, xsize);
+    xext_ = xseg_.data();
+    std::fill(xext_, xext_ + xsize, 0.0);
+  }
 
   if (mode_ == Mode::rma) {
     rma_ = std::make_unique<RmaState>();
     rma_->size = p;
     rma_->flags = locus::Array<std::uint64_t>(team, 2 * static_cast<std::size_t>(p));
     std::fill(rma_->flags.data(), rma_->flags.data() + 2 * p, 0);
+    // Staged: where my entries start in every owner's packed buffer.
+    std::vector<gidx> offer(static_cast<std::size_t>(p), -1), packed_at(static_cast<std::size_t>(p), -1);
+    if (staged_) {
+      for (std::size_t i = 0; i < send_rank_.size(); ++i) offer[send_rank_[i]] = send_off_[i];
+      MPI_Alltoall(offer.data(), 1, MPI_INT64_T, packed_at.data(), 1, MPI_INT64_T, comm);
+    }
     std::vector<locus::PlanEntry> entries;
     for (std::size_t i = 0; i < recv_rank_.size(); ++i) {
       const int q = recv_rank_[i];
+      if (staged_) {
+        entries.push_back(locus::PlanEntry{
+            q, locus::Side::contiguous(static_cast<std::size_t>(recv_off_[i]), static_cast<std::size_t>(recv_cnt_[i])),
+            locus::Side::contiguous(static_cast<std::size_t>(packed_at[q]), static_cast<std::size_t>(recv_cnt_[i]))});
+        continue;
+      }
       std::vector<std::size_t> idx(static_cast<std::size_t>(recv_cnt_[i]));
       for (gidx k = 0; k < recv_cnt_[i]; ++k)
         idx[static_cast<std::size_t>(k)] = static_cast<std::size_t>(halo[recv_off_[i] + k] - starts[q]);
@@ -201,8 +224,8 @@ Operator::Operator(locus::Team& team, RowBlock rows, const std::vector<gidx>& st
     }
     // Owners on other nodes may send their x as messages (comm.remote): no
     // flags for those pairs.
-    rma_->plan = locus::GetPlan<double>(xseg_.gptr(), std::move(entries), locus::Route::automatic,
-                                        locus::RemoteMode::deck);
+    rma_->plan = locus::GetPlan<double>(staged_ ? stage_send_.gptr() : xseg_.gptr(), std::move(entries),
+                                        locus::Route::automatic, locus::RemoteMode::deck);
   }
   if (mode_ == Mode::task) {
     locus::require_thread_level(MPI_THREAD_MULTIPLE, "spmv.mode: task");
@@ -386,31 +409,60 @@ void Operator::check_against_reference(const double* y) {
   checked_ = true;
 }
 
+// Staging (comm.staging): every reader's entries packed in the app's
+// memory space, then copied into the host segment the transfers read.
+// Called by the thread that runs the kernels (in task mode too, before the
+// communication thread posts the messages).
+void Operator::stage_pack() {
+  const auto n = static_cast<gidx>(send_idx_.size());
+  if (n > 0)
+    Kokkos::parallel_for("spmv::stage_pack", locus::Range<gidx>(0, n),
+                         Pack{send_idx_.data(), xext_, stage_send_.device()});
+  Kokkos::fence();
+  stage_send_.to_host();
+}
+
+// Staging: the received halo entries, copied from their host segment into
+// the halo part of x (in received order: no unpack kernel needed).
+void Operator::stage_unpack() {
+  using HostView = Kokkos::View<const double*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  const auto first = static_cast<std::size_t>(nrows_);
+  Kokkos::deep_copy(Kokkos::subview(xview_, std::make_pair(first, first + stage_recv_.size())),
+                    HostView(stage_recv_.data(), stage_recv_.size()));
+}
+
 void Operator::post_exchange(std::vector<MPI_Request>& reqs) {
   MPI_Comm comm = team_.comm();
   reqs.clear();
+  double* halo = staged_ ? stage_recv_.data() : xext_ + nrows_;
   for (std::size_t i = 0; i < recv_rank_.size(); ++i) {
     reqs.emplace_back();
-    MPI_Irecv(xext_ + nrows_ + recv_off_[i], static_cast<int>(recv_cnt_[i]), MPI_DOUBLE, recv_rank_[i], kTag, comm,
+    MPI_Irecv(halo + recv_off_[i], static_cast<int>(recv_cnt_[i]), MPI_DOUBLE, recv_rank_[i], kTag, comm,
               &reqs.back());
   }
+  const double* packed = staged_ ? stage_send_.host() : send_buf_.data();
   for (std::size_t i = 0; i < send_rank_.size(); ++i) {
     const gidx b = send_off_[i], e = send_off_[i + 1];
-    if (e > b) Kokkos::parallel_for("spmv::pack", locus::Range<gidx>(b, e), Pack{send_idx_.data(), xext_, send_buf_.data()});
-    Kokkos::fence();
+    if (!staged_) {
+      if (e > b)
+        Kokkos::parallel_for("spmv::pack", locus::Range<gidx>(b, e), Pack{send_idx_.data(), xext_, send_buf_.data()});
+      Kokkos::fence();
+    }
     reqs.emplace_back();
-    MPI_Isend(send_buf_.data() + b, static_cast<int>(e - b), MPI_DOUBLE, send_rank_[i], kTag, comm, &reqs.back());
+    MPI_Isend(packed + b, static_cast<int>(e - b), MPI_DOUBLE, send_rank_[i], kTag, comm, &reqs.back());
   }
 }
 
 void Operator::apply_two_sided(double* y) {
   std::vector<MPI_Request> reqs;
   double t0 = MPI_Wtime();
+  if (staged_) stage_pack();
   post_exchange(reqs);
   double t1 = MPI_Wtime();
   times_.post += t1 - t0;
   if (mode_ == Mode::vector) {
     locus::wait_all_yielding(reqs);
+    if (staged_) stage_unpack();
     double t2 = MPI_Wtime();
     times_.wait += t2 - t1;
     compute_local(y);
@@ -436,6 +488,7 @@ void Operator::apply_two_sided(double* y) {
     locus::wait_all(handles);
   else
     locus::wait_all_yielding(reqs);
+  if (staged_) stage_unpack();
   double t3 = MPI_Wtime();
   times_.wait += t3 - t2;
   compute_remote(y);
@@ -475,6 +528,7 @@ void Operator::apply_task(double* y) {
   // Explicit overlap: the communication thread runs the exchange while the
   // compute threads do the local part; then the remote part.
   TaskThread& tt = *task_;
+  if (staged_) stage_pack();
   std::uint64_t ticket;
   {
     std::lock_guard<std::mutex> lock(tt.m);
@@ -485,6 +539,7 @@ void Operator::apply_task(double* y) {
   compute_local(y);
   const double t1 = MPI_Wtime();
   while (tt.finished.load(std::memory_order_acquire) < ticket) sched_yield();
+  if (staged_) stage_unpack();
   const double t2 = MPI_Wtime();
   compute_remote(y);
   times_.local += t1 - t0;
@@ -496,21 +551,30 @@ void Operator::apply_task(double* y) {
 
 void Operator::apply_rma(double* y) {
   RmaState& s = *rma_;
-  const std::uint64_t step = ++s.step;
   const int me = team_.rank();
   const double t0 = MPI_Wtime();
+  if (staged_) {
+    // My readers fetched the previous packed entries before I repack (a
+    // message pair's send completed in the last wait()).
+    const std::uint64_t* done = s.flags.data() + s.size;
+    for (int q : send_rank_)
+      if (!s.plan.message(q)) locus::wait_notify(done + q, s.step);
+    stage_pack();
+  }
+  const std::uint64_t step = ++s.step;
   // My x is ready for my readers; wait until my owners' x is ready.
   for (int q : send_rank_)
     if (!s.plan.message(q)) locus::notify(s.flags.gptr(q) + me, step);
   for (int q : recv_rank_)
     if (!s.plan.message(q)) locus::wait_notify(s.flags.data() + q, step);
-  s.plan.start(xext_);
+  s.plan.start(staged_ ? stage_recv_.data() : xext_);
   const double t1 = MPI_Wtime();
   compute_local(y);
   const double t2 = MPI_Wtime();
   s.plan.wait();
   for (int q : recv_rank_)
     if (!s.plan.message(q)) locus::notify(s.flags.gptr(q) + (s.size + me), step);
+  if (staged_) stage_unpack();
   const double t3 = MPI_Wtime();
   compute_remote(y);
   times_.post += t1 - t0;

@@ -21,6 +21,7 @@
 #include "locus/profile.hpp"
 #include "locus/runtime.hpp"
 #include "locus/segment.hpp"
+#include "locus/staging.hpp"
 
 namespace spmv {
 
@@ -182,9 +183,19 @@ class Operator {
   std::vector<double> rval_;
   // thread ranges (by nonzeros) over local rows and remote rows
   std::vector<gidx> lsplit_, rsplit_;
-  // x: owned part then halo, in a locus segment (rma reads it in place)
+  // x: owned part then halo, in a locus segment (rma reads it in place);
+  // on the staging path (comm.staging) in a View of the memory space
+  // instead, which only kernels and copies touch
   locus::Array<double> xseg_;
+  Kokkos::View<double*, locus::MemSpace> xview_;
   double* xext_ = nullptr;
+  // staging: send_idx_'s entries packed, in the app's space and a host
+  // segment; the halo part as received, in a host segment
+  bool staged_ = false;
+  locus::StagingBuffer<double> stage_send_;
+  locus::Array<double> stage_recv_;
+  void stage_pack();
+  void stage_unpack();
   // two-sided halo: receive from owners, send to readers
   std::vector<int> recv_rank_, send_rank_;
   std::vector<gidx> recv_off_, recv_cnt_;       // into the halo part

@@ -9,7 +9,9 @@
 #include "locus/error.hpp"
 #include "locus/kokkos.hpp"
 #include "locus/plan.hpp"
+#include "halo_staged.hpp"
 #include "locus/segment.hpp"
+#include "locus/staging.hpp"
 #include "transfer.hpp"
 #include "locus/wait.hpp"
 
@@ -468,6 +470,7 @@ std::unique_ptr<HaloExchange<T>> make_halo(const std::string& strategy, const Ca
     if (decomp.procs()[d] > 1 && shape.g[d] != 1)
       throw Error(std::string("halo: the grid is decomposed in ") + "xyz"[d] +
                   " but the field has no ghost layer there");
+  if (staging_active()) return detail::make_staged_halo<T>(strategy, decomp, shape, team, options);
   if (strategy == "p2p") return std::make_unique<P2PHalo<T>>(decomp, shape);
   if (strategy == "rma")
     return std::make_unique<OneSidedHalo<T>>(decomp, shape, team, strategy, Route::mpi, false, options);

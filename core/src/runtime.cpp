@@ -108,7 +108,13 @@ void add_common_keys(Schema& s, const std::string& app_name) {
               "exchanged, from a calibration of this MPI library: comm.remote_calibration)")
       .string("comm.remote_calibration", "",
               "auto: the calibration file (written by ./locus bench exchange on nodes); empty: "
-              "remote-<mpich|openmpi>.yaml shipped in inputs/calibration (no file: message)");
+              "remote-<mpich|openmpi>.yaml shipped in inputs/calibration (no file: message)")
+      .choice("comm.staging", "auto", {"auto", "always"},
+              "how halo faces and spmv's x entries leave the app's Kokkos memory space: auto (straight from the "
+              "field or vector when the core can address that space, i.e. host memory; through host segments "
+              "otherwise) or always (through host segments in every build: pack kernel into a buffer in the "
+              "app's memory space, copy to a host segment, transfer, copy back, unpack; a host build then runs "
+              "the device data path)");
 }
 
 int& CollectiveError::live() {
@@ -525,6 +531,7 @@ CommSettings comm_settings(const Config& c) {
   s.progress.thread_interval_us = static_cast<int>(c.integer("runtime.progress.thread_interval_us"));
   s.async = async_settings(c, s);
   s.remote = remote_settings(c);
+  s.staging = c.string("comm.staging") == "always" ? Staging::always : Staging::automatic;
 #ifndef NDEBUG
   s.check = true;
 #endif

@@ -58,6 +58,14 @@ enum class AtomicMode { automatic, mpi, aggregate };
 // is the default: on MPICH 4.0 ch4:ucx within a host every put's flush
 // waited for the target (docs/results.md).
 enum class AggregateTransport { message, put };
+
+// comm.staging: how halo faces and spmv's x entries leave an app's memory
+// space (locus/staging.hpp). automatic: straight from the field or vector
+// when the core can address that space (host memory), through host
+// segments otherwise; always: through host segments in every build (pack
+// kernel into a buffer in the app's space, copy to a host segment,
+// transfer, copy back, unpack), so a host build tests the device path.
+enum class Staging { automatic, always };
 struct AggregateSettings {
   std::size_t records = 1024;  // records (one update or get each) per batch
   int slots = 8;               // batches one unit may have in flight to another
@@ -102,6 +110,7 @@ struct CommSettings {
   AsyncSettings async;        // target-side redirection (async.hpp)
   AggregateSettings aggregate;  // comm.aggregate: batching of fine-grained traffic to other nodes
   RemoteSettings remote;        // comm.remote: plans' route to other nodes
+  Staging staging = Staging::automatic;  // comm.staging
 };
 
 }  // namespace locus
