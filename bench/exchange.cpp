@@ -25,8 +25,8 @@
 //                  segment, as a field is), then locus::get by the reader (a
 //                  copy out of the owner's memory on one node, as the
 //                  notified halo does; announce-get between nodes)
-//   locus-message  a transfer plan with comm.remote: message (persistent
-//                  MPI_Send_init/MPI_Recv_init between nodes, no flag; on
+//   locus-message  a transfer plan with comm.remote: message (MPI_Isend/
+//                  MPI_Irecv of the plan's datatypes between nodes, no flag; on
 //                  one node the plan copies from shared memory after the
 //                  flag, as locus-get)
 //   locus-auto     the same plan with comm.remote: auto (the route the

@@ -103,8 +103,8 @@ void add_common_keys(Schema& s, const std::string& app_name) {
               "auto: a thresholds file from ./locus bench calibrate (its low and high replace comm.adapt.low/high)")
       .choice("comm.remote", "auto", {"rma", "message", "auto"},
               "how halos and spmv's rma mode reach units of other nodes (transfer plans; same-node units are "
-              "always shared memory): rma (one-sided gets/puts announced by flags), message (persistent "
-              "two-sided sends and receives both sides build from the plan) or auto (per pair by the bytes "
+              "always shared memory): rma (one-sided gets/puts announced by flags), message (two-sided "
+              "sends and receives both sides build from the plan) or auto (per pair by the bytes "
               "exchanged, from a calibration of this MPI library: comm.remote_calibration)")
       .string("comm.remote_calibration", "",
               "auto: the calibration file (written by ./locus bench exchange on nodes); empty: "

@@ -76,8 +76,8 @@ struct AggregateSettings {
 // (same-node entries are always shared memory, comm.locality on):
 //   rma        one-sided: MPI_Get/MPI_Put (or MPI_Rget/MPI_Rput) on the
 //              segment's window, synchronised by the plan's user (flags)
-//   message    two-sided: persistent MPI_Send_init/MPI_Recv_init that both
-//              sides build from the plan (the data is its own notification)
+//   message    two-sided: MPI_Isend/MPI_Irecv of datatypes that both sides
+//              build once from the plan (the data is its own notification)
 //   automatic  per pair of units by the bytes they exchange in the plan, from
 //              a calibration of this MPI library (comm.remote_calibration)
 // A plan asks for `deck` to follow comm.remote (plan.hpp).
