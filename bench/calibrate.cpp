@@ -17,6 +17,8 @@
 //
 // Run it as the apps run with redirection: emulated or real nodes of a unit
 // and at least one progress process (the driver starts 4 ranks, nodes of 2).
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -25,8 +27,6 @@
 #include <fstream>
 #include <string>
 #include <vector>
-
-#include <unistd.h>
 
 #include "harness.hpp"
 #include "locus/async.hpp"
@@ -42,10 +42,12 @@ using locus::Context;
 locus::AppInfo info() {
   locus::AppInfo app;
   app.name = "calibrate";
-  app.description = "redirection calibration: the communication ratio at which redirected and direct operations "
-                    "take the same time, per operation kind; writes a thresholds file for comm.adapt.thresholds";
+  app.description =
+      "redirection calibration: the communication ratio at which redirected and direct operations "
+      "take the same time, per operation kind; writes a thresholds file for comm.adapt.thresholds";
   auto& s = app.schema;
-  s.string("bench.compute_us", "0,10,30,100,300,1000,3000,10000", "computation lengths of the sweep (microseconds)")
+  s.string("bench.compute_us", "0,10,30,100,300,1000,3000,10000",
+           "computation lengths of the sweep (microseconds)")
       .integer("bench.ops", 16, 1, 1 << 20, "operations per burst")
       .integer("bench.bytes", 8192, 8, 1 << 24, "bytes per get/put/accumulate (fetch-and-op: 8)")
       .integer("bench.iterations", 40, 1, 1 << 20, "compute + burst iterations per point and mode")
@@ -69,8 +71,11 @@ struct Kind {
   std::string op;  // get, put, acc, fop
   bool strided, blocking, to_one_node;
   std::string name() const {
-    return op + (op == "fop" ? "" : strided ? "_strided" : "_contig") + (blocking ? "_blocking" : "_nonblocking") +
-           (to_one_node ? "_to_one_node" : "_all_to_all");
+    return op +
+           (op == "fop" ? ""
+            : strided   ? "_strided"
+                        : "_contig") +
+           (blocking ? "_blocking" : "_nonblocking") + (to_one_node ? "_to_one_node" : "_all_to_all");
   }
 };
 
@@ -185,8 +190,8 @@ Crossing crossing(const std::string& kind, const std::vector<Point>& pts) {
     if (gain(pts[i - 1]) >= 0 && gain(pts[i]) < 0) {
       const Point &lo = pts[i - 1], &hi = pts[i];
       const double f = gain(lo) / (gain(lo) - gain(hi));
-      return {kind, lo.compute_us + f * (hi.compute_us - lo.compute_us), lo.cr_off + f * (hi.cr_off - lo.cr_off),
-              lo.cr_on + f * (hi.cr_on - lo.cr_on)};
+      return {kind, lo.compute_us + f * (hi.compute_us - lo.compute_us),
+              lo.cr_off + f * (hi.cr_off - lo.cr_off), lo.cr_on + f * (hi.cr_on - lo.cr_on)};
     }
   return {kind, pts.back().compute_us, pts.back().cr_off, pts.back().cr_on};  // on never wins here
 }
@@ -197,7 +202,8 @@ std::pair<double, double> thresholds(const std::vector<Crossing>& crossings, dou
   for (const auto& x : crossings) lows.push_back(x.low), highs.push_back(x.high);
   std::sort(lows.begin(), lows.end());
   std::sort(highs.begin(), highs.end());
-  double low = std::clamp(lows[lows.size() / 2], 0.01, 0.95), high = std::clamp(highs[highs.size() / 2], 0.02, 0.99);
+  double low = std::clamp(lows[lows.size() / 2], 0.01, 0.95),
+         high = std::clamp(highs[highs.size() / 2], 0.02, 0.99);
   if (high - low < margin) {
     const double mid = (low + high) / 2;
     low = std::max(0.01, mid - margin / 2);
@@ -221,7 +227,8 @@ void write_thresholds(const std::string& file, const Context& ctx, double low, d
     << "# length (us) where redirected and direct took the same time, and the CRs there.\n"
     << "low: " << low << "\nhigh: " << high << "\ncrossovers:\n";
   for (const auto& x : crossings)
-    f << "  " << x.kind << ": {compute_us: " << x.compute_us << ", low: " << x.low << ", high: " << x.high << "}\n";
+    f << "  " << x.kind << ": {compute_us: " << x.compute_us << ", low: " << x.low << ", high: " << x.high
+      << "}\n";
   if (!f) throw locus::Error("calibrate: cannot write " + file);
 }
 
@@ -255,10 +262,11 @@ int run(Context& ctx) {
   const bool root = ctx.rank() == 0;
   bench::Table table = points_table();
   if (root) {
-    std::printf("# redirection calibration: %d units, %zu B per operation, %ld per burst, %ld iterations per point; "
-                "%s%s\n",
-                w.size(), n * sizeof(double), ops, iters, ctx.runtime().progress_description().c_str(),
-                bench::oversubscription_note().c_str());
+    std::printf(
+        "# redirection calibration: %d units, %zu B per operation, %ld per burst, %ld iterations per point; "
+        "%s%s\n",
+        w.size(), n * sizeof(double), ops, iters, ctx.runtime().progress_description().c_str(),
+        bench::oversubscription_note().c_str());
     table.print_header();
   }
   std::vector<Crossing> crossings;

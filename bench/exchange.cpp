@@ -54,9 +54,9 @@
 #include "locus/plan.hpp"
 #include "locus/profile.hpp"
 #include "locus/rma.hpp"
-#include "locus/version.hpp"
 #include "locus/runtime.hpp"
 #include "locus/segment.hpp"
+#include "locus/version.hpp"
 #include "locus/wait.hpp"
 
 namespace {
@@ -81,8 +81,9 @@ locus::AppInfo app_info() {
   return app;
 }
 
-const std::vector<std::string> kColumns = {"p2p",    "announce-get", "put-accflag", "put-putflag", "tagged",
-                                           "tagged-put", "locus", "locus-get", "locus-message", "locus-auto"};
+const std::vector<std::string> kColumns = {"p2p",           "announce-get", "put-accflag", "put-putflag",
+                                           "tagged",        "tagged-put",   "locus",       "locus-get",
+                                           "locus-message", "locus-auto"};
 
 // The MPI library's family, for the calibration file's name.
 std::string mpi_flavour() {
@@ -104,7 +105,6 @@ struct Layout {
   std::size_t flag(int k) const { return 20 * face + 8 * static_cast<std::size_t>(k); }
   std::size_t bytes() const { return 20 * face + 64; }
 };
-
 
 // Rows of the table: per face size, microseconds per exchange by column.
 struct Row {
@@ -128,8 +128,8 @@ std::string write_calibration(const Context& ctx, const std::vector<Row>& rows, 
     << "placement: " << (ctx.runtime().node_map().emulated_size ? "emulated nodes" : "nodes") << "\n"
     << "points:\n";
   for (const auto& r : rows)
-    f << "  - {bytes: " << r.size << ", message_us: " << r.us.at("locus-message") << ", rma_us: " << r.us.at("locus-get")
-      << "}\n";
+    f << "  - {bytes: " << r.size << ", message_us: " << r.us.at("locus-message")
+      << ", rma_us: " << r.us.at("locus-get") << "}\n";
   if (!f) throw locus::Error("exchange: cannot write " + cal);
   return cal;
 }
@@ -137,13 +137,15 @@ std::string write_calibration(const Context& ctx, const std::vector<Row>& rows, 
 // The table (microseconds per exchange and ratios over p2p), the best
 // conforming RMA protocol per size, comm.remote: auto against the better of
 // p2p and that protocol, and, between nodes, the calibration file.
-void report(const Context& ctx, const std::vector<Row>& rows, int last, bool same_node, long steps, long repeats) {
+void report(const Context& ctx, const std::vector<Row>& rows, int last, bool same_node, long steps,
+            long repeats) {
   const auto& c = ctx.config();
   const std::string placement = same_node ? "same-node" : "inter-node";
-  std::printf("# locus exchange benchmark: unit 0 <-> unit %d (%s%s), %ld exchanges, median of %ld "
-              "interleaved repeats\n",
-              last, placement.c_str(), ctx.runtime().node_map().emulated_size ? ", emulated nodes" : "", steps,
-              repeats);
+  std::printf(
+      "# locus exchange benchmark: unit 0 <-> unit %d (%s%s), %ld exchanges, median of %ld "
+      "interleaved repeats\n",
+      last, placement.c_str(), ctx.runtime().node_map().emulated_size ? ", emulated nodes" : "", steps,
+      repeats);
   std::printf("# microseconds per exchange (one face each way, both received); x: over p2p\n");
   bench::Table t;
   t.data_column("placement");
@@ -200,9 +202,9 @@ int run(Context& ctx) {
   const long min_size = c.integer("bench.min_size"), max_size = c.integer("bench.max_size");
   const long steps = c.integer("bench.steps"), repeats = c.integer("bench.repeats");
   locus::collective_require(ctx.comm(), ctx.size() >= 2, "exchange: needs at least 2 ranks");
-  locus::collective_require(ctx.comm(), min_size <= max_size,
-                            c.locate("bench.min_size") + ": larger than bench.max_size (" +
-                                std::to_string(max_size) + ")");
+  locus::collective_require(
+      ctx.comm(), min_size <= max_size,
+      c.locate("bench.min_size") + ": larger than bench.max_size (" + std::to_string(max_size) + ")");
   locus::Team& world = ctx.runtime().world();
   const int last = ctx.size() - 1;
   const bool active = ctx.rank() == 0 || ctx.rank() == last;
@@ -316,8 +318,8 @@ int run(Context& ctx) {
     op["locus"] = [&](u64 s) {
       const int par = static_cast<int>(s % 2);
       fill(n, s);
-      locus::put_notify(seg.gptr(peer) + static_cast<std::ptrdiff_t>(par * L.face), face.data(), n, flag.gptr(peer),
-                        s);
+      locus::put_notify(seg.gptr(peer) + static_cast<std::ptrdiff_t>(par * L.face), face.data(), n,
+                        flag.gptr(peer), s);
       locus::wait_notify(flag.data(), s);
       verify(seg.data() + par * L.face, n, s);
     };
@@ -386,8 +388,9 @@ int run(Context& ctx) {
   locus::barrier(world);
   MPI_Win_unlock_all(win);
   MPI_Win_free(&win);
-  locus::collective_require(ctx.comm(), bad_all == 0,
-                            "exchange: " + std::to_string(bad_all) + " faces arrived wrong (a protocol is broken)");
+  locus::collective_require(
+      ctx.comm(), bad_all == 0,
+      "exchange: " + std::to_string(bad_all) + " faces arrived wrong (a protocol is broken)");
   if (ctx.rank() != 0) return 0;
   report(ctx, rows, last, same_node, steps, repeats);
   return 0;

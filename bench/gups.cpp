@@ -138,9 +138,9 @@ std::vector<u64> expected_part(const Table& tb, int units) {
 
 struct Variant {
   std::string name;
-  u64* data = nullptr;                   // my part
+  u64* data = nullptr;                    // my part
   std::function<void(const Table&)> run;  // one pass of my updates
-  bool atomic = true;                    // exact table expected
+  bool atomic = true;                     // exact table expected
 };
 
 // HPCC MPIRandomAccess's scheme: buckets of values per destination rank,
@@ -159,7 +159,8 @@ class Buckets {
   }
   void run(const Table& tb) {
     done_from_ = 0;
-    MPI_Irecv(in_.data(), static_cast<int>(bucket_), MPI_UINT64_T, MPI_ANY_SOURCE, MPI_ANY_TAG, comm_, &recv_);
+    MPI_Irecv(in_.data(), static_cast<int>(bucket_), MPI_UINT64_T, MPI_ANY_SOURCE, MPI_ANY_TAG, comm_,
+              &recv_);
     u64 polls = 0;
     for_each_update(tb, [&](u64 g, u64 v) {
       const u64 dest = tb.owner(g);
@@ -212,9 +213,11 @@ class Buckets {
       } else {
         int n = 0;
         MPI_Get_count(&st, MPI_UINT64_T, &n);
-        for (int i = 0; i < n; ++i) table_[tb.offset(tb.index(in_[static_cast<std::size_t>(i)]))] ^= in_[static_cast<std::size_t>(i)];
+        for (int i = 0; i < n; ++i)
+          table_[tb.offset(tb.index(in_[static_cast<std::size_t>(i)]))] ^= in_[static_cast<std::size_t>(i)];
       }
-      MPI_Irecv(in_.data(), static_cast<int>(bucket_), MPI_UINT64_T, MPI_ANY_SOURCE, MPI_ANY_TAG, comm_, &recv_);
+      MPI_Irecv(in_.data(), static_cast<int>(bucket_), MPI_UINT64_T, MPI_ANY_SOURCE, MPI_ANY_TAG, comm_,
+                &recv_);
       if (yield) return;
     }
   }
@@ -228,8 +231,8 @@ class Buckets {
   MPI_Request recv_ = MPI_REQUEST_NULL;
 };
 
-const std::vector<std::string> kVariants = {"raw",   "mpi", "hpcc", "locus", "locus-handle", "locus-aggregated",
-                                            "locus-getput"};
+const std::vector<std::string> kVariants = {
+    "raw", "mpi", "hpcc", "locus", "locus-handle", "locus-aggregated", "locus-getput"};
 
 Table read_table(const locus::Config& c, const locus::Team& world) {
   Table tb;
@@ -278,7 +281,8 @@ std::vector<Variant> variants(locus::Team& world, Tables& t, u64 lookahead, bool
                    for_each_update(tb, [&](u64 g, u64 v) {
                      vals[k] = v;
                      MPI_Accumulate(&vals[k], 1, MPI_UINT64_T, static_cast<int>(tb.owner(g)),
-                                    static_cast<MPI_Aint>(tb.offset(g)), 1, MPI_UINT64_T, MPI_BXOR, t.mpi.win());
+                                    static_cast<MPI_Aint>(tb.offset(g)), 1, MPI_UINT64_T, MPI_BXOR,
+                                    t.mpi.win());
                      if (++k == lookahead) {
                        MPI_Win_flush_all(t.mpi.win());
                        k = 0;
@@ -291,8 +295,9 @@ std::vector<Variant> variants(locus::Team& world, Tables& t, u64 lookahead, bool
                    const locus::GlobalPtr<u64> base = t.table.gptr();
                    u64 k = 0;
                    for_each_update(tb, [&](u64 g, u64 v) {
-                     locus::atomic_update(base.at(static_cast<int>(tb.owner(g))) + static_cast<std::ptrdiff_t>(tb.offset(g)),
-                                          v, locus::Op::bxor);
+                     locus::atomic_update(
+                         base.at(static_cast<int>(tb.owner(g))) + static_cast<std::ptrdiff_t>(tb.offset(g)),
+                         v, locus::Op::bxor);
                      if (++k == lookahead) {
                        if (!cpu) locus::flush(world);
                        k = 0;
@@ -306,7 +311,8 @@ std::vector<Variant> variants(locus::Team& world, Tables& t, u64 lookahead, bool
                    hs.reserve(lookahead);
                    for_each_update(tb, [&](u64 g, u64 v) {
                      vals[hs.size()] = v;
-                     auto p = t.table.gptr(static_cast<int>(tb.owner(g))) + static_cast<std::ptrdiff_t>(tb.offset(g));
+                     auto p = t.table.gptr(static_cast<int>(tb.owner(g))) +
+                              static_cast<std::ptrdiff_t>(tb.offset(g));
                      hs.push_back(locus::accumulate_async(p, &vals[hs.size()], 1, locus::Op::bxor));
                      if (hs.size() == lookahead) {
                        locus::wait_all(hs);
@@ -318,15 +324,17 @@ std::vector<Variant> variants(locus::Team& world, Tables& t, u64 lookahead, bool
   all.push_back({"locus-aggregated", t.agg.data(), [&t, &world](const Table& tb) {
                    const locus::GlobalPtr<u64> base = t.agg.gptr();
                    for_each_update(tb, [&](u64 g, u64 v) {
-                     locus::atomic_update(base.at(static_cast<int>(tb.owner(g))) + static_cast<std::ptrdiff_t>(tb.offset(g)),
-                                          v, locus::Op::bxor);
+                     locus::atomic_update(
+                         base.at(static_cast<int>(tb.owner(g))) + static_cast<std::ptrdiff_t>(tb.offset(g)),
+                         v, locus::Op::bxor);
                    });
                    locus::flush(world);
                  }});
   all.push_back({"locus-getput", t.table.data(),
                  [&t](const Table& tb) {
                    for_each_update(tb, [&](u64 g, u64 v) {
-                     auto p = t.table.gptr(static_cast<int>(tb.owner(g))) + static_cast<std::ptrdiff_t>(tb.offset(g));
+                     auto p = t.table.gptr(static_cast<int>(tb.owner(g))) +
+                              static_cast<std::ptrdiff_t>(tb.offset(g));
                      u64 x = 0;
                      locus::get(&x, p, 1);
                      x ^= v;
@@ -381,20 +389,24 @@ void print_header(const locus::Context& ctx, const Table& tb, u64 lookahead, boo
   const auto& c = ctx.config();
   const double updates = 4.0 * static_cast<double>(tb.total);
   const locus::CommSettings& cs = ctx.runtime().settings();
-  std::printf("# locus GUPS (HPCC RandomAccess): table 2^%ld words per unit x %d units = %" PRIu64
-              " words (%.1f MiB), %.0f updates, look-ahead %" PRIu64 ", %s%s; locus atomics: %s\n",
-              c.integer("bench.log2_local"), ctx.runtime().world().size(), tb.total,
-              static_cast<double>(tb.total) * 8 / 1048576.0, updates, lookahead, same_node ? "same node" : "multi-node",
-              ctx.runtime().node_map().emulated_size ? " (emulated nodes)" : "",
-              cpu ? "CPU atomics (one-node team)" : "MPI accumulates on the segment window (comm.atomics: mpi)");
-  std::printf("# locus-aggregated: batches of %zu records, %d in flight per pair (at most %zu updates buffered "
-              "per destination)\n",
-              cs.aggregate.records, cs.aggregate.slots,
-              cs.aggregate.records * static_cast<std::size_t>(cs.aggregate.slots + 2));
+  std::printf(
+      "# locus GUPS (HPCC RandomAccess): table 2^%ld words per unit x %d units = %" PRIu64
+      " words (%.1f MiB), %.0f updates, look-ahead %" PRIu64 ", %s%s; locus atomics: %s\n",
+      c.integer("bench.log2_local"), ctx.runtime().world().size(), tb.total,
+      static_cast<double>(tb.total) * 8 / 1048576.0, updates, lookahead,
+      same_node ? "same node" : "multi-node",
+      ctx.runtime().node_map().emulated_size ? " (emulated nodes)" : "",
+      cpu ? "CPU atomics (one-node team)" : "MPI accumulates on the segment window (comm.atomics: mpi)");
+  std::printf(
+      "# locus-aggregated: batches of %zu records, %d in flight per pair (at most %zu updates buffered "
+      "per destination)\n",
+      cs.aggregate.records, cs.aggregate.slots,
+      cs.aggregate.records * static_cast<std::size_t>(cs.aggregate.slots + 2));
 }
 
 // The table, the CSV and JSON, the summary with its ratios and goals (rank 0).
-int report(const locus::Context& ctx, const Table& tb, const std::vector<Variant*>& chosen, const Measured& m) {
+int report(const locus::Context& ctx, const Table& tb, const std::vector<Variant*>& chosen,
+           const Measured& m) {
   const double updates = 4.0 * static_cast<double>(tb.total);
   const double limit = 0.01 * static_cast<double>(tb.total);
   const bool same_node = bench::all_same_node(ctx.runtime().world());
@@ -419,16 +431,18 @@ int report(const locus::Context& ctx, const Table& tb, const std::vector<Variant
     const bool ok = v->atomic ? bad == 0 && back == 0 : bad <= limit && back <= limit;
     failed = failed || !ok;
     const std::string pass = ok ? "PASS" : "FAIL";
-    t.row({same_node ? "same-node" : "multi-node", ctx.runtime().world().size(), static_cast<long>(tb.total), v->name,
-           gups[v->name], bench::Cell::ratio(bench::ratio(gups, v->name, "raw")),
-           bench::Cell::ratio(bench::ratio(gups, v->name, "hpcc")), bench::Cell::ratio(bench::ratio(gups, v->name, "mpi")),
-           bad, back, pass, v->atomic ? "exact" : "HPCC: <= 1 %", pass + (v->atomic ? " (exact)" : " (HPCC: <= 1 %)")});
+    t.row({same_node ? "same-node" : "multi-node", ctx.runtime().world().size(), static_cast<long>(tb.total),
+           v->name, gups[v->name], bench::Cell::ratio(bench::ratio(gups, v->name, "raw")),
+           bench::Cell::ratio(bench::ratio(gups, v->name, "hpcc")),
+           bench::Cell::ratio(bench::ratio(gups, v->name, "mpi")), bad, back, pass,
+           v->atomic ? "exact" : "HPCC: <= 1 %", pass + (v->atomic ? " (exact)" : " (HPCC: <= 1 %)")});
   }
   t.print();
-  std::printf("verdict rule: atomic variants must leave the exact expected table and replay (0 wrong words); "
-              "locus-getput is not atomic and may lose updates: HPCC's rule allows 1 %% of the table (%.0f words) "
-              "wrong after the updates and after the replay\n",
-              limit);
+  std::printf(
+      "verdict rule: atomic variants must leave the exact expected table and replay (0 wrong words); "
+      "locus-getput is not atomic and may lose updates: HPCC's rule allows 1 %% of the table (%.0f words) "
+      "wrong after the updates and after the replay\n",
+      limit);
   bench::Report r(ctx.config(), "gups");
   r.table(t);
   r.paths();
@@ -464,12 +478,14 @@ int run(locus::Context& ctx) {
   // is the same error everywhere.
   const std::vector<std::string> names =
       bench::chosen_variants(ctx, "bench.variants", kVariants, tables.raw.available());
-  const locus::SegmentInfo& seg = ctx.runtime().segment(tables.table.gptr().team, tables.table.gptr().segment);
+  const locus::SegmentInfo& seg =
+      ctx.runtime().segment(tables.table.gptr().team, tables.table.gptr().segment);
   const bool cpu = seg.cpu_atomics;
   std::vector<Variant> all = variants(world, tables, lookahead, cpu);
   std::vector<Variant*> chosen;
   for (const std::string& name : names)
-    chosen.push_back(&*std::find_if(all.begin(), all.end(), [&](const Variant& v) { return v.name == name; }));
+    chosen.push_back(
+        &*std::find_if(all.begin(), all.end(), [&](const Variant& v) { return v.name == name; }));
   const Measured m = measure(world, tb, c.integer("bench.repeats"), chosen, tables);
   if (ctx.rank() != 0) return 0;
   print_header(ctx, tb, lookahead, bench::all_same_node(world), cpu);

@@ -13,21 +13,22 @@
 #include <map>
 
 #include "harness.hpp"
+#include "heat3d.hpp"
 #include "locus/decomp.hpp"
 #include "locus/field.hpp"
+#include "locus/kokkos.hpp"
 #include "locus/profile.hpp"
 #include "locus/runtime.hpp"
-#include "locus/kokkos.hpp"
-#include "locus/wait.hpp"
 #include "locus/version.hpp"
-#include "heat3d.hpp"
+#include "locus/wait.hpp"
 
 namespace {
 
 locus::AppInfo app_info() {
   locus::AppInfo app;
   app.name = "halo";
-  app.description = "heat3d halo exchange per step for p2p, rma, locus, locus-nb and locus-barrier on one grid, in one "
+  app.description =
+      "heat3d halo exchange per step for p2p, rma, locus, locus-nb and locus-barrier on one grid, in one "
       "run, each checked to move the right values.";
   const long big = locus::Schema::kNoMax;
   app.schema.integer("bench.nx", 128, 1, big, "global grid points in x")
@@ -40,7 +41,8 @@ locus::AppInfo app_info() {
                "heat3d step roofline: grid points per dimension per rank (out of cache); 0: skip")
       .integer("bench.roofline_steps", 10, 1, big, "roofline: timed steps per measurement")
       .integer("bench.roofline_repeats", 7, 1, 99,
-               "roofline: measurements of the kernel, the reference kernel and STREAM triad (interleaved); medians");
+               "roofline: measurements of the kernel, the reference kernel and STREAM triad (interleaved); "
+               "medians");
   locus::add_common_keys(app.schema, "halo");
   return app;
 }
@@ -151,8 +153,9 @@ using Halos = std::map<std::string, std::unique_ptr<locus::HaloExchange<double>>
 
 // Microseconds per exchange of every strategy (the slowest rank sets the
 // pace of a step), repeats interleaved so that machine noise hits all alike.
-bench::Samples measure_exchanges(locus::Team& world, locus::GridField& field, const std::vector<std::string>& names,
-                                 Halos& halos, long exchanges, long repeats) {
+bench::Samples measure_exchanges(locus::Team& world, locus::GridField& field,
+                                 const std::vector<std::string>& names, Halos& halos, long exchanges,
+                                 long repeats) {
   for (const auto& s : names)
     for (int i = 0; i < 10; ++i) halos[s]->exchange(field);  // warm-up
   return bench::interleave(repeats, names, [&](const std::string& s, long) {
@@ -166,8 +169,9 @@ bench::Samples measure_exchanges(locus::Team& world, locus::GridField& field, co
 // Each strategy must move the right data: distinct values per cell, ghosts
 // checked after one exchange (a halo that moves nothing fails). Wrong
 // ghosts per strategy, over all ranks.
-std::map<std::string, long> check_ghosts(locus::Team& world, locus::GridField& field, const locus::CartDecomp& dc,
-                                         const std::vector<std::string>& names, Halos& halos) {
+std::map<std::string, long> check_ghosts(locus::Team& world, locus::GridField& field,
+                                         const locus::CartDecomp& dc, const std::vector<std::string>& names,
+                                         Halos& halos) {
   std::map<std::string, long> wrong;
   for (const auto& s : names) {
     fill_distinct(field, dc);
@@ -218,8 +222,8 @@ void report(const locus::Context& ctx, const locus::CartDecomp& dc, const std::v
       .column("p2p_over_this", "p2p/this", " %10.2f")
       .column("wrong_ghosts", "wrong ghosts", " %14ld", bench::Table::Shown::text_only);
   for (const auto& s : names)
-    t.row({placement, ctx.size(), dc.global()[0], dc.global()[1], dc.global()[2], pg[0], pg[1], pg[2], s, median[s],
-           bench::ratio(median, "rma", s), bench::ratio(median, "p2p", s), wrong.at(s)});
+    t.row({placement, ctx.size(), dc.global()[0], dc.global()[1], dc.global()[2], pg[0], pg[1], pg[2], s,
+           median[s], bench::ratio(median, "rma", s), bench::ratio(median, "p2p", s), wrong.at(s)});
   t.print();
   long all_wrong = 0;
   for (const auto& [name, bad] : wrong) all_wrong += bad;

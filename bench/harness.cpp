@@ -32,7 +32,8 @@ std::string oversubscription_note() {
   MPI_Comm_size(MPI_COMM_WORLD, &processes);
   const unsigned cores = std::thread::hardware_concurrency();
   if (cores == 0 || static_cast<unsigned>(processes) <= cores) return "";
-  return " (OVER-SUBSCRIBED: " + std::to_string(processes) + " processes on " + std::to_string(cores) + " cores)";
+  return " (OVER-SUBSCRIBED: " + std::to_string(processes) + " processes on " + std::to_string(cores) +
+         " cores)";
 }
 
 std::vector<std::string> chosen_variants(const locus::Context& ctx, const std::string& key,
@@ -76,7 +77,8 @@ double spread(const std::vector<double>& v) {
   return m > 0 ? (*hi - *lo) / m : 0.0;
 }
 
-double ratio(const std::map<std::string, double>& value, const std::string& name, const std::string& baseline) {
+double ratio(const std::map<std::string, double>& value, const std::string& name,
+             const std::string& baseline) {
   const auto a = value.find(name), b = value.find(baseline);
   if (a == value.end() || b == value.end() || b->second <= 0) return 0.0;
   return a->second / b->second;
@@ -150,7 +152,8 @@ std::string as_text_format(const std::string& format) {
 
 }  // namespace
 
-Table& Table::column(const std::string& key, const std::string& header, const std::string& format, Shown shown) {
+Table& Table::column(const std::string& key, const std::string& header, const std::string& format,
+                     Shown shown) {
   conversion(format);  // a format without a conversion is a programming error, found at once
   columns_.push_back({key, header, format, shown});
   return *this;

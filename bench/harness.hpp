@@ -64,7 +64,8 @@ double spread(const std::vector<double>& v);
 
 // value[name] / value[baseline]: 0 when either did not run or the baseline
 // is 0 (a table shows "-").
-double ratio(const std::map<std::string, double>& value, const std::string& name, const std::string& baseline);
+double ratio(const std::map<std::string, double>& value, const std::string& name,
+             const std::string& baseline);
 
 // A ratio for a table: "%.2f", "-" for 0 (no baseline in this run).
 std::string ratio_text(double r);
@@ -147,7 +148,8 @@ class Report {
   void text(const std::string& key, const std::string& value);
   // A number: "key: <value in format>[  # comment]" printed, the number in
   // the JSON.
-  void figure(const std::string& key, double value, const char* format = "%.3f", const std::string& comment = "");
+  void figure(const std::string& key, double value, const char* format = "%.3f",
+              const std::string& comment = "");
   // A nested block ("key:" and its entries one level in): entries added
   // until end_section() go inside.
   void section(const std::string& key);

@@ -82,7 +82,8 @@ Problem read_problem(const locus::Config& c, int units, int me) {
   s.repeats = c.integer("bench.repeats");
   const u64 m = u64(1) << c.integer("bench.log2_requests");
   s.index.resize(m);
-  for (u64 i = 0; i < m; ++i) s.index[i] = mix(i * static_cast<u64>(units) + static_cast<u64>(me) + 12345) % s.total;
+  for (u64 i = 0; i < m; ++i)
+    s.index[i] = mix(i * static_cast<u64>(units) + static_cast<u64>(me) + 12345) % s.total;
   return s;
 }
 
@@ -127,7 +128,8 @@ class Gathers {
   u64 offset(u64 g) const { return g & (s_.local - 1); }
 
   void raw() {
-    for (std::size_t i = 0; i < out_.size(); ++i) out_[i] = t_.raw.parts()[owner(s_.index[i])][offset(s_.index[i])];
+    for (std::size_t i = 0; i < out_.size(); ++i)
+      out_[i] = t_.raw.parts()[owner(s_.index[i])][offset(s_.index[i])];
   }
 
   void mpi_get() {
@@ -176,7 +178,8 @@ class Gathers {
     const locus::GlobalPtr<u64> base = t.gptr();
     for (std::size_t i = 0; i < out_.size(); ++i) {
       const u64 g = s_.index[i];
-      locus::get_nbi(&out_[i], base.at(static_cast<int>(owner(g))) + static_cast<std::ptrdiff_t>(offset(g)), 1);
+      locus::get_nbi(&out_[i], base.at(static_cast<int>(owner(g))) + static_cast<std::ptrdiff_t>(offset(g)),
+                     1);
       if (batches && (i + 1) % s_.lookahead == 0) locus::flush(world_);
     }
     locus::flush(world_);
@@ -199,7 +202,8 @@ struct Measured {
 
 // Every variant timed in interleaved repeats (the slowest unit's time); the
 // first repeat's result checked word by word.
-Measured measure(locus::Team& world, const Problem& s, const std::vector<std::string>& names, Tables& tables) {
+Measured measure(locus::Team& world, const Problem& s, const std::vector<std::string>& names,
+                 Tables& tables) {
   std::vector<u64> out(s.index.size());
   Gathers gathers(world, s, tables, out);
   Measured m;
@@ -228,11 +232,13 @@ int report(locus::Context& ctx, const Problem& s, const std::vector<std::string>
   const int P = ctx.runtime().world().size();
   const bool same_node = bench::all_same_node(ctx.runtime().world());
   const bool over_subscribed = !bench::oversubscription_note().empty();
-  std::printf("# locus index-gather (Bale ig): table 2^%ld words per unit x %d units, 2^%ld requests per unit, "
-              "look-ahead %" PRIu64 ", %s%s%s\n",
-              c.integer("bench.log2_local"), P, c.integer("bench.log2_requests"), s.lookahead,
-              same_node ? "same node" : "multi-node", ctx.runtime().node_map().emulated_size ? " (emulated nodes)" : "",
-              bench::oversubscription_note().c_str());
+  std::printf(
+      "# locus index-gather (Bale ig): table 2^%ld words per unit x %d units, 2^%ld requests per unit, "
+      "look-ahead %" PRIu64 ", %s%s%s\n",
+      c.integer("bench.log2_local"), P, c.integer("bench.log2_requests"), s.lookahead,
+      same_node ? "same node" : "multi-node",
+      ctx.runtime().node_map().emulated_size ? " (emulated nodes)" : "",
+      bench::oversubscription_note().c_str());
   std::map<std::string, double> rate;  // million indices gathered per second, all units
   for (const auto& n : names)
     rate[n] = static_cast<double>(s.index.size()) * P / locus::median(m.seconds.at(n)) / 1e6;
@@ -250,9 +256,11 @@ int report(locus::Context& ctx, const Problem& s, const std::vector<std::string>
   for (const auto& n : names) {
     const bool ok = m.wrong.at(n) == 0;
     failed = failed || !ok;
-    t.row({same_node ? "same-node" : "multi-node", P, n, rate[n], bench::Cell::ratio(bench::ratio(rate, n, "raw")),
-           bench::Cell::ratio(bench::ratio(rate, n, "alltoallv")), bench::Cell::ratio(bench::ratio(rate, n, "mpi-get")),
-           m.wrong.at(n), ok ? "PASS" : "FAIL", ok ? "PASS (every word checked)" : "FAIL"});
+    t.row({same_node ? "same-node" : "multi-node", P, n, rate[n],
+           bench::Cell::ratio(bench::ratio(rate, n, "raw")),
+           bench::Cell::ratio(bench::ratio(rate, n, "alltoallv")),
+           bench::Cell::ratio(bench::ratio(rate, n, "mpi-get")), m.wrong.at(n), ok ? "PASS" : "FAIL",
+           ok ? "PASS (every word checked)" : "FAIL"});
   }
   t.print();
   bench::Report r(c, "ig");

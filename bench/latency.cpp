@@ -160,7 +160,8 @@ void locus_columns(Setup& u, const std::string& op, long s, std::vector<Timed>& 
   const locus::GlobalPtr<char> at = u.seg->gptr(u.target);
   auto t8 = at.cast<std::int64_t>();
   auto td = at.cast<double>();
-  for (auto [col, route] : {std::pair{"locus_off", locus::Route::mpi}, {"locus_on", locus::Route::automatic}}) {
+  for (auto [col, route] :
+       {std::pair{"locus_off", locus::Route::mpi}, {"locus_on", locus::Route::automatic}}) {
     auto r = route;
     std::function<void()> f;
     if (op == "put")
@@ -168,7 +169,9 @@ void locus_columns(Setup& u, const std::string& op, long s, std::vector<Timed>& 
     else if (op == "get")
       f = [&u, s, r] { locus::get(u.dst.data(), u.seg->gptr(u.target), s, r); };
     else if (op == "accumulate")
-      f = [&u, td, s] { locus::accumulate(td, reinterpret_cast<const double*>(u.src.data()), s / 8, locus::Op::sum); };
+      f = [&u, td, s] {
+        locus::accumulate(td, reinterpret_cast<const double*>(u.src.data()), s / 8, locus::Op::sum);
+      };
     else
       f = [t8] { locus::fetch_and_op(t8, std::int64_t(1), locus::Op::sum); };
     cols.push_back({col, f, {}});
@@ -177,10 +180,12 @@ void locus_columns(Setup& u, const std::string& op, long s, std::vector<Timed>& 
   // word in shared memory, no library in the loop.
   if (op == "fetch_and_op" && u.same_node) {
     std::int64_t* word = t8.local();
-    cols.push_back({"cpu_atomic", [word] {
+    cols.push_back({"cpu_atomic",
+                    [word] {
                       __atomic_fetch_add(word, std::int64_t(1), __ATOMIC_ACQ_REL);
                       asm volatile("" ::: "memory");
-                    }, {}});
+                    },
+                    {}});
   }
 }
 
@@ -194,10 +199,12 @@ std::vector<Row> measure(const Params& p, Setup& u) {
       // A plain memcpy of the same size, interleaved with the others: the
       // bandwidth reference of this row.
       std::vector<Timed> cols;
-      cols.push_back({"memcpy", [&u, s] {
+      cols.push_back({"memcpy",
+                      [&u, s] {
                         std::memcpy(u.dst.data(), u.src.data(), static_cast<std::size_t>(s));
                         asm volatile("" ::: "memory");
-                      }, {}});
+                      },
+                      {}});
       mpi_columns(u, op, s, cols);
       locus_columns(u, op, s, cols);
       time_interleaved(p, s, cols);
@@ -225,7 +232,8 @@ bench::Table table(const std::vector<Row>& rows, const std::string& placement) {
     std::vector<bench::Cell> cells = {placement, r.op, r.size};
     for (const auto& col : kColumns) cells.emplace_back(get(col));
     char note[64] = "";
-    if (r.us.count("cpu_atomic")) std::snprintf(note, sizeof note, "   (cpu_atomic %.4f us)", get("cpu_atomic"));
+    if (r.us.count("cpu_atomic"))
+      std::snprintf(note, sizeof note, "   (cpu_atomic %.4f us)", get("cpu_atomic"));
     for (bench::Cell c : {bench::Cell(get("memcpy")), bench::Cell(get("cpu_atomic")),
                           bench::Cell(get("mpi_allocate") / get("locus_on")),
                           bench::Cell(get("locus_off") / get("mpi_dynamic")),
@@ -304,9 +312,10 @@ void report(const Context& ctx, const Params& p, const Setup& u, const std::vect
   std::printf("# locus latency benchmark: unit %d -> unit %d (%s%s), median of %ld repeats\n", 0, u.target,
               placement.c_str(), ctx.runtime().node_map().emulated_size ? ", emulated nodes" : "", p.repeats);
   if (ctx.runtime().node_map().emulated_size)
-    std::printf("# note: emulated nodes are locus's view only: the raw MPI windows (mpi_*) still reach the\n"
-                "# target through shared memory. For both on the network path run with MPICH's\n"
-                "# MPIR_CVAR_NOLOCAL=1 (./locus bench latency does).\n");
+    std::printf(
+        "# note: emulated nodes are locus's view only: the raw MPI windows (mpi_*) still reach the\n"
+        "# target through shared memory. For both on the network path run with MPICH's\n"
+        "# MPIR_CVAR_NOLOCAL=1 (./locus bench latency does).\n");
   std::printf("# columns measured interleaved: each repeat times every column once, in turn\n");
   std::printf("# microseconds per blocking operation (flushed); bandwidth in MB/s for locus_on\n");
   const bench::Table t = table(rows, placement);

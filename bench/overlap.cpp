@@ -116,7 +116,9 @@ Settings read_settings(const locus::Context& ctx) {
 class Getter {
  public:
   Getter(locus::Team& world, const Settings& s)
-      : mpi_(s.mpi), seg_(world, static_cast<std::size_t>(s.max_size)), dst_(world, static_cast<std::size_t>(s.max_size)) {
+      : mpi_(s.mpi),
+        seg_(world, static_cast<std::size_t>(s.max_size)),
+        dst_(world, static_cast<std::size_t>(s.max_size)) {
     const auto bytes = static_cast<std::size_t>(s.max_size);
     std::memset(seg_.data(), world.rank() + 1, bytes);
     if (mpi_) {
@@ -253,7 +255,8 @@ void report(const locus::Context& ctx, const Settings& s, const std::vector<std:
   const bool append = c.boolean("bench.csv_append");
   bench::Report r(c, "overlap");
   bench::Table small;
-  for (const char* k : {"variant", "placement", "units", "ranks", "blocking8_us", "mpi"}) small.data_column(k);
+  for (const char* k : {"variant", "placement", "units", "ranks", "blocking8_us", "mpi"})
+    small.data_column(k);
   small.row({s.label, s.placement, world.size(), all_ranks, small_latency, library});
   small.write_csv(c.string("output.dir") + "/overlap_small.csv", append);
   if (s.smb) r.table(t, append);
@@ -267,8 +270,9 @@ void report(const locus::Context& ctx, const Settings& s, const std::vector<std:
 
 int run(locus::Context& ctx) {
   locus::Team& world = ctx.runtime().world();
-  locus::collective_require(ctx.comm(), world.size() >= 2,
-                            "overlap: needs at least 2 application units (got " + std::to_string(world.size()) + ")");
+  locus::collective_require(
+      ctx.comm(), world.size() >= 2,
+      "overlap: needs at least 2 application units (got " + std::to_string(world.size()) + ")");
   const Settings s = read_settings(ctx);
   Getter g(world, s);
   std::vector<std::pair<long, Point>> rows;
@@ -277,7 +281,8 @@ int run(locus::Context& ctx) {
     std::vector<char> b8(8);
     for (int i = 0; i < 100; ++i) g.get8(b8.data());
     small_latency =
-        timed(s.repeats, std::max(100L, static_cast<long>(s.per_point / 5e-6)), [&] { g.get8(b8.data()); }) * 1e6;
+        timed(s.repeats, std::max(100L, static_cast<long>(s.per_point / 5e-6)), [&] { g.get8(b8.data()); }) *
+        1e6;
     rows = smb_sizes(s, g);
   }
   // The others wait here, entering MPI often (MPICH's RMA needs the target to).

@@ -209,9 +209,16 @@ struct Bench {
 
 Bench read_bench(const locus::Context& ctx) {
   const auto& c = ctx.config();
-  Bench b{ctx, c.string("bench.precision"), c.string("bench.decomposition"), "", c.integer("bench.repeats"),
-          locus::halo_strategies(), bench::all_same_node(ctx.runtime().world()), false,
-          ctx.runtime().node_map().emulated_size != 0, {}};
+  Bench b{ctx,
+          c.string("bench.precision"),
+          c.string("bench.decomposition"),
+          "",
+          c.integer("bench.repeats"),
+          locus::halo_strategies(),
+          bench::all_same_node(ctx.runtime().world()),
+          false,
+          ctx.runtime().node_map().emulated_size != 0,
+          {}};
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   b.oversubscribed = static_cast<unsigned>(ctx.size()) > cores;
   b.placement = b.same_node ? "same-node" : "multi-node";
@@ -272,8 +279,9 @@ std::map<long, double> iteration_times(Bench& b, const std::vector<Case>& cases,
     for (const auto& s : b.strategies) {
       const Sample& m = med[s];
       t.row({b.placement, b.emulated ? 1 : 0, b.ctx.size(), b.oversubscribed ? 1 : 0, k.n, b.precision,
-             c.string("bench.method"), b.decomposition, c.string("bench.direction"), s, m.halo_us, m.iteration_us,
-             m.compute_us, med["rma"].halo_us / m.halo_us, med["rma"].iteration_us / m.iteration_us});
+             c.string("bench.method"), b.decomposition, c.string("bench.direction"), s, m.halo_us,
+             m.iteration_us, m.compute_us, med["rma"].halo_us / m.halo_us,
+             med["rma"].iteration_us / m.iteration_us});
       if (b.ctx.rank() == 0) t.print_row(t.rows() - 1);
     }
   }
@@ -301,8 +309,8 @@ std::pair<double, double> whole_solve(Bench& b, long n, bench::Table& t) {
       .column("this_over_p2p", "x/p2p", " %10.2f");
   for (const auto& s : b.strategies) t.row({s, med[s], med["rma"] / med[s], med[s] / med["p2p"]});
   if (b.ctx.rank() == 0) {
-    std::printf("\n# whole solve of the %ldx%ld paper problem to a relative residual of %g: %ld iterations\n", p.n,
-                p.n, solve_tol, iterations);
+    std::printf("\n# whole solve of the %ldx%ld paper problem to a relative residual of %g: %ld iterations\n",
+                p.n, p.n, solve_tol, iterations);
     t.print();
   }
   return {med["rma"] / med["locus"], med["locus"] / med["p2p"]};
@@ -372,8 +380,9 @@ Roofline roofline(Bench& b) {
   std::vector<std::vector<double>> sweep(rl.sweeps.size());
   for (long r = 0; r < c.integer("bench.roofline_repeats"); ++r) {
     for (auto& k : rl.streams)
-      k.us.push_back(b.precision == "float32" ? stream_us<float>(b.ctx.comm(), cells, its, k.prefetch_bytes)
-                                              : stream_us<double>(b.ctx.comm(), cells, its, k.prefetch_bytes));
+      k.us.push_back(b.precision == "float32"
+                         ? stream_us<float>(b.ctx.comm(), cells, its, k.prefetch_bytes)
+                         : stream_us<double>(b.ctx.comm(), cells, its, k.prefetch_bytes));
     for (std::size_t v = 0; v < rl.sweeps.size(); ++v) {
       rl.sweeps[v].apply(b.o);
       sweep[v].push_back(measure(b.ctx, p, b.o, b.precision, its).compute_us);
@@ -396,7 +405,8 @@ Roofline roofline(Bench& b) {
   // the ratio of their bandwidths in the same repeat.
   auto paired_fraction = [&](const std::vector<double>& sweep_us, const StreamKernel& k) {
     std::vector<double> ratio;
-    for (std::size_t r = 0; r < sweep_us.size(); ++r) ratio.push_back((bytes / sweep_us[r]) / (stream_bytes / k.us[r]));
+    for (std::size_t r = 0; r < sweep_us.size(); ++r)
+      ratio.push_back((bytes / sweep_us[r]) / (stream_bytes / k.us[r]));
     return locus::median(ratio);
   };
   for (std::size_t v = 0; v < rl.sweeps.size(); ++v) {
@@ -425,7 +435,8 @@ void print_roofline(const Bench& b, const Roofline& rl, bench::Table& kernels, b
   kernels.column("kernel", "kernel", "  %-26s")
       .column("gb_per_s_per_rank", "GB/s", " %10.2f")
       .column("note", "", "%s", bench::Table::Shown::text_only);
-  for (const auto& k : rl.streams) kernels.row({k.name, k.gbs, k.name == rl.best_stream ? "  <- roofline" : ""});
+  for (const auto& k : rl.streams)
+    kernels.row({k.name, k.gbs, k.name == rl.best_stream ? "  <- roofline" : ""});
   sweeps.column("sweep", "sweep", "%-10s")
       .column("us_per_iteration", "us/iteration", " %12.1f")
       .column("gb_per_s_per_rank", "sweep GB/s", " %10.2f")
@@ -442,8 +453,8 @@ void print_roofline(const Bench& b, const Roofline& rl, bench::Table& kernels, b
   }
   if (b.ctx.rank() != 0) return;
   const double esize = b.precision == "float32" ? 4.0 : 8.0;
-  std::printf("\n# roofline: %ldx%ld grid, %s; traffic 3 x %g B per point per iteration (u read+write, b)\n", rn, rn,
-              b.precision.c_str(), esize);
+  std::printf("\n# roofline: %ldx%ld grid, %s; traffic 3 x %g B per point per iteration (u read+write, b)\n",
+              rn, rn, b.precision.c_str(), esize);
   std::printf("stream kernels (u = a u + b on arrays of the block's size), GB/s per rank:\n");
   for (std::size_t i = 0; i < kernels.rows(); ++i) kernels.print_row(i);
   sweeps.print();
@@ -463,7 +474,8 @@ void report_roofline(const Roofline& rl, bench::Report& r) {
   r.figure("stream_gb_per_s_per_rank", rl.stream_gbs, "%.2f");
   r.text("stream_roofline_kernel", rl.best_stream);
   for (const auto& k : rl.streams)
-    r.figure("stream_" + (k.prefetch_bytes ? "prefetch_" + std::to_string(k.prefetch_bytes) : std::string("plain")) +
+    r.figure("stream_" +
+                 (k.prefetch_bytes ? "prefetch_" + std::to_string(k.prefetch_bytes) : std::string("plain")) +
                  "_gb_per_s_per_rank",
              k.gbs, "%.2f");
   for (const Sweep& w : rl.sweeps) {
@@ -491,14 +503,16 @@ int run(locus::Context& ctx) {
                                   std::to_string(ctx.size()) + " ranks");
   bench::Table iterations = iterations_table();
   if (ctx.rank() == 0) {
-    std::printf("# locus poisson benchmark: %s, %s, %s, one-sided by %s, process grid %dx%d, %d ranks, %s%s%s\n",
-                c.string("bench.method").c_str(), b.precision.c_str(), b.decomposition.c_str(),
-                c.string("bench.direction").c_str(), b.o.procs[0], b.o.procs[1], ctx.size(), b.placement.c_str(),
-                b.emulated ? " (emulated nodes)" : "",
-                b.oversubscribed ? ", OVER-SUBSCRIBED (more ranks than cores: timings include scheduling)" : "");
-    std::printf("# microseconds per iteration, median of %ld interleaved measurements; iteration and compute:\n"
-                "# slowest rank; halo: the rank that spent least in it (the others add their wait for it)\n",
-                b.repeats);
+    std::printf(
+        "# locus poisson benchmark: %s, %s, %s, one-sided by %s, process grid %dx%d, %d ranks, %s%s%s\n",
+        c.string("bench.method").c_str(), b.precision.c_str(), b.decomposition.c_str(),
+        c.string("bench.direction").c_str(), b.o.procs[0], b.o.procs[1], ctx.size(), b.placement.c_str(),
+        b.emulated ? " (emulated nodes)" : "",
+        b.oversubscribed ? ", OVER-SUBSCRIBED (more ranks than cores: timings include scheduling)" : "");
+    std::printf(
+        "# microseconds per iteration, median of %ld interleaved measurements; iteration and compute:\n"
+        "# slowest rank; halo: the rank that spent least in it (the others add their wait for it)\n",
+        b.repeats);
     iterations.print_header();
   }
   std::map<long, double> halo_gain = iteration_times(b, cases, iterations);
@@ -517,7 +531,8 @@ int run(locus::Context& ctx) {
   r.text("ranks", std::to_string(ctx.size()));
   r.text("oversubscribed", b.oversubscribed ? "true" : "false");
   r.paths();
-  for (const auto& [n, g] : halo_gain) r.figure("halo_locus_speedup_over_rma_n" + std::to_string(n), g, "%.2f");
+  for (const auto& [n, g] : halo_gain)
+    r.figure("halo_locus_speedup_over_rma_n" + std::to_string(n), g, "%.2f");
   const long small = c.integer("bench.small_n");
   if (solve_gain > 0) r.figure("solve_locus_speedup_over_rma_n" + std::to_string(small), solve_gain, "%.2f");
   if (solve_vs_p2p > 0) r.figure("solve_locus_over_p2p_n" + std::to_string(small), solve_vs_p2p, "%.2f");
@@ -535,7 +550,8 @@ int run(locus::Context& ctx) {
   // two-sided, on one node and between nodes (between nodes this MPICH's
   // one-sided floor is above two-sided for small faces: bench exchange).
   if (solve_vs_p2p > 0 && !b.oversubscribed) r.goal("goal_solve_locus_le_p2p", solve_vs_p2p <= 1.0);
-  if (fraction >= 0 && !b.oversubscribed) r.goal("goal_sweep_80pct_of_roofline", fraction >= 0.8, "split layout");
+  if (fraction >= 0 && !b.oversubscribed)
+    r.goal("goal_sweep_80pct_of_roofline", fraction >= 0.8, "split layout");
   r.finish();
   return 0;
 }

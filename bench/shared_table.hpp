@@ -45,7 +45,8 @@ class NodeTable {
     MPI_Comm_size(node_, &node_size);
     MPI_Comm_size(comm, &size);
     if (node_size != size) return;
-    MPI_Win_allocate_shared(static_cast<MPI_Aint>(n * sizeof(T)), sizeof(T), MPI_INFO_NULL, node_, &base_, &win_);
+    MPI_Win_allocate_shared(static_cast<MPI_Aint>(n * sizeof(T)), sizeof(T), MPI_INFO_NULL, node_, &base_,
+                            &win_);
     MPI_Win_lock_all(MPI_MODE_NOCHECK, win_);
     for (int r = 0; r < node_size; ++r) {
       MPI_Aint bytes = 0;
@@ -65,7 +66,7 @@ class NodeTable {
   NodeTable(const NodeTable&) = delete;
   NodeTable& operator=(const NodeTable&) = delete;
   bool available() const { return win_ != MPI_WIN_NULL; }
-  T* data() const { return base_; }  // my part
+  T* data() const { return base_; }                        // my part
   const std::vector<T*>& parts() const { return parts_; }  // every rank's part, by rank
   // Memory synchronisation before others read what this rank wrote.
   void sync() const {

@@ -14,6 +14,8 @@
 //     fraction of the baseline's bare exchange time hidden, for: two-sided without help
 //     (baseline), two-sided with the locus progress thread, and (with
 //     progress processes in the run) one-sided puts offloaded to them.
+#include "spmv.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -29,7 +31,6 @@
 #include "locus/runtime.hpp"
 #include "locus/segment.hpp"
 #include "locus/wait.hpp"
-#include "spmv.hpp"
 
 namespace {
 
@@ -43,10 +44,12 @@ locus::AppInfo app_info() {
   app.description = "spmv modes against their MPI baselines, STREAM, and APSM's ghost-cell benchmark";
   auto& s = app.schema;
   const long big = locus::Schema::kNoMax;
-  s.string("bench.matrices", "hpcg27,banded", "comma list: hpcg27 (27-point, nx^3), banded (random unsymmetric)")
+  s.string("bench.matrices", "hpcg27,banded",
+           "comma list: hpcg27 (27-point, nx^3), banded (random unsymmetric)")
       .integer("bench.nx", 64, 2, big, "hpcg27: grid points per dimension")
       .integer("bench.banded_rows", 400000, 10, big, "banded: rows")
-      .integer("bench.bandwidth", 200, 1, big, "banded: half bandwidth (wider bands gather x from L2 rather than L1)")
+      .integer("bench.bandwidth", 200, 1, big,
+               "banded: half bandwidth (wider bands gather x from L2 rather than L1)")
       .integer("bench.per_row", 27, 1, big, "banded: nonzeros per row")
       .string("bench.modes", "vector,overlap,task,thread,rma",
               "comma list of spmv modes (thread needs runtime.progress.thread: true)")
@@ -56,7 +59,8 @@ locus::AppInfo app_info() {
       .boolean("bench.ghost", true, "run the ghost-cell benchmark")
       .integer("bench.ghost_bytes", 1 << 20, 8, big, "ghost-cell: halo bytes to each neighbour")
       .integer("bench.ghost_iterations", 40, 1, big, "ghost-cell: exchanges per measurement")
-      .integer("bench.l2_kib", 512, 4, 1 << 20, "ghost-cell: triad working set (4 arrays) in KiB, sized to L2")
+      .integer("bench.l2_kib", 512, 4, 1 << 20,
+               "ghost-cell: triad working set (4 arrays) in KiB, sized to L2")
       .real("bench.work_factor", 2.0, 0.1, 100.0,
             "ghost-cell: the workload takes about this many times the exchange alone (calibrated)")
       .boolean("bench.spmv", true, "run the spmv part")
@@ -215,8 +219,8 @@ struct Run {
   std::vector<std::tuple<std::string, bool, std::string>> goals;  // name, met, note
   std::vector<std::pair<std::string, bench::Table>> tables;
   bool failed = false;
-  void figure(const std::string& part, const std::string& cs, const std::string& variant, const std::string& fig,
-              double value) {
+  void figure(const std::string& part, const std::string& cs, const std::string& variant,
+              const std::string& fig, double value) {
     figures.row({label, ctx.size(), part, cs, variant, fig, value});
   }
 };
@@ -233,7 +237,8 @@ spmv::GeneratorSpec generator(const Config& c, MPI_Comm comm, const std::string&
     g.per_row = c.integer("bench.per_row");
     g.seed = 1;
   } else {
-    locus::collective_require(comm, false, c.locate("bench.matrices") + ": unknown matrix " + mname + " (hpcg27, banded)");
+    locus::collective_require(comm, false,
+                              c.locate("bench.matrices") + ": unknown matrix " + mname + " (hpcg27, banded)");
   }
   return g;
 }
@@ -260,7 +265,8 @@ void set_up(Run& run, const std::string& mname, MatrixRun& m) {
     m.ops.push_back(std::make_unique<spmv::Operator>(run.world, rows, starts, spmv::parse_mode(mode), 1));
   const gidx n = m.ops[0]->rows();
   std::vector<double> xin(static_cast<std::size_t>(n));
-  for (gidx i = 0; i < n; ++i) xin[i] = spmv::hash_uniform(7, static_cast<std::uint64_t>(m.ops[0]->first() + i));
+  for (gidx i = 0; i < n; ++i)
+    xin[i] = spmv::hash_uniform(7, static_cast<std::uint64_t>(m.ops[0]->first() + i));
   m.ys.assign(m.modes.size(), std::vector<double>(static_cast<std::size_t>(n)));
   m.fig.assign(m.modes.size(), {});
   double b = m.ops[0]->model_bytes(), lb = m.ops[0]->local_model_bytes(), z = double(m.ops[0]->nnz());
@@ -293,7 +299,8 @@ void time_modes(Run& run, MatrixRun& m) {
       m.ops[0]->apply(m.ys[0].data());  // leave the baseline's y complete
       return tl;
     }
-    const std::size_t k = static_cast<std::size_t>(std::find(m.modes.begin(), m.modes.end(), name) - m.modes.begin());
+    const std::size_t k =
+        static_cast<std::size_t>(std::find(m.modes.begin(), m.modes.end(), name) - m.modes.begin());
     spmv::Operator& op = *m.ops[k];
     op.reset_times();
     locus::barrier(run.world);
@@ -324,7 +331,8 @@ bool same_y(MPI_Comm comm, const MatrixRun& m) {
   return everywhere != 0;
 }
 
-bench::Table modes_table(Run& run, const std::string& mname, const MatrixRun& m, std::map<std::string, double>& med) {
+bench::Table modes_table(Run& run, const std::string& mname, const MatrixRun& m,
+                         std::map<std::string, double>& med) {
   const double stream = run.bw.best();
   bench::Table t;
   t.column("mode", "mode", "%-9s")
@@ -344,9 +352,9 @@ bench::Table modes_table(Run& run, const std::string& mname, const MatrixRun& m,
     const double gbs = m.bytes / t_ / 1e9, roof = gbs / (stream * run.ctx.size());
     char pct[32];
     std::snprintf(pct, sizeof pct, "%7.1f%%", 100 * roof);
-    t.row({m.modes[k], t_ * 1e6, 2 * m.nnz / t_ / 1e9, gbs, bench::Cell::as(roof, pct), median(m.fig[k].local) * 1e6,
-           median(m.fig[k].remote) * 1e6, median(m.fig[k].post) * 1e6, median(m.fig[k].wait) * 1e6,
-           bench::Cell::ratio(bench::ratio(med, "vector", m.modes[k])),
+    t.row({m.modes[k], t_ * 1e6, 2 * m.nnz / t_ / 1e9, gbs, bench::Cell::as(roof, pct),
+           median(m.fig[k].local) * 1e6, median(m.fig[k].remote) * 1e6, median(m.fig[k].post) * 1e6,
+           median(m.fig[k].wait) * 1e6, bench::Cell::ratio(bench::ratio(med, "vector", m.modes[k])),
            bench::Cell::ratio(bench::ratio(med, "overlap", m.modes[k]))});
     run.figure("spmv", mname, m.modes[k], "us_per_product", t_ * 1e6);
     run.figure("spmv", mname, m.modes[k], "gb_per_s", gbs);
@@ -357,7 +365,8 @@ bench::Table modes_table(Run& run, const std::string& mname, const MatrixRun& m,
 
 // Task mode's overlap efficiency (max(T_local, T_comm) + T_remote) / T_task
 // with T_local, T_comm and T_remote from vector mode (nothing overlaps).
-void task_efficiency(Run& run, const std::string& mname, const MatrixRun& m, std::map<std::string, double>& med) {
+void task_efficiency(Run& run, const std::string& mname, const MatrixRun& m,
+                     std::map<std::string, double>& med) {
   const std::size_t iv = std::find(m.modes.begin(), m.modes.end(), "vector") - m.modes.begin();
   const std::size_t it = std::find(m.modes.begin(), m.modes.end(), "task") - m.modes.begin();
   if (iv >= m.modes.size() || it >= m.modes.size()) return;
@@ -365,9 +374,11 @@ void task_efficiency(Run& run, const std::string& mname, const MatrixRun& m, std
   const double tcomm = median(m.fig[iv].post) + median(m.fig[iv].wait);
   const double eff = (std::max(tloc, tcomm) + trem) / med["task"];
   if (run.root)
-    std::printf("task overlap efficiency (max(T_local %.1f, T_comm %.1f) + T_remote %.1f) / T_task %.1f = %.2f%s\n",
-                tloc * 1e6, tcomm * 1e6, trem * 1e6, med["task"] * 1e6, eff,
-                run.emulated ? (eff >= 0.9 ? " (goal >= 0.9 on emulated nodes: met)" : " (goal >= 0.9: MISSED)") : "");
+    std::printf(
+        "task overlap efficiency (max(T_local %.1f, T_comm %.1f) + T_remote %.1f) / T_task %.1f = %.2f%s\n",
+        tloc * 1e6, tcomm * 1e6, trem * 1e6, med["task"] * 1e6, eff,
+        run.emulated ? (eff >= 0.9 ? " (goal >= 0.9 on emulated nodes: met)" : " (goal >= 0.9: MISSED)")
+                     : "");
   run.figure("spmv", mname, "task", "overlap_efficiency", eff);
   if (run.emulated) run.goals.emplace_back(mname + "_task_overlap_efficiency_ge_0.9", eff >= 0.9, "");
 }
@@ -387,9 +398,10 @@ void spmv_matrix(Run& run, const std::string& mname, const std::vector<std::stri
     std::printf("\n## %s: %s, %.0f nonzeros, %.1f MB by the traffic model per product\n", mname.c_str(),
                 m.info.source.c_str(), m.nnz, m.bytes / 1e6);
     t.print();
-    std::printf("local part alone: %.1f us, %.2f GB/s; bandwidth next to it %.2f GB/s per rank; fraction (median of "
-                "rounds) %.0f%% (goal >= 80%%: %s)\n", tl * 1e6, m.lbytes / tl / 1e9, mstream, 100 * lfrac,
-                lfrac >= 0.8 ? "met" : "MISSED");
+    std::printf(
+        "local part alone: %.1f us, %.2f GB/s; bandwidth next to it %.2f GB/s per rank; fraction (median of "
+        "rounds) %.0f%% (goal >= 80%%: %s)\n",
+        tl * 1e6, m.lbytes / tl / 1e9, mstream, 100 * lfrac, lfrac >= 0.8 ? "met" : "MISSED");
     std::printf("y bitwise identical in every mode: %s\n", everywhere ? "yes" : "NO");
   }
   run.tables.emplace_back("spmv_" + mname, t);
@@ -477,8 +489,10 @@ void ghost_part(Run& run) {
   }
   const double tw = median(work_only);
   if (run.root)
-    std::printf("\n## ghost cells (APSM 5.2): ring of %d, %zu B to each neighbour, triad on %ld KiB x %ld; "
-                "work alone %.1f us\n", g.size, g.bytes, c.integer("bench.l2_kib"), g.work_reps, tw * 1e6);
+    std::printf(
+        "\n## ghost cells (APSM 5.2): ring of %d, %zu B to each neighbour, triad on %ld KiB x %ld; "
+        "work alone %.1f us\n",
+        g.size, g.bytes, c.integer("bench.l2_kib"), g.work_reps, tw * 1e6);
   bench::Table t;
   t.column("variant", "variant", "%-32s")
       .column("exchange_us", "exchange_us", " %12.1f")
@@ -505,10 +519,11 @@ void ghost_part(Run& run) {
   if (run.root) t.print();
   run.tables.emplace_back("ghost", t);
   if (hidden_thread >= 0)
-    run.goals.emplace_back(std::string("ghost_progress_thread_hides_ge_80pct") + (run.emulated ? "" : "_(real node)"),
-                           hidden_thread >= 0.8,
-                           std::to_string(int(std::round(100 * hidden_thread))) + "% vs baseline " +
-                               std::to_string(int(std::round(100 * hidden_base))) + "%");
+    run.goals.emplace_back(
+        std::string("ghost_progress_thread_hides_ge_80pct") + (run.emulated ? "" : "_(real node)"),
+        hidden_thread >= 0.8,
+        std::to_string(int(std::round(100 * hidden_thread))) + "% vs baseline " +
+            std::to_string(int(std::round(100 * hidden_base))) + "%");
 }
 
 void report(Run& run) {
@@ -527,17 +542,28 @@ void report(Run& run) {
 
 int run(Context& ctx) {
   const Config& c = ctx.config();
-  Run run{ctx, ctx.comm(), ctx.runtime().world(), ctx.rank() == 0, ctx.runtime().node_map().emulated_size > 0,
-          ctx.runtime().settings().progress.thread, c.string("bench.label"), {}, {}, {}, {}};
+  Run run{ctx,
+          ctx.comm(),
+          ctx.runtime().world(),
+          ctx.rank() == 0,
+          ctx.runtime().node_map().emulated_size > 0,
+          ctx.runtime().settings().progress.thread,
+          c.string("bench.label"),
+          {},
+          {},
+          {},
+          {}};
   if (run.label.empty()) run.label = run.emulated ? "emulated nodes" : "real nodes";
-  for (const char* k : {"placement", "ranks", "part", "case", "variant", "figure", "value"}) run.figures.data_column(k);
+  for (const char* k : {"placement", "ranks", "part", "case", "variant", "figure", "value"})
+    run.figures.data_column(k);
   // 1. STREAM on every rank at once
   run.bw = measure_bandwidth(run.comm, static_cast<std::size_t>(c.integer("bench.stream_mib")));
   if (run.root)
-    std::printf("# spmv benchmark, %d ranks, %s%s\n# memory bandwidth per rank, all ranks at once: STREAM triad %.2f "
-                "GB/s (24 B/element; %.2f with write-allocate), read-only %.2f GB/s; roofline: %.2f GB/s\n",
-                ctx.size(), run.label.c_str(), bench::oversubscription_note().c_str(), run.bw.triad_stream,
-                run.bw.triad_real, run.bw.read, run.bw.best());
+    std::printf(
+        "# spmv benchmark, %d ranks, %s%s\n# memory bandwidth per rank, all ranks at once: STREAM triad %.2f "
+        "GB/s (24 B/element; %.2f with write-allocate), read-only %.2f GB/s; roofline: %.2f GB/s\n",
+        ctx.size(), run.label.c_str(), bench::oversubscription_note().c_str(), run.bw.triad_stream,
+        run.bw.triad_real, run.bw.read, run.bw.best());
   run.figure("stream", "triad", "-", "gb_per_s_per_rank", run.bw.triad_stream);
   run.figure("stream", "triad_write_allocate", "-", "gb_per_s_per_rank", run.bw.triad_real);
   run.figure("stream", "read", "-", "gb_per_s_per_rank", run.bw.read);

@@ -10,6 +10,8 @@
 //     removes; on emulated nodes the fetch goes through MPI);
 //  3. NXTASK against static round-robin on a block-sparse (unbalanced)
 //     problem, interleaved repeats.
+#include "tensor.hpp"
+
 #include <cblas.h>
 
 #include <algorithm>
@@ -23,7 +25,6 @@
 #include "locus/rma.hpp"
 #include "locus/runtime.hpp"
 #include "locus/segment.hpp"
-#include "tensor.hpp"
 
 extern "C" void openblas_set_num_threads(int);
 
@@ -40,12 +41,14 @@ locus::AppInfo bench_app_info() {
   auto& s = app.schema;
   const long big = locus::Schema::kNoMax;
   s.integer("bench.dgemm_n", 1536, 64, 1 << 15, "the large reference DGEMM: n x n x n")
-      .string("bench.tiles", "8,12,16,24,32", "tile sizes of the efficiency sweep (CCSD-like term, 2 tiles per index)")
+      .string("bench.tiles", "8,12,16,24,32",
+              "tile sizes of the efficiency sweep (CCSD-like term, 2 tiles per index)")
       .integer("bench.repeats", 3, 1, big, "repeats (medians / best reported)")
       .integer("bench.fetches", 2000, 10, big, "NXTASK: fetch-and-adds per unit per measurement")
       .real("bench.busy_seconds", 0.2, 0.0, 60.0, "NXTASK: how long the counter's owner computes without MPI")
       .integer("bench.sparse_extent", 24, 2, big,
-               "NXTASK vs static: extent of the block-sparse CCSD-like term (j: one full tile and one of an eighth)")
+               "NXTASK vs static: extent of the block-sparse CCSD-like term (j: one full tile and one of an "
+               "eighth)")
       .integer("bench.sparse_tile", 8, 1, big, "NXTASK vs static: its tile size")
       .integer("bench.sparse_irreps", 2, 1, 8, "NXTASK vs static: irreps (block sparsity)")
       .string("bench.parts", "dgemm,nxtask,balance", "which parts to run")
@@ -71,7 +74,8 @@ void busy_dgemm(double seconds) {
   std::vector<double> a(n * n, 1.0), b(n * n, 0.5), c(n * n, 0.0);
   const double t0 = MPI_Wtime();
   while (MPI_Wtime() - t0 < seconds)
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0, a.data(), n, b.data(), n, 0.0, c.data(), n);
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0, a.data(), n, b.data(), n, 0.0,
+                c.data(), n);
 }
 
 // What every part reads and adds to: the run's units, the long-format
@@ -96,7 +100,11 @@ struct Run {
 class LargeDgemm {
  public:
   LargeDgemm(MPI_Comm comm, int n)
-      : comm_(comm), n_(n), a_(std::size_t(n) * n, 1.0), b_(std::size_t(n) * n, 0.5), c_(std::size_t(n) * n, 0.0) {}
+      : comm_(comm),
+        n_(n),
+        a_(std::size_t(n) * n, 1.0),
+        b_(std::size_t(n) * n, 0.5),
+        c_(std::size_t(n) * n, 0.0) {}
   double operator()() {
     MPI_Barrier(comm_);
     const double t0 = MPI_Wtime();
@@ -202,8 +210,10 @@ bench::Table dgemm_part(Run& run) {
   run.figure("dgemm", std::to_string(n), "gflop_per_s_per_rank", peak);
   bench::Table t = dgemm_table();
   if (run.root) {
-    std::printf("\n## DGEMM efficiency: OpenBLAS %d^3 on every rank at once: %.2f GFLOP/s per rank (median; "
-                "of_large: median of per-round ratios, the large DGEMM rerun next to each run)\n", n, peak);
+    std::printf(
+        "\n## DGEMM efficiency: OpenBLAS %d^3 on every rank at once: %.2f GFLOP/s per rank (median; "
+        "of_large: median of per-round ratios, the large DGEMM rerun next to each run)\n",
+        n, peak);
     t.print_header();
   }
   for (const std::string& ts : split_list(c.string("bench.tiles"))) {
@@ -220,7 +230,8 @@ bench::Table dgemm_part(Run& run) {
     run.figure("dgemm", ts, "overhead_fraction", x.ov);
     run.figure("sort", ts, "gb_per_s_per_rank", x.sort_rate);
     run.figure("sort", ts, "fraction_of_memcpy", x.sort_frac);
-    if (tile >= 24 && tile <= 30) run.goals.push_back({"tile_" + ts + "_sort_ge_80pct_of_memcpy", x.sort_frac >= 0.8});
+    if (tile >= 24 && tile <= 30)
+      run.goals.push_back({"tile_" + ts + "_sort_ge_80pct_of_memcpy", x.sort_frac >= 0.8});
     if (tile >= 32) run.goals.push_back({"tile_" + ts + "_ge_80pct_of_large_dgemm", x.frac >= 0.8});
     if (tile >= 24 && tile <= 30 && run.units == 2)
       run.goals.push_back({"tile_" + ts + "_overhead_le_10pct_2_ranks", x.ov <= 0.10});
@@ -238,14 +249,16 @@ void nxtask_part(Run& run) {
   counter.data()[0] = 0;
   locus::barrier(run.world);
   if (run.root)
-    std::printf("\n## NXTASK: fetch-and-add latency (us, median of %ld), every unit hammering\n", run.repeats);
+    std::printf("\n## NXTASK: fetch-and-add latency (us, median of %ld), every unit hammering\n",
+                run.repeats);
   for (int owner_last = 0; owner_last < 2; ++owner_last) {
     const int owner = owner_last ? run.units - 1 : 0;
     std::vector<double> lat, lat_busy;
     for (long r = 0; r < run.repeats; ++r) {
       locus::barrier(run.world);
       double t0 = MPI_Wtime();
-      for (long i = 0; i < fetches; ++i) locus::fetch_and_op(counter.gptr(owner), std::uint64_t(1), locus::Op::sum);
+      for (long i = 0; i < fetches; ++i)
+        locus::fetch_and_op(counter.gptr(owner), std::uint64_t(1), locus::Op::sum);
       lat.push_back(max_over_ranks(run.comm, (MPI_Wtime() - t0) / double(fetches)));
       // the owner computes without MPI; the others fetch meanwhile
       locus::barrier(run.world);
@@ -255,7 +268,8 @@ void nxtask_part(Run& run) {
       } else {
         const long n = std::max(10L, fetches / 10);
         t0 = MPI_Wtime();
-        for (long i = 0; i < n; ++i) locus::fetch_and_op(counter.gptr(owner), std::uint64_t(1), locus::Op::sum);
+        for (long i = 0; i < n; ++i)
+          locus::fetch_and_op(counter.gptr(owner), std::uint64_t(1), locus::Op::sum);
         mine = (MPI_Wtime() - t0) / double(n);
       }
       lat_busy.push_back(max_over_ranks(run.comm, mine));
@@ -263,8 +277,8 @@ void nxtask_part(Run& run) {
     const char* name = owner_last ? "last" : "first";
     const double l = locus::median(lat) * 1e6, lb = locus::median(lat_busy) * 1e6;
     if (run.root)
-      std::printf("counter on the %-5s unit: %8.2f us all hammering; %8.2f us while the owner computes%s\n", name, l,
-                  lb, run.units == 1 ? " (1 rank: no other unit)" : "");
+      std::printf("counter on the %-5s unit: %8.2f us all hammering; %8.2f us while the owner computes%s\n",
+                  name, l, lb, run.units == 1 ? " (1 rank: no other unit)" : "");
     run.figure("nxtask", name, "latency_us", l);
     run.figure("nxtask", name, "latency_owner_busy_us", lb);
   }
@@ -282,25 +296,27 @@ void balance_part(Run& run) {
   const gidx jt = p.index['j'].tile;
   p.index['j'].extent = jt + std::max<gidx>(1, jt / 8);
   double imbalance[2] = {0, 0};
-  const bench::Samples seconds = bench::interleave(run.repeats, {"nxtask", "static"}, [&](const std::string& name, long) {
-    const int st = name == "static";
-    Schedule sched;
-    sched.scheduling = st ? Scheduling::static_rr : Scheduling::nxtask;
-    TiledTensor A(run.world, p, p.con.a, 0), B(run.world, p, p.con.b, 1), C(run.world, p, p.con.c, 2);
-    PhaseResult res = contract(run.world, p, sched, A, B, C);
-    double busy = res.stats.dgemm + res.stats.sort, mx = max_over_ranks(run.comm, busy), sum = 0;
-    MPI_Allreduce(&busy, &sum, 1, MPI_DOUBLE, MPI_SUM, run.comm);
-    imbalance[st] = sum > 0 ? mx * run.units / sum : 1.0;
-    return res.seconds;
-  });
+  const bench::Samples seconds =
+      bench::interleave(run.repeats, {"nxtask", "static"}, [&](const std::string& name, long) {
+        const int st = name == "static";
+        Schedule sched;
+        sched.scheduling = st ? Scheduling::static_rr : Scheduling::nxtask;
+        TiledTensor A(run.world, p, p.con.a, 0), B(run.world, p, p.con.b, 1), C(run.world, p, p.con.c, 2);
+        PhaseResult res = contract(run.world, p, sched, A, B, C);
+        double busy = res.stats.dgemm + res.stats.sort, mx = max_over_ranks(run.comm, busy), sum = 0;
+        MPI_Allreduce(&busy, &sum, 1, MPI_DOUBLE, MPI_SUM, run.comm);
+        imbalance[st] = sum > 0 ? mx * run.units / sum : 1.0;
+        return res.seconds;
+      });
   const double a = locus::median(seconds.at("nxtask")), b = locus::median(seconds.at("static"));
   if (run.root) {
-    std::printf("\n## NXTASK vs static, unbalanced block-sparse CCSD-like term (extent %ld, tile %ld, %ld irreps; j: "
-                "tiles %ld and %ld)\n",
-                c.integer("bench.sparse_extent"), c.integer("bench.sparse_tile"), c.integer("bench.sparse_irreps"),
-                long(jt), long(p.index['j'].extent - jt));
-    std::printf("nxtask %.2f ms (work imbalance %.2f), static %.2f ms (imbalance %.2f): nxtask %.2fx\n", a * 1e3,
-                imbalance[0], b * 1e3, imbalance[1], b / a);
+    std::printf(
+        "\n## NXTASK vs static, unbalanced block-sparse CCSD-like term (extent %ld, tile %ld, %ld irreps; j: "
+        "tiles %ld and %ld)\n",
+        c.integer("bench.sparse_extent"), c.integer("bench.sparse_tile"), c.integer("bench.sparse_irreps"),
+        long(jt), long(p.index['j'].extent - jt));
+    std::printf("nxtask %.2f ms (work imbalance %.2f), static %.2f ms (imbalance %.2f): nxtask %.2fx\n",
+                a * 1e3, imbalance[0], b * 1e3, imbalance[1], b / a);
   }
   run.figure("balance", "nxtask", "ms", a * 1e3);
   run.figure("balance", "static", "ms", b * 1e3);
@@ -310,9 +326,17 @@ void balance_part(Run& run) {
 int bench_run(Context& ctx) {
   const Config& c = ctx.config();
   openblas_set_num_threads(1);
-  Run run{ctx, ctx.comm(), ctx.runtime().world(), ctx.rank() == 0, ctx.size(), c.integer("bench.repeats"),
-          c.string("bench.label"), {}, {}};
-  if (run.label.empty()) run.label = ctx.runtime().node_map().emulated_size > 0 ? "emulated nodes" : "real nodes";
+  Run run{ctx,
+          ctx.comm(),
+          ctx.runtime().world(),
+          ctx.rank() == 0,
+          ctx.size(),
+          c.integer("bench.repeats"),
+          c.string("bench.label"),
+          {},
+          {}};
+  if (run.label.empty())
+    run.label = ctx.runtime().node_map().emulated_size > 0 ? "emulated nodes" : "real nodes";
   for (const char* k : {"placement", "ranks", "part", "case", "figure", "value"}) run.figures.data_column(k);
   const std::vector<std::string> parts = split_list(c.string("bench.parts"));
   auto wants = [&](const char* p) { return std::find(parts.begin(), parts.end(), p) != parts.end(); };

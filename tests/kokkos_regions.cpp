@@ -44,7 +44,9 @@ void kokkosp_push_profile_region(const char* name) {
   max_depth = ++depth > max_depth ? depth : max_depth;
 }
 
-void kokkosp_pop_profile_region() { --depth; }
+void kokkosp_pop_profile_region() {
+  --depth;
+}
 
 void kokkosp_begin_parallel_for(const char* name, const std::uint32_t, std::uint64_t* id) {
   record(std::string("kernel ") + name);

@@ -5,9 +5,9 @@
 #include <filesystem>
 
 #include "heat3d.hpp"
-#include "locus/kokkos.hpp"
 #include "locus/console.hpp"
 #include "locus/io.hpp"
+#include "locus/kokkos.hpp"
 #include "locus/limits.hpp"
 
 namespace heat3d {
@@ -43,10 +43,12 @@ locus::AppInfo app_info() {
       .real("heat3d.validation.order_slack", 0.1, 0.0, 1.0, "order: allowed |observed order - 2|", true)
       .real("heat3d.validation.steady_tol", 1.0e-4, 0.0, HUGE_VAL,
             "steady: largest |T - t_boundary| allowed at the end", true)
-      .choice("comm.halo", "locus", locus::halo_strategies(),
-              "halo exchange: p2p (MPI two-sided), rma (MPI RMA + barriers), locus (notified one-sided: each rank "
-              "waits for its neighbours only), locus-nb (split-phase locus) or locus-barrier (the DART papers' "
-              "barrier-synchronised one-sided halo); see docs/user-guide.md")
+      .choice(
+          "comm.halo", "locus", locus::halo_strategies(),
+          "halo exchange: p2p (MPI two-sided), rma (MPI RMA + barriers), locus (notified one-sided: each "
+          "rank "
+          "waits for its neighbours only), locus-nb (split-phase locus) or locus-barrier (the DART papers' "
+          "barrier-synchronised one-sided halo); see docs/user-guide.md")
       .integer("checkpoint.every", 0, 0, big, "write a restart file every N steps (0: never)")
       .string("checkpoint.file", "", "restart file to write (default <output.dir>/<output.name>.restart.h5)")
       .string("checkpoint.restart", "", "restart file to resume from (empty: start fresh)");
@@ -138,7 +140,8 @@ History read_checkpoint(const Context& ctx, Solver& solver, const std::string& p
   in.read_field("temperature", tmp.view(), solver.decomp());
   solver.load_interior(tmp.view());
   // every value finite (a NaN would make every later figure meaningless)
-  locus::collective_require(ctx.comm(), solver.all_finite(), path + ": temperature holds NaN or infinite values");
+  locus::collective_require(ctx.comm(), solver.all_finite(),
+                            path + ": temperature holds NaN or infinite values");
   return h;
 }
 
@@ -237,7 +240,8 @@ int run(Context& ctx) {
     auto norm = [](const std::string& p) { return fs::absolute(fs::path(p)).lexically_normal().string(); };
     const std::string out_path = norm(s.out_dir + "/" + s.out_name + ".h5");
     const std::string ck = norm(s.checkpoint_file);
-    locus::collective_require(ctx.comm(), ck != out_path && ck != out_path + ".tmp" && ck != out_path + ".lock",
+    locus::collective_require(ctx.comm(),
+                              ck != out_path && ck != out_path + ".tmp" && ck != out_path + ".lock",
                               cfg.locate("checkpoint.file") + ": " + s.checkpoint_file +
                                   " is the run's output file; give the checkpoint another name");
     locus::collective_require(ctx.comm(), s.restart_file.empty() || norm(s.restart_file) != out_path,
@@ -312,7 +316,8 @@ int run(Context& ctx) {
       YAML::Node k;
       k["space"] = locus::ExecSpace::name();
       k["concurrency"] = locus::ExecSpace().concurrency();
-      k["check"] = solver->kernel_checked() ? "step 1 bitwise equal to the reference kernel" : "not run (no step)";
+      k["check"] =
+          solver->kernel_checked() ? "step 1 bitwise equal to the reference kernel" : "not run (no step)";
       results["kernels"] = k;
     }
     results["dt"] = locus::yaml_number(p.dt);
@@ -382,9 +387,9 @@ int run(Context& ctx) {
     if (solver && cfg.boolean("output.write_field") && cfg.boolean("output.xdmf")) {
       const Problem& p = solver->problem();
       std::string xmf = s.out_dir + "/" + s.out_name + ".xmf";
-      const std::string err = locus::write_xdmf(xmf, std::filesystem::path(path).filename().string(),
-                                                "temperature", p.n, {p.h(0), p.h(1), p.h(2)},
-                                                {p.h(0), p.h(1), p.h(2)}, p.dt * double(outcome.history.step));
+      const std::string err = locus::write_xdmf(
+          xmf, std::filesystem::path(path).filename().string(), "temperature", p.n, {p.h(0), p.h(1), p.h(2)},
+          {p.h(0), p.h(1), p.h(2)}, p.dt * double(outcome.history.step));
       if (!err.empty()) {
         std::fprintf(stderr, "heat3d: error: %s (%s itself is complete)\n", err.c_str(), path.c_str());
         pass = false;

@@ -73,9 +73,10 @@ typedef long long v4l __attribute__((vector_size(32)));
 #if defined(__x86_64__) && !defined(__clang__)
 __attribute__((target_clones("avx2", "default")))
 #endif
-double stencil_row(const double* __restrict c, const double* __restrict s, const double* __restrict n,
-                   const double* __restrict b, const double* __restrict t, double* __restrict o, long i0, long i1,
-                   double rx, double ry, double rz, double a, double m) {
+double
+stencil_row(const double* __restrict c, const double* __restrict s, const double* __restrict n,
+            const double* __restrict b, const double* __restrict t, double* __restrict o, long i0, long i1,
+            double rx, double ry, double rz, double a, double m) {
   const v4d RX = {rx, rx, rx, rx}, RY = {ry, ry, ry, ry}, RZ = {rz, rz, rz, rz}, A = {a, a, a, a};
   const v4d two = {2.0, 2.0, 2.0, 2.0};
   const long long k = 0x7fffffffffffffffLL;
@@ -101,8 +102,8 @@ double stencil_row(const double* __restrict c, const double* __restrict s, const
   for (int l = 0; l < 4; ++l) r = mv[l] > r ? mv[l] : r;
   for (; i <= i1; ++i) {
     const double cc = c[i];
-    const double lap = (c[i - 1] - 2.0 * cc + c[i + 1]) * rx + (s[i] - 2.0 * cc + n[i]) * ry +
-                       (b[i] - 2.0 * cc + t[i]) * rz;
+    const double lap =
+        (c[i - 1] - 2.0 * cc + c[i + 1]) * rx + (s[i] - 2.0 * cc + n[i]) * ry + (b[i] - 2.0 * cc + t[i]) * rz;
     const double v = cc + a * lap;
     o[i] = v;
     const double d = std::fabs(v - cc);
@@ -113,12 +114,12 @@ double stencil_row(const double* __restrict c, const double* __restrict s, const
 #pragma GCC diagnostic pop
 #else
 double stencil_row(const double* __restrict c, const double* __restrict s, const double* __restrict n,
-                   const double* __restrict b, const double* __restrict t, double* __restrict o, long i0, long i1,
-                   double rx, double ry, double rz, double a, double m) {
+                   const double* __restrict b, const double* __restrict t, double* __restrict o, long i0,
+                   long i1, double rx, double ry, double rz, double a, double m) {
   for (long i = i0; i <= i1; ++i) {
     const double cc = c[i];
-    const double lap = (c[i - 1] - 2.0 * cc + c[i + 1]) * rx + (s[i] - 2.0 * cc + n[i]) * ry +
-                       (b[i] - 2.0 * cc + t[i]) * rz;
+    const double lap =
+        (c[i - 1] - 2.0 * cc + c[i + 1]) * rx + (s[i] - 2.0 * cc + n[i]) * ry + (b[i] - 2.0 * cc + t[i]) * rz;
     const double v = cc + a * lap;
     o[i] = v;
     const double d = std::fabs(v - cc);
@@ -268,9 +269,10 @@ void Solver::check_against_reference(const Field3D& ref, double ref_max, double 
       differ += std::memcmp(&un(k, j, 1), &ref(k, j, 1), sizeof(double) * std::size_t(n[0])) != 0;
   const bool same_max = std::memcmp(&ref_max, &opt_max, sizeof(double)) == 0;
   if (differ || !same_max)
-    throw locus::Error("heat3d: the optimized stencil kernel differs from the reference kernel on the first step (" +
-                       std::to_string(differ) + " rows differ; residual " + std::to_string(opt_max) + " vs " +
-                       std::to_string(ref_max) + ")");
+    throw locus::Error(
+        "heat3d: the optimized stencil kernel differs from the reference kernel on the first step (" +
+        std::to_string(differ) + " rows differ; residual " + std::to_string(opt_max) + " vs " +
+        std::to_string(ref_max) + ")");
   checked_ = true;
 }
 
@@ -294,8 +296,9 @@ double Solver::global_min() const {
 }
 
 bool Solver::all_finite() const {
-  double bad = reduce_interior(u_.view(), decomp_, 0.0,
-                               [](double m, double x, long, long, long) { return std::isfinite(x) ? m : m + 1; });
+  double bad = reduce_interior(u_.view(), decomp_, 0.0, [](double m, double x, long, long, long) {
+    return std::isfinite(x) ? m : m + 1;
+  });
   MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_DOUBLE, MPI_SUM, comm_);
   return bad == 0;
 }

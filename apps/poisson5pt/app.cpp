@@ -5,9 +5,9 @@
 #include <filesystem>
 #include <limits>
 
-#include "locus/kokkos.hpp"
 #include "locus/console.hpp"
 #include "locus/io.hpp"
+#include "locus/kokkos.hpp"
 #include "locus/limits.hpp"
 #include "poisson5pt.hpp"
 
@@ -69,10 +69,12 @@ locus::AppInfo app_info() {
       .real("poisson5pt.validation.exponent_slack", 0.25, 0.0, 1.0,
             "iterations: allowed |observed exponent - expected| (2 for Gauss-Seidel and Jacobi, 1 for SOR)",
             true)
-      .choice("comm.halo", "locus", locus::halo_strategies(),
-              "halo exchange: p2p (MPI two-sided), rma (MPI RMA + barriers), locus (notified one-sided: each rank "
-              "waits for its neighbours only), locus-nb (split-phase locus) or locus-barrier (the DART papers' "
-              "barrier-synchronised one-sided halo); see docs/user-guide.md")
+      .choice(
+          "comm.halo", "locus", locus::halo_strategies(),
+          "halo exchange: p2p (MPI two-sided), rma (MPI RMA + barriers), locus (notified one-sided: each "
+          "rank "
+          "waits for its neighbours only), locus-nb (split-phase locus) or locus-barrier (the DART papers' "
+          "barrier-synchronised one-sided halo); see docs/user-guide.md")
       .choice("comm.direction", "put", {"put", "get"},
               "barrier-synchronised one-sided halos (rma, locus-barrier): put own boundary rows into the "
               "neighbours' ghosts (the paper's) or get theirs; the notified halos (locus, locus-nb) move "
@@ -125,8 +127,8 @@ locus::Dims process_grid(const Context& ctx, const Settings& s, long n) {
   }
   locus::check_process_grid(ctx.comm(), p, {n, n, 1}, c.locate("poisson5pt.procs"), [&](int d) {
     return c.locate("poisson5pt.grid.n") + ": N = " + std::to_string(n) + " is too small for " +
-           std::to_string(p[d]) + " blocks in " + "xy"[d] + " (" + std::to_string(size) + " ranks, decomposition " +
-           s.decomposition + "); every rank needs at least one row and one column";
+           std::to_string(p[d]) + " blocks in " + "xy"[d] + " (" + std::to_string(size) +
+           " ranks, decomposition " + s.decomposition + "); every rank needs at least one row and one column";
   });
   return p;
 }
@@ -287,8 +289,9 @@ int run(Context& ctx) {
     char what[128];
     std::snprintf(what, sizeof what, ": a %.0fx%.0f grid%s", nf, nf,
                   levels > 1 ? " (the finest of poisson5pt.validation.levels)" : "");
-    locus::require_memory(ctx.runtime().world(), cells * 3.0 * t, cells * (2.0 * t + 40.0),
-                          cfg.locate(levels > 1 ? "poisson5pt.validation.levels" : "poisson5pt.grid.n") + what);
+    locus::require_memory(
+        ctx.runtime().world(), cells * 3.0 * t, cells * (2.0 * t + 40.0),
+        cfg.locate(levels > 1 ? "poisson5pt.validation.levels" : "poisson5pt.grid.n") + what);
   }
   locus::Timers timers({"total", "compute", "halo", "residual", "io"});
   timers.start("total");
@@ -354,7 +357,8 @@ int run(Context& ctx) {
     if (fixed_work) {
       // A fixed number of iterations: nothing to converge to, so the run is
       // not checked -- but a non-finite residual or field still fails it.
-      const bool finite = std::isfinite(r.relative_residual) && std::isfinite(range[0]) && std::isfinite(range[1]);
+      const bool finite =
+          std::isfinite(r.relative_residual) && std::isfinite(range[0]) && std::isfinite(range[1]);
       pass = finite;
       validation["reason"] = finite ? "tolerance 0: a fixed number of iterations, convergence not checked"
                                     : "the residual or the solution is not finite (NaN or infinity)";
@@ -371,8 +375,9 @@ int run(Context& ctx) {
   // validation.mode none compares the solution with nothing: "not checked"
   // (a run that did not converge, or went non-finite, still fails).
   if (s.mode == "none" && pass && !fixed_work)
-    validation["reason"] = "validation.mode none: converged, but the solution is not compared with a reference "
-                           "(max_error in results is for information)";
+    validation["reason"] =
+        "validation.mode none: converged, but the solution is not compared with a reference "
+        "(max_error in results is for information)";
   validation["verdict"] = !pass ? "FAIL" : (fixed_work || s.mode == "none") ? "not checked" : "pass";
 
   {
@@ -395,7 +400,7 @@ int run(Context& ctx) {
     k["space"] = locus::ExecSpace::name();
     k["concurrency"] = locus::ExecSpace().concurrency();
     k["check"] = solver && solver->kernel_checked() ? "first iteration bitwise equal to the reference kernel"
-                                                     : "not run (no iteration)";
+                                                    : "not run (no iteration)";
     results["kernels"] = k;
   }
   const std::string summary = locus::finish_output(out, ctx, timers, results, validation);

@@ -302,7 +302,8 @@ class Solver final : public SolverBase {
             const T* y = w_.data() + j * rs_ + (1 - s.part) * hp_;
             const double* f = f_.data() + o;
             for (long k = s.k0; k < s.k1; ++k)
-              mj = std::max(mj, std::fabs(f[k] + lap(y[k + s.a], y[k + s.a + 1], x[k - rs_], x[k + rs_], x[k])));
+              mj = std::max(mj,
+                            std::fabs(f[k] + lap(y[k + s.a], y[k + s.a + 1], x[k - rs_], x[k + rs_], x[k])));
           }
         },
         Kokkos::Max<double>(m));
@@ -519,33 +520,31 @@ class Solver final : public SolverBase {
       auto t = timers_.scope("compute");
       const long chunks = std::max<long>(1, std::min<long>(row_chunks(), ny_ / 4));
       auto first_row = [&](long c) { return 1 + c * ny_ / chunks; };
-      Kokkos::parallel_for(
-          "poisson5pt::red_black", locus::Range<long>(0, chunks), [&, chunks](long c) {
-            const long ja = first_row(c), jb = first_row(c + 1);
-            for (long j = ja; j < jb; ++j) {
-              // black rows ja-1 and ja of a later chunk wait for the end
-              const bool black_below = j >= 2 && !deferred_row(j - 1) && (c == 0 || j >= ja + 2);
-              if (split_ && black_below && c0 <= c1) {
-                // The red points with no black partner in this pass first.
-                if (c0 > 1) relax_split<Sor>(j, 1, c0 - 1, kRed);
-                if (c1 < nx_) relax_split<Sor>(j, c1 + 1, nx_, kRed);
-                relax_split_rows<Sor>(j, c0, c1, j + 1 < jb);
-                continue;
-              }
-              relax_row<Sor>(j, 1, nx_, kRed);
-              if (black_below) relax_row<Sor>(j - 1, c0, c1, kBlack);
-            }
-            if (c == chunks - 1 && !deferred_row(ny_)) relax_row<Sor>(ny_, c0, c1, kBlack);
-          });
+      Kokkos::parallel_for("poisson5pt::red_black", locus::Range<long>(0, chunks), [&, chunks](long c) {
+        const long ja = first_row(c), jb = first_row(c + 1);
+        for (long j = ja; j < jb; ++j) {
+          // black rows ja-1 and ja of a later chunk wait for the end
+          const bool black_below = j >= 2 && !deferred_row(j - 1) && (c == 0 || j >= ja + 2);
+          if (split_ && black_below && c0 <= c1) {
+            // The red points with no black partner in this pass first.
+            if (c0 > 1) relax_split<Sor>(j, 1, c0 - 1, kRed);
+            if (c1 < nx_) relax_split<Sor>(j, c1 + 1, nx_, kRed);
+            relax_split_rows<Sor>(j, c0, c1, j + 1 < jb);
+            continue;
+          }
+          relax_row<Sor>(j, 1, nx_, kRed);
+          if (black_below) relax_row<Sor>(j - 1, c0, c1, kBlack);
+        }
+        if (c == chunks - 1 && !deferred_row(ny_)) relax_row<Sor>(ny_, c0, c1, kBlack);
+      });
       Kokkos::fence();
       if (chunks > 1)
-        Kokkos::parallel_for(
-            "poisson5pt::red_black_seams", locus::Range<long>(1, chunks), [&](long c) {
-              const long ja = first_row(c);
-              for (long r = ja - 1; r <= ja; ++r)
-                if (r >= 1 && r <= ny_ && !deferred_row(r) && !(r == ny_ && c == chunks - 1))
-                  relax_row<Sor>(r, c0, c1, kBlack);
-            });
+        Kokkos::parallel_for("poisson5pt::red_black_seams", locus::Range<long>(1, chunks), [&](long c) {
+          const long ja = first_row(c);
+          for (long r = ja - 1; r <= ja; ++r)
+            if (r >= 1 && r <= ny_ && !deferred_row(r) && !(r == ny_ && c == chunks - 1))
+              relax_row<Sor>(r, c0, c1, kBlack);
+        });
     }
     if (check) compare_first_pass();
     exchange();
@@ -672,9 +671,9 @@ class Solver final : public SolverBase {
   bool exchanges_ = false;
   bool stale_ = true;
   bool split_ = false;
-  long hp_ = 0;     // split layout: half-row pitch
-  long rs_ = 0;     // sweeps' storage: from row j to row j+1 (sx_ when natural)
-  long ahead_ = 0;  // split layout: prefetch distance in elements (0: none)
+  long hp_ = 0;           // split layout: half-row pitch
+  long rs_ = 0;           // sweeps' storage: from row j to row j+1 (sx_ when natural)
+  long ahead_ = 0;        // split layout: prefetch distance in elements (0: none)
   bool checked_ = false;  // the first iteration matched the reference kernel
   std::vector<T> ref_;    // the reference's row-major copy (first iteration only)
   std::array<SplitRowFn<T>, 2> row_{split_row_baseline<T, false>, split_row_baseline<T, true>};

@@ -4,8 +4,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -14,8 +14,8 @@
 
 #include "locus/console.hpp"
 #include "locus/error.hpp"
-#include "locus/kokkos.hpp"
 #include "locus/io.hpp"
+#include "locus/kokkos.hpp"
 #include "locus/limits.hpp"
 #include "locus/rma.hpp"
 #include "spmv.hpp"
@@ -38,7 +38,8 @@ locus::AppInfo app_info() {
       .string("spmv.matrix.file", "",
               "file: Matrix Market path (relative paths are looked up next to the deck first, then in the "
               "working directory)")
-      .boolean("spmv.matrix.allow_nonfinite", false, "file: accept NaN and inf values (else they are an error)")
+      .boolean("spmv.matrix.allow_nonfinite", false,
+               "file: accept NaN and inf values (else they are an error)")
       .choice("spmv.matrix.generator", "hpcg27", {"laplace2d", "laplace3d", "hpcg27", "banded"},
               "laplace2d: 5-point (nx x ny); laplace3d: 7-point; hpcg27: HPCG's 27-point operator (26 on the "
               "diagonal, -1 off it); banded: random unsymmetric banded matrix")
@@ -55,15 +56,17 @@ locus::AppInfo app_info() {
               "ranks append their rows in turn) and continue")
       .choice("spmv.partition", "nonzeros", {"nonzeros", "rows"},
               "rows per rank: about equal nonzeros (default) or equal rows")
-      .choice("spmv.mode", "rma", {"vector", "overlap", "task", "thread", "rma"},
-              "vector: exchange, then the product; overlap: start the exchange, local part, wait, remote part "
-              "(relies on the MPI library's progress); task: one extra thread drives the exchange while the "
-              "others compute the local part; thread: overlap with the locus progress thread driving MPI "
-              "(needs runtime.progress.thread: true); rma: one-sided on the locus core (transfer plan from "
-              "the owners' segments, notified)")
-      .integer("spmv.threads", 1, 1, 1024,
-               "compute threads (OpenMP) per rank, at most the node's cores; task mode adds one communication "
-               "thread")
+      .choice(
+          "spmv.mode", "rma", {"vector", "overlap", "task", "thread", "rma"},
+          "vector: exchange, then the product; overlap: start the exchange, local part, wait, remote part "
+          "(relies on the MPI library's progress); task: one extra thread drives the exchange while the "
+          "others compute the local part; thread: overlap with the locus progress thread driving MPI "
+          "(needs runtime.progress.thread: true); rma: one-sided on the locus core (transfer plan from "
+          "the owners' segments, notified)")
+      .integer(
+          "spmv.threads", 1, 1, 1024,
+          "compute threads (OpenMP) per rank, at most the node's cores; task mode adds one communication "
+          "thread")
       .choice("spmv.solver", "none", {"none", "cg"},
               "none: spmv.repetitions products y = A x; cg: unpreconditioned conjugate gradients for A x = b "
               "with b = A x* for a known x*")
@@ -71,17 +74,19 @@ locus::AppInfo app_info() {
       .choice("spmv.x", "random", {"random", "ones"},
               "input vector (solver none) and manufactured solution x* (cg): deterministic pseudo-random "
               "values in [0, 1) from the global index, or all ones")
-      .real("spmv.cg.tolerance", 1e-8, 0.0, HUGE_VAL, "cg: stop when ||r||_2 / ||b||_2 falls below this", true)
+      .real("spmv.cg.tolerance", 1e-8, 0.0, HUGE_VAL, "cg: stop when ||r||_2 / ||b||_2 falls below this",
+            true)
       .integer("spmv.cg.max_iterations", 10000, 1, big, "cg: not converged by then is a failure")
-      .choice("spmv.validation.symmetry", "auto", {"auto", "on", "off"},
-              "HPCG's symmetry test |x'Ay - y'Ax| / (2 ||x||^2 ||y||^2 ||A||_inf eps) <= 1: auto runs it when "
-              "the input is symmetric (generator or Matrix Market banner)")
+      .choice(
+          "spmv.validation.symmetry", "auto", {"auto", "on", "off"},
+          "HPCG's symmetry test |x'Ay - y'Ax| / (2 ||x||^2 ||y||^2 ||A||_inf eps) <= 1: auto runs it when "
+          "the input is symmetric (generator or Matrix Market banner)")
       .choice("spmv.validation.mode", "none", {"none", "iterations"},
               "iterations: CG on grids refined by 2 per dimension (Laplacian generators); the iteration "
               "count must grow as points-per-dimension^1 (sqrt of the condition number)")
       .integer("spmv.validation.levels", 3, 2, 6, "iterations: grids n, 2n, 4n, ...")
-      .real("spmv.validation.exponent_slack", 0.25, 0.0, 1.0,
-            "iterations: allowed |observed exponent - 1|", true);
+      .real("spmv.validation.exponent_slack", 0.25, 0.0, 1.0, "iterations: allowed |observed exponent - 1|",
+            true);
   locus::add_common_keys(s, "spmv");
   return app;
 }
@@ -155,24 +160,25 @@ Settings read_settings(const Context& ctx) {
   MPI_Comm comm = ctx.comm();
   locus::collective_require(comm, !s.from_file || !s.file.empty(),
                             c.locate("spmv.matrix.file") + ": source file needs a Matrix Market path");
-  locus::collective_require(comm, s.from_file || c.string("spmv.matrix.file").empty(),
-                            c.locate("spmv.matrix.file") +
-                                ": only read with spmv.matrix.source: file (the source is generator)");
+  locus::collective_require(
+      comm, s.from_file || c.string("spmv.matrix.file").empty(),
+      c.locate("spmv.matrix.file") + ": only read with spmv.matrix.source: file (the source is generator)");
   if (!s.from_file) {
     // Overflow of the row count, before anything is built.
-    const double rows = s.gen.kind == "banded" ? double(s.gen.n)
+    const double rows = s.gen.kind == "banded"      ? double(s.gen.n)
                         : s.gen.kind == "laplace2d" ? double(s.gen.nx) * double(s.gen.ny)
-                                                     : double(s.gen.nx) * double(s.gen.ny) * double(s.gen.nz);
+                                                    : double(s.gen.nx) * double(s.gen.ny) * double(s.gen.nz);
     char text[64];
     std::snprintf(text, sizeof text, "%.3g", rows);
-    locus::collective_require(comm, rows < 4.0e18,
-                              c.locate("spmv.matrix.nx") + ": the grid has " + text +
-                                  " rows, more than 64-bit indices hold");
+    locus::collective_require(
+        comm, rows < 4.0e18,
+        c.locate("spmv.matrix.nx") + ": the grid has " + text + " rows, more than 64-bit indices hold");
     if (s.gen.kind == "banded") {
       // the bandwidth first: 2 * bandwidth + 1 below overflows for a huge one
       locus::collective_require(comm, s.gen.bandwidth < s.gen.n,
                                 c.locate("spmv.matrix.bandwidth") + ": must be below the row count " +
-                                    std::to_string(s.gen.n) + " (got " + std::to_string(s.gen.bandwidth) + ")");
+                                    std::to_string(s.gen.n) + " (got " + std::to_string(s.gen.bandwidth) +
+                                    ")");
       locus::collective_require(comm, s.gen.per_row <= 2 * s.gen.bandwidth + 1,
                                 c.locate("spmv.matrix.per_row") + ": " + std::to_string(s.gen.per_row) +
                                     " nonzeros per row do not fit in a band of +-" +
@@ -185,8 +191,9 @@ Settings read_settings(const Context& ctx) {
   locus::require_threads(comm, s.threads, c.locate("spmv.threads"));
   locus::collective_require(
       comm, s.mode != Mode::thread || ctx.runtime().settings().progress.thread,
-      c.locate("spmv.mode") + ": thread runs the exchange on the locus progress thread; set "
-                              "runtime.progress.thread: true (or use mode overlap for the same run without it)");
+      c.locate("spmv.mode") +
+          ": thread runs the exchange on the locus progress thread; set "
+          "runtime.progress.thread: true (or use mode overlap for the same run without it)");
   locus::collective_require(comm, s.validation == "none" || (!s.from_file && s.gen.kind != "banded"),
                             c.locate("spmv.validation.mode") +
                                 ": iterations refines a Laplacian generator grid (laplace2d, laplace3d, "
@@ -215,7 +222,8 @@ void export_matrix(MPI_Comm comm, const RowBlock& rows, const std::string& path)
     if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode))
       problem = "spmv.matrix.export: " + path + " exists and is not a regular file; give a file name";
     else if (::lstat(tmp.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
-      problem = "spmv.matrix.export: " + tmp + " exists and is not a regular file; remove it or give another name";
+      problem =
+          "spmv.matrix.export: " + tmp + " exists and is not a regular file; remove it or give another name";
   }
   locus::collective_require(comm, problem.empty(), problem);
   auto failed = [&](const char* what, int err) {
@@ -229,8 +237,11 @@ void export_matrix(MPI_Comm comm, const RowBlock& rows, const std::string& path)
         problem = "spmv.matrix.export: cannot write " + tmp + " (" + std::strerror(errno) + ")";
       } else {
         int err = 0;
-        if (r == 0 && std::fprintf(f, "%%%%MatrixMarket matrix coordinate real general\n%% written by locus spmv\n%lld %lld %lld\n",
-                                   static_cast<long long>(rows.n), static_cast<long long>(rows.n), total) < 0)
+        if (r == 0 &&
+            std::fprintf(
+                f,
+                "%%%%MatrixMarket matrix coordinate real general\n%% written by locus spmv\n%lld %lld %lld\n",
+                static_cast<long long>(rows.n), static_cast<long long>(rows.n), total) < 0)
           err = errno;
         for (gidx i = 0; err == 0 && i < rows.rows(); ++i)
           for (gidx k = rows.ptr[i]; err == 0 && k < rows.ptr[i + 1]; ++k)
@@ -253,7 +264,8 @@ void export_matrix(MPI_Comm comm, const RowBlock& rows, const std::string& path)
     if (any) {
       std::remove(tmp.c_str());
     } else if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-      problem = "spmv.matrix.export: cannot rename " + tmp + " to " + path + " (" + std::strerror(errno) + ")";
+      problem =
+          "spmv.matrix.export: cannot rename " + tmp + " to " + path + " (" + std::strerror(errno) + ")";
       std::remove(tmp.c_str());
     }
   }
@@ -308,8 +320,8 @@ double dot(MPI_Comm comm, const double* a, const double* b, gidx n) {
   if (!checked) {
     const double r = dot_reference(a, b, n);
     if (std::memcmp(&r, &s, sizeof r) != 0)
-      throw locus::Error("spmv: the dot-product kernel differs from the reference (" + std::to_string(s) + " vs " +
-                         std::to_string(r) + ")");
+      throw locus::Error("spmv: the dot-product kernel differs from the reference (" + std::to_string(s) +
+                         " vs " + std::to_string(r) + ")");
     checked = true;
   }
   {
@@ -378,7 +390,8 @@ CgResult conjugate_gradients(MPI_Comm comm, Operator& op, const Settings& s, std
     p = op.x();  // (rma: waits until the readers fetched p; nothing writes p before the update below)
     const double pap = dot(comm, p, ap.data(), n);
     const double alpha = rr / pap;
-    Kokkos::parallel_for("spmv::cg_update", locus::Range<gidx>(0, n), CgUpdate{x.data(), r.data(), p, ap.data(), alpha});
+    Kokkos::parallel_for("spmv::cg_update", locus::Range<gidx>(0, n),
+                         CgUpdate{x.data(), r.data(), p, ap.data(), alpha});
     Kokkos::fence();
     const double rr_new = dot(comm, r.data(), r.data(), n);
     const double beta = rr_new / rr;
@@ -439,7 +452,8 @@ YAML::Node symmetry_test(MPI_Comm comm, Operator& op, long long row_nnz, bool& p
   out["departure_scaled"] = number(departure);
   out["threshold"] = 1.0;
   out["formula"] =
-      "|x'Ay - y'Ax| / (2 ||A|| max(x'x y'y, (row_nnz + 1) ||x|| ||y||) eps), x, y uniform [0,1) (HPCG TestSymmetry; "
+      "|x'Ay - y'Ax| / (2 ||A|| max(x'x y'y, (row_nnz + 1) ||x|| ||y||) eps), x, y uniform [0,1) (HPCG "
+      "TestSymmetry; "
       "the second term keeps the bound above one rounding unit on tiny matrices)";
   out["row_nnz_max"] = row_nnz;
   out["verdict"] = pass ? "pass" : "FAIL";
@@ -459,7 +473,8 @@ constexpr double kBytesPerEntry = 2 * 32 + 16 + 16 + 12, kBytesPerRow = 3 * 8 + 
 
 void check_memory(const Context& ctx, double rows, double entries, const std::string& what) {
   const double p = ctx.size();
-  locus::require_node_memory(ctx.runtime().world(), (entries * kBytesPerEntry + rows * kBytesPerRow) / p, what);
+  locus::require_node_memory(ctx.runtime().world(), (entries * kBytesPerEntry + rows * kBytesPerRow) / p,
+                             what);
 }
 
 Built build_matrix(const Context& ctx, const Settings& s, const GeneratorSpec& gen) {
@@ -505,7 +520,7 @@ int run(Context& ctx) {
     // The finest refined grid (and the first, still held) before any is built.
     const double f = std::ldexp(1.0, int(s.levels - 1)), f3 = s.gen.kind == "laplace2d" ? 1.0 : f;
     const double rows0 = s.gen.kind == "laplace2d" ? double(s.gen.nx) * double(s.gen.ny)
-                                                    : double(s.gen.nx) * double(s.gen.ny) * double(s.gen.nz);
+                                                   : double(s.gen.nx) * double(s.gen.ny) * double(s.gen.nz);
     const double rows = rows0 * (1.0 + f * f * f3);
     const double per_row = s.gen.kind == "laplace2d" ? 5.0 : s.gen.kind == "laplace3d" ? 7.0 : 27.0;
     check_memory(ctx, rows, rows * per_row,
@@ -638,7 +653,9 @@ int run(Context& ctx) {
     YAML::Node pn;
     pn["products"] = t.products;
     pn["seconds_per_product"] = number(per);
-    auto us = [&](double x) { return number(t.products > 0 ? std::round(x / double(t.products) * 1e8) / 100 : 0.0); };
+    auto us = [&](double x) {
+      return number(t.products > 0 ? std::round(x / double(t.products) * 1e8) / 100 : 0.0);
+    };
     pn["local_us"] = us(mx[1]);
     pn["remote_us"] = us(mx[2]);
     pn["post_us"] = us(mx[3]);
@@ -660,7 +677,8 @@ int run(Context& ctx) {
       results["figure_of_merit"] = locus::figure_of_merit(
           "floating-point operations per second",
           (2.0 * double(nnz_total) + 10.0 * n_rows) * double(cg.iterations) / 1e9, "GFLOP/s", cg.seconds,
-          "the whole CG loop of the slowest rank (per iteration 2 nonzeros + 10 rows flops: a product, two dot "
+          "the whole CG loop of the slowest rank (per iteration 2 nonzeros + 10 rows flops: a product, two "
+          "dot "
           "products, three vector updates), halo exchanges and reductions included");
     }
     double mult[2] = {t.local + t.remote, 0.0};
@@ -740,12 +758,13 @@ int run(Context& ctx) {
     const HaloStats& h = op.halo();
     const ModeTimes& mt = op.times();
     out.write_rank_rows("halo", {double(h.neighbours), double(h.halo_entries), double(h.halo_entries) * 8.0,
-                                 double(h.readers), double(h.send_entries), double(op.rows()), double(op.nnz()),
-                                 double(op.nnz_remote())});
+                                 double(h.readers), double(h.send_entries), double(op.rows()),
+                                 double(op.nnz()), double(op.nnz_remote())});
     out.attribute("halo", "columns",
                   std::string("neighbours,halo_entries,halo_bytes,readers,send_entries,rows,nonzeros,"
                               "remote_nonzeros"));
-    out.write_rank_rows("mode_timers", {mt.local, mt.remote, mt.post, mt.wait, mt.total, double(mt.products)});
+    out.write_rank_rows("mode_timers",
+                        {mt.local, mt.remote, mt.post, mt.wait, mt.total, double(mt.products)});
     out.attribute("mode_timers", "columns", std::string("local,remote,post,wait,total,products"));
     if (s.cg) {
       out.write_root_vector("residual", cg.history);
@@ -757,7 +776,8 @@ int run(Context& ctx) {
     std::fputs(summary.c_str(), stdout);
     std::fflush(stdout);
     if (s.cg && !cg.converged)
-      std::fprintf(stderr, "spmv: warning: CG did not converge: relative residual %.3e after %ld iterations\n",
+      std::fprintf(stderr,
+                   "spmv: warning: CG did not converge: relative residual %.3e after %ld iterations\n",
                    cg.relative_residual, cg.iterations);
   }
   return pass ? 0 : 1;

@@ -42,7 +42,8 @@ int comm_rank(MPI_Comm c) {
 
 int checked_count(std::size_t n, const char* what) {
   if (n > static_cast<std::size_t>(INT_MAX))
-    throw locus::Error(std::string("spmv: ") + what + ": more than 2^31 elements in one message; use more ranks");
+    throw locus::Error(std::string("spmv: ") + what +
+                       ": more than 2^31 elements in one message; use more ranks");
   return static_cast<int>(n);
 }
 
@@ -71,8 +72,7 @@ std::vector<T> exchange(MPI_Comm comm, const std::vector<T>& send, const std::ve
 
 std::vector<gidx> equal_rows(gidx n, int p) {
   std::vector<gidx> s(static_cast<std::size_t>(p) + 1);
-  for (int r = 0; r <= p; ++r)
-    s[r] = static_cast<gidx>(static_cast<__int128>(n) * r / p);
+  for (int r = 0; r <= p; ++r) s[r] = static_cast<gidx>(static_cast<__int128>(n) * r / p);
   return s;
 }
 
@@ -210,7 +210,8 @@ std::string read_header(const std::string& path, Header& h) {
   struct stat st {};
   if (stat(path.c_str(), &st) != 0) return path + ": cannot open (" + std::strerror(errno) + ")";
   if (!S_ISREG(st.st_mode))
-    return path + ": not a regular file (" + (S_ISDIR(st.st_mode) ? "a directory" : "a device, FIFO or socket") +
+    return path + ": not a regular file (" +
+           (S_ISDIR(st.st_mode) ? "a directory" : "a device, FIFO or socket") +
            "); spmv.matrix.file must name a Matrix Market file";
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) return path + ": cannot open (" + std::strerror(errno) + ")";
@@ -233,8 +234,10 @@ std::string read_header(const std::string& path, Header& h) {
       if (c == '\n') break;
       const bool space = c == ' ' || c == '\t';
       if (space && !out.empty() && (out.back() == ' ' || out.back() == '\t')) continue;
-      if (out.size() < kHeaderMax) out.push_back(static_cast<char>(c));
-      else overlong = true;
+      if (out.size() < kHeaderMax)
+        out.push_back(static_cast<char>(c));
+      else
+        overlong = true;
     }
     if (!out.empty() && out.back() == '\r') out.pop_back();
     return any;
@@ -309,8 +312,10 @@ std::string read_header(const std::string& path, Header& h) {
         } else if (h.n == 0) {
           err = at(h.lines) + "the matrix has no rows";
         } else if (h.format == "array") {
-          if (h.n > gidx(3037000499)) err = at(h.lines) + "array matrix too large";
-          else h.nnz = h.n * h.n;
+          if (h.n > gidx(3037000499))
+            err = at(h.lines) + "array matrix too large";
+          else
+            h.nnz = h.n * h.n;
         } else if (h.symmetry != "general" && h.nnz > h.n + (h.n * (h.n - 1)) / 2 && h.n < gidx(3037000499)) {
           err = at(h.lines) + std::to_string(h.nnz) + " entries announced, but a " + h.symmetry + " " +
                 std::to_string(h.n) + " x " + std::to_string(h.n) + " matrix stores at most " +
@@ -402,7 +407,8 @@ RowBlock to_rows(MPI_Comm comm, std::vector<Triplet>& mine, gidx n) {
 
 }  // namespace
 
-RowBlock read_matrix_market(MPI_Comm comm, const std::string& path, const ReadOptions& opt, MatrixInfo& info) {
+RowBlock read_matrix_market(MPI_Comm comm, const std::string& path, const ReadOptions& opt,
+                            MatrixInfo& info) {
   const double t0 = MPI_Wtime();
   const int p = comm_size(comm), me = comm_rank(comm);
   Header h;
@@ -434,7 +440,8 @@ RowBlock read_matrix_market(MPI_Comm comm, const std::string& path, const ReadOp
   // (a line holds at least 2 bytes per entry, so a file cannot carry more
   // entries than half its size, whatever its size line claims)
   if (opt.before_entries)
-    opt.before_entries(h.n, std::min<gidx>(h.nnz, (h.file_size - h.data_begin) / 2 + 1), h.symmetry != "general");
+    opt.before_entries(h.n, std::min<gidx>(h.nnz, (h.file_size - h.data_begin) / 2 + 1),
+                       h.symmetry != "general");
 
   // My byte range of the data section.
   const long long span = h.file_size - h.data_begin;
@@ -443,7 +450,8 @@ RowBlock read_matrix_market(MPI_Comm comm, const std::string& path, const ReadOp
   std::FILE* f = std::fopen(path.c_str(), "rb");
   {
     FirstError e;
-    if (!f) e.set(1, path + ": cannot open on rank " + std::to_string(me) + " (" + std::strerror(errno) + ")");
+    if (!f)
+      e.set(1, path + ": cannot open on rank " + std::to_string(me) + " (" + std::strerror(errno) + ")");
     raise_first(comm, e);
   }
   const bool coordinate = h.format == "coordinate";
@@ -482,7 +490,8 @@ RowBlock read_matrix_market(MPI_Comm comm, const std::string& path, const ReadOp
     auto t = tokens(line);
     const std::size_t nt = coordinate ? (pattern ? 2 : 3) : 1;
     if (t.size() < nt) {
-      e.set(lno, at + "expected '" + want + "', got " + shown(line) + " (entry " + std::to_string(k + 1) + ")");
+      e.set(lno,
+            at + "expected '" + want + "', got " + shown(line) + " (entry " + std::to_string(k + 1) + ")");
       return;
     }
     if (t.size() > nt) {
@@ -521,7 +530,8 @@ RowBlock read_matrix_market(MPI_Comm comm, const std::string& path, const ReadOp
         return;
       }
       if (!std::isfinite(v) && !opt.allow_nonfinite) {
-        e.set(lno, at + "value " + shown(vt) + " is not finite (set spmv.matrix.allow_nonfinite: true to accept it)");
+        e.set(lno, at + "value " + shown(vt) +
+                       " is not finite (set spmv.matrix.allow_nonfinite: true to accept it)");
         return;
       }
     }
@@ -654,8 +664,8 @@ RowBlock generate(MPI_Comm comm, const GeneratorSpec& g, MatrixInfo& info) {
                   static_cast<long long>(g.ny));
   } else {
     n = g.nx * g.ny * g.nz;
-    std::snprintf(desc, sizeof desc, "%s %lld x %lld x %lld (%s)", g.kind.c_str(), static_cast<long long>(g.nx),
-                  static_cast<long long>(g.ny), static_cast<long long>(g.nz),
+    std::snprintf(desc, sizeof desc, "%s %lld x %lld x %lld (%s)", g.kind.c_str(),
+                  static_cast<long long>(g.nx), static_cast<long long>(g.ny), static_cast<long long>(g.nz),
                   g.kind == "hpcg27" ? "HPCG 27-point" : "7-point");
   }
   const std::vector<gidx> starts = equal_rows(n, p);

@@ -5,10 +5,10 @@
 #include <sched.h>
 
 #include <algorithm>
-#include <climits>
-#include <cmath>
 #include <atomic>
 #include <chrono>
+#include <climits>
+#include <cmath>
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
@@ -62,10 +62,10 @@ struct Operator::RmaState {
 struct Operator::TaskThread {
   std::mutex m;
   std::condition_variable cv;
-  std::uint64_t started = 0;        // products handed to the thread (under m)
+  std::uint64_t started = 0;  // products handed to the thread (under m)
   std::atomic<std::uint64_t> finished{0};
   bool stop = false;
-  double post = 0, wait = 0;        // of the last product (read after finished)
+  double post = 0, wait = 0;  // of the last product (read after finished)
   std::thread thread;
 };
 
@@ -104,9 +104,10 @@ Operator::Operator(locus::Team& team, RowBlock rows, const std::vector<gidx>& st
   std::sort(halo.begin(), halo.end());
   halo.erase(std::unique(halo.begin(), halo.end()), halo.end());
   const gidx nhalo = static_cast<gidx>(halo.size());
-  locus::collective_require(comm, nrows_ + nhalo < INT_MAX,
-                            "spmv: rank " + std::to_string(me) + " would hold " + std::to_string(nrows_ + nhalo) +
-                                " entries of x (owned + halo), more than 32-bit local indices address; use more ranks");
+  locus::collective_require(
+      comm, nrows_ + nhalo < INT_MAX,
+      "spmv: rank " + std::to_string(me) + " would hold " + std::to_string(nrows_ + nhalo) +
+          " entries of x (owned + halo), more than 32-bit local indices address; use more ranks");
 
   // Wish lists: how many entries I want from each owner, then which.
   std::vector<int> want(p, 0), give(p, 0);
@@ -133,7 +134,8 @@ Operator::Operator(locus::Team& team, RowBlock rows, const std::vector<gidx>& st
     send_rank_.push_back(q);
     for (int k = 0; k < give[q]; ++k) {
       const gidx g = asked[static_cast<std::size_t>(rdisp[q] + k)];
-      if (g < first_ || g >= first_ + nrows_) throw locus::Error("spmv: a wish list names a row I do not own");
+      if (g < first_ || g >= first_ + nrows_)
+        throw locus::Error("spmv: a wish list names a row I do not own");
       send_idx_.push_back(static_cast<std::int32_t>(g - first_));
     }
     send_off_.push_back(static_cast<gidx>(send_idx_.size()));
@@ -207,9 +209,11 @@ Operator::Operator(locus::Team& team, RowBlock rows, const std::vector<gidx>& st
     for (std::size_t i = 0; i < recv_rank_.size(); ++i) {
       const int q = recv_rank_[i];
       if (staged_) {
-        entries.push_back(locus::PlanEntry{
-            q, locus::Side::contiguous(static_cast<std::size_t>(recv_off_[i]), static_cast<std::size_t>(recv_cnt_[i])),
-            locus::Side::contiguous(static_cast<std::size_t>(packed_at[q]), static_cast<std::size_t>(recv_cnt_[i]))});
+        entries.push_back(locus::PlanEntry{q,
+                                           locus::Side::contiguous(static_cast<std::size_t>(recv_off_[i]),
+                                                                   static_cast<std::size_t>(recv_cnt_[i])),
+                                           locus::Side::contiguous(static_cast<std::size_t>(packed_at[q]),
+                                                                   static_cast<std::size_t>(recv_cnt_[i]))});
         continue;
       }
       std::vector<std::size_t> idx(static_cast<std::size_t>(recv_cnt_[i]));
@@ -404,8 +408,9 @@ void Operator::check_against_reference(const double* y) {
   gidx differ = 0;
   for (gidx i = 0; i < nrows_; ++i) differ += std::memcmp(&ref[i], &y[i], sizeof(double)) != 0;
   if (differ)
-    throw locus::Error("spmv: the product kernels differ from the reference kernels in " + std::to_string(differ) +
-                       " of " + std::to_string(nrows_) + " rows on the first product");
+    throw locus::Error("spmv: the product kernels differ from the reference kernels in " +
+                       std::to_string(differ) + " of " + std::to_string(nrows_) +
+                       " rows on the first product");
   checked_ = true;
 }
 
@@ -445,7 +450,8 @@ void Operator::post_exchange(std::vector<MPI_Request>& reqs) {
     const gidx b = send_off_[i], e = send_off_[i + 1];
     if (!staged_) {
       if (e > b)
-        Kokkos::parallel_for("spmv::pack", locus::Range<gidx>(b, e), Pack{send_idx_.data(), xext_, send_buf_.data()});
+        Kokkos::parallel_for("spmv::pack", locus::Range<gidx>(b, e),
+                             Pack{send_idx_.data(), xext_, send_buf_.data()});
       Kokkos::fence();
     }
     reqs.emplace_back();

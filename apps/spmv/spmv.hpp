@@ -45,11 +45,11 @@ struct RowBlock {
 
 // What the input says about itself (Matrix Market banner, or the generator).
 struct MatrixInfo {
-  std::string source;    // file path or generator description
-  std::string format;    // coordinate | array | generator
-  std::string field;     // real | integer | pattern
-  std::string symmetry;  // general | symmetric | skew-symmetric
-  gidx entries = 0;      // entries announced in the file (before expansion)
+  std::string source;      // file path or generator description
+  std::string format;      // coordinate | array | generator
+  std::string field;       // real | integer | pattern
+  std::string symmetry;    // general | symmetric | skew-symmetric
+  gidx entries = 0;        // entries announced in the file (before expansion)
   bool symmetric = false;  // known symmetric (banner or generator)
   double load_seconds = 0;
   double file_bytes = 0;
@@ -72,9 +72,9 @@ RowBlock read_matrix_market(MPI_Comm comm, const std::string& path, const ReadOp
 struct GeneratorSpec {
   std::string kind;  // laplace2d | laplace3d | hpcg27 | banded
   gidx nx = 0, ny = 0, nz = 0;
-  gidx n = 0;             // banded: rows
-  gidx bandwidth = 0;     // banded: columns within +- bandwidth of the diagonal
-  gidx per_row = 0;       // banded: nonzeros per row (diagonal included)
+  gidx n = 0;          // banded: rows
+  gidx bandwidth = 0;  // banded: columns within +- bandwidth of the diagonal
+  gidx per_row = 0;    // banded: nonzeros per row (diagonal included)
   std::uint64_t seed = 0;
 };
 // Collective: builds the rows of an equal-row block partition; every entry
@@ -96,10 +96,10 @@ Mode parse_mode(const std::string& s);
 std::string mode_name(Mode m);
 
 struct HaloStats {
-  int neighbours = 0;         // ranks I receive x entries from
-  gidx halo_entries = 0;      // x entries I receive per product
-  gidx send_entries = 0;      // x entries I send per product
-  int readers = 0;            // ranks I send to
+  int neighbours = 0;     // ranks I receive x entries from
+  gidx halo_entries = 0;  // x entries I receive per product
+  gidx send_entries = 0;  // x entries I send per product
+  int readers = 0;        // ranks I send to
 };
 
 // Per-rank time (seconds) spent in the phases of the products so far.
@@ -198,9 +198,9 @@ class Operator {
   void stage_unpack();
   // two-sided halo: receive from owners, send to readers
   std::vector<int> recv_rank_, send_rank_;
-  std::vector<gidx> recv_off_, recv_cnt_;       // into the halo part
-  std::vector<gidx> send_off_;                  // into send_idx_, size readers+1
-  std::vector<std::int32_t> send_idx_;          // owned rows to pack
+  std::vector<gidx> recv_off_, recv_cnt_;  // into the halo part
+  std::vector<gidx> send_off_;             // into send_idx_, size readers+1
+  std::vector<std::int32_t> send_idx_;     // owned rows to pack
   std::vector<double> send_buf_;
   // rma: the plan and the flags (per unit: ready[P], done[P])
   struct RmaState;

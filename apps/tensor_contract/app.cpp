@@ -8,10 +8,10 @@
 #include <limits>
 #include <sstream>
 
-#include "locus/kokkos.hpp"
 #include "locus/async.hpp"
 #include "locus/console.hpp"
 #include "locus/io.hpp"
+#include "locus/kokkos.hpp"
 #include "locus/limits.hpp"
 #include "locus/rma.hpp"
 #include "tensor.hpp"
@@ -29,8 +29,9 @@ void profile_keys(locus::Schema& s, const std::string& base, const std::string& 
                   long tile, const std::string& what) {
   const long big = locus::Schema::kNoMax;
   s.string(base + ".contraction", contraction,
-           what + "the contraction 'C = A * B' as index letters, e.g. \"abij = acik * cbkj\", or a preset: "
-                  "matmul (ij = ik * kj), ccsd (abij = acik * cbkj), triples (abcijk = abil * lcjk)")
+           what +
+               "the contraction 'C = A * B' as index letters, e.g. \"abij = acik * cbkj\", or a preset: "
+               "matmul (ij = ik * kj), ccsd (abij = acik * cbkj), triples (abcijk = abil * lcjk)")
       .integer(base + ".extent", extent, 1, big, what + "extent of every index")
       .string(base + ".extents", "", what + "per-index extents overriding extent, e.g. \"a=40,i=20\"")
       .integer(base + ".tile", tile, 1, big, what + "tile size of every index (the last tile may be smaller)")
@@ -44,13 +45,15 @@ locus::AppInfo app_info() {
   app.name = "tensor_contract";
   app.description =
       "Block tensor contraction C += A * B in NWChem TCE's get-compute-accumulate pattern: tiles on locus\n"
-      "segments, non-blocking gets with prefetch, sort, DGEMM (OpenBLAS), atomic accumulate, NXTASK scheduling.";
+      "segments, non-blocking gets with prefetch, sort, DGEMM (OpenBLAS), atomic accumulate, NXTASK "
+      "scheduling.";
   auto& s = app.schema;
   const long big = locus::Schema::kNoMax;
   profile_keys(s, "tensor_contract", "ccsd", 24, 8, "");
-  s.choice("tensor_contract.symmetry.irreps", "1", {"1", "2", "4", "8"},
-           "irreducible representations: tile t of every index has label t mod irreps, and a block is non-zero "
-           "only when the XOR of its labels is 0 (TCE's spin/point-group block sparsity); 1: dense")
+  s.choice(
+       "tensor_contract.symmetry.irreps", "1", {"1", "2", "4", "8"},
+       "irreducible representations: tile t of every index has label t mod irreps, and a block is non-zero "
+       "only when the XOR of its labels is 0 (TCE's spin/point-group block sparsity); 1: dense")
       .choice("tensor_contract.distribution", "round-robin", {"round-robin", "block-cyclic"},
               "owner of the n-th non-zero block: n mod units, or (n / cyclic_block) mod units")
       .integer("tensor_contract.cyclic_block", 4, 1, 1L << 30, "block-cyclic: consecutive blocks per owner")
@@ -68,15 +71,19 @@ locus::AppInfo app_info() {
                "chunk beyond the task count, cannot overflow)")
       .boolean("tensor_contract.counter.skip_first", false,
                "each unit takes its first chunk (unit r: tasks r*chunk...) without touching the counter")
-      .integer("tensor_contract.blas_threads", 1, 1, 256, "OpenBLAS threads per rank (1 with one rank per core; at most the node's cores)")
+      .integer("tensor_contract.blas_threads", 1, 1, 256,
+               "OpenBLAS threads per rank (1 with one rank per core; at most the node's cores)")
       .choice("tensor_contract.accumulate", "sorted", {"sorted", "strided"},
-              "sorted: the result is sorted into C's block layout and added by one contiguous accumulate (TCE's); "
+              "sorted: the result is sorted into C's block layout and added by one contiguous accumulate "
+              "(TCE's); "
               "strided: added straight from the DGEMM's matrix layout by strided accumulates, one per "
               "combination of C's outer indices (no sort; many small strided operations)")
-      .string("tensor_contract.phases", "",
-              "multiphase run: a sequence of comp and comm, e.g. \"comp comp comm comm comp comp comm comm\" (the "
-              "Casper paper's Table 4); each phase uses the tensor_contract.comp.* or .comm.* keys; empty: one "
-              "phase with the keys above");
+      .string(
+          "tensor_contract.phases", "",
+          "multiphase run: a sequence of comp and comm, e.g. \"comp comp comm comm comp comp comm comm\" "
+          "(the "
+          "Casper paper's Table 4); each phase uses the tensor_contract.comp.* or .comm.* keys; empty: one "
+          "phase with the keys above");
   profile_keys(s, "tensor_contract.comp", "ccsd", 32, 16, "comp phases: ");
   profile_keys(s, "tensor_contract.comm", "ccsd", 32, 4, "comm phases: ");
   s.choice("tensor_contract.validation.mode", "none", {"none", "reference"},
@@ -149,7 +156,7 @@ Problem read_problem(const Context& ctx, const std::string& base) {
   }
   p.irreps = std::stoi(c.string("tensor_contract.symmetry.irreps"));
   p.distribution = c.string("tensor_contract.distribution") == "round-robin" ? Distribution::round_robin
-                                                                              : Distribution::block_cyclic;
+                                                                             : Distribution::block_cyclic;
   p.cyclic_block = static_cast<int>(c.integer("tensor_contract.cyclic_block"));
   p.values = c.string("tensor_contract.values") == "integer" ? Values::integer : Values::random;
   p.seed = static_cast<std::uint64_t>(c.integer("tensor_contract.seed"));
@@ -163,8 +170,12 @@ Problem read_problem(const Context& ctx, const std::string& base) {
     }
   char buf[200];
   for (int t = 0; t < 3; ++t) {
-    std::snprintf(buf, sizeof buf, "%s has %.3g tile blocks; at most 2^26 are supported (raise the tile sizes)",
-                  t == 0 ? "A" : t == 1 ? "B" : "C", combos[t]);
+    std::snprintf(buf, sizeof buf,
+                  "%s has %.3g tile blocks; at most 2^26 are supported (raise the tile sizes)",
+                  t == 0   ? "A"
+                  : t == 1 ? "B"
+                           : "C",
+                  combos[t]);
     locus::collective_require(comm, combos[t] <= double(1 << 26), c.locate(base + ".tile") + ": " + buf);
   }
   const double bytes = 8.0 * (elems[0] + elems[1] + elems[2]) / double(p.irreps);
@@ -176,7 +187,8 @@ Problem read_problem(const Context& ctx, const std::string& base) {
 Schedule read_schedule(const Context& ctx) {
   const Config& c = ctx.config();
   Schedule s;
-  s.scheduling = c.string("tensor_contract.scheduling") == "nxtask" ? Scheduling::nxtask : Scheduling::static_rr;
+  s.scheduling =
+      c.string("tensor_contract.scheduling") == "nxtask" ? Scheduling::nxtask : Scheduling::static_rr;
   s.owner = c.string("tensor_contract.counter.owner") == "first" ? CounterOwner::first : CounterOwner::last;
   s.chunk = c.integer("tensor_contract.counter.chunk");
   s.skip_first = c.boolean("tensor_contract.counter.skip_first");
@@ -184,7 +196,8 @@ Schedule read_schedule(const Context& ctx) {
   // above the cores OpenBLAS's per-thread buffers can exhaust a job's
   // address-space limit, and its exit handler then hangs
   locus::require_threads(ctx.comm(), s.blas_threads, c.locate("tensor_contract.blas_threads"));
-  s.accumulate = c.string("tensor_contract.accumulate") == "strided" ? AccumulateKind::strided : AccumulateKind::sorted;
+  s.accumulate =
+      c.string("tensor_contract.accumulate") == "strided" ? AccumulateKind::strided : AccumulateKind::sorted;
   return s;
 }
 
@@ -214,8 +227,9 @@ std::vector<PhaseSpec> read_phases(const Context& ctx) {
   while (ss >> word) {
     std::string w = word;
     std::transform(w.begin(), w.end(), w.begin(), ::tolower);
-    locus::collective_require(ctx.comm(), w == "comp" || w == "comm",
-                              cfg.locate("tensor_contract.phases") + ": '" + word + "' is not a phase (comp or comm)");
+    locus::collective_require(
+        ctx.comm(), w == "comp" || w == "comm",
+        cfg.locate("tensor_contract.phases") + ": '" + word + "' is not a phase (comp or comm)");
     phases.push_back({w, Problem{}});
   }
   if (phases.empty()) phases.push_back({"", Problem{}});
@@ -236,8 +250,10 @@ void require_reference_fits(const Context& ctx, const std::vector<PhaseSpec>& ph
     locus::collective_require(ctx.comm(), fits,
                               cfg.locate("tensor_contract.validation.mode") +
                                   ": reference needs the dense tensors within validation.max_elements (" +
-                                  std::to_string(long(max_dense)) + ") and the serial work within 64 times "
-                                  "that; this run's " + p.con.text() + " is larger");
+                                  std::to_string(long(max_dense)) +
+                                  ") and the serial work within 64 times "
+                                  "that; this run's " +
+                                  p.con.text() + " is larger");
   }
 }
 
@@ -265,7 +281,8 @@ void add_stats(LoopStats& sum, const LoopStats& st) {
 
 // C against the serial reference (rank 0 computes it; the verdict is
 // everyone's): exact for integer values, else within (K + 2) eps sum|a b|.
-YAML::Node compare_reference(MPI_Comm comm, bool root, const Problem& p, const std::vector<double>& cd, bool& ok) {
+YAML::Node compare_reference(MPI_Comm comm, bool root, const Problem& p, const std::vector<double>& cd,
+                             bool& ok) {
   int verdict = 1;
   double maxdiff = 0, maxbound = 0;
   if (root) {
@@ -296,8 +313,8 @@ YAML::Node compare_reference(MPI_Comm comm, bool root, const Problem& p, const s
 }
 
 // A phase's entry in the summary: what ran and how fast.
-YAML::Node phase_entry(const Context& ctx, const PhaseSpec& spec, std::size_t i, const Run& run, const PhaseResult& r,
-                       double gflops, double comm_t, double tot) {
+YAML::Node phase_entry(const Context& ctx, const PhaseSpec& spec, std::size_t i, const Run& run,
+                       const PhaseResult& r, double gflops, double comm_t, double tot) {
   const Problem& p = spec.problem;
   YAML::Node ph;
   ph["phase"] = static_cast<long>(i + 1);
@@ -308,8 +325,8 @@ YAML::Node phase_entry(const Context& ctx, const PhaseSpec& spec, std::size_t i,
     tiles += (tiles.empty() ? "" : ", ") + std::string(1, ch) + "=" + std::to_string(is.extent) + "/" +
              std::to_string(is.tile);
   ph["extents_tiles"] = tiles;
-  ph["blocks_a_b_c"] =
-      locus::yaml_flow_list(std::vector<long>{long(run.A->blocks()), long(run.B->blocks()), long(run.C->blocks())});
+  ph["blocks_a_b_c"] = locus::yaml_flow_list(
+      std::vector<long>{long(run.A->blocks()), long(run.B->blocks()), long(run.C->blocks())});
   ph["tasks"] = r.tasks;
   ph["seconds"] = number(r.seconds);
   if (ctx.runtime().settings().async.mode != locus::AsyncMode::off)
@@ -421,7 +438,8 @@ YAML::Node results_of(const Context& ctx, const Schedule& sched, const Run& run,
       "floating-point operations per second", flops / 1e9, "GFLOP/s", secs,
       "the whole task loop of every phase, slowest rank, summed over phases: gets, waits, sorts, DGEMMs, "
       "accumulates and the task counter");
-  results["gflop_per_s_per_rank"] = number(secs > 0 ? std::round(flops / secs / ctx.size() / 1e6) / 1e3 : 0.0);
+  results["gflop_per_s_per_rank"] =
+      number(secs > 0 ? std::round(flops / secs / ctx.size() / 1e6) / 1e3 : 0.0);
   // Beside it, the DGEMMs alone (slowest rank's dgemm time).
   double dgemm = run.sum.dgemm;
   MPI_Allreduce(MPI_IN_PLACE, &dgemm, 1, MPI_DOUBLE, MPI_MAX, comm);
@@ -437,8 +455,8 @@ void write_c_blocks(const Context& ctx, locus::H5Output& out, const TiledTensor&
   MPI_Exscan(&mine, &before, 1, MPI_LONG_LONG, MPI_SUM, comm);
   if (ctx.rank() == 0) before = 0;
   MPI_Allreduce(&mine, &total, 1, MPI_LONG_LONG, MPI_SUM, comm);
-  out.write_distributed("C_blocks", C.local(), static_cast<std::uint64_t>(mine), static_cast<std::uint64_t>(before),
-                        static_cast<std::uint64_t>(total));
+  out.write_distributed("C_blocks", C.local(), static_cast<std::uint64_t>(mine),
+                        static_cast<std::uint64_t>(before), static_cast<std::uint64_t>(total));
   std::vector<double> table;  // per block: owner, offset in the owner's part, then its tile indices
   for (gidx b = 0; b < C.blocks(); ++b) {
     table.push_back(C.owner(b));
@@ -481,8 +499,8 @@ void write_output(const Context& ctx, locus::H5Output& out, const Run& run) {
   out.write_root_vector("phase_communication_ratio", run.ph_comm_ratio);
   out.write_root_vector("phase_tasks", run.ph_tasks);
   const LoopStats& st = run.sum;
-  out.write_rank_rows("loop",
-                      {st.get, st.wait, st.sort, st.dgemm, st.accumulate, st.nxtask, double(st.tasks), st.flops});
+  out.write_rank_rows(
+      "loop", {st.get, st.wait, st.sort, st.dgemm, st.accumulate, st.nxtask, double(st.tasks), st.flops});
   out.attribute("loop", "columns", std::string("get,wait,sort,dgemm,accumulate,nxtask,tasks,flops"));
 }
 
@@ -502,7 +520,8 @@ int run(Context& ctx) {
   const std::string path = cfg.string("output.dir") + "/" + cfg.string("output.name") + ".h5";
   locus::H5Output out(ctx.comm(), path, cfg.boolean("output.overwrite"));
   Run run;
-  for (std::size_t i = 0; i < phases.size(); ++i) run_phase(ctx, sched, phases[i], i, i + 1 == phases.size(), timers, run);
+  for (std::size_t i = 0; i < phases.size(); ++i)
+    run_phase(ctx, sched, phases[i], i, i + 1 == phases.size(), timers, run);
   timers.add("get", run.sum.get);
   timers.add("wait", run.sum.wait);
   timers.add("sort", run.sum.sort);
@@ -513,8 +532,9 @@ int run(Context& ctx) {
   // validation.mode none: C is compared with nothing, "not checked" (a task
   // or counter error still fails the run).
   if (run.pass && mode == "none")
-    run.validation["reason"] = "validation.mode none: C is not compared with a reference (every task ran once and "
-                               "the counter ended where it should)";
+    run.validation["reason"] =
+        "validation.mode none: C is not compared with a reference (every task ran once and "
+        "the counter ended where it should)";
   run.validation["verdict"] = !run.pass ? "FAIL" : mode == "none" ? "not checked" : "pass";
   {
     auto t = timers.scope("io");

@@ -41,7 +41,8 @@ std::string parse_contraction(const std::string& text, Contraction& out) {
     if (t->empty()) return "a tensor without indices in \"" + text + "\"";
     std::set<char> seen;
     for (char ch : *t) {
-      if (ch < 'a' || ch > 'z') return std::string("index '") + ch + "' in \"" + text + "\": indices are letters a-z";
+      if (ch < 'a' || ch > 'z')
+        return std::string("index '") + ch + "' in \"" + text + "\": indices are letters a-z";
       if (!seen.insert(ch).second)
         return std::string("index '") + ch + "' appears twice in " + *t + " (traces are not supported)";
     }
@@ -51,7 +52,8 @@ std::string parse_contraction(const std::string& text, Contraction& out) {
   out.ext_b.clear();
   for (char ch : out.a) {
     const bool in_c = out.c.find(ch) != std::string::npos, in_b = out.b.find(ch) != std::string::npos;
-    if (in_c && in_b) return std::string("index '") + ch + "' is in C, A and B (Hadamard products are not supported)";
+    if (in_c && in_b)
+      return std::string("index '") + ch + "' is in C, A and B (Hadamard products are not supported)";
     if (!in_c && !in_b) return std::string("index '") + ch + "' of A is neither in C nor in B";
     if (in_b) out.contracted.push_back(ch);
   }
@@ -107,8 +109,8 @@ KOKKOS_INLINE_FUNCTION bool odometer_next(Counter& c, const Extents& ext, std::s
 // dst (index order didx) = src (index order sidx, extents sdims); didx is a
 // permutation of sidx. The "sort" of TCE: the plain reference kernel (an
 // odometer over the destination).
-void permute_reference(const double* src, const std::string& sidx, const std::vector<gidx>& sdims, double* dst,
-             const std::string& didx) {
+void permute_reference(const double* src, const std::string& sidx, const std::vector<gidx>& sdims,
+                       double* dst, const std::string& didx) {
   const std::size_t r = sidx.size();
   std::vector<gidx> sstr(r, 1), ddims(r), step(r);
   for (std::size_t i = r - 1; i-- > 0;) sstr[i] = sstr[i + 1] * sdims[i + 1];
@@ -136,7 +138,6 @@ void permute_reference(const double* src, const std::string& sidx, const std::ve
     odometer_next(ctr, ddims, r - 1, [&](std::size_t d, gidx delta) { off += delta * step[d]; });
   }
 }
-
 
 namespace {
 
@@ -177,9 +178,10 @@ struct PermuteRows {
 struct PermuteTranspose {
   const double* src;
   double* dst;
-  std::array<gidx, kMaxRank> odims{}, osstep{}, odstep{};  // other dims: extent, source and destination strides
+  std::array<gidx, kMaxRank> odims{}, osstep{},
+      odstep{};  // other dims: extent, source and destination strides
   int outer = 0;
-  gidx na = 0, nb = 0;       // a: the destination dim with source stride 1; b: the destination's last dim
+  gidx na = 0, nb = 0;  // a: the destination dim with source stride 1; b: the destination's last dim
   gidx dstep_a = 0, sstep_b = 0;
   KOKKOS_INLINE_FUNCTION void operator()(gidx plane) const {
     gidx soff = 0, doff = 0, rest = plane;
@@ -663,7 +665,8 @@ PhaseResult contract(locus::Team& team, const Problem& p, const Schedule& s, Til
   std::uint64_t fin = me == owner ? counter.data()[0] : 0;
   MPI_Allreduce(MPI_IN_PLACE, &fin, 1, MPI_UINT64_T, MPI_MAX, team.comm());
   res.counter_final = fin;
-  res.counter_expected = s.scheduling == Scheduling::nxtask ? expected_counter(n, units, s.chunk, s.skip_first) : init;
+  res.counter_expected =
+      s.scheduling == Scheduling::nxtask ? expected_counter(n, units, s.chunk, s.skip_first) : init;
   locus::barrier(team);
   return res;
 }
@@ -692,7 +695,8 @@ std::vector<double> gather_dense(locus::Team& team, const Problem& p, const Tile
     std::vector<gidx> c(idx.size(), 0);
     for (gidx e = 0; e < t.size(b); ++e) {
       gidx off = 0;
-      for (std::size_t i = 0; i < idx.size(); ++i) off += (t.tiles_of(b)[i] * p.index.at(idx[i]).tile + c[i]) * gstr[i];
+      for (std::size_t i = 0; i < idx.size(); ++i)
+        off += (t.tiles_of(b)[i] * p.index.at(idx[i]).tile + c[i]) * gstr[i];
       dense[static_cast<std::size_t>(off)] = buf[static_cast<std::size_t>(e)];
       odometer_next(c, d, idx.size());
     }

@@ -31,7 +31,7 @@ int run(locus::Context& ctx);
 // "abij = acik * cbkj": output, left and right operand index strings.
 struct Contraction {
   std::string c, a, b;
-  std::string contracted;  // in A's order
+  std::string contracted;    // in A's order
   std::string ext_a, ext_b;  // external indices of A and B, in C's order
   std::string text() const { return c + " = " + a + " * " + b; }
 };
@@ -144,8 +144,8 @@ void permute(const double* src, const std::string& sidx, const std::vector<gidx>
              const std::string& didx);
 // The permutations (sidx>didx) checked so far by this process.
 std::set<std::string>& permute_checked();
-void permute_reference(const double* src, const std::string& sidx, const std::vector<gidx>& sdims, double* dst,
-                       const std::string& didx);
+void permute_reference(const double* src, const std::string& sidx, const std::vector<gidx>& sdims,
+                       double* dst, const std::string& didx);
 
 // Collective: runs the task loop of one phase over C += A * B.
 PhaseResult contract(locus::Team& team, const Problem& p, const Schedule& s, TiledTensor& A, TiledTensor& B,

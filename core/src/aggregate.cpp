@@ -57,8 +57,8 @@ Aggregator::Aggregator(Team& team, const AggregateSettings& s)
     : team_(team), me_(team.rank()), units_(team.size()), cap_(s.records), slots_(s.slots) {
   slot_bytes_ = kHeader + cap_ * sizeof(Record);
   acks_bytes_ = static_cast<std::size_t>(units_) * sizeof(std::uint64_t);
-  const std::size_t bytes = acks_bytes_ + static_cast<std::size_t>(units_) * static_cast<std::size_t>(slots_) *
-                                              slot_bytes_;
+  const std::size_t bytes =
+      acks_bytes_ + static_cast<std::size_t>(units_) * static_cast<std::size_t>(slots_) * slot_bytes_;
   // Only the put transport uses the mailboxes.
   const bool message = s.transport == AggregateTransport::message;
   mailbox_ = allocate_segment(team, message ? 0 : bytes, 1, AsyncHint::never, AtomicMode::mpi);
@@ -125,7 +125,8 @@ void Aggregator::post_receive(std::size_t i) {
 }
 
 std::size_t Aggregator::slot_offset(int source, std::uint64_t slot) const {
-  return acks_bytes_ + (static_cast<std::size_t>(source) * static_cast<std::size_t>(slots_) + slot) * slot_bytes_;
+  return acks_bytes_ +
+         (static_cast<std::size_t>(source) * static_cast<std::size_t>(slots_) + slot) * slot_bytes_;
 }
 
 std::uint64_t Aggregator::acked(int dest) const {
@@ -211,7 +212,8 @@ void Aggregator::put_batch(int dest, Out& o, std::size_t n) {
   std::memcpy(staging_.data() + 8, &count, 8);
   std::memcpy(staging_.data() + kHeader, o.recs.data() + o.head, n * sizeof(Record));
   const std::uint64_t slot = o.sent % static_cast<std::uint64_t>(slots_);
-  const MPI_Aint disp = box_->disp[static_cast<std::size_t>(dest)] + static_cast<MPI_Aint>(slot_offset(me_, slot));
+  const MPI_Aint disp =
+      box_->disp[static_cast<std::size_t>(dest)] + static_cast<MPI_Aint>(slot_offset(me_, slot));
   MPI_Win win = box_->rma;
   MPI_Put(staging_.data() + 8, static_cast<int>(8 + n * sizeof(Record)), MPI_BYTE, dest, disp + 8,
           static_cast<int>(8 + n * sizeof(Record)), MPI_BYTE, win);
@@ -292,7 +294,7 @@ void Aggregator::drain_messages() {
     MPI_Irecv(&ack_in_, 1, MPI_UINT64_T, MPI_ANY_SOURCE, kAckTag, comm_, &ack_req_);
   }
   std::vector<char> due;  // sources owed an acknowledgement
-  for (;;) {  // batches, oldest receive first (each source's stream in order)
+  for (;;) {              // batches, oldest receive first (each source's stream in order)
     MPI_Request& r = recv_req_[recv_head_];
     MPI_Test(&r, &flag, &st);
     if (!flag) break;

@@ -130,7 +130,7 @@ class Aggregator {
   int mailbox_ = 0;  // segment id
   SegmentInfo* box_ = nullptr;
   std::vector<Out> out_;
-  std::vector<std::uint64_t> applied_;  // source -> batches applied
+  std::vector<std::uint64_t> applied_;     // source -> batches applied
   std::vector<std::uint64_t> ack_values_;  // source -> value being written back (lives until flush_local)
   std::vector<char> staging_;
   std::atomic<bool> lock_{false};
@@ -141,14 +141,14 @@ class Aggregator {
   MPI_Comm comm_ = MPI_COMM_NULL;
   std::vector<std::vector<char>> recv_buf_;
   std::vector<MPI_Request> recv_req_;
-  std::size_t recv_head_ = 0;                     // the oldest posted receive
-  std::vector<std::vector<char>> send_buf_;        // the send pool
-  std::vector<MPI_Request> send_req_;              // likewise
-  std::size_t send_next_ = 0;                      // where to look for a free buffer first
-  std::vector<std::uint64_t> acked_;               // dest -> batches it has applied (from its messages)
+  std::size_t recv_head_ = 0;                // the oldest posted receive
+  std::vector<std::vector<char>> send_buf_;  // the send pool
+  std::vector<MPI_Request> send_req_;        // likewise
+  std::size_t send_next_ = 0;                // where to look for a free buffer first
+  std::vector<std::uint64_t> acked_;         // dest -> batches it has applied (from its messages)
   std::uint64_t ack_in_ = 0;
   MPI_Request ack_req_ = MPI_REQUEST_NULL;
-  std::vector<MPI_Request> ack_send_req_;          // source -> the last acknowledgement sent
+  std::vector<MPI_Request> ack_send_req_;  // source -> the last acknowledgement sent
   void post_receive(std::size_t i);
   void drain_messages();
   int free_send_buffer();

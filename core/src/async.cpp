@@ -3,8 +3,8 @@
 #include <mpi.h>
 
 #include <algorithm>
-#include <map>
 #include <cstdio>
+#include <map>
 #include <mutex>
 
 #include "locus/rma.hpp"
@@ -90,8 +90,9 @@ bool async_enabled(const Team& team) {
 
 void set_async(Team& team, bool on) {
   if (on && !team.served())
-    throw Error("set_async: redirection needs progress processes serving the team (the world team with "
-                "runtime.progress.processes_per_node >= 1)");
+    throw Error(
+        "set_async: redirection needs progress processes serving the team (the world team with "
+        "runtime.progress.processes_per_node >= 1)");
   // The symmetric point: nothing of this team in flight anywhere.
   flush(team);
   barrier(team);

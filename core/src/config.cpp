@@ -1,7 +1,6 @@
 #include "locus/config.hpp"
 
 #include <sys/stat.h>
-
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -556,7 +555,8 @@ std::string Config::yaml() const {
 std::string read_deck(const std::string& path) {
   // stat before open: a FIFO would block, a device never end
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) throw ConfigError(path + ": cannot open deck (" + std::strerror(errno) + ")");
+  if (::stat(path.c_str(), &st) != 0)
+    throw ConfigError(path + ": cannot open deck (" + std::strerror(errno) + ")");
   if (S_ISDIR(st.st_mode)) throw ConfigError(path + ": is a directory, not a deck (give a YAML file)");
   if (!S_ISREG(st.st_mode))
     throw ConfigError(path + ": not a regular file (a FIFO, device or socket); a deck is a YAML file");
@@ -584,14 +584,17 @@ Config parse_config(const Schema& schema, const std::string& text, const std::st
   // that a leading comment swallows every key: refuse them.
   for (std::size_t i = 0; i < text.size(); ++i)
     if (text[i] == '\r' && (i + 1 == text.size() || text[i + 1] != '\n')) {
-      const long line = 1 + static_cast<long>(std::count(text.begin(), text.begin() + static_cast<long>(i), '\n'));
-      throw ConfigError(source + ":" + std::to_string(line) +
-                        ": a carriage return without a line feed (old Mac line ends); save the deck with LF or "
-                        "CRLF line ends");
+      const long line =
+          1 + static_cast<long>(std::count(text.begin(), text.begin() + static_cast<long>(i), '\n'));
+      throw ConfigError(
+          source + ":" + std::to_string(line) +
+          ": a carriage return without a line feed (old Mac line ends); save the deck with LF or "
+          "CRLF line ends");
     }
   if (text.find('\0') != std::string::npos) {
     const std::size_t i = text.find('\0');
-    const long line = 1 + static_cast<long>(std::count(text.begin(), text.begin() + static_cast<long>(i), '\n'));
+    const long line =
+        1 + static_cast<long>(std::count(text.begin(), text.begin() + static_cast<long>(i), '\n'));
     throw ConfigError(source + ":" + std::to_string(line) + ": a NUL byte; a deck is a text file");
   }
   // Tabs in the indentation (YAML allows only spaces; yaml-cpp would say
@@ -644,8 +647,8 @@ Config parse_config(const Schema& schema, const std::string& text, const std::st
       }
     }
     if (worst > 64)
-      throw ConfigError(source + ":" + std::to_string(worst_line) + ": brackets nested " + std::to_string(worst) +
-                        " deep; a deck needs a few levels (at most 64 accepted)");
+      throw ConfigError(source + ":" + std::to_string(worst_line) + ": brackets nested " +
+                        std::to_string(worst) + " deep; a deck needs a few levels (at most 64 accepted)");
   }
   YAML::Node root;
   try {
@@ -670,7 +673,8 @@ Config parse_config(const Schema& schema, const std::string& text, const std::st
     std::string msg;
     for (std::size_t i = 0; i < errors.size() && i < kMaxErrors; ++i) {
       std::string e = errors[i];
-      if (e.size() > 400) e = e.substr(0, 400) + "... (" + std::to_string(errors[i].size() - 400) + " more characters)";
+      if (e.size() > 400)
+        e = e.substr(0, 400) + "... (" + std::to_string(errors[i].size() - 400) + " more characters)";
       msg += (msg.empty() ? "" : "\n") + e;
     }
     if (errors.size() > kMaxErrors)

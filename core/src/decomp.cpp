@@ -31,8 +31,8 @@ void check_process_grid(MPI_Comm comm, const Dims& procs, const std::array<long,
   MPI_Comm_size(comm, &size);
   const long product = long(procs[0]) * procs[1] * procs[2];
   collective_require(comm, product == size,
-                     where + ": process grid " + process_grid_text(procs) + " needs " + std::to_string(product) +
-                         " ranks, but the run has " + std::to_string(size));
+                     where + ": process grid " + process_grid_text(procs) + " needs " +
+                         std::to_string(product) + " ranks, but the run has " + std::to_string(size));
   for (int d = 0; d < 3; ++d) collective_require(comm, points[d] >= procs[d], too_small(d));
 }
 

@@ -6,14 +6,14 @@
 #include <atomic>
 #include <map>
 
+#include "halo_staged.hpp"
 #include "locus/error.hpp"
 #include "locus/kokkos.hpp"
 #include "locus/plan.hpp"
-#include "halo_staged.hpp"
 #include "locus/segment.hpp"
 #include "locus/staging.hpp"
-#include "transfer.hpp"
 #include "locus/wait.hpp"
+#include "transfer.hpp"
 
 namespace locus {
 
@@ -238,12 +238,13 @@ template <class T>
 void copy_face(const char* name, T* dst, const Layout& dl, const T* src, const Layout& sl) {
   const std::size_t blocks = dl.rows * dl.count, len = dl.block, count = dl.count;
   const std::size_t ds = dl.stride, drs = dl.row_stride, ss = sl.stride, srs = sl.row_stride;
-  Kokkos::parallel_for(name, Range<std::size_t>(0, blocks), KOKKOS_LAMBDA(std::size_t q) {
-    const std::size_t r = q / count, c = q % count;
-    T* __restrict d = dst + r * drs + c * ds;
-    const T* __restrict x = src + r * srs + c * ss;
-    for (std::size_t e = 0; e < len; ++e) d[e] = x[e];
-  });
+  Kokkos::parallel_for(
+      name, Range<std::size_t>(0, blocks), KOKKOS_LAMBDA(std::size_t q) {
+        const std::size_t r = q / count, c = q % count;
+        T* __restrict d = dst + r * drs + c * ds;
+        const T* __restrict x = src + r * srs + c * ss;
+        for (std::size_t e = 0; e < len; ++e) d[e] = x[e];
+      });
   Kokkos::fence();
 }
 
@@ -300,9 +301,9 @@ class NotifiedHalo : public HaloExchange<T> {
         f.my_slot_offset = slot_offset(shape.n, f.slot);
         f.local = send_.gptr(nb).is_local();
         if (f.local) {
-          local_entries_.push_back(PlanEntry{nb, Side::strided(f.ghost_offset, f.layout),
-                                             Side::strided(face_offset(other, d, side ? 1 : other.n[d]),
-                                                           face_layout(other, d))});
+          local_entries_.push_back(
+              PlanEntry{nb, Side::strided(f.ghost_offset, f.layout),
+                        Side::strided(face_offset(other, d, side ? 1 : other.n[d]), face_layout(other, d))});
         } else {
           const std::size_t n = face_elements(shape.n, d);
           f.recv_offset = recv_.size();

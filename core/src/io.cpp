@@ -3,9 +3,9 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
-#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -403,9 +403,9 @@ void H5Output::ensure_space(double bytes, const std::string& name) {
   char text[160];
   std::snprintf(text, sizeof text, "needs %.1f MiB more, the file system has %.1f MiB free", need / 1048576.0,
                 avail / 1048576.0);
-  collective_require(comm_, avail < 0 || avail >= need,
-                     "output: writing " + name + " to " + tmp_ + ": " + text + "; nothing was written under " +
-                         path_);
+  collective_require(
+      comm_, avail < 0 || avail >= need,
+      "output: writing " + name + " to " + tmp_ + ": " + text + "; nothing was written under " + path_);
 }
 
 void H5Output::written(herr_t status, const std::string& name) {
@@ -588,13 +588,16 @@ void H5Output::write_root_array(const std::string& name, const std::vector<doubl
                                 const std::vector<hsize_t>& dims) {
   hsize_t n = 1;
   for (hsize_t d : dims) n *= d;
-  if (rank_ == 0 && v.size() != n) throw Error("output: " + name + ": " + std::to_string(v.size()) +
-                                               " values for a dataset of " + std::to_string(n));
-  Id filespace(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), H5Sclose, "H5Screate_simple");
+  if (rank_ == 0 && v.size() != n)
+    throw Error("output: " + name + ": " + std::to_string(v.size()) + " values for a dataset of " +
+                std::to_string(n));
+  Id filespace(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), H5Sclose,
+               "H5Screate_simple");
   Id dset(
       H5Dcreate2(file_, name.c_str(), H5T_NATIVE_DOUBLE, filespace, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
       H5Dclose, "creating dataset " + name);
-  Id memspace(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), H5Sclose, "H5Screate_simple");
+  Id memspace(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), H5Sclose,
+              "H5Screate_simple");
   if (rank_ != 0 || n == 0) {
     H5Sselect_none(filespace);
     H5Sselect_none(memspace);
@@ -703,10 +706,11 @@ H5Input::H5Input(MPI_Comm comm, const std::string& path) : comm_(comm), path_(pa
   if (rank == 0) {
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0)
-      problem = errno == ENOENT ? path + ": no such file" : path + ": cannot open (" + std::strerror(errno) + ")";
+      problem =
+          errno == ENOENT ? path + ": no such file" : path + ": cannot open (" + std::strerror(errno) + ")";
     else if (!S_ISREG(st.st_mode))
-      problem = path + ": not a regular file (" + (S_ISDIR(st.st_mode) ? "a directory" : "a FIFO, device or socket") +
-                "); give an HDF5 file";
+      problem = path + ": not a regular file (" +
+                (S_ISDIR(st.st_mode) ? "a directory" : "a FIFO, device or socket") + "); give an HDF5 file";
   }
   collective_require(comm, problem.empty(), problem);
   Id fapl = open_access(comm);
@@ -938,13 +942,15 @@ std::string finish_output(H5Output& out, const Context& ctx, Timers& timers, con
     if (!log.empty()) {
       out.write_root_vector("async_time", t);
       out.write_root_vector("async_on", on);
-      out.write_root_array("async_cr", cr, {static_cast<hsize_t>(log.size()), static_cast<hsize_t>(log[0].cr.size())});
+      out.write_root_array("async_cr", cr,
+                           {static_cast<hsize_t>(log.size()), static_cast<hsize_t>(log[0].cr.size())});
       std::string phases;
       for (const auto& d : log) phases += (phases.empty() ? "" : ",") + d.phase;
       out.attribute("async_on", "phases", phases);
-      out.attribute("async_cr", "meaning",
-                    std::string("communication ratio Tcomm/(Tcomm+Tcomp) of each unit (columns) over the profile "
-                                "interval ending at each phase point (rows)"));
+      out.attribute(
+          "async_cr", "meaning",
+          std::string("communication ratio Tcomm/(Tcomm+Tcomp) of each unit (columns) over the profile "
+                      "interval ending at each phase point (rows)"));
     }
   }
   // The figure of merit as root attributes too (docs/outputs.md).

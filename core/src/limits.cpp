@@ -78,8 +78,7 @@ bool cgroup_path(std::string& path, bool& v1) {
     std::stringstream cs(controllers);
     std::string c;
     bool memory = false;
-    while (std::getline(cs, c, ','))
-      memory = memory || c == "memory";
+    while (std::getline(cs, c, ',')) memory = memory || c == "memory";
     if (memory) {  // v1 memory controller: preferred
       path = p;
       v1 = true;
@@ -114,8 +113,8 @@ double private_headroom(std::string& what) {
     const double data = std::max(0.0, limit - used - kSlack);
     if (room < 0 || data < room) {
       room = data;
-      what = "the data limit (RLIMIT_DATA, ulimit -d) of " + detail::gib(limit) + " leaves " + detail::gib(data) +
-             " per process";
+      what = "the data limit (RLIMIT_DATA, ulimit -d) of " + detail::gib(limit) + " leaves " +
+             detail::gib(data) + " per process";
     }
   }
   return room;
@@ -138,12 +137,13 @@ double cgroup_headroom(std::string& what) {
     const std::string dir = root + (rel == "/" ? "" : rel);
     const double limit = cgroup_number(dir + "/" + limit_file);
     if (limit >= 0) {
-      const double usage = std::max(0.0, cgroup_number(dir + "/" + usage_file) - cgroup_inactive_file(dir, v1));
+      const double usage =
+          std::max(0.0, cgroup_number(dir + "/" + usage_file) - cgroup_inactive_file(dir, v1));
       const double room = std::max(0.0, limit - usage - kSlack);
       if (best < 0 || room < best) {
         best = room;
-        what = detail::gib(room) + " left under its control group's memory limit of " + detail::gib(limit) + " (" +
-               dir + "/" + limit_file + ")";
+        what = detail::gib(room) + " left under its control group's memory limit of " + detail::gib(limit) +
+               " (" + dir + "/" + limit_file + ")";
       }
     }
     if (rel.empty() || rel == "/") break;
@@ -166,7 +166,8 @@ std::string process_limit_problem(double shared, double private_bytes) {
   if (as >= 0 && shared + private_bytes > as) {
     std::string parts = gib(shared) + " of shared segments";
     if (private_bytes > 0) parts += " and " + gib(private_bytes) + " of private memory";
-    return "needs " + gib(shared + private_bytes) + " of address space in one process (" + parts + "), but " + what;
+    return "needs " + gib(shared + private_bytes) + " of address space in one process (" + parts + "), but " +
+           what;
   }
   const double data = private_headroom(what);
   if (data >= 0 && private_bytes > data)
@@ -230,7 +231,8 @@ void require_threads(MPI_Comm comm, long threads, const std::string& what, doubl
   std::string problem;
   if (threads > cores) {
     problem = what + ": " + std::to_string(threads) + " threads per rank, but this node has " +
-              std::to_string(cores) + " core" + (cores == 1 ? "" : "s") + " (at most " + std::to_string(cores) + ")";
+              std::to_string(cores) + " core" + (cores == 1 ? "" : "s") + " (at most " +
+              std::to_string(cores) + ")";
   } else {
     if (stack <= 0) {
       const double s = soft_limit(RLIMIT_STACK);
@@ -239,8 +241,8 @@ void require_threads(MPI_Comm comm, long threads, const std::string& what, doubl
     std::string limit;
     const double room = address_space_headroom(limit);
     if (room >= 0 && double(threads) * stack > room)
-      problem = what + ": " + std::to_string(threads) + " threads need " + detail::gib(double(threads) * stack) +
-                " of stacks, but " + limit;
+      problem = what + ": " + std::to_string(threads) + " threads need " +
+                detail::gib(double(threads) * stack) + " of stacks, but " + limit;
   }
   collective_require(comm, problem.empty(), problem);
 }

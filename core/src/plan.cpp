@@ -28,7 +28,8 @@ Runs runs_of(const Side& s) {
   } else {
     const Layout& l = s.layout;
     for (std::size_t row = 0; row < l.rows; ++row)
-      for (std::size_t c = 0; c < l.count; ++c) r.emplace_back(s.offset + row * l.row_stride + c * l.stride, l.block);
+      for (std::size_t c = 0; c < l.count; ++c)
+        r.emplace_back(s.offset + row * l.row_stride + c * l.stride, l.block);
   }
   // Merge neighbours: fewer, longer copies.
   Runs merged;
@@ -96,13 +97,13 @@ class PlanImpl {
     WireType type;  // over my part of the segment (type.first: its byte offset)
   };
   std::vector<Serve> serves;
-  std::vector<int> message_units;  // sorted: units I exchange messages with
-  MPI_Comm comm = MPI_COMM_NULL;   // the plan's own (duplicated) communicator
+  std::vector<int> message_units;     // sorted: units I exchange messages with
+  MPI_Comm comm = MPI_COMM_NULL;      // the plan's own (duplicated) communicator
   std::vector<MPI_Request> messages;  // posted by start(), completed by wait()
   std::vector<Entry> entries;
   int team = 0, segment = 0;
   const SegmentInfo* seg = nullptr;  // redirect, ghost and ghost_disp are read at each start
-  std::vector<Handle> handles;  // offloaded entries in flight
+  std::vector<Handle> handles;       // offloaded entries in flight
   std::size_t esize = 1;
   bool get = true;
   std::set<std::pair<MPI_Win, int>> in_flight;  // awaiting a flush
@@ -158,8 +159,9 @@ void setup_messages(PlanImpl& p, Team& team, RemoteMode mode, const std::vector<
   MPI_Allreduce(mine, lo, 2, MPI_LONG_LONG, MPI_MIN, tc);
   hi[0] = -lo[1];
   if (lo[0] != hi[0])
-    throw Error("transfer plan: the units build it with different routes to other nodes (comm.remote or its "
-                "calibration differ between units; a collective plan needs the same everywhere)");
+    throw Error(
+        "transfer plan: the units build it with different routes to other nodes (comm.remote or its "
+        "calibration differ between units; a collective plan needs the same everywhere)");
   // Each candidate entry, as the owner will see it: its remote runs.
   std::vector<std::vector<unsigned long long>> out(static_cast<std::size_t>(n));
   std::vector<double> bytes_to(static_cast<std::size_t>(n), 0.0);
@@ -234,8 +236,8 @@ void setup_messages(PlanImpl& p, Team& team, RemoteMode mode, const std::vector<
     if (message[static_cast<std::size_t>(u)])
       for (std::size_t k = 0; k < theirs[static_cast<std::size_t>(u)].size(); ++k)
         if (!theirs[static_cast<std::size_t>(u)][k].empty())
-          p.serves.push_back(
-              PlanImpl::Serve{u, static_cast<int>(k), wire_type(theirs[static_cast<std::size_t>(u)][k], p.esize)});
+          p.serves.push_back(PlanImpl::Serve{u, static_cast<int>(k),
+                                             wire_type(theirs[static_cast<std::size_t>(u)][k], p.esize)});
   MPI_Comm_dup(tc, &p.comm);
 }
 
@@ -257,7 +259,8 @@ PlanImpl* make_plan(int team, int segment, std::vector<PlanEntry> entries, std::
   std::vector<bool> candidate;  // entries to units of other nodes (comm.remote)
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const PlanEntry& pe = entries[i];
-    const std::string where = "transfer plan entry " + std::to_string(i) + " (unit " + std::to_string(pe.unit) + ")";
+    const std::string where =
+        "transfer plan entry " + std::to_string(i) + " (unit " + std::to_string(pe.unit) + ")";
     if (pe.unit < 0 || static_cast<std::size_t>(pe.unit) >= seg.bytes.size())
       throw Error(where + ": the unit is not in team " + std::to_string(team));
     if (pe.local.elements() != pe.remote.elements())
@@ -271,8 +274,8 @@ PlanImpl* make_plan(int team, int segment, std::vector<PlanEntry> entries, std::
     for (const auto& [off, len] : e.remote) end = std::max(end, off + len);
     const std::size_t part = seg.bytes[static_cast<std::size_t>(pe.unit)];
     if (!bounds_problem("", team, segment, pe.unit, 0, end * esize, part).empty())
-      throw Error(where + ": the remote side reaches element " + std::to_string(end) + ", past the end of the part (" +
-                  std::to_string(part / esize) + " elements)");
+      throw Error(where + ": the remote side reaches element " + std::to_string(end) +
+                  ", past the end of the part (" + std::to_string(part / esize) + " elements)");
     // The route, as every other call takes it (rma.cpp: choose, endpoint).
     const Target target{&seg, &rt.team(team), pe.unit, 0};
     if (choose(target, route == Route::mpi ? Route::mpi : Route::local, 0, false) == Path::shared)
@@ -304,7 +307,8 @@ PlanImpl* make_plan(int team, int segment, std::vector<PlanEntry> entries, std::
     std::map<int, double> bytes;
     for (std::size_t i = 0; i < p->entries.size(); ++i)
       if (candidate[i])
-        for (const auto& [off, len] : p->entries[i].remote) bytes[p->entries[i].unit] += static_cast<double>(len * esize);
+        for (const auto& [off, len] : p->entries[i].remote)
+          bytes[p->entries[i].unit] += static_cast<double>(len * esize);
     for (const auto& kv : bytes) {
       g_routes.rma_pairs += 1;
       g_routes.rma_max_bytes = std::max(g_routes.rma_max_bytes, kv.second);
@@ -319,7 +323,8 @@ void copy_runs(char* dst_base, const Runs& dst, const char* src_base, const Runs
   std::size_t di = 0, si = 0, doff = 0, soff = 0;
   while (di < dst.size() && si < src.size()) {
     const std::size_t n = std::min(dst[di].second - doff, src[si].second - soff);
-    std::memcpy(dst_base + (dst[di].first + doff) * esize, src_base + (src[si].first + soff) * esize, n * esize);
+    std::memcpy(dst_base + (dst[di].first + doff) * esize, src_base + (src[si].first + soff) * esize,
+                n * esize);
     doff += n;
     soff += n;
     if (doff == dst[di].second) ++di, doff = 0;
@@ -360,10 +365,9 @@ void plan_start(PlanImpl& p, void* local_base) {
       const Target t = resolve(p.team, p.segment, e.unit, e.remote_offset * p.esize,
                                e.remote_layout.extent() * p.esize, "transfer plan");
       char* origin = local + e.local_offset * p.esize;
-      p.handles.push_back(p.get ? get_strided_async(origin, e.local_layout, t, e.remote_layout, p.esize,
-                                                    Route::automatic)
-                                : put_strided_async(t, e.remote_layout, origin, e.local_layout, p.esize,
-                                                    Route::automatic));
+      p.handles.push_back(
+          p.get ? get_strided_async(origin, e.local_layout, t, e.remote_layout, p.esize, Route::automatic)
+                : put_strided_async(t, e.remote_layout, origin, e.local_layout, p.esize, Route::automatic));
       continue;
     }
     if (e.shared) {
@@ -415,8 +419,8 @@ void plan_wait(PlanImpl& p) {
 }
 
 std::size_t plan_remote_entries(const PlanImpl& p) {
-  return static_cast<std::size_t>(
-      std::count_if(p.entries.begin(), p.entries.end(), [](const auto& e) { return !e.shared && !e.offload; }));
+  return static_cast<std::size_t>(std::count_if(p.entries.begin(), p.entries.end(),
+                                                [](const auto& e) { return !e.shared && !e.offload; }));
 }
 
 }  // namespace locus::detail

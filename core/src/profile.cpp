@@ -1,20 +1,18 @@
 #include "locus/profile.hpp"
-#include "locus/plan.hpp"
-
-#include "locus/version.hpp"
 
 #include <Kokkos_Core.hpp>
-
 #include <algorithm>
 #include <cctype>
-#include <cmath>
-#include <cstdlib>
 #include <charconv>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 
 #include "locus/error.hpp"
+#include "locus/plan.hpp"
 #include "locus/runtime.hpp"
+#include "locus/version.hpp"
 
 namespace locus {
 
@@ -201,11 +199,21 @@ std::string json_string(const std::string& s) {
   std::string o = "\"";
   for (unsigned char c : s) {
     switch (c) {
-      case '"': o += "\\\""; break;
-      case '\\': o += "\\\\"; break;
-      case '\n': o += "\\n"; break;
-      case '\t': o += "\\t"; break;
-      case '\r': o += "\\r"; break;
+      case '"':
+        o += "\\\"";
+        break;
+      case '\\':
+        o += "\\\\";
+        break;
+      case '\n':
+        o += "\\n";
+        break;
+      case '\t':
+        o += "\\t";
+        break;
+      case '\r':
+        o += "\\r";
+        break;
       default:
         if (c < 0x20) {
           char buf[8];

@@ -11,8 +11,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <new>
 #include <mutex>
+#include <new>
 #include <set>
 
 #include "locus/error.hpp"

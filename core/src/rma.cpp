@@ -10,8 +10,8 @@
 #include <set>
 #include <tuple>
 
-#include "locus/wait.hpp"
 #include "aggregate.hpp"
+#include "locus/wait.hpp"
 #include "progress_engine.hpp"
 #include "progress_thread.hpp"
 #include "transfer.hpp"
@@ -235,12 +235,12 @@ Endpoint endpoint(const Target& t, Path p) {
 
 namespace {
 
-using detail::AtomicPath;
-using detail::Path;
 using detail::atomic_path;
 using detail::atomic_route;
+using detail::AtomicPath;
 using detail::choose;
 using detail::endpoint;
+using detail::Path;
 using detail::same_node;
 
 detail::Aggregator& aggregator_of(const Target& t) {
@@ -282,7 +282,8 @@ Handle transfer_async(bool get, void* origin, const Layout& local, const Target&
   Path p = choose(t, r, local.elements() * esize, true);
   if (p == Path::offload) {
     Handle h;
-    if (offload(get ? detail::CommandKind::get : detail::CommandKind::put, origin, local, t, remote, esize, h))
+    if (offload(get ? detail::CommandKind::get : detail::CommandKind::put, origin, local, t, remote, esize,
+                h))
       return h;
     p = choose(t, r, 0, false);
   }
@@ -393,8 +394,9 @@ std::string bounds_problem(const char* what, int team, int segment, int unit, st
                            std::size_t bytes, std::size_t part) {
   if (offset <= part && bytes <= part - offset) return "";
   return std::string(what) + ": " + std::to_string(bytes) + " bytes at offset " + std::to_string(offset) +
-         " of segment " + std::to_string(segment) + " (team " + std::to_string(team) + ") run past the end of unit " +
-         std::to_string(unit) + "'s part (" + std::to_string(part) + " bytes)";
+         " of segment " + std::to_string(segment) + " (team " + std::to_string(team) +
+         ") run past the end of unit " + std::to_string(unit) + "'s part (" + std::to_string(part) +
+         " bytes)";
 }
 
 void get_strided(void* dst, const Layout& local, const Target& t, const Layout& remote, std::size_t esize,
@@ -816,8 +818,8 @@ void flush(Team& team) {
 void flush(Team& team, int unit) {
   detail::CommScope timed;
   if (unit < 0 || unit >= team.size())
-    throw Error("flush: unit " + std::to_string(unit) + " is not in team " + std::to_string(team.id()) + " (" +
-                std::to_string(team.size()) + " units)");
+    throw Error("flush: unit " + std::to_string(unit) + " is not in team " + std::to_string(team.id()) +
+                " (" + std::to_string(team.size()) + " units)");
   if (detail::Aggregator* a = team.aggregator()) a->flush(unit);
   // The unit itself, and its node's ghost where redirection sends its
   // operations (the same route endpoint() takes).

@@ -2,15 +2,12 @@
 
 #include <sched.h>
 #include <unistd.h>
-
-#include <csignal>
-#include <sstream>
-
 #include <yaml-cpp/yaml.h>
 
 #include <Kokkos_Core.hpp>
 #include <algorithm>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -18,12 +15,13 @@
 #include <filesystem>
 #include <iostream>
 #include <optional>
+#include <sstream>
 
+#include "build_info.hpp"
 #include "locus/async.hpp"
 #include "locus/io.hpp"
 #include "locus/kokkos.hpp"
 #include "locus/version.hpp"
-#include "build_info.hpp"
 
 namespace locus {
 
@@ -85,22 +83,25 @@ void add_common_keys(Schema& s, const std::string& app_name) {
               "user: on in the phases named by comm.async_phases, off in the others; auto: switched by the "
               "measured communication ratio (comm.adapt.*). Needs runtime.progress.processes_per_node >= 1 "
               "(env LOCUS_ASYNC overrides)")
-      .choice("comm.async_ops", "all", {"all", "atomics"},
-              "what redirection sends to the target's ghost: all (gets and puts to other nodes too, as Casper) "
-              "or atomics only (accumulates, fetch-and-op, compare-and-swap, notify flags: what an MPI library "
-              "applies in software at the target; gets and puts stay direct, better for put-heavy codes where "
-              "the library moves them by RDMA or shared memory)")
+      .choice(
+          "comm.async_ops", "all", {"all", "atomics"},
+          "what redirection sends to the target's ghost: all (gets and puts to other nodes too, as Casper) "
+          "or atomics only (accumulates, fetch-and-op, compare-and-swap, notify flags: what an MPI library "
+          "applies in software at the target; gets and puts stay direct, better for put-heavy codes where "
+          "the library moves them by RDMA or shared memory)")
       .string("comm.async_phases", "comp",
               "user: comma-separated phase names that run with redirection on (the app names its phases)")
       .real("comm.adapt.interval", 1.0, 0.0, 3600.0,
-            "auto: seconds of communication profile before the mode may change (a minimum interval; 0: at every "
+            "auto: seconds of communication profile before the mode may change (a minimum interval; 0: at "
+            "every "
             "phase point)")
       .real("comm.adapt.low", 0.3, 0.0, 1.0,
             "auto: switch redirection on when the communication ratio Tcomm/(Tcomm+Tcomp) falls below this")
       .real("comm.adapt.high", 0.6, 0.0, 1.0,
             "auto: switch redirection off when the communication ratio rises above this (low < high)")
       .string("comm.adapt.thresholds", "",
-              "auto: a thresholds file from ./locus bench calibrate (its low and high replace comm.adapt.low/high)")
+              "auto: a thresholds file from ./locus bench calibrate (its low and high replace "
+              "comm.adapt.low/high)")
       .choice("comm.remote", "auto", {"rma", "message", "auto"},
               "how halos and spmv's rma mode reach units of other nodes (transfer plans; same-node units are "
               "always shared memory): rma (one-sided gets/puts announced by flags), message (two-sided "
@@ -109,12 +110,13 @@ void add_common_keys(Schema& s, const std::string& app_name) {
       .string("comm.remote_calibration", "",
               "auto: the calibration file (written by ./locus bench exchange on nodes); empty: "
               "remote-<mpich|openmpi>.yaml shipped in inputs/calibration (no file: message)")
-      .choice("comm.staging", "auto", {"auto", "always"},
-              "how halo faces and spmv's x entries leave the app's Kokkos memory space: auto (straight from the "
-              "field or vector when the core can address that space, i.e. host memory; through host segments "
-              "otherwise) or always (through host segments in every build: pack kernel into a buffer in the "
-              "app's memory space, copy to a host segment, transfer, copy back, unpack; a host build then runs "
-              "the device data path)");
+      .choice(
+          "comm.staging", "auto", {"auto", "always"},
+          "how halo faces and spmv's x entries leave the app's Kokkos memory space: auto (straight from the "
+          "field or vector when the core can address that space, i.e. host memory; through host segments "
+          "otherwise) or always (through host segments in every build: pack kernel into a buffer in the "
+          "app's memory space, copy to a host segment, transfer, copy back, unpack; a host build then runs "
+          "the device data path)");
 }
 
 int& CollectiveError::live() {
@@ -222,7 +224,8 @@ CommandLine parse_args(int argc, char** argv) {
       return cl;
     }
   }
-  if (cl.deck.empty() && !cl.help && !cl.version && !cl.print_schema && !cl.machine) cl.error = "no deck given";
+  if (cl.deck.empty() && !cl.help && !cl.version && !cl.print_schema && !cl.machine)
+    cl.error = "no deck given";
   return cl;
 }
 
@@ -234,8 +237,10 @@ void print_usage(const AppInfo& app, bool full) {
       // twice the default, kept inside the key's range (the example must run)
       long v = std::get<long>(k.fallback);
       long twice = v * 2;
-      if (static_cast<double>(twice) <= k.max) v = twice;
-      else if (static_cast<double>(v) + 1 <= k.max) v = v + 1;
+      if (static_cast<double>(twice) <= k.max)
+        v = twice;
+      else if (static_cast<double>(v) + 1 <= k.max)
+        v = v + 1;
       example = k.path + "=" + std::to_string(v);
       break;
     }
@@ -415,15 +420,15 @@ AsyncSettings async_settings(const Config& c, const CommSettings& cs) {
     } catch (const std::exception&) {
       throw CollectiveError(at + ": needs numbers low and high (write it with ./locus bench calibrate)");
     }
-    if (!(a.low >= 0 && a.high <= 1))
-      throw CollectiveError(at + ": low and high must lie in [0, 1]");
+    if (!(a.low >= 0 && a.high <= 1)) throw CollectiveError(at + ": low and high must lie in [0, 1]");
   }
   if (!(a.low < a.high))
     throw CollectiveError(c.locate(a.thresholds.empty() ? "comm.adapt.low" : "comm.adapt.thresholds") +
-                          ": low (" + std::to_string(a.low) + ") must be below high (" + std::to_string(a.high) +
-                          "); equal values give no hysteresis");
+                          ": low (" + std::to_string(a.low) + ") must be below high (" +
+                          std::to_string(a.high) + "); equal values give no hysteresis");
   if (a.mode != AsyncMode::off && cs.progress.processes_per_node < 1)
-    throw CollectiveError(where + ": redirection needs progress processes "
+    throw CollectiveError(where +
+                          ": redirection needs progress processes "
                           "(set runtime.progress.processes_per_node: 1 or more)");
   if (a.mode != AsyncMode::off && cs.window != WindowKind::segment)
     throw CollectiveError(where + ": redirection needs comm.window: segment");
@@ -470,7 +475,8 @@ RemoteSettings remote_settings(const Config& c) {
   }
   const YAML::Node points = t["points"];
   if (!points.IsSequence() || points.size() == 0)
-    throw CollectiveError(where + ": needs a list 'points' of {bytes, message_us, rma_us} "
+    throw CollectiveError(where +
+                          ": needs a list 'points' of {bytes, message_us, rma_us} "
                           "(write it with ./locus bench exchange)");
   for (std::size_t i = 0; i < points.size(); ++i) {
     RemotePoint p;
@@ -480,11 +486,13 @@ RemoteSettings remote_settings(const Config& c) {
       p.rma_us = points[i]["rma_us"].as<double>();
     } catch (const std::exception&) {
       throw CollectiveError(where + ": points[" + std::to_string(i) + "] (line " +
-                            std::to_string(points[i].Mark().line + 1) + ") needs numbers bytes, message_us, rma_us");
+                            std::to_string(points[i].Mark().line + 1) +
+                            ") needs numbers bytes, message_us, rma_us");
     }
     if (!(p.bytes > 0 && p.message_us > 0 && p.rma_us > 0))
       throw CollectiveError(where + ": points[" + std::to_string(i) + "] (line " +
-                            std::to_string(points[i].Mark().line + 1) + "): bytes and times must be positive");
+                            std::to_string(points[i].Mark().line + 1) +
+                            "): bytes and times must be positive");
     if (!r.points.empty() && !(p.bytes > r.points.back().bytes))
       throw CollectiveError(where + ": points[" + std::to_string(i) + "] (line " +
                             std::to_string(points[i].Mark().line + 1) + "): sizes must grow");
@@ -538,7 +546,6 @@ CommSettings comm_settings(const Config& c) {
   return s;
 }
 
-
 // ---- Kokkos: the --kokkos-* options and the threads per rank.
 
 // The --kokkos-* options of the command line (they go to Kokkos) and the
@@ -551,7 +558,8 @@ struct SplitArgs {
 SplitArgs split_kokkos_args(int argc, char** argv) {
   SplitArgs a;
   for (int i = 0; i < argc; ++i) {
-    const bool value_of_set = i > 0 && (std::strcmp(argv[i - 1], "--set") == 0 || std::strcmp(argv[i - 1], "-s") == 0);
+    const bool value_of_set =
+        i > 0 && (std::strcmp(argv[i - 1], "--set") == 0 || std::strcmp(argv[i - 1], "-s") == 0);
     if (i > 0 && !value_of_set && std::strncmp(argv[i], "--kokkos-", 9) == 0)
       a.kokkos.emplace_back(argv[i]);
     else
@@ -693,7 +701,8 @@ void prepare_mpi_environment() {
 
 int run(int argc, char** argv, const AppInfo& app, const std::function<int(Context&)>& main) {
   // The output watcher rank 0 starts (io.cpp): no MPI, no deck.
-  if (argc == 4 && std::strcmp(argv[1], "--locus-reap-output") == 0) return detail::reap_output(argv[2], argv[3]);
+  if (argc == 4 && std::strcmp(argv[1], "--locus-reap-output") == 0)
+    return detail::reap_output(argv[2], argv[3]);
   detail::g_reaper_capable = true;
   int provided = 0;
   prepare_mpi_environment();

@@ -3,17 +3,17 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <limits>
 #include <string>
 
+#include "aggregate.hpp"
 #include "locus/async.hpp"
 #include "locus/limits.hpp"
 #include "locus/runtime.hpp"
-#include "aggregate.hpp"
 #include "progress_engine.hpp"
 
 namespace locus {
@@ -159,20 +159,21 @@ void check_allocation(Team& team, std::size_t count, std::size_t elem_size, std:
     const double cap = node_rank == 0 ? node_capacity(what) : -1.0;
     if (cap >= 0 && node_total > cap)
       msg = "allocate: the units of team " + std::to_string(team.id()) + " on the node of unit " +
-            std::to_string(team.rank()) + " need " + gib(node_total) + " of shared memory, but the node has " +
-            what + " (make the problem smaller or use more nodes)";
+            std::to_string(team.rank()) + " need " + gib(node_total) +
+            " of shared memory, but the node has " + what + " (make the problem smaller or use more nodes)";
     // every process maps all parts of its node: its address-space limit
     const std::string limit = process_limit_problem(node_total, 0.0);
     if (msg.empty() && !limit.empty())
-      msg = "allocate: unit " + std::to_string(team.rank()) + " of team " + std::to_string(team.id()) + " " + limit +
-            " (make the problem smaller or use more nodes)";
+      msg = "allocate: unit " + std::to_string(team.rank()) + " of team " + std::to_string(team.id()) + " " +
+            limit + " (make the problem smaller or use more nodes)";
   }
   collective_require(team.comm(), msg.empty(), msg);
 }
 
 }  // namespace
 
-int allocate_segment(Team& team, std::size_t count, std::size_t elem_size, AsyncHint hint, AtomicMode atomics) {
+int allocate_segment(Team& team, std::size_t count, std::size_t elem_size, AsyncHint hint,
+                     AtomicMode atomics) {
   std::size_t bytes = 0;
   check_allocation(team, count, elem_size, bytes);
   Runtime& rt = Runtime::current();
@@ -256,8 +257,8 @@ int allocate_segment(Team& team, std::size_t count, std::size_t elem_size, Async
   seg->cpu_atomics = rt.settings().locality && (one_node || seg->aggregate);
   if (seg->aggregate) hint = AsyncHint::never;  // applied on its node, never redirected
   if (own) {
-    seg->own = create_segment_window(seg->base, bytes, team.served() ? progress_engine()->layout().full_comm
-                                                                      : team.comm());
+    seg->own = create_segment_window(seg->base, bytes,
+                                     team.served() ? progress_engine()->layout().full_comm : team.comm());
     seg->rma = seg->own;
     seg->hint = hint;
     seg->redirect = team.served() && async_default_on() && hint != AsyncHint::never;

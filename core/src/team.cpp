@@ -1,15 +1,14 @@
 #include "locus/team.hpp"
 
-#include "locus/async.hpp"
-
 #include <algorithm>
 #include <cstdlib>
 #include <sstream>
 
+#include "aggregate.hpp"
+#include "locus/async.hpp"
 #include "locus/rma.hpp"
 #include "locus/runtime.hpp"
 #include "locus/segment.hpp"
-#include "aggregate.hpp"
 #include "progress_engine.hpp"
 #include "progress_thread.hpp"
 
@@ -187,7 +186,7 @@ Runtime::Runtime(MPI_Comm comm, const CommSettings& settings) : settings_(settin
       layout = detail::make_progress_layout(comm, node_of, k);
     } catch (...) {
       g_runtime = nullptr;
-    detail::g_direct = detail::Direct{};
+      detail::g_direct = detail::Direct{};
       throw;
     }
     if (settings.progress.bind) {
@@ -249,7 +248,7 @@ Runtime::~Runtime() {
   release_datatype_cache();
   detail::async_stop();
   g_runtime = nullptr;
-    detail::g_direct = detail::Direct{};
+  detail::g_direct = detail::Direct{};
 }
 
 int Runtime::serve() {
@@ -318,7 +317,8 @@ Team& Runtime::team(int id) const {
 }
 
 void Runtime::add_team(Team* t) {
-  if (teams_.size() <= static_cast<std::size_t>(t->id())) teams_.resize(static_cast<std::size_t>(t->id()) + 1);
+  if (teams_.size() <= static_cast<std::size_t>(t->id()))
+    teams_.resize(static_cast<std::size_t>(t->id()) + 1);
   teams_[static_cast<std::size_t>(t->id())] = t;
   max_team_id_ = std::max(max_team_id_, t->id());
 }

@@ -1,20 +1,17 @@
 #include "locus/version.hpp"
 
-#include <mpi.h>
-
 #include <hdf5.h>
+#include <mpi.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
 #include <Kokkos_Core.hpp>
-
-#include "locus/kokkos.hpp"
 #include <algorithm>
-#include <chrono>
-#include <ctime>
 #include <cctype>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -23,6 +20,7 @@
 
 #include "build_info.hpp"
 #include "git_commit.hpp"
+#include "locus/kokkos.hpp"
 
 namespace locus {
 
@@ -105,7 +103,8 @@ std::string numa_nodes() {
   std::size_t n = 0;
   for (const auto& e : std::filesystem::directory_iterator("/sys/devices/system/node", ec)) {
     const std::string name = e.path().filename().string();
-    if (name.rfind("node", 0) == 0 && name.size() > 4 && std::isdigit(static_cast<unsigned char>(name[4]))) ++n;
+    if (name.rfind("node", 0) == 0 && name.size() > 4 && std::isdigit(static_cast<unsigned char>(name[4])))
+      ++n;
   }
   return n ? std::to_string(n) : "unknown";
 }
@@ -135,7 +134,8 @@ namespace {
 std::string g_kokkos_args, g_kokkos_threads_source, g_kokkos_binding;
 }
 
-void set_kokkos_launch(const std::string& args, const std::string& threads_source, const std::string& binding) {
+void set_kokkos_launch(const std::string& args, const std::string& threads_source,
+                       const std::string& binding) {
   g_kokkos_args = args;
   g_kokkos_threads_source = threads_source;
   g_kokkos_binding = binding;
@@ -167,7 +167,8 @@ std::vector<std::pair<std::string, std::string>> machine_description() {
   m.emplace_back("kokkos_memory_space", MemSpace::name());
   m.emplace_back("kokkos_concurrency",
                  Kokkos::is_initialized() ? std::to_string(ExecSpace().concurrency()) : "not initialized");
-  m.emplace_back("kokkos_threads_per_rank_from", g_kokkos_threads_source.empty() ? "-" : g_kokkos_threads_source);
+  m.emplace_back("kokkos_threads_per_rank_from",
+                 g_kokkos_threads_source.empty() ? "-" : g_kokkos_threads_source);
   m.emplace_back("kokkos_binding", g_kokkos_binding.empty() ? "-" : g_kokkos_binding);
   m.emplace_back("kokkos_args", g_kokkos_args.empty() ? "none" : g_kokkos_args);
   unsigned maj = 0, min = 0, rel = 0;

@@ -3,10 +3,9 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <Kokkos_Core.hpp>
 #include <cstdio>
 #include <stdexcept>
-
-#include <Kokkos_Core.hpp>
 
 #include "locus/runtime.hpp"
 #include "locus/team.hpp"

@@ -141,8 +141,8 @@ TEST(Async, TransfersSameBytesOnAndOff) {
     for (int t = 0; t < w.size(); ++t) {
       std::vector<std::size_t> idx;
       for (std::size_t k = 0; k < 16; ++k) idx.push_back(3 * k + 1);
-      entries.push_back(PlanEntry{t, Side::contiguous(static_cast<std::size_t>(t) * 16, 16),
-                                  Side::indexed(0, idx)});
+      entries.push_back(
+          PlanEntry{t, Side::contiguous(static_cast<std::size_t>(t) * 16, 16), Side::indexed(0, idx)});
     }
     std::vector<double> out(static_cast<std::size_t>(w.size()) * 16, -1);
     GetPlan<double> plan(src.gptr(), entries);

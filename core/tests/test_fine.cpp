@@ -38,7 +38,9 @@ std::uint64_t mix(std::uint64_t x) {
 
 template <class T>
 T value_of(int owner, std::size_t i) {
-  return static_cast<T>(static_cast<std::int64_t>(mix(static_cast<std::uint64_t>(owner) * 1000003 + i) % 100000) - 50000) /
+  return static_cast<T>(
+             static_cast<std::int64_t>(mix(static_cast<std::uint64_t>(owner) * 1000003 + i) % 100000) -
+             50000) /
          (std::is_integral_v<T> ? T(1) : T(4));
 }
 
@@ -54,7 +56,8 @@ void direct_matches_mpi() {
       std::vector<T> fast(count), slow(count);
       locus::get(fast.data(), a.gptr(u) + static_cast<std::ptrdiff_t>(kN - count), count);
       locus::get(slow.data(), a.gptr(u) + static_cast<std::ptrdiff_t>(kN - count), count, Route::mpi);
-      EXPECT_EQ(std::memcmp(fast.data(), slow.data(), count * sizeof(T)), 0) << "unit " << u << " count " << count;
+      EXPECT_EQ(std::memcmp(fast.data(), slow.data(), count * sizeof(T)), 0)
+          << "unit " << u << " count " << count;
       for (std::size_t i = 0; i < count; ++i) EXPECT_EQ(fast[i], value_of<T>(u, kN - count + i));
     }
   locus::barrier(world());
@@ -130,9 +133,11 @@ TEST(Nbi, PutAndGetCompleteAtFlush) {
   std::vector<std::int64_t> got(kN * static_cast<std::size_t>(n), -1);
   for (int u = 0; u < n; ++u) {
     for (std::size_t i = 0; i < kN; ++i)
-      locus::get_nbi(&got[static_cast<std::size_t>(u) * kN + i], a.gptr(u) + static_cast<std::ptrdiff_t>(i), 1);
+      locus::get_nbi(&got[static_cast<std::size_t>(u) * kN + i], a.gptr(u) + static_cast<std::ptrdiff_t>(i),
+                     1);
     locus::flush(world(), u);
-    for (std::size_t i = 0; i < kN; ++i) EXPECT_EQ(got[static_cast<std::size_t>(u) * kN + i], static_cast<std::int64_t>(i));
+    for (std::size_t i = 0; i < kN; ++i)
+      EXPECT_EQ(got[static_cast<std::size_t>(u) * kN + i], static_cast<std::int64_t>(i));
   }
   locus::barrier(world());
 }
@@ -150,8 +155,12 @@ void exact_totals(AtomicMode mode, Op op, std::size_t per_unit) {
   const T init = op == Op::min ? T(1000000) : op == Op::max ? T(-1000000) : T(0);
   for (std::size_t i = 0; i < kWords; ++i) a.data()[i] = init;
   locus::barrier(world());
-  auto value = [](int from, std::size_t k) { return static_cast<T>(mix(static_cast<std::uint64_t>(from) * 7919 + k) % 1000); };
-  auto where = [&](int from, std::size_t k) { return mix(static_cast<std::uint64_t>(from) * 104729 + k + 1) % (kWords * static_cast<std::size_t>(n)); };
+  auto value = [](int from, std::size_t k) {
+    return static_cast<T>(mix(static_cast<std::uint64_t>(from) * 7919 + k) % 1000);
+  };
+  auto where = [&](int from, std::size_t k) {
+    return mix(static_cast<std::uint64_t>(from) * 104729 + k + 1) % (kWords * static_cast<std::size_t>(n));
+  };
   for (std::size_t k = 0; k < per_unit; ++k) {
     const std::uint64_t g = where(me, k);
     auto p = a.gptr(static_cast<int>(g / kWords)) + static_cast<std::ptrdiff_t>(g % kWords);
@@ -211,7 +220,8 @@ TEST_P(Atomics, FetchAndOpAndCompareAndSwapMixedWithUpdates) {
     }
   // One winner per unit's word 1.
   int wins = 0;
-  for (int u = 0; u < n; ++u) wins += locus::compare_and_swap(a.gptr(u) + 1, std::int64_t{-1}, std::int64_t{me}) == -1;
+  for (int u = 0; u < n; ++u)
+    wins += locus::compare_and_swap(a.gptr(u) + 1, std::int64_t{-1}, std::int64_t{me}) == -1;
   locus::flush(world());
   locus::barrier(world());
   EXPECT_EQ(a.data()[0], 200 * n * 1000001LL);
@@ -262,15 +272,16 @@ TEST_P(Atomics, IndexGatherOfRandomWords) {
   std::vector<std::uint64_t> got(kReads, 0), at(kReads);
   for (std::size_t k = 0; k < kReads; ++k) {
     at[k] = mix(k * 31 + static_cast<std::size_t>(me)) % (kWords * static_cast<std::size_t>(n));
-    locus::get_nbi(&got[k], a.gptr(static_cast<int>(at[k] / kWords)) + static_cast<std::ptrdiff_t>(at[k] % kWords), 1);
+    locus::get_nbi(&got[k],
+                   a.gptr(static_cast<int>(at[k] / kWords)) + static_cast<std::ptrdiff_t>(at[k] % kWords), 1);
   }
   locus::flush(world());
   long bad = 0;
   for (std::size_t k = 0; k < kReads; ++k) {
-    if (got[k] != mix(at[k]) && bad < 3)
-    {
+    if (got[k] != mix(at[k]) && bad < 3) {
       std::uint64_t again = 0;
-      locus::get(&again, a.gptr(static_cast<int>(at[k] / kWords)) + static_cast<std::ptrdiff_t>(at[k] % kWords), 1);
+      locus::get(&again,
+                 a.gptr(static_cast<int>(at[k] / kWords)) + static_cast<std::ptrdiff_t>(at[k] % kWords), 1);
       ADD_FAILURE() << "read " << k << " of unit " << at[k] / kWords << " word " << at[k] % kWords << ": got "
                     << got[k] << ", want " << mix(at[k]) << ", blocking get now " << again << " local? "
                     << a.gptr(static_cast<int>(at[k] / kWords)).is_local();

@@ -40,10 +40,10 @@ TEST(Plans, IndexListGetsFromEveryUnit) {
     at += w.size() * 3;
   }
   locus::GetPlan<double> plan(x.gptr(), entries);
-  EXPECT_EQ(plan.remote_entries(), static_cast<std::size_t>(
-                                        std::count_if(entries.begin(), entries.end(), [&](const PlanEntry& e) {
-                                          return !x.gptr(e.unit).is_local();
-                                        })));
+  EXPECT_EQ(plan.remote_entries(),
+            static_cast<std::size_t>(std::count_if(entries.begin(), entries.end(), [&](const PlanEntry& e) {
+              return !x.gptr(e.unit).is_local();
+            })));
   std::vector<double> halo(at, -1.0);
   for (int step = 0; step < 5; ++step) {
     for (std::size_t i = 0; i < part; ++i) x.data()[i] = value(me, i, step);
@@ -67,24 +67,29 @@ TEST(Plans, StridedPutsIntoTheNextUnit) {
   // My 10 values go into column 3 (every 12th element) of my right neighbour.
   std::vector<double> col(10);
   for (std::size_t i = 0; i < 10; ++i) col[i] = value(me, i, 0);
-  locus::PutPlan<double> plan(grid.gptr(), {PlanEntry{right, Side::contiguous(0, 10), Side::strided(3, Layout{1, 10, 12, 1, 0})}});
+  locus::PutPlan<double> plan(
+      grid.gptr(), {PlanEntry{right, Side::contiguous(0, 10), Side::strided(3, Layout{1, 10, 12, 1, 0})}});
   locus::barrier(world());
   plan.execute(col.data());
   locus::barrier(world());
   long bad = 0;
   for (std::size_t r = 0; r < 10; ++r)
-    for (std::size_t c = 0; c < 12; ++c) bad += grid.data()[r * 12 + c] != (c == 3 ? value(left, r, 0) : -1.0);
+    for (std::size_t c = 0; c < 12; ++c)
+      bad += grid.data()[r * 12 + c] != (c == 3 ? value(left, r, 0) : -1.0);
   EXPECT_EQ(bad, 0);
   locus::barrier(world());
 }
 
 TEST(Plans, BadEntriesAreClearErrors) {
   locus::Array<double> x(world(), 16);
-  EXPECT_THROW(locus::GetPlan<double>(x.gptr(), {PlanEntry{0, Side::contiguous(0, 4), Side::contiguous(14, 4)}}),
-               locus::Error);
-  EXPECT_THROW(locus::GetPlan<double>(x.gptr(), {PlanEntry{0, Side::contiguous(0, 4), Side::contiguous(0, 5)}}),
-               locus::Error);
-  EXPECT_THROW(locus::GetPlan<double>(x.gptr(), {PlanEntry{world().size(), Side::contiguous(0, 1), Side::contiguous(0, 1)}}),
+  EXPECT_THROW(
+      locus::GetPlan<double>(x.gptr(), {PlanEntry{0, Side::contiguous(0, 4), Side::contiguous(14, 4)}}),
+      locus::Error);
+  EXPECT_THROW(
+      locus::GetPlan<double>(x.gptr(), {PlanEntry{0, Side::contiguous(0, 4), Side::contiguous(0, 5)}}),
+      locus::Error);
+  EXPECT_THROW(locus::GetPlan<double>(
+                   x.gptr(), {PlanEntry{world().size(), Side::contiguous(0, 1), Side::contiguous(0, 1)}}),
                locus::Error);
   locus::barrier(world());
 }
@@ -125,14 +130,16 @@ TEST(Plans, MessageRouteMovesWhatRmaMoves) {
     std::fill(grid.data(), grid.data() + grid.size(), -1.0);
     std::vector<double> col(10);
     for (std::size_t i = 0; i < 10; ++i) col[i] = value(me, i, 9);
-    locus::PutPlan<double> put(grid.gptr(), {PlanEntry{right, Side::contiguous(0, 10), Side::strided(3, Layout{1, 10, 12, 1, 0})}},
-                               locus::Route::automatic, mode);
+    locus::PutPlan<double> put(
+        grid.gptr(), {PlanEntry{right, Side::contiguous(0, 10), Side::strided(3, Layout{1, 10, 12, 1, 0})}},
+        locus::Route::automatic, mode);
     locus::barrier(world());
     put.execute(col.data());
     locus::barrier(world());
     long bad = 0;
     for (std::size_t r = 0; r < 10; ++r)
-      for (std::size_t c = 0; c < 12; ++c) bad += grid.data()[r * 12 + c] != (c == 3 ? value(left, r, 9) : -1.0);
+      for (std::size_t c = 0; c < 12; ++c)
+        bad += grid.data()[r * 12 + c] != (c == 3 ? value(left, r, 9) : -1.0);
     EXPECT_EQ(bad, 0);
     locus::barrier(world());
   }
@@ -145,7 +152,8 @@ TEST(Plans, DisagreeingRoutesAreAnErrorOnEveryUnit) {
   locus::Array<double> x(world(), 8);
   const int me = world().rank();
   const locus::RemoteMode mode = me == 0 ? locus::RemoteMode::message : locus::RemoteMode::automatic;
-  std::vector<PlanEntry> e{PlanEntry{(me + 1) % world().size(), Side::contiguous(0, 2), Side::contiguous(0, 2)}};
+  std::vector<PlanEntry> e{
+      PlanEntry{(me + 1) % world().size(), Side::contiguous(0, 2), Side::contiguous(0, 2)}};
   try {
     locus::GetPlan<double> plan(x.gptr(), e, locus::Route::automatic, mode);
     ADD_FAILURE() << "no error";

@@ -13,16 +13,13 @@
 #include <sched.h>
 
 #include <Kokkos_Core.hpp>
-
-#include "rank_printer.hpp"
-#include "test_options.hpp"
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <stdexcept>
 #include <numeric>
 #include <random>
 #include <set>
+#include <stdexcept>
 #include <vector>
 
 #include "../src/progress_engine.hpp"
@@ -30,6 +27,8 @@
 #include "locus/runtime.hpp"
 #include "locus/segment.hpp"
 #include "locus/team.hpp"
+#include "rank_printer.hpp"
+#include "test_options.hpp"
 
 using namespace locus;
 

@@ -366,7 +366,8 @@ TEST(Atomics, StridedAndNonBlockingAccumulateAndBxor) {
     EXPECT_EQ(a.data()[2], expect);
   }
   const double d = 1.0;
-  EXPECT_THROW(locus::accumulate(locus::Array<double>(world(), 1).gptr(0), &d, 1, locus::Op::bxor), locus::Error);
+  EXPECT_THROW(locus::accumulate(locus::Array<double>(world(), 1).gptr(0), &d, 1, locus::Op::bxor),
+               locus::Error);
   locus::barrier(world());
 }
 

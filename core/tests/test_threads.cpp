@@ -64,7 +64,8 @@ TEST(Threads, ConcurrentGetsPutsAndAtomics) {
     for (int r = 0; r < kRounds; ++r) {
       const int from = (me + t + r) % n;
       // non-blocking contiguous get, own handle
-      locus::Handle h = locus::get_async(got.data(), src.gptr(from) + static_cast<std::ptrdiff_t>(base), kSlice);
+      locus::Handle h =
+          locus::get_async(got.data(), src.gptr(from) + static_cast<std::ptrdiff_t>(base), kSlice);
       locus::wait(h);
       for (std::size_t i = 0; i < kSlice; i += 101)
         if (got[i] != pattern(from, base + i)) throw locus::Error("get_async returned a wrong value");
@@ -79,10 +80,10 @@ TEST(Threads, ConcurrentGetsPutsAndAtomics) {
     }
     // my thread's slice of my part goes to the same slice of my right neighbour
     std::vector<locus::Handle> hs;
-    hs.push_back(locus::put_async(dst.gptr(right) + static_cast<std::ptrdiff_t>(base),
-                                  src.data() + base, kSlice / 2));
-    locus::put(dst.gptr(right) + static_cast<std::ptrdiff_t>(base + kSlice / 2), src.data() + base + kSlice / 2,
-               kSlice / 2);
+    hs.push_back(
+        locus::put_async(dst.gptr(right) + static_cast<std::ptrdiff_t>(base), src.data() + base, kSlice / 2));
+    locus::put(dst.gptr(right) + static_cast<std::ptrdiff_t>(base + kSlice / 2),
+               src.data() + base + kSlice / 2, kSlice / 2);
     locus::wait_all(hs);
   });
   locus::flush(world());
@@ -99,7 +100,8 @@ TEST(Threads, ConcurrentGetsPutsAndAtomics) {
     EXPECT_EQ(counter.data()[0], expect0) << "accumulates lost";
   }
   if (me == n - 1 && n > 1) {
-    EXPECT_EQ(counter.data()[0], 2 * static_cast<std::int64_t>(n) * kThreads * kRounds) << "fetch_and_ops lost";
+    EXPECT_EQ(counter.data()[0], 2 * static_cast<std::int64_t>(n) * kThreads * kRounds)
+        << "fetch_and_ops lost";
   }
   locus::barrier(world());
 }

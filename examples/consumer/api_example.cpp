@@ -60,7 +60,8 @@ int app(locus::Context& ctx) {
   locus::Array<std::uint64_t> hits(world, 4, locus::AsyncHint::follow, locus::AtomicMode::aggregate);
   std::fill(hits.data(), hits.data() + 4, 0);
   locus::barrier(world);
-  for (int u = 0; u < world.size(); ++u) locus::atomic_update(hits.gptr(u) + 2, std::uint64_t(1), locus::Op::sum);
+  for (int u = 0; u < world.size(); ++u)
+    locus::atomic_update(hits.gptr(u) + 2, std::uint64_t(1), locus::Op::sum);
   locus::barrier(world);
   if (hits.data()[2] != static_cast<std::uint64_t>(world.size())) throw locus::Error("one hit per unit");
 

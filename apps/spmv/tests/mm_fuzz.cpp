@@ -76,7 +76,8 @@ int main(int argc, char** argv) {
     }
   }
   if (rank == 0)
-    std::printf("fuzz: %ld files, %ld loaded, %ld rejected with PATH:LINE, %ld bad\n", files, loaded, rejected, bad);
+    std::printf("fuzz: %ld files, %ld loaded, %ld rejected with PATH:LINE, %ld bad\n", files, loaded,
+                rejected, bad);
   MPI_Finalize();
   return bad == 0 && files > 0 ? 0 : 1;
 }

@@ -64,8 +64,8 @@ struct AsyncDecision {
   std::string phase;       // the phase that starts here
   std::vector<double> cr;  // each unit's communication ratio over the profile interval
   double mean_cr = 0;
-  bool on = false;         // redirection during the phase
-  std::string why;         // "user: phase comp", "auto: CR 0.72 > high 0.60", ...
+  bool on = false;  // redirection during the phase
+  std::string why;  // "user: phase comp", "auto: CR 0.72 > high 0.60", ...
 };
 // The log of phase points of this runtime (the same on every unit).
 const std::vector<AsyncDecision>& async_log();

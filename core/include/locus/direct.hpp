@@ -37,7 +37,8 @@ inline char* node_part(int team, int segment, int unit) noexcept {
 // The address of `bytes` at `offset` in `unit`'s part when a load or store
 // may serve a transfer there now (same node, comm.locality on, in bounds
 // when checks are on, the profile not measuring), else nullptr.
-inline char* direct_address(int team, int segment, int unit, std::uint64_t offset, std::size_t bytes) noexcept {
+inline char* direct_address(int team, int segment, int unit, std::uint64_t offset,
+                            std::size_t bytes) noexcept {
   const Direct& d = g_direct;
   if (!d.locality || !d.table) return nullptr;
   const SegmentInfo* s = d.table->find(team, segment);

@@ -8,7 +8,6 @@
 // lock on NAME.h5.lock, so a second run with the same output is refused.
 #include <hdf5.h>
 #include <mpi.h>
-
 #include <sys/types.h>
 
 #include <cstdint>
@@ -71,7 +70,8 @@ class H5Output {
                          std::uint64_t offset, std::uint64_t global);
   // An N-d array only rank 0 holds (row-major, `dims` on every rank; other
   // ranks pass anything).
-  void write_root_array(const std::string& name, const std::vector<double>& v, const std::vector<hsize_t>& dims);
+  void write_root_array(const std::string& name, const std::vector<double>& v,
+                        const std::vector<hsize_t>& dims);
   // One row per rank: a (ranks x row.size()) dataset.
   void write_rank_rows(const std::string& name, const std::vector<double>& row);
 

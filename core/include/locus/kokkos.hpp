@@ -13,9 +13,9 @@
 
 namespace locus {
 
-using ExecSpace =
-    std::conditional_t<Kokkos::SpaceAccessibility<Kokkos::DefaultExecutionSpace, Kokkos::HostSpace>::accessible,
-                       Kokkos::DefaultExecutionSpace, Kokkos::DefaultHostExecutionSpace>;
+using ExecSpace = std::conditional_t<
+    Kokkos::SpaceAccessibility<Kokkos::DefaultExecutionSpace, Kokkos::HostSpace>::accessible,
+    Kokkos::DefaultExecutionSpace, Kokkos::DefaultHostExecutionSpace>;
 using MemSpace = Kokkos::HostSpace;
 
 // A 1D index range in ExecSpace.

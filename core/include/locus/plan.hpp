@@ -51,7 +51,9 @@ struct Side {
   std::vector<std::size_t> index{};
   std::size_t index_block = 1;
   std::size_t elements() const { return index.empty() ? layout.elements() : index.size() * index_block; }
-  static Side contiguous(std::size_t offset, std::size_t count) { return Side{offset, Layout{count, 1, 0, 1, 0}, {}, 1}; }
+  static Side contiguous(std::size_t offset, std::size_t count) {
+    return Side{offset, Layout{count, 1, 0, 1, 0}, {}, 1};
+  }
   static Side strided(std::size_t offset, const Layout& l) { return Side{offset, l, {}, 1}; }
   static Side indexed(std::size_t offset, std::vector<std::size_t> index, std::size_t block = 1) {
     return Side{offset, Layout{}, std::move(index), block};

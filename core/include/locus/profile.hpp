@@ -103,7 +103,7 @@ class Summary {
 
  private:
   YAML::Node tree() const;
-  YAML::Node head_;  // what ran: app, name, ranks
+  YAML::Node head_;   // what ran: app, name, ranks
   YAML::Node setup_;  // where and how: deck, nodes, node map, progress, machine, config
   YAML::Node timers_;
 };

@@ -171,7 +171,8 @@ inline MPI_Datatype mpi_type<double>() {
 template <class T>
 void get(T* dst, GlobalPtr<T> src, std::size_t count, Route r = Route::automatic) {
   if (r != Route::mpi)
-    if (const char* a = detail::direct_address(src.team, src.segment, src.unit, src.offset, count * sizeof(T))) {
+    if (const char* a =
+            detail::direct_address(src.team, src.segment, src.unit, src.offset, count * sizeof(T))) {
       std::atomic_thread_fence(std::memory_order_acquire);
       std::memcpy(dst, a, count * sizeof(T));
       return;
@@ -377,7 +378,8 @@ void put_nbi(GlobalPtr<T> dst, const T* src, std::size_t count) {
 
 template <class T>
 void get_nbi(T* dst, GlobalPtr<T> src, std::size_t count) {
-  if (const char* a = detail::direct_address(src.team, src.segment, src.unit, src.offset, count * sizeof(T))) {
+  if (const char* a =
+          detail::direct_address(src.team, src.segment, src.unit, src.offset, count * sizeof(T))) {
     std::atomic_thread_fence(std::memory_order_acquire);
     std::memcpy(dst, a, count * sizeof(T));
     return;
@@ -389,7 +391,8 @@ void get_nbi(T* dst, GlobalPtr<T> src, std::size_t count) {
 template <class T>
 void accumulate_nbi(GlobalPtr<T> dst, const T* values, std::size_t count, Op op) {
   if (detail::direct_accumulate(dst, values, count, op)) return;
-  detail::accumulate_nbi(detail::target(dst, count, "accumulate_nbi"), values, count, detail::mpi_type<T>(), op);
+  detail::accumulate_nbi(detail::target(dst, count, "accumulate_nbi"), values, count, detail::mpi_type<T>(),
+                         op);
 }
 
 // One atomic update, value by value (shmem_atomic_xor and friends).

@@ -7,9 +7,8 @@
 // team's node communicator (so same-node units can load/store it), with
 // its own MPI window over the team (comm.window: segment, the default) or
 // attached to the team's dynamic window (comm.window: dynamic, the DART
-// design), so that other nodes reach it by MPI RMA. A segment id keys the translation table that maps a global pointer
-// to a shared-memory address (same node) or a window displacement (other
-// node).
+// design), so that other nodes reach it by MPI RMA. A segment id keys the translation table that maps a
+// global pointer to a shared-memory address (same node) or a window displacement (other node).
 #include <mpi.h>
 
 #include <cstddef>

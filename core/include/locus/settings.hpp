@@ -26,11 +26,11 @@ enum class AsyncMode { off, on, user, automatic };
 enum class AsyncHint { follow, never };
 
 struct AsyncSettings {
-  AsyncMode mode = AsyncMode::off;  // comm.async (env LOCUS_ASYNC overrides)
+  AsyncMode mode = AsyncMode::off;             // comm.async (env LOCUS_ASYNC overrides)
   std::vector<std::string> on_phases{"comp"};  // user: phases that run with redirection on
-  double interval = 1.0;  // auto: seconds of profile before a decision may change the mode
-  double low = 0.3;       // auto: switch on when the communication ratio falls below this
-  double high = 0.6;      // auto: switch off when it rises above this
+  double interval = 1.0;   // auto: seconds of profile before a decision may change the mode
+  double low = 0.3;        // auto: switch on when the communication ratio falls below this
+  double high = 0.6;       // auto: switch off when it rises above this
   std::string thresholds;  // auto: the file low and high came from ("" for the deck's)
   // comm.async_ops: all (gets and puts too, Casper's choice) or atomics
   // (accumulates, fetch-and-op, compare-and-swap, notify flags) only.
@@ -89,10 +89,10 @@ struct RemotePoint {
 };
 struct RemoteSettings {
   RemoteMode mode = RemoteMode::automatic;
-  std::string calibration;  // the file the points came from ("" when none was found)
-  std::string calibrated_library;  // the MPI library the file was measured with
+  std::string calibration;          // the file the points came from ("" when none was found)
+  std::string calibrated_library;   // the MPI library the file was measured with
   std::vector<RemotePoint> points;  // by growing size
-  std::string why;  // how the calibration was found, or why there is none
+  std::string why;                  // how the calibration was found, or why there is none
   // The route of a pair exchanging `bytes` in one plan execution (mode
   // automatic): the faster at the nearest calibrated sizes (log-linear
   // interpolation; the end points beyond the range), or message without a
@@ -101,16 +101,16 @@ struct RemoteSettings {
 };
 
 struct CommSettings {
-  int node_size = 0;          // 0: real nodes; N: N consecutive ranks form a node
-  bool locality = true;       // same-node transfers by memcpy on shared memory
+  int node_size = 0;                        // 0: real nodes; N: N consecutive ranks form a node
+  bool locality = true;                     // same-node transfers by memcpy on shared memory
   WindowKind window = WindowKind::segment;  // comm.window
-  bool check = false;         // bounds/collective checks on every call
-  AtomicMode atomics = AtomicMode::mpi;  // comm.atomics: segments that span nodes
-  ProgressSettings progress;  // progress processes and thread (progress.hpp)
-  AsyncSettings async;        // target-side redirection (async.hpp)
-  AggregateSettings aggregate;  // comm.aggregate: batching of fine-grained traffic to other nodes
-  RemoteSettings remote;        // comm.remote: plans' route to other nodes
-  Staging staging = Staging::automatic;  // comm.staging
+  bool check = false;                       // bounds/collective checks on every call
+  AtomicMode atomics = AtomicMode::mpi;     // comm.atomics: segments that span nodes
+  ProgressSettings progress;                // progress processes and thread (progress.hpp)
+  AsyncSettings async;                      // target-side redirection (async.hpp)
+  AggregateSettings aggregate;              // comm.aggregate: batching of fine-grained traffic to other nodes
+  RemoteSettings remote;                    // comm.remote: plans' route to other nodes
+  Staging staging = Staging::automatic;     // comm.staging
 };
 
 }  // namespace locus

@@ -26,6 +26,7 @@ double stream_triad_gbs(long n, int repeats);
 // and the defaults locus added), and the threads per rank it chose; the
 // machine descriptor shows them with the execution space, its concurrency
 // and the memory space.
-void set_kokkos_launch(const std::string& args, const std::string& threads_source, const std::string& binding);
+void set_kokkos_launch(const std::string& args, const std::string& threads_source,
+                       const std::string& binding);
 
 }  // namespace locus
