@@ -34,9 +34,11 @@ one run, with their ratio; tables on stdout, CSV in output/bench/.
             way per step between unit 0 and the last unit, by MPI two-sided
             (the baseline), by each MPI-3 RMA protocol (announce + get, put
             + flush + accumulated or put flag, tagged accumulate) and by
-            locus (put_notify/wait_notify, and notify + get as the halo
-            does). Same node, emulated nodes, and (MPICH)
-            MPIR_CVAR_NOLOCAL=1. Default 2 ranks.
+            locus (put_notify/wait_notify, notify + get as the halo
+            does, and a transfer plan with comm.remote message and auto).
+            Same node, emulated nodes, and (MPICH) MPIR_CVAR_NOLOCAL=1.
+            Between nodes it also writes the comm.remote calibration
+            (output/bench/<name>-remote-<mpi>.yaml). Default 2 ranks.
   halo      heat3d halo exchange per step: p2p, rma, locus, locus-nb,
             locus-barrier on one grid (inputs/bench/halo.yaml), each first
             checked to fill every ghost with its neighbour's value. Runs on real nodes, then on
