@@ -6,6 +6,7 @@
 #include <atomic>
 #include <map>
 
+#include "halo_split.hpp"
 #include "halo_staged.hpp"
 #include "locus/error.hpp"
 #include "locus/kokkos.hpp"
@@ -271,12 +272,11 @@ void copy_face(const char* name, T* dst, const Layout& dl, const T* src, const L
 // same-node neighbours at the end (they overwrite the faces just read);
 // double-buffered updates do not need it: the next `ready` covers it.
 template <class T>
-class NotifiedHalo : public HaloExchange<T> {
+class NotifiedHalo : public detail::SplitHalo<T> {
  public:
   NotifiedHalo(const CartDecomp& dc, const BlockShape& shape, Team& team, std::string name, bool nonblocking,
                const HaloOptions& o)
-      : name_(std::move(name)),
-        nonblocking_(nonblocking),
+      : detail::SplitHalo<T>(std::move(name), nonblocking),
         in_place_(o.in_place),
         route_(nonblocking ? Route::automatic : Route::local) {
     const std::size_t per_buffer = slot_offset(shape.n, 6);
@@ -325,23 +325,8 @@ class NotifiedHalo : public HaloExchange<T> {
     barrier(team);
   }
 
-  void exchange(GridFieldT<T>& field) override {
-    start(field);
-    finish(field);
-  }
-  void begin(GridFieldT<T>& field) override {
-    if (nonblocking_)
-      start(field);
-    else
-      exchange(field);
-  }
-  void end(GridFieldT<T>& field) override {
-    if (nonblocking_) finish(field);
-  }
-  bool split_phase() const override { return nonblocking_; }
-  std::string name() const override { return name_; }
-
  private:
+  using detail::SplitHalo<T>::nonblocking_;
   struct Face {
     int unit = -1;
     int slot = 0, their_slot = 0;  // 2 * d + side, seen from me and from the neighbour
@@ -375,7 +360,7 @@ class NotifiedHalo : public HaloExchange<T> {
   // Split phase (locus-nb): start() announces and starts the fetches
   // (carried by a progress process when large enough); finish() completes
   // them. The blocking form fetches in finish().
-  void start(GridFieldT<T>& field) {
+  void start(GridFieldT<T>& field) override {
     const std::uint64_t s = ++step_;
     const std::size_t parity = s % 2;
     const T* base = field.data();
@@ -396,7 +381,7 @@ class NotifiedHalo : public HaloExchange<T> {
     remote_[s % 2].start(recv_.data());
   }
 
-  void finish(GridFieldT<T>& field) {
+  void finish(GridFieldT<T>& field) override {
     const std::uint64_t s = step_;
     if (!nonblocking_) fetch(field, s);
     local_plan(field).wait();
@@ -413,8 +398,7 @@ class NotifiedHalo : public HaloExchange<T> {
       if (f.local) wait_notify(my_flag(f, done), s);
   }
 
-  std::string name_;
-  bool nonblocking_, in_place_;
+  bool in_place_;
   Route route_;
   Array<std::uint64_t> flags_;
   Array<T> send_;

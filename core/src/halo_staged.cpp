@@ -28,6 +28,7 @@
 
 #include <atomic>
 
+#include "halo_split.hpp"
 #include "locus/error.hpp"
 #include "locus/kokkos.hpp"
 #include "locus/plan.hpp"
@@ -78,16 +79,15 @@ void face_kernel(const char* name, T* field, const Layout& l, T* packed, bool pa
 enum class Transport { two_sided, one_sided, notified };
 
 template <class T>
-class StagedHalo : public HaloExchange<T> {
+class StagedHalo : public SplitHalo<T> {
  public:
   StagedHalo(const CartDecomp& dc, const BlockShape& shape, Team& team, std::string name, Transport transport,
              Route route, bool nonblocking, const HaloOptions& o)
-      : team_(team),
+      : SplitHalo<T>(std::move(name), nonblocking),
+        team_(team),
         comm_(dc.comm()),
-        name_(std::move(name)),
         transport_(transport),
         route_(route),
-        nonblocking_(nonblocking),
         put_(o.direction == Direction::put) {
     per_buffer_ = slot_start(shape.n, 6);
     const std::size_t parities = transport == Transport::notified ? 2 : 1;
@@ -128,23 +128,8 @@ class StagedHalo : public HaloExchange<T> {
     barrier(team);
   }
 
-  void exchange(GridFieldT<T>& field) override {
-    start(field);
-    finish(field);
-  }
-  void begin(GridFieldT<T>& field) override {
-    if (nonblocking_)
-      start(field);
-    else
-      exchange(field);
-  }
-  void end(GridFieldT<T>& field) override {
-    if (nonblocking_) finish(field);
-  }
-  bool split_phase() const override { return nonblocking_; }
-  std::string name() const override { return name_; }
-
  private:
+  using detail::SplitHalo<T>::nonblocking_;
   struct Face {
     int unit = -1;
     int slot = 0, their_slot = 0;  // 2 * d + side, seen from me and from the neighbour
@@ -174,7 +159,7 @@ class StagedHalo : public HaloExchange<T> {
     Kokkos::fence();
   }
 
-  void start(GridFieldT<T>& field) {
+  void start(GridFieldT<T>& field) override {
     const std::uint64_t s = ++step_;
     const std::size_t parity = transport_ == Transport::notified ? s % 2 : 0;
     pack(field, parity);
@@ -194,7 +179,7 @@ class StagedHalo : public HaloExchange<T> {
     }
   }
 
-  void finish(GridFieldT<T>& field) {
+  void finish(GridFieldT<T>& field) override {
     switch (transport_) {
       case Transport::two_sided:
         wait_all_yielding(requests_);
@@ -242,10 +227,9 @@ class StagedHalo : public HaloExchange<T> {
 
   Team& team_;
   MPI_Comm comm_;
-  std::string name_;
   Transport transport_;
   Route route_;
-  bool nonblocking_, put_;
+  bool put_;
   std::size_t per_buffer_ = 0;
   StagingBuffer<T> send_, recv_;
   Array<std::uint64_t> flags_;  // notified: ready flag per face slot
