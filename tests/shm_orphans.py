@@ -95,7 +95,10 @@ for attempt in range(3):
     t1 = time.monotonic()
     while time.monotonic() - t1 < 10 and job_alive(a.pid):  # a dying rank still maps it
         time.sleep(0.05)
-    while time.monotonic() - t1 < 10 and {f for f in seen & backing_files() if not in_use(f)}:
+    # wait until the files are gone (the watcher retries while a dying rank,
+    # which may sit in another process group, still maps them); only then
+    # judge: a file still there and mapped by nobody is an orphan
+    while time.monotonic() - t1 < 10 and seen & backing_files():
         time.sleep(0.1)
     left = {f for f in seen & backing_files() if not in_use(f)}  # (a live one is another job's)
     for f in left:  # do not leave gigabytes behind, even when failing
