@@ -117,7 +117,8 @@ class Aggregator {
   void ask_and_wait(int unit, const Record& r, void* result, std::uint32_t size);
   bool try_send(int dest);
   void drain();
-  void apply(int source, const Record& r);
+  void apply_batch(int source, const Record* recs, std::size_t count);
+  void apply(int source, const Record& r, char* addr);  // addr: the target (null for a reply)
   std::uint64_t acked(int dest) const;
   std::size_t slot_offset(int source, std::uint64_t slot) const;
   bool quiet(int dest) const;

@@ -401,6 +401,7 @@ void plan_start(PlanImpl& p, void* local_base) {
                  : MPI_Put(origin, e.ltype.count, e.ltype.type, rank, disp, e.rtype.count, e.rtype.type, win);
       p.in_flight.insert({win, rank});
     }
+    ep.issued();
     if (rc != MPI_SUCCESS) throw Error("transfer plan: MPI_Get/MPI_Put failed");
   }
   if (!p.get) std::atomic_thread_fence(std::memory_order_release);

@@ -115,6 +115,7 @@ Started start_transfer(bool get, char* origin, const Layout& local, const Endpoi
       s.rc = get ? MPI_Get(origin + done, n, MPI_BYTE, e.rank, d, n, MPI_BYTE, e.win)
                  : MPI_Put(origin + done, n, MPI_BYTE, e.rank, d, n, MPI_BYTE, e.win);
     }
+    e.issued();
     s.flush = true;
     return s;
   }
@@ -125,6 +126,7 @@ Started start_transfer(bool get, char* origin, const Layout& local, const Endpoi
     const MPI_Datatype lt = layout_type(local, esize), rt = layout_type(remote, esize);
     s.rc = get ? MPI_Get(origin, 1, lt, e.rank, e.disp, 1, rt, e.win)
                : MPI_Put(origin, 1, lt, e.rank, e.disp, 1, rt, e.win);
+    e.issued();
     s.flush = true;
     return s;
   }
@@ -132,6 +134,7 @@ Started start_transfer(bool get, char* origin, const Layout& local, const Endpoi
   const int n = static_cast<int>(bytes);
   s.rc = get ? MPI_Rget(origin, n, MPI_BYTE, e.rank, e.disp, n, MPI_BYTE, e.win, &s.req)
              : MPI_Rput(origin, n, MPI_BYTE, e.rank, e.disp, n, MPI_BYTE, e.win, &s.req);
+  e.issued();
   s.flush = !get;
   return s;
 }
@@ -220,10 +223,12 @@ Endpoint endpoint(const Target& t, Path p) {
   if (p == Path::shared) {
     e.shared = t.seg->peer[u] + t.offset;
   } else if (p == Path::redirect) {
+    e.seg = t.seg;
     e.win = t.seg->rma;
     e.rank = t.seg->ghost[u];
     e.disp = t.seg->ghost_disp[u] + static_cast<MPI_Aint>(t.offset);
   } else {
+    e.seg = t.seg;
     e.win = t.seg->rma;
     e.rank = t.unit;
     e.disp = t.seg->disp[u] + static_cast<MPI_Aint>(t.offset);
@@ -469,6 +474,7 @@ Handle accumulate_async(const Target& t, const Layout& remote, const void* src, 
   }
   Started s;
   s.rc = MPI_Raccumulate(src, n, lt, e.rank, e.disp, n, rt, mpi_op(op), e.win, &s.req);
+  e.issued();
   s.flush = true;
   check_rc(s.rc, "accumulate");
   return make_handle(s, e);
@@ -550,6 +556,7 @@ void notify(const Target& t, std::uint64_t value) {
   const Endpoint e = endpoint(t, atomic_path(t));
   MPI_Accumulate(&value, 1, MPI_UINT64_T, e.rank, e.disp, 1, MPI_UINT64_T, MPI_REPLACE, e.win);
   MPI_Win_flush_local(e.rank, e.win);
+  e.issued();
 }
 
 namespace {
@@ -594,6 +601,7 @@ int move_nbi(bool get, char* origin, std::size_t bytes, const Endpoint& e) {
     rc = get ? MPI_Get(origin + done, n, MPI_BYTE, e.rank, d, n, MPI_BYTE, e.win)
              : MPI_Put(origin + done, n, MPI_BYTE, e.rank, d, n, MPI_BYTE, e.win);
   }
+  e.issued();
   return rc;
 }
 
@@ -659,7 +667,9 @@ void accumulate_nbi(const Target& t, const void* values, std::size_t count, MPI_
     throw Error("accumulate_nbi: more than " + std::to_string(INT_MAX) + " elements in one call");
   const void* kept = arena_copy(values, count * esize, e.win);
   const int n = static_cast<int>(count);
-  check_rc(MPI_Accumulate(kept, n, type, e.rank, e.disp, n, type, mpi_op(op), e.win), "accumulate_nbi");
+  const int rc = MPI_Accumulate(kept, n, type, e.rank, e.disp, n, type, mpi_op(op), e.win);
+  e.issued();
+  check_rc(rc, "accumulate_nbi");
 }
 
 }  // namespace detail
@@ -803,14 +813,21 @@ void flush(Team& team) {
   // Per target, not MPI_Win_flush_all: MPICH 4.0.2 ch4:ucx returned from
   // MPI_Win_flush_all before request-less MPI_Gets to other (emulated)
   // nodes had delivered their data (core.fine_node2, IndexGather, 1 run in 3).
-  Runtime::current().for_each_window(team.id(), [](MPI_Win w) {
+  // Only windows with operations issued since the last flush (the mark is
+  // cleared first: an operation issued meanwhile marks it again).
+  std::set<MPI_Win> wins;
+  Runtime::current().for_each_segment(team.id(), [&](SegmentInfo& seg) {
+    if (seg.rma != MPI_WIN_NULL && seg.unflushed.exchange(false, std::memory_order_acq_rel))
+      wins.insert(seg.rma);
+  });
+  for (MPI_Win w : wins) {
     int n = 0;
     MPI_Group g;
     MPI_Win_get_group(w, &g);
     MPI_Group_size(g, &n);
     MPI_Group_free(&g);
     for (int r = 0; r < n; ++r) MPI_Win_flush(r, w);
-  });
+  }
   detail::value_arena().recycle();
   std::atomic_thread_fence(std::memory_order_seq_cst);
 }
@@ -825,7 +842,7 @@ void flush(Team& team, int unit) {
   // operations (the same route endpoint() takes).
   std::set<std::pair<MPI_Win, int>> done;
   Runtime::current().for_each_segment(team.id(), [&](const SegmentInfo& seg) {
-    if (seg.rma == MPI_WIN_NULL) return;
+    if (seg.rma == MPI_WIN_NULL || !seg.unflushed.load(std::memory_order_acquire)) return;
     const int rank = seg.redirect ? seg.ghost[static_cast<std::size_t>(unit)] : unit;
     if (done.insert({seg.rma, rank}).second) MPI_Win_flush(rank, seg.rma);
   });

@@ -350,13 +350,35 @@ void SegmentTable::add(std::unique_ptr<SegmentInfo> s) {
   if (rows_.size() <= t) rows_.resize(t + 1);
   if (rows_[t].size() <= i) rows_[t].resize(i + 1);
   if (!rows_[t][i]) ++count_;
+  s->peer_at = s->peer.data();
+  s->units = static_cast<std::uint32_t>(s->peer.size());
   rows_[t][i] = std::move(s);
+  reindex(t);
 }
 
 std::unique_ptr<SegmentInfo> SegmentTable::take(int team, int id) {
   if (!find(team, id)) return nullptr;
   --count_;
-  return std::move(rows_[static_cast<std::size_t>(team)][static_cast<std::size_t>(id)]);
+  const auto t = static_cast<std::size_t>(team);
+  std::unique_ptr<SegmentInfo> s = std::move(rows_[t][static_cast<std::size_t>(id)]);
+  reindex(t);
+  return s;
+}
+
+// Rebuilds the plain-pointer row of `team` and the index over the rows,
+// and hands the index to the inline path when it reads this table.
+void SegmentTable::reindex(std::size_t team) {
+  if (raw_.size() < rows_.size()) raw_.resize(rows_.size());
+  auto& raw = raw_[team];
+  raw.assign(rows_[team].size(), nullptr);
+  for (std::size_t i = 0; i < raw.size(); ++i) raw[i] = rows_[team][i].get();
+  index_.resize(raw_.size());
+  for (std::size_t t = 0; t < raw_.size(); ++t)
+    index_[t] = SegmentRow{raw_[t].data(), static_cast<std::uint32_t>(raw_[t].size())};
+  if (g_direct.table == this) {
+    g_direct.rows = index_.data();
+    g_direct.nrows = static_cast<std::uint32_t>(index_.size());
+  }
 }
 
 }  // namespace detail

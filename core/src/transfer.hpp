@@ -24,6 +24,13 @@ struct Endpoint {
   MPI_Win win = MPI_WIN_NULL;
   int rank = -1;
   MPI_Aint disp = 0;
+  SegmentInfo* seg = nullptr;  // whose `unflushed` an MPI operation here sets
+  // Call after issuing an MPI operation at this endpoint: flush(team) then
+  // flushes the segment's window (after the call, so that a concurrent
+  // flush that clears the mark cannot miss the operation).
+  void issued() const {
+    if (seg) seg->unflushed.store(true, std::memory_order_release);
+  }
 };
 
 // The one route decision of the core (rma.cpp). Every caller -- get/put,

@@ -28,10 +28,9 @@ namespace detail {
 // comm.locality says), else nullptr; nullptr also for an unknown segment
 // or unit.
 inline char* node_part(int team, int segment, int unit) noexcept {
-  const SegmentTable* t = g_direct.table;
-  const SegmentInfo* s = t ? t->find(team, segment) : nullptr;
-  if (!s || static_cast<std::size_t>(static_cast<unsigned>(unit)) >= s->peer.size()) return nullptr;
-  return s->peer[static_cast<std::size_t>(unit)];
+  const SegmentInfo* s = g_direct.find(team, segment);
+  if (!s || static_cast<unsigned>(unit) >= s->units) return nullptr;
+  return s->peer_at[unit];
 }
 
 // The address of `bytes` at `offset` in `unit`'s part when a load or store
@@ -40,13 +39,14 @@ inline char* node_part(int team, int segment, int unit) noexcept {
 inline char* direct_address(int team, int segment, int unit, std::uint64_t offset,
                             std::size_t bytes) noexcept {
   const Direct& d = g_direct;
-  if (!d.locality || !d.table) return nullptr;
-  const SegmentInfo* s = d.table->find(team, segment);
-  const auto u = static_cast<std::size_t>(static_cast<unsigned>(unit));
-  if (!s || u >= s->peer.size() || !s->peer[u]) return nullptr;
-  if (d.check && offset + bytes > s->bytes[u]) return nullptr;
+  if (!d.locality) return nullptr;
+  const SegmentInfo* s = d.find(team, segment);
+  if (!s || static_cast<unsigned>(unit) >= s->units) return nullptr;
+  char* part = s->peer_at[unit];
+  if (!part) return nullptr;
+  if (d.check && offset + bytes > s->bytes[static_cast<std::size_t>(unit)]) return nullptr;
   if (g_measure_comm.load(std::memory_order_relaxed)) return nullptr;
-  return s->peer[u] + offset;
+  return part + offset;
 }
 
 // The same for an atomic: only where the segment's atomics are CPU atomics
@@ -54,12 +54,13 @@ inline char* direct_address(int team, int segment, int unit, std::uint64_t offse
 inline char* direct_atomic_address(int team, int segment, int unit, std::uint64_t offset,
                                    std::size_t bytes) noexcept {
   const Direct& d = g_direct;
-  const SegmentInfo* s = d.table ? d.table->find(team, segment) : nullptr;
-  const auto u = static_cast<std::size_t>(static_cast<unsigned>(unit));
-  if (!s || !s->cpu_atomics || s->redirect || u >= s->peer.size() || !s->peer[u]) return nullptr;
-  if (d.check && offset + bytes > s->bytes[u]) return nullptr;
+  const SegmentInfo* s = d.find(team, segment);
+  if (!s || !s->cpu_atomics || s->redirect || static_cast<unsigned>(unit) >= s->units) return nullptr;
+  char* part = s->peer_at[unit];
+  if (!part) return nullptr;
+  if (d.check && offset + bytes > s->bytes[static_cast<std::size_t>(unit)]) return nullptr;
   if (g_measure_comm.load(std::memory_order_relaxed)) return nullptr;
-  return s->peer[u] + offset;
+  return part + offset;
 }
 
 // Applies op with a CPU atomic; returns the old value.

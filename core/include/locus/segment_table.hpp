@@ -51,18 +51,36 @@ struct SegmentInfo {
   std::vector<char*> peer;         // team unit -> address of its part if on my node, else nullptr
   std::vector<MPI_Aint> disp;      // team unit -> displacement of its part in `rma` (0 for `own`)
   std::vector<std::size_t> bytes;  // team unit -> size of its part
+  // The inline path's view of `peer` (SegmentTable::add sets them): the
+  // addresses and their number, read without a vector's end-begin.
+  char* const* peer_at = nullptr;
+  std::uint32_t units = 0;
+  // Set after an MPI operation on `rma` was issued (Endpoint::issued),
+  // cleared by flush(team) before it flushes the window: a flush with
+  // nothing issued since the last one (every same-node transfer, CPU
+  // atomics) calls no MPI.
+  std::atomic<bool> unflushed{false};
 };
 
 namespace detail {
 
+// One team's segments as the inline path reads them: slot[id] (null for a
+// free id), n slots.
+struct SegmentRow {
+  SegmentInfo* const* slot = nullptr;
+  std::uint32_t n = 0;
+};
+
 class SegmentTable {
  public:
   SegmentInfo* find(int team, int id) const noexcept {
-    if (static_cast<unsigned>(team) >= rows_.size()) return nullptr;
-    const auto& row = rows_[static_cast<std::size_t>(team)];
-    if (static_cast<unsigned>(id) >= row.size()) return nullptr;
-    return row[static_cast<std::size_t>(id)].get();
+    if (static_cast<unsigned>(team) >= index_.size()) return nullptr;
+    const SegmentRow& row = index_[static_cast<std::size_t>(team)];
+    if (static_cast<unsigned>(id) >= row.n) return nullptr;
+    return row.slot[id];
   }
+  const SegmentRow* rows() const noexcept { return index_.data(); }
+  std::uint32_t row_count() const noexcept { return static_cast<std::uint32_t>(index_.size()); }
   void add(std::unique_ptr<SegmentInfo> s);
   std::unique_ptr<SegmentInfo> take(int team, int id);
   std::size_t count() const { return count_; }
@@ -75,15 +93,29 @@ class SegmentTable {
   }
 
  private:
-  std::vector<std::vector<std::unique_ptr<SegmentInfo>>> rows_;
+  void reindex(std::size_t team);
+  std::vector<std::vector<std::unique_ptr<SegmentInfo>>> rows_;  // owns
+  std::vector<std::vector<SegmentInfo*>> raw_;                   // the same, as plain pointers
+  std::vector<SegmentRow> index_;                                // over raw_
   std::size_t count_ = 0;
 };
 
-// What the inline paths read, set by the Runtime (null/false without one).
+// What the inline paths read, set by the Runtime (null/false without one);
+// rows/nrows mirror the table's index (SegmentTable keeps them current), so
+// that a lookup starts from a global instead of loading the table first.
 struct Direct {
   const SegmentTable* table = nullptr;
   bool locality = false;  // comm.locality
   bool check = false;     // comm.check, or a debug build of the library
+  const SegmentRow* rows = nullptr;
+  std::uint32_t nrows = 0;
+  // The segment of (team, id), or nullptr.
+  const SegmentInfo* find(int team, int id) const noexcept {
+    if (static_cast<unsigned>(team) >= nrows) return nullptr;
+    const SegmentRow& row = rows[team];
+    if (static_cast<unsigned>(id) >= row.n) return nullptr;
+    return row.slot[id];
+  }
 };
 extern Direct g_direct;
 // The communication-ratio profile (async.hpp, auto mode) is measuring: the
