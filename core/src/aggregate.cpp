@@ -14,7 +14,7 @@ namespace locus::detail {
 
 namespace {
 
-constexpr std::size_t kHeader = 16;  // seq, count (put); count, unused (message)
+constexpr std::size_t kHeader = 16;  // seq, count (put); count, ask for an acknowledgement (message)
 constexpr int kBatchTag = 1, kAckTag = 2;
 
 std::uint8_t type_code(MPI_Datatype t) {
@@ -147,8 +147,15 @@ void Aggregator::push(int dest, const Record& r) {
   // its receive every 16 updates): a destination that only sends would
   // otherwise hold its origins' credits until its own buffers fill.
   if (++pushes_ % kPollEvery == 0 && !draining_) drain();
-  if (o.buffered() < cap_) return;
-  if (try_send(dest) || o.buffered() < cap_ * static_cast<std::size_t>(slots_ + 2) || draining_) return;
+  // A full batch goes at once; when it cannot (every send buffer in
+  // flight), the next try comes kPollEvery records later, not at every push.
+  if (o.buffered() < std::max(cap_, o.next_try)) return;
+  if (try_send(dest)) {
+    o.next_try = 0;
+    return;
+  }
+  o.next_try = o.buffered() + kPollEvery;
+  if (o.buffered() < cap_ * static_cast<std::size_t>(slots_ + 2) || draining_) return;
   // Far ahead of the destination: apply what comes in (it may be waiting
   // for us) until a slot frees.
   for (unsigned spins = 0; o.buffered() >= cap_ * static_cast<std::size_t>(slots_ + 2);) {
@@ -160,13 +167,16 @@ void Aggregator::push(int dest, const Record& r) {
 // Sends one batch to dest if it has records and a free slot.
 bool Aggregator::try_send(int dest) {
   Out& o = out_[static_cast<std::size_t>(dest)];
-  if (o.buffered() == 0 || o.sent - acked(dest) >= static_cast<std::uint64_t>(slots_)) return false;
+  if (o.buffered() == 0) return false;
   const std::size_t n = std::min(cap_, o.buffered());
   if (message_) {
+    // No credits: MPI's own flow control bounds what is in flight (a pool
+    // buffer is reused once its send completed, as HPCC reuses a bucket).
     const int k = free_send_buffer();
     if (k < 0) return false;  // every buffer of the pool still in flight
     send_message(dest, o, n, k);
   } else {
+    if (o.sent - acked(dest) >= static_cast<std::uint64_t>(slots_)) return false;  // the mailbox is full
     put_batch(dest, o, n);
   }
   ++o.sent;
@@ -186,22 +196,24 @@ bool Aggregator::try_send(int dest) {
 
 // A free buffer of the send pool (its last send complete), or -1.
 int Aggregator::free_send_buffer() {
+  // An unused one first (no MPI call), else one MPI_Testany over the pool.
   for (std::size_t i = 0; i < send_req_.size(); ++i) {
     const std::size_t k = (send_next_ + i) % send_req_.size();
-    int done = 1;
-    if (send_req_[k] != MPI_REQUEST_NULL) MPI_Test(&send_req_[k], &done, MPI_STATUS_IGNORE);
-    if (done) {
+    if (send_req_[k] == MPI_REQUEST_NULL) {
       send_next_ = (k + 1) % send_req_.size();
       return static_cast<int>(k);
     }
   }
-  return -1;
+  int index = MPI_UNDEFINED, done = 0;
+  MPI_Testany(static_cast<int>(send_req_.size()), send_req_.data(), &index, &done, MPI_STATUS_IGNORE);
+  return done && index != MPI_UNDEFINED ? index : -1;
 }
 
 void Aggregator::send_message(int dest, Out& o, std::size_t n, int k) {
   std::vector<char>& buf = send_buf_[static_cast<std::size_t>(k)];
-  const std::uint64_t count = n;
+  const std::uint64_t count = n, ask = flushing_ ? 1 : 0;
   std::memcpy(buf.data(), &count, 8);
+  std::memcpy(buf.data() + 8, &ask, 8);
   std::memcpy(buf.data() + kHeader, o.recs.data() + o.head, n * sizeof(Record));
   MPI_Isend(buf.data(), static_cast<int>(kHeader + n * sizeof(Record)), MPI_BYTE, dest, kBatchTag, comm_,
             &send_req_[static_cast<std::size_t>(k)]);
@@ -324,7 +336,12 @@ void Aggregator::apply(int source, const Record& r, char* addr) {
 void Aggregator::drain_messages() {
   int flag = 0;
   MPI_Status st;
-  for (;;) {  // applied counts of my batches
+  // Applied counts of my batches come only in answer to a flush's batches,
+  // so only a flush looks for them: most drains cost one MPI_Test, as
+  // HPCC's polling does.
+  const bool acks = want_acks_;
+  want_acks_ = false;
+  for (; acks;) {
     MPI_Test(&ack_req_, &flag, &st);
     if (!flag) break;
     std::uint64_t& a = acked_[static_cast<std::size_t>(st.MPI_SOURCE)];
@@ -338,13 +355,16 @@ void Aggregator::drain_messages() {
     if (!flag) break;
     const int src = st.MPI_SOURCE;
     std::vector<char>& buf = recv_buf_[recv_head_];
-    std::uint64_t count = 0;
+    std::uint64_t count = 0, ask = 0;
     std::memcpy(&count, buf.data(), 8);
+    std::memcpy(&ask, buf.data() + 8, 8);
     const auto* recs = reinterpret_cast<const Record*>(buf.data() + kHeader);
     apply_batch(src, recs, count);
     ++applied_[static_cast<std::size_t>(src)];
-    if (due.empty()) due.assign(static_cast<std::size_t>(units_), 0);
-    due[static_cast<std::size_t>(src)] = 1;
+    if (ask) {
+      if (due.empty()) due.assign(static_cast<std::size_t>(units_), 0);
+      due[static_cast<std::size_t>(src)] = 1;
+    }
     post_receive(recv_head_);
     recv_head_ = (recv_head_ + 1) % recv_req_.size();
   }
@@ -484,13 +504,25 @@ void Aggregator::flush(int unit) {
     bool done = true;
     {
       Lock lock(lock_);
+      flushing_ = true;  // batches sent now ask for an acknowledgement
       for (int d = first; d < last; ++d) {
         if (quiet(d)) continue;
         done = false;
-        out_[static_cast<std::size_t>(d)].urgent = true;
+        Out& o = out_[static_cast<std::size_t>(d)];
+        o.urgent = true;
         while (try_send(d)) {
+          o.ack_asked = o.sent;
         }
+        // Everything went out before this flush: an empty batch asks.
+        if (message_ && o.buffered() == 0 && acked(d) < o.sent && o.ack_asked != o.sent)
+          if (const int k = free_send_buffer(); k >= 0) {
+            send_message(d, o, 0, k);
+            o.ack_asked = ++o.sent;
+            ++batches_sent_;
+          }
       }
+      flushing_ = false;
+      want_acks_ = message_;
       drain();
     }
     if (done) return;

@@ -17,8 +17,12 @@
 // With comm.aggregate.transport: message (the default) a batch is one
 // MPI_Isend instead, matched by receives the destination keeps posted on
 // the aggregator's own communicator (processed in posting order, so each
-// stream stays in order), and the applied counts go back as 8-byte
-// messages. HPCC MPIRandomAccess moves its buckets the same way.
+// stream stays in order). No credits: a send buffer of the pool is reused
+// once its send completed, so MPI's own flow control bounds what is in
+// flight, as HPCC MPIRandomAccess reuses its buckets. Only a flush needs to
+// know what was applied: its batches (an empty one if everything left
+// before) ask for an acknowledgement, which goes back as an 8-byte message
+// with the count of batches applied.
 //
 // Records are 32 bytes: an update (accumulate with an op), a fetch (the
 // same, the old value returned), a compare-and-swap, a get of one element
@@ -95,6 +99,9 @@ class Aggregator {
     };
     std::deque<Pending> replies;  // where the replies from this unit go, in order
     std::uint64_t asked = 0, answered = 0;
+    std::uint64_t ack_asked = 0;
+    std::size_t next_try = 0;  // buffered records at which push tries to send again  // message transport:
+                               // `sent` when a batch last asked for an acknowledgement
     std::size_t buffered() const { return recs.size() - head; }
   };
   class Lock {
@@ -157,6 +164,8 @@ class Aggregator {
   void put_batch(int dest, Out& o, std::size_t n);
   static constexpr std::uint64_t kPollEvery = 64;  // records pushed between looks at the mailboxes
   std::uint64_t pushes_ = 0;
+  bool flushing_ = false;   // message transport: a flush is sending
+  bool want_acks_ = false;  // message transport: the next drain takes in acknowledgements
   std::uint64_t batches_sent_ = 0, records_sent_ = 0;
 };
 

@@ -50,7 +50,9 @@ enum class AtomicMode { automatic, mpi, aggregate };
 
 // comm.aggregate: the batches of fine-grained traffic to other nodes.
 //   message  a batch is one MPI_Isend, matched by receives the destination
-//            keeps posted; applied counts go back as small messages
+//            keeps posted; no credits (a pool of 2 x slots send buffers
+//            bounds what is in flight); applied counts go back as small
+//            messages when a flush's batches ask for them
 //   put      a batch is one MPI_Put into the destination's mailbox, a flush,
 //            then its sequence number by MPI_Accumulate (the notified put);
 //            applied counts go back by MPI_Accumulate
