@@ -549,6 +549,43 @@ void Aggregator::barrier() {
   }
 }
 
+namespace {
+// The segment and aggregator of a call the short path may take: another
+// node's unit of a segment with aggregated atomics, in bounds (when
+// checked), the profile not measuring; else nullptr.
+Aggregator* short_path(int team, int segment, int unit, std::uint64_t offset, std::size_t bytes,
+                       SegmentInfo** seg) {
+  const Direct& d = g_direct;
+  const SegmentInfo* s = d.find(team, segment);
+  if (!s || !s->aggregate || !s->cpu_atomics || s->redirect || static_cast<unsigned>(unit) >= s->units ||
+      s->peer_at[unit])
+    return nullptr;
+  if (d.check && (offset > s->bytes[static_cast<std::size_t>(unit)] ||
+                  bytes > s->bytes[static_cast<std::size_t>(unit)] - offset))
+    return nullptr;
+  if (g_measure_comm.load(std::memory_order_relaxed)) return nullptr;
+  *seg = const_cast<SegmentInfo*>(s);
+  return Runtime::current().team(team).aggregator();
+}
+}  // namespace
+
+bool aggregate_update(int team, int segment, int unit, std::uint64_t offset, const void* value,
+                      MPI_Datatype type, Op op) {
+  SegmentInfo* seg = nullptr;
+  Aggregator* agg = short_path(team, segment, unit, offset, type_size(type_code(type)), &seg);
+  if (!agg) return false;
+  agg->update(Target{seg, &Runtime::current().team(team), unit, offset}, value, type, op);
+  return true;
+}
+
+bool aggregate_get(void* dst, int team, int segment, int unit, std::uint64_t offset, std::size_t bytes) {
+  SegmentInfo* seg = nullptr;
+  Aggregator* agg = short_path(team, segment, unit, offset, bytes, &seg);
+  if (!agg) return false;
+  agg->get(dst, Target{seg, &Runtime::current().team(team), unit, offset}, bytes);
+  return true;
+}
+
 void ensure_aggregator(Team& team) {
   if (team.aggregator()) return;
   team.set_aggregator(std::make_unique<Aggregator>(team, Runtime::current().settings().aggregate));

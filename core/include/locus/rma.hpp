@@ -277,6 +277,14 @@ void barrier(Team& team);
 // (as in MPI).
 
 namespace detail {
+// The short path of a handle-free update or one-element get to another
+// node's unit on a segment with aggregated atomics: straight into the
+// batch (aggregate.cpp), true when it took the call; false sends it to the
+// general route (another mechanism, checks failing, the profile measuring).
+bool aggregate_update(int team, int segment, int unit, std::uint64_t offset, const void* value,
+                      MPI_Datatype type, Op op);
+bool aggregate_get(void* dst, int team, int segment, int unit, std::uint64_t offset, std::size_t bytes);
+
 // The inline path of an element-wise accumulate: true when it applied the
 // values with CPU atomics on my node (direct.hpp), false when the general
 // route must take the call.
@@ -384,6 +392,9 @@ void get_nbi(T* dst, GlobalPtr<T> src, std::size_t count) {
     std::memcpy(dst, a, count * sizeof(T));
     return;
   }
+  if (count * sizeof(T) <= 8 &&
+      detail::aggregate_get(dst, src.team, src.segment, src.unit, src.offset, count * sizeof(T)))
+    return;
   detail::get_nbi(dst, detail::target(src, count, "get_nbi"), count * sizeof(T));
 }
 
@@ -398,11 +409,15 @@ void accumulate_nbi(GlobalPtr<T> dst, const T* values, std::size_t count, Op op)
 // One atomic update, value by value (shmem_atomic_xor and friends).
 template <class T>
 void atomic_update(GlobalPtr<T> dst, T value, Op op) {
-  if (std::is_integral_v<T> || op != Op::bxor)
+  if (std::is_integral_v<T> || op != Op::bxor) {
     if (char* a = detail::direct_atomic_address(dst.team, dst.segment, dst.unit, dst.offset, sizeof(T))) {
       detail::cpu_apply(reinterpret_cast<T*>(a), value, op);
       return;
     }
+    if (detail::aggregate_update(dst.team, dst.segment, dst.unit, dst.offset, &value, detail::mpi_type<T>(),
+                                 op))
+      return;
+  }
   detail::accumulate_nbi(detail::target(dst, 1, "atomic_update"), &value, 1, detail::mpi_type<T>(), op);
 }
 
