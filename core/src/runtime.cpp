@@ -25,15 +25,22 @@
 
 namespace locus {
 
-void add_common_keys(Schema& s, const std::string& app_name) {
+namespace {
+
+// name and output.*
+void add_output_keys(Schema& s, const std::string& app_name) {
   s.string("name", "", "run name for summaries (default: the deck's file name without .yaml)")
       .string("output.dir", "output", "directory for " + app_name + ".h5 and friends (created if missing)")
       .string("output.name", app_name, "output file stem: <output.dir>/<output.name>.h5")
       .boolean("output.overwrite", false, "replace an existing output file")
       .boolean("output.write_field", true, "write the final field(s) into the HDF5 file")
-      .boolean("output.xdmf", true, "write an XDMF file next to grid fields (ParaView)")
-      .integer("runtime.node_size", 0, 0, 1 << 20,
-               "emulate nodes of N consecutive ranks (0: real nodes, or env LOCUS_NODE_SIZE)")
+      .boolean("output.xdmf", true, "write an XDMF file next to grid fields (ParaView)");
+}
+
+// runtime.*: emulated nodes, progress processes and the progress thread
+void add_runtime_keys(Schema& s) {
+  s.integer("runtime.node_size", 0, 0, 1 << 20,
+            "emulate nodes of N consecutive ranks (0: real nodes, or env LOCUS_NODE_SIZE)")
       .integer("runtime.progress.processes_per_node", 0, 0, 64,
                "progress processes per node: the last k ranks of every node serve the others' "
                "non-blocking transfers instead of running the app (0: none)")
@@ -54,8 +61,12 @@ void add_common_keys(Schema& s, const std::string& app_name) {
       .boolean("runtime.progress.thread", false,
                "a progress thread per unit that keeps MPI progressing (needs MPI_THREAD_MULTIPLE)")
       .integer("runtime.progress.thread_interval_us", 20, 0, 1000000,
-               "progress thread polling interval in microseconds (0: yield between polls)")
-      .boolean("comm.locality", true, "same-node one-sided transfers by memcpy on shared memory")
+               "progress thread polling interval in microseconds (0: yield between polls)");
+}
+
+// comm.*: locality, windows, checks, atomics and their aggregation
+void add_transfer_keys(Schema& s) {
+  s.boolean("comm.locality", true, "same-node one-sided transfers by memcpy on shared memory")
       .choice("comm.window", "segment", {"segment", "dynamic"},
               "MPI window of the remote path: one per segment (MPI_Win_create at allocation) or the team's "
               "dynamic window with the segments attached (the DART design; MPICH serves it by active "
@@ -76,13 +87,18 @@ void add_common_keys(Schema& s, const std::string& app_name) {
       .choice("comm.aggregate.transport", "message", {"message", "put"},
               "aggregate: how a batch travels: message (one MPI_Isend into receives the destination keeps "
               "posted) or put (one MPI_Put into the destination's mailbox, a flush, then its sequence number "
-              "by MPI_Accumulate: the notified put)")
-      .choice("comm.async", "off", {"off", "on", "user", "auto"},
-              "target-side redirection (Casper): operations on units of other nodes and all atomics go to "
-              "the target node's progress process, so they complete while the target computes. off; on; "
-              "user: on in the phases named by comm.async_phases, off in the others; auto: switched by the "
-              "measured communication ratio (comm.adapt.*). Needs runtime.progress.processes_per_node >= 1 "
-              "(env LOCUS_ASYNC overrides)")
+              "by MPI_Accumulate: the notified put)");
+}
+
+// comm.*: redirection (async, adapt), routes to other nodes (remote) and
+// staging
+void add_route_keys(Schema& s) {
+  s.choice("comm.async", "off", {"off", "on", "user", "auto"},
+           "target-side redirection (Casper): operations on units of other nodes and all atomics go to "
+           "the target node's progress process, so they complete while the target computes. off; on; "
+           "user: on in the phases named by comm.async_phases, off in the others; auto: switched by the "
+           "measured communication ratio (comm.adapt.*). Needs runtime.progress.processes_per_node >= 1 "
+           "(env LOCUS_ASYNC overrides)")
       .choice(
           "comm.async_ops", "all", {"all", "atomics"},
           "what redirection sends to the target's ghost: all (gets and puts to other nodes too, as Casper) "
@@ -117,6 +133,15 @@ void add_common_keys(Schema& s, const std::string& app_name) {
           "otherwise) or always (through host segments in every build: pack kernel into a buffer in the "
           "app's memory space, copy to a host segment, transfer, copy back, unpack; a host build then runs "
           "the device data path)");
+}
+
+}  // namespace
+
+void add_common_keys(Schema& s, const std::string& app_name) {
+  add_output_keys(s, app_name);
+  add_runtime_keys(s);
+  add_transfer_keys(s);
+  add_route_keys(s);
 }
 
 int& CollectiveError::live() {
@@ -699,6 +724,65 @@ void prepare_mpi_environment() {
 #endif
 }
 
+namespace {
+
+// --help, --version, --print-schema, or an error on the command line:
+// rank 0 answers; returns the exit status.
+int answer_without_deck(const AppInfo& app, const CommandLine& cl, int rank) {
+  int status = 0;
+  if (rank == 0) {
+    if (!cl.error.empty()) {
+      std::fprintf(stderr, "%s: error: %s\n", app.name.c_str(), cl.error.c_str());
+      std::fprintf(stderr, "try '%s --help'\n", app.name.c_str());
+    } else if (cl.version) {
+      std::printf("%s (locus %s, %s)\n", app.name.c_str(), version(), git_commit());
+    } else if (cl.print_schema && !cl.help) {
+      YAML::Emitter head;
+      head << YAML::BeginMap << YAML::Key << "app" << YAML::Value << app.name << YAML::Key << "description"
+           << YAML::Value << app.description << YAML::EndMap;
+      std::printf("%s\nkeys:\n%s\n", head.c_str(), app.schema.yaml_text().c_str());
+    } else {
+      print_usage(app, true);
+    }
+  }
+  if (!cl.error.empty()) status = 2;
+  return status;
+}
+
+// Starts Kokkos. A --kokkos-* option Kokkos does not take, --kokkos-help
+// and --machine end the process here: then Kokkos and MPI are finalized
+// and the exit status returned.
+std::optional<int> start_kokkos_or_finish(const AppInfo& app, const std::vector<std::string>& kokkos_args,
+                                          bool machine, int rank, int size) {
+  const KokkosStart ks = start_kokkos(app.name, kokkos_args, rank);
+  if (ks.error.empty() && !ks.help && !machine) return std::nullopt;
+  if (!ks.error.empty() && rank == 0) {
+    std::fprintf(stderr, "%s: error: %s\n", app.name.c_str(), ks.error.c_str());
+    std::fprintf(stderr, "try '%s --kokkos-help'\n", app.name.c_str());
+  }
+  if (ks.error.empty() && !ks.help) print_machine(app, rank, size);
+  Kokkos::finalize();
+  MPI_Finalize();
+  return ks.error.empty() ? 0 : 2;
+}
+
+// Kokkos, then MPI, end; returns STATUS.
+int finish(int status) {
+  Kokkos::finalize();
+  if (detail::output_abandoned()) {
+    // An output whose write failed could not be closed (HDF5 would hang in
+    // mismatched collectives); HDF5's MPI_Finalize hook would try again and
+    // hang. Every rank knows (the failure was collective): end here.
+    std::fflush(stdout);
+    std::fflush(stderr);
+    ::_exit(status == 0 ? 1 : status);
+  }
+  MPI_Finalize();
+  return status;
+}
+
+}  // namespace
+
 int run(int argc, char** argv, const AppInfo& app, const std::function<int(Context&)>& main) {
   // The output watcher rank 0 starts (io.cpp): no MPI, no deck.
   if (argc == 4 && std::strcmp(argv[1], "--locus-reap-output") == 0)
@@ -717,40 +801,12 @@ int run(int argc, char** argv, const AppInfo& app, const std::function<int(Conte
   const bool kokkos_help = has_option(split.kokkos, "--kokkos-help");
   if (kokkos_help && cl.error == "no deck given") cl.error.clear();
   if (cl.help || cl.version || cl.print_schema || !cl.error.empty()) {
-    int status = 0;
-    if (rank == 0) {
-      if (!cl.error.empty()) {
-        std::fprintf(stderr, "%s: error: %s\n", app.name.c_str(), cl.error.c_str());
-        std::fprintf(stderr, "try '%s --help'\n", app.name.c_str());
-      } else if (cl.version) {
-        std::printf("%s (locus %s, %s)\n", app.name.c_str(), version(), git_commit());
-      } else if (cl.print_schema && !cl.help) {
-        YAML::Emitter head;
-        head << YAML::BeginMap << YAML::Key << "app" << YAML::Value << app.name << YAML::Key << "description"
-             << YAML::Value << app.description << YAML::EndMap;
-        std::printf("%s\nkeys:\n%s\n", head.c_str(), app.schema.yaml_text().c_str());
-      } else {
-        print_usage(app, true);
-      }
-    }
-    if (!cl.error.empty()) status = 2;
+    const int status = answer_without_deck(app, cl, rank);
     MPI_Finalize();
     return status;
   }
-
-  {
-    const KokkosStart ks = start_kokkos(app.name, split.kokkos, rank);
-    if (!ks.error.empty() || ks.help || cl.machine) {
-      if (!ks.error.empty() && rank == 0) {
-        std::fprintf(stderr, "%s: error: %s\n", app.name.c_str(), ks.error.c_str());
-        std::fprintf(stderr, "try '%s --kokkos-help'\n", app.name.c_str());
-      }
-      if (ks.error.empty() && !ks.help) print_machine(app, rank, size);
-      Kokkos::finalize();
-      MPI_Finalize();
-      return ks.error.empty() ? 0 : 2;
-    }
-  }
+  if (const std::optional<int> status = start_kokkos_or_finish(app, split.kokkos, cl.machine, rank, size))
+    return *status;
   int status = 1;
   {
     Context ctx;
@@ -809,17 +865,7 @@ int run(int argc, char** argv, const AppInfo& app, const std::function<int(Conte
     }
     MPI_Comm_free(&ctx.comm_);
   }
-  Kokkos::finalize();
-  if (detail::output_abandoned()) {
-    // An output whose write failed could not be closed (HDF5 would hang in
-    // mismatched collectives); HDF5's MPI_Finalize hook would try again and
-    // hang. Every rank knows (the failure was collective): end here.
-    std::fflush(stdout);
-    std::fflush(stderr);
-    ::_exit(status == 0 ? 1 : status);
-  }
-  MPI_Finalize();
-  return status;
+  return finish(status);
 }
 
 }  // namespace locus
