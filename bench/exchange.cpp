@@ -85,14 +85,6 @@ const std::vector<std::string> kColumns = {"p2p",           "announce-get", "put
                                            "tagged",        "tagged-put",   "locus",       "locus-get",
                                            "locus-message", "locus-auto"};
 
-// The MPI library's family, for the calibration file's name.
-std::string mpi_flavour() {
-  const std::string lib = locus::mpi_library();
-  if (lib.find("MPICH") != std::string::npos) return "mpich";
-  if (lib.find("Open MPI") != std::string::npos) return "openmpi";
-  return "other";
-}
-
 // Window layout (bytes), max face F: [0, 2F) receive buffers by parity,
 // [2F, 4F) send buffers by parity, [4F, 4F + 16F) tagged words by parity
 // (accumulated ones first, put ones 4F further), then one flag per protocol.
@@ -118,7 +110,7 @@ struct Row {
 std::string write_calibration(const Context& ctx, const std::vector<Row>& rows, long steps, long repeats) {
   const auto& c = ctx.config();
   const std::string cal = std::filesystem::absolute(c.string("output.dir") + "/" + c.string("output.name") +
-                                                    "-remote-" + mpi_flavour() + ".yaml")
+                                                    "-remote-" + locus::mpi_flavour() + ".yaml")
                               .string();
   std::ofstream f(cal);
   f << "# comm.remote calibration: time per exchange (one face each way) by the two routes of a\n"
