@@ -85,14 +85,6 @@ const std::vector<std::string> kColumns = {"p2p",           "announce-get", "put
                                            "tagged",        "tagged-put",   "locus",       "locus-get",
                                            "locus-message", "locus-auto"};
 
-// The MPI library's family, for the calibration file's name.
-std::string mpi_flavour() {
-  const std::string lib = locus::mpi_library();
-  if (lib.find("MPICH") != std::string::npos) return "mpich";
-  if (lib.find("Open MPI") != std::string::npos) return "openmpi";
-  return "other";
-}
-
 // Window layout (bytes), max face F: [0, 2F) receive buffers by parity,
 // [2F, 4F) send buffers by parity, [4F, 4F + 16F) tagged words by parity
 // (accumulated ones first, put ones 4F further), then one flag per protocol.
@@ -118,7 +110,7 @@ struct Row {
 std::string write_calibration(const Context& ctx, const std::vector<Row>& rows, long steps, long repeats) {
   const auto& c = ctx.config();
   const std::string cal = std::filesystem::absolute(c.string("output.dir") + "/" + c.string("output.name") +
-                                                    "-remote-" + mpi_flavour() + ".yaml")
+                                                    "-remote-" + locus::mpi_flavour() + ".yaml")
                               .string();
   std::ofstream f(cal);
   f << "# comm.remote calibration: time per exchange (one face each way) by the two routes of a\n"
@@ -197,6 +189,224 @@ void report(const Context& ctx, const std::vector<Row>& rows, int last, bool sam
   rep.finish();
 }
 
+// Unit 0's and the last unit's side of every protocol: the window, the
+// segments, the buffers, and the count of faces that arrived wrong. Every
+// protocol exchanges N bytes at step S.
+struct Exchange {
+  locus::Team& world;
+  int peer;
+  bool active;
+  Layout L;
+  char* mem = nullptr;
+  MPI_Win win = MPI_WIN_NULL;
+  // [0, 2F): put_notify targets by parity; [2F, 4F): packed faces by parity
+  locus::Array<char> seg;
+  locus::Array<u64> flag;  // put_notify's, locus-get's, the plans' (message, auto)
+  std::vector<char> face, in;
+  std::vector<u64> words;
+  std::vector<MPI_Request> p2p_req = std::vector<MPI_Request>(2);
+  long bad = 0;
+
+  Exchange(locus::Team& team, int rank, int last, long max_size)
+      : world(team),
+        peer(rank == 0 ? last : 0),
+        active(rank == 0 || rank == last),
+        // Faces rounded up to 8 bytes in the layout: flags and tagged words stay aligned.
+        L{(static_cast<std::size_t>(max_size) + 7) / 8 * 8},
+        face(L.face),
+        in(L.face),
+        words(2 * L.face) {
+    MPI_Win_allocate(static_cast<MPI_Aint>(L.bytes()), 1, MPI_INFO_NULL, world.comm(), &mem, &win);
+    std::memset(mem, 0, L.bytes());
+    MPI_Win_lock_all(MPI_MODE_NOCHECK, win);
+    seg = locus::Array<char>(world, 4 * L.face);
+    flag = locus::Array<u64>(world, 4);
+    std::fill(flag.data(), flag.data() + 4, 0);
+    locus::barrier(world);
+  }
+
+  // Collective: frees the window; returns the wrong faces of every unit.
+  long close() {
+    long bad_all = 0;
+    MPI_Allreduce(&bad, &bad_all, 1, MPI_LONG, MPI_SUM, world.comm());
+    locus::barrier(world);
+    MPI_Win_unlock_all(win);
+    MPI_Win_free(&win);
+    return bad_all;
+  }
+
+  void fill(std::size_t n, u64 s) { std::memset(face.data(), static_cast<int>(s & 0xff), n); }
+  void verify(const char* p, std::size_t n, u64 s) {
+    for (std::size_t i = 0; i < n; ++i)
+      if (static_cast<unsigned char>(p[i]) != (s & 0xff)) {
+        ++bad;
+        return;
+      }
+  }
+  u64* flag_at(int k) { return reinterpret_cast<u64*>(mem + L.flag(k)); }
+
+  void p2p(std::size_t n, u64 s) {
+    const int size = static_cast<int>(n);
+    fill(n, s);
+    MPI_Irecv(in.data(), size, MPI_BYTE, peer, 7, world.comm(), &p2p_req[0]);
+    MPI_Isend(face.data(), size, MPI_BYTE, peer, 7, world.comm(), &p2p_req[1]);
+    locus::wait_all_yielding(p2p_req);
+    verify(in.data(), n, s);
+  }
+
+  void announce_get(std::size_t n, u64 s) {
+    const int size = static_cast<int>(n);
+    const int par = static_cast<int>(s % 2);
+    fill(n, s);
+    std::memcpy(mem + L.send(par), face.data(), n);
+    std::atomic_thread_fence(std::memory_order_release);
+    MPI_Accumulate(&s, 1, MPI_UINT64_T, peer, L.flag(0), 1, MPI_UINT64_T, MPI_REPLACE, win);
+    MPI_Win_flush_local(peer, win);
+    locus::wait_notify(flag_at(0), s);
+    MPI_Request q;
+    MPI_Rget(in.data(), size, MPI_BYTE, peer, L.send(par), size, MPI_BYTE, win, &q);
+    locus::wait_yielding(q);
+    verify(in.data(), n, s);
+  }
+
+  void put_then(std::size_t n, u64 s, int k, bool atomic_flag) {
+    const int size = static_cast<int>(n);
+    const int par = static_cast<int>(s % 2);
+    fill(n, s);
+    MPI_Put(face.data(), size, MPI_BYTE, peer, L.recv(par), size, MPI_BYTE, win);
+    MPI_Win_flush(peer, win);
+    if (atomic_flag)
+      MPI_Accumulate(&s, 1, MPI_UINT64_T, peer, L.flag(k), 1, MPI_UINT64_T, MPI_REPLACE, win);
+    else
+      MPI_Put(&s, 8, MPI_BYTE, peer, L.flag(k), 8, MPI_BYTE, win);
+    MPI_Win_flush_local(peer, win);
+    locus::wait_notify(flag_at(k), s);
+    verify(mem + L.recv(par), n, s);
+  }
+
+  // Tagged words: 4 bytes of the face and the low 32 bits of the step
+  // each; `put` writes them by MPI_Put, else by MPI_Accumulate (replace).
+  void tagged_exchange(std::size_t n, u64 s, bool put) {
+    const int nwords = static_cast<int>((n + 3) / 4);
+    const int par = static_cast<int>(s % 2);
+    fill(n, s);
+    for (int w = 0; w < nwords; ++w) {
+      std::uint32_t payload = 0;
+      std::memcpy(&payload, face.data() + 4 * w, std::min<std::size_t>(4, n - 4 * w));
+      words[w] = (s << 32) | payload;
+    }
+    const std::size_t at = put ? L.tagged_put(par) : L.tagged(par);
+    if (put)
+      MPI_Put(words.data(), nwords, MPI_UINT64_T, peer, at, nwords, MPI_UINT64_T, win);
+    else
+      MPI_Accumulate(words.data(), nwords, MPI_UINT64_T, peer, at, nwords, MPI_UINT64_T, MPI_REPLACE, win);
+    MPI_Win_flush_local(peer, win);
+    const u64* t = reinterpret_cast<const u64*>(mem + at);
+    unsigned spins = 0;
+    for (int w = nwords - 1; w >= 0;) {
+      if ((__atomic_load_n(&t[w], __ATOMIC_ACQUIRE) >> 32) == (s & 0xffffffffu)) {
+        --w;
+        continue;
+      }
+      locus::relax_with_progress(spins, world.comm());
+    }
+    for (int w = 0; w < nwords; ++w) {
+      const auto payload = static_cast<std::uint32_t>(t[w]);
+      std::memcpy(in.data() + 4 * w, &payload, std::min<std::size_t>(4, n - 4 * w));
+    }
+    verify(in.data(), n, s);
+  }
+
+  void locus_put(std::size_t n, u64 s) {
+    const int par = static_cast<int>(s % 2);
+    fill(n, s);
+    locus::put_notify(seg.gptr(peer) + static_cast<std::ptrdiff_t>(par * L.face), face.data(), n,
+                      flag.gptr(peer), s);
+    locus::wait_notify(flag.data(), s);
+    verify(seg.data() + par * L.face, n, s);
+  }
+
+  void locus_get(std::size_t n, u64 s) {
+    const std::size_t off = 2 * L.face + static_cast<std::size_t>(s % 2) * L.face;
+    // the face lives in the segment (as a field does): written in place
+    std::memset(seg.data() + off, static_cast<int>(s & 0xff), n);
+    locus::notify(flag.gptr(peer) + 1, s);
+    locus::wait_notify(flag.data() + 1, s);
+    locus::get(in.data(), seg.gptr(peer) + static_cast<std::ptrdiff_t>(off), n);
+    verify(in.data(), n, s);
+  }
+
+  // A plan (collective: every unit builds it; only the two active units
+  // have an entry): the peer's face of one parity, in place in its
+  // segment, into `in`.
+  locus::GetPlan<char> plan_of(locus::RemoteMode mode, std::size_t n, std::size_t parity) {
+    std::vector<locus::PlanEntry> e;
+    if (active)
+      e.push_back(locus::PlanEntry{peer, locus::Side::contiguous(0, n),
+                                   locus::Side::contiguous(2 * L.face + parity * L.face, n)});
+    return locus::GetPlan<char>(seg.gptr(), std::move(e), locus::Route::local, mode);
+  }
+
+  void planned(locus::GetPlan<char>* plans, std::size_t n, u64 s, int k) {
+    const std::size_t off = 2 * L.face + static_cast<std::size_t>(s % 2) * L.face;
+    std::memset(seg.data() + off, static_cast<int>(s & 0xff), n);
+    locus::GetPlan<char>& plan = plans[s % 2];
+    if (!plan.message(peer)) {  // one-sided: announce, then fetch
+      locus::notify(flag.gptr(peer) + k, s);
+      locus::wait_notify(flag.data() + k, s);
+    }
+    plan.execute(in.data());
+    verify(in.data(), n, s);
+  }
+};
+
+using Protocols = std::map<std::string, std::function<void(u64)>>;
+
+// Microseconds per exchange by column (the median of interleaved repeats)
+// into ROW. STEP: per protocol, growing across sizes and repeats.
+void time_columns(const Protocols& op, std::map<std::string, u64>& step, long steps, long repeats, Row& row) {
+  std::map<std::string, std::vector<double>> t;
+  // Looked up once per measurement, not per exchange.
+  for (const auto& col : kColumns) {  // warm-up
+    const auto& f = op.at(col);
+    u64& st = step[col];
+    for (int i = 0; i < 20; ++i) f(++st);
+  }
+  for (long r = 0; r < repeats; ++r)
+    for (const auto& col : kColumns) {
+      const auto& f = op.at(col);
+      u64& st = step[col];
+      double t0 = MPI_Wtime();
+      for (long i = 0; i < steps; ++i) f(++st);
+      t[col].push_back((MPI_Wtime() - t0) / static_cast<double>(steps) * 1e6);
+    }
+  for (auto& [col, v] : t) row.us[col] = locus::median(std::move(v));
+}
+
+// One face size, every protocol (collective: the plans).
+Row measure(Exchange& x, long size, std::map<std::string, u64>& step, long steps, long repeats) {
+  const std::size_t n = static_cast<std::size_t>(size);
+  Protocols op;
+  op["p2p"] = [&](u64 s) { x.p2p(n, s); };
+  op["announce-get"] = [&](u64 s) { x.announce_get(n, s); };
+  op["put-accflag"] = [&](u64 s) { x.put_then(n, s, 1, true); };
+  op["put-putflag"] = [&](u64 s) { x.put_then(n, s, 2, false); };
+  op["tagged"] = [&](u64 s) { x.tagged_exchange(n, s, false); };
+  op["tagged-put"] = [&](u64 s) { x.tagged_exchange(n, s, true); };
+  op["locus"] = [&](u64 s) { x.locus_put(n, s); };
+  op["locus-get"] = [&](u64 s) { x.locus_get(n, s); };
+  locus::GetPlan<char> by_message[2] = {x.plan_of(locus::RemoteMode::message, n, 0),
+                                        x.plan_of(locus::RemoteMode::message, n, 1)};
+  locus::GetPlan<char> by_auto[2] = {x.plan_of(locus::RemoteMode::automatic, n, 0),
+                                     x.plan_of(locus::RemoteMode::automatic, n, 1)};
+  op["locus-message"] = [&](u64 s) { x.planned(by_message, n, s, 2); };
+  op["locus-auto"] = [&](u64 s) { x.planned(by_auto, n, s, 3); };
+  Row row{size, {}};
+  row.auto_message = by_auto[0].message(x.peer);
+  if (x.active) time_columns(op, step, steps, repeats, row);
+  return row;
+}
+
 int run(Context& ctx) {
   const auto& c = ctx.config();
   const long min_size = c.integer("bench.min_size"), max_size = c.integer("bench.max_size");
@@ -207,187 +417,14 @@ int run(Context& ctx) {
       c.locate("bench.min_size") + ": larger than bench.max_size (" + std::to_string(max_size) + ")");
   locus::Team& world = ctx.runtime().world();
   const int last = ctx.size() - 1;
-  const bool active = ctx.rank() == 0 || ctx.rank() == last;
-  const int peer = ctx.rank() == 0 ? last : 0;
   const bool same_node = world.same_node(last);
-  // Faces rounded up to 8 bytes in the layout: flags and tagged words stay aligned.
-  const Layout L{(static_cast<std::size_t>(max_size) + 7) / 8 * 8};
+  Exchange x(world, ctx.rank(), last, max_size);
 
-  char* mem = nullptr;
-  MPI_Win win;
-  MPI_Win_allocate(static_cast<MPI_Aint>(L.bytes()), 1, MPI_INFO_NULL, world.comm(), &mem, &win);
-  std::memset(mem, 0, L.bytes());
-  MPI_Win_lock_all(MPI_MODE_NOCHECK, win);
-  // [0, 2F): put_notify targets by parity; [2F, 4F): packed faces by parity
-  locus::Array<char> seg(world, 4 * L.face);
-  locus::Array<u64> flag(world, 4);  // put_notify's, locus-get's, the plans' (message, auto)
-  std::fill(flag.data(), flag.data() + 4, 0);
-  locus::barrier(world);
-
-  std::vector<char> face(L.face), in(L.face);
-  std::vector<u64> words(2 * L.face);
-  std::vector<MPI_Request> p2p_req(2);
   std::map<std::string, u64> step;  // per protocol, growing across sizes and repeats
-  long bad = 0;
-  auto fill = [&](std::size_t n, u64 s) { std::memset(face.data(), static_cast<int>(s & 0xff), n); };
-  auto verify = [&](const char* p, std::size_t n, u64 s) {
-    for (std::size_t i = 0; i < n; ++i)
-      if (static_cast<unsigned char>(p[i]) != (s & 0xff)) {
-        ++bad;
-        return;
-      }
-  };
-  auto flag_at = [&](int k) { return reinterpret_cast<u64*>(mem + L.flag(k)); };
-
-  std::vector<long> sizes;
-  for (long s = min_size; s <= max_size; s *= 4) sizes.push_back(s);
   std::vector<Row> rows;
-
-  for (long size : sizes) {
-    const std::size_t n = static_cast<std::size_t>(size);
-    const int nwords = static_cast<int>((n + 3) / 4);
-    std::map<std::string, std::function<void(u64)>> op;
-    op["p2p"] = [&](u64 s) {
-      fill(n, s);
-      MPI_Irecv(in.data(), size, MPI_BYTE, peer, 7, world.comm(), &p2p_req[0]);
-      MPI_Isend(face.data(), size, MPI_BYTE, peer, 7, world.comm(), &p2p_req[1]);
-      locus::wait_all_yielding(p2p_req);
-      verify(in.data(), n, s);
-    };
-    op["announce-get"] = [&](u64 s) {
-      const int par = static_cast<int>(s % 2);
-      fill(n, s);
-      std::memcpy(mem + L.send(par), face.data(), n);
-      std::atomic_thread_fence(std::memory_order_release);
-      MPI_Accumulate(&s, 1, MPI_UINT64_T, peer, L.flag(0), 1, MPI_UINT64_T, MPI_REPLACE, win);
-      MPI_Win_flush_local(peer, win);
-      locus::wait_notify(flag_at(0), s);
-      MPI_Request q;
-      MPI_Rget(in.data(), size, MPI_BYTE, peer, L.send(par), size, MPI_BYTE, win, &q);
-      locus::wait_yielding(q);
-      verify(in.data(), n, s);
-    };
-    auto put_then = [&](u64 s, int k, bool atomic_flag) {
-      const int par = static_cast<int>(s % 2);
-      fill(n, s);
-      MPI_Put(face.data(), size, MPI_BYTE, peer, L.recv(par), size, MPI_BYTE, win);
-      MPI_Win_flush(peer, win);
-      if (atomic_flag)
-        MPI_Accumulate(&s, 1, MPI_UINT64_T, peer, L.flag(k), 1, MPI_UINT64_T, MPI_REPLACE, win);
-      else
-        MPI_Put(&s, 8, MPI_BYTE, peer, L.flag(k), 8, MPI_BYTE, win);
-      MPI_Win_flush_local(peer, win);
-      locus::wait_notify(flag_at(k), s);
-      verify(mem + L.recv(par), n, s);
-    };
-    op["put-accflag"] = [&](u64 s) { put_then(s, 1, true); };
-    op["put-putflag"] = [&](u64 s) { put_then(s, 2, false); };
-    // Tagged words: 4 bytes of the face and the low 32 bits of the step
-    // each; `put` writes them by MPI_Put, else by MPI_Accumulate (replace).
-    auto tagged_exchange = [&](u64 s, bool put) {
-      const int par = static_cast<int>(s % 2);
-      fill(n, s);
-      for (int w = 0; w < nwords; ++w) {
-        std::uint32_t payload = 0;
-        std::memcpy(&payload, face.data() + 4 * w, std::min<std::size_t>(4, n - 4 * w));
-        words[w] = (s << 32) | payload;
-      }
-      const std::size_t at = put ? L.tagged_put(par) : L.tagged(par);
-      if (put)
-        MPI_Put(words.data(), nwords, MPI_UINT64_T, peer, at, nwords, MPI_UINT64_T, win);
-      else
-        MPI_Accumulate(words.data(), nwords, MPI_UINT64_T, peer, at, nwords, MPI_UINT64_T, MPI_REPLACE, win);
-      MPI_Win_flush_local(peer, win);
-      const u64* t = reinterpret_cast<const u64*>(mem + at);
-      unsigned spins = 0;
-      for (int w = nwords - 1; w >= 0;) {
-        if ((__atomic_load_n(&t[w], __ATOMIC_ACQUIRE) >> 32) == (s & 0xffffffffu)) {
-          --w;
-          continue;
-        }
-        locus::relax_with_progress(spins, world.comm());
-      }
-      for (int w = 0; w < nwords; ++w) {
-        const auto payload = static_cast<std::uint32_t>(t[w]);
-        std::memcpy(in.data() + 4 * w, &payload, std::min<std::size_t>(4, n - 4 * w));
-      }
-      verify(in.data(), n, s);
-    };
-    op["tagged"] = [&](u64 s) { tagged_exchange(s, false); };
-    op["tagged-put"] = [&](u64 s) { tagged_exchange(s, true); };
-    op["locus"] = [&](u64 s) {
-      const int par = static_cast<int>(s % 2);
-      fill(n, s);
-      locus::put_notify(seg.gptr(peer) + static_cast<std::ptrdiff_t>(par * L.face), face.data(), n,
-                        flag.gptr(peer), s);
-      locus::wait_notify(flag.data(), s);
-      verify(seg.data() + par * L.face, n, s);
-    };
-
-    op["locus-get"] = [&](u64 s) {
-      const std::size_t off = 2 * L.face + static_cast<std::size_t>(s % 2) * L.face;
-      // the face lives in the segment (as a field does): written in place
-      std::memset(seg.data() + off, static_cast<int>(s & 0xff), n);
-      locus::notify(flag.gptr(peer) + 1, s);
-      locus::wait_notify(flag.data() + 1, s);
-      locus::get(in.data(), seg.gptr(peer) + static_cast<std::ptrdiff_t>(off), n);
-      verify(in.data(), n, s);
-    };
-    // Plans (collective: every unit builds them; only the two active units
-    // have an entry): the peer's face of each parity, in place in its
-    // segment, into `in`.
-    auto plan_of = [&](locus::RemoteMode mode, std::size_t parity) {
-      std::vector<locus::PlanEntry> e;
-      if (active)
-        e.push_back(locus::PlanEntry{peer, locus::Side::contiguous(0, n),
-                                     locus::Side::contiguous(2 * L.face + parity * L.face, n)});
-      return locus::GetPlan<char>(seg.gptr(), std::move(e), locus::Route::local, mode);
-    };
-    locus::GetPlan<char> by_message[2] = {plan_of(locus::RemoteMode::message, 0),
-                                          plan_of(locus::RemoteMode::message, 1)};
-    locus::GetPlan<char> by_auto[2] = {plan_of(locus::RemoteMode::automatic, 0),
-                                       plan_of(locus::RemoteMode::automatic, 1)};
-    auto planned = [&](locus::GetPlan<char>* plans, u64 s, int k) {
-      const std::size_t off = 2 * L.face + static_cast<std::size_t>(s % 2) * L.face;
-      std::memset(seg.data() + off, static_cast<int>(s & 0xff), n);
-      locus::GetPlan<char>& plan = plans[s % 2];
-      if (!plan.message(peer)) {  // one-sided: announce, then fetch
-        locus::notify(flag.gptr(peer) + k, s);
-        locus::wait_notify(flag.data() + k, s);
-      }
-      plan.execute(in.data());
-      verify(in.data(), n, s);
-    };
-    op["locus-message"] = [&](u64 s) { planned(by_message, s, 2); };
-    op["locus-auto"] = [&](u64 s) { planned(by_auto, s, 3); };
-    const bool auto_by_message = by_auto[0].message(peer);
-    Row row{size, {}};
-    row.auto_message = auto_by_message;
-    std::map<std::string, std::vector<double>> t;
-    if (active) {
-      // Looked up once per measurement, not per exchange.
-      for (const auto& col : kColumns) {  // warm-up
-        const auto& f = op.at(col);
-        u64& st = step[col];
-        for (int i = 0; i < 20; ++i) f(++st);
-      }
-      for (long r = 0; r < repeats; ++r)
-        for (const auto& col : kColumns) {
-          const auto& f = op.at(col);
-          u64& st = step[col];
-          double t0 = MPI_Wtime();
-          for (long i = 0; i < steps; ++i) f(++st);
-          t[col].push_back((MPI_Wtime() - t0) / static_cast<double>(steps) * 1e6);
-        }
-      for (auto& [col, v] : t) row.us[col] = locus::median(std::move(v));
-    }
-    rows.push_back(row);
-  }
-  long bad_all = 0;
-  MPI_Allreduce(&bad, &bad_all, 1, MPI_LONG, MPI_SUM, world.comm());
-  locus::barrier(world);
-  MPI_Win_unlock_all(win);
-  MPI_Win_free(&win);
+  for (long size = min_size; size <= max_size; size *= 4)
+    rows.push_back(measure(x, size, step, steps, repeats));
+  const long bad_all = x.close();
   locus::collective_require(
       ctx.comm(), bad_all == 0,
       "exchange: " + std::to_string(bad_all) + " faces arrived wrong (a protocol is broken)");

@@ -219,11 +219,10 @@ YAML::Node order_study(const Context& ctx, const Settings& s, locus::Timers& tim
   return out;
 }
 
-}  // namespace
-
-int run(Context& ctx) {
+// The process grid, the checkpoint's paths and the memory, against the
+// deck, before anything is allocated.
+void check_settings(const Context& ctx, const Settings& s) {
   const Config& cfg = ctx.config();
-  Settings s = read_settings(cfg);
   {
     // the process grid against the ranks and the grid, with the deck line
     const locus::Dims pg = s.procs[0] == 0 ? locus::auto_process_grid(ctx.size(), 3) : s.procs;
@@ -265,10 +264,141 @@ int run(Context& ctx) {
                   s.mode == "order" ? " (order study: the finest grid is 4x as fine)" : "");
     locus::require_memory(ctx.runtime().world(), shared, priv, cfg.locate("heat3d.grid.nx") + grid);
   }
-  const bool show = ctx.rank() == 0 && !ctx.quiet() && locus::stderr_is_terminal();
   locus::collective_require(
       ctx.comm(), !(s.mode == "order" && (s.checkpoint_every > 0 || !s.restart_file.empty())),
       "checkpoint: not available with heat3d.validation.mode: order (it runs three grids)");
+}
+
+// The state to start from: the restart file's when there is one.
+History restart(const Context& ctx, const Settings& s, Solver& solver, locus::Timers& timers,
+                YAML::Node& results) {
+  History start;
+  if (s.restart_file.empty()) return start;
+  auto t = timers.scope("checkpoint");
+  try {
+    start = read_checkpoint(ctx, solver, s.restart_file);
+  } catch (const locus::CollectiveError& e) {
+    // Every rank has the same message: name the key and its deck line.
+    throw locus::CollectiveError(ctx.config().locate("checkpoint.restart") + ": " + e.what());
+  }
+  results["restarted_from"] = s.restart_file;
+  results["restart_step"] = start.step;
+  return start;
+}
+
+// The run's figures into RESULTS: the process grid, kernels, steps, the
+// field's extremes and the figure of merit over SOLVE_SECONDS.
+void report_run(const Context& ctx, const Solver& solver, const locus::Timers& timers, const Outcome& outcome,
+                long first_step, double solve_seconds, YAML::Node& results) {
+  const Problem& p = solver.problem();
+  const auto& pg = solver.decomp().procs();
+  results["process_grid"] = locus::yaml_flow_list(std::vector<int>{pg[0], pg[1], pg[2]});
+  results["halo"] = solver.halo_name();
+  {
+    YAML::Node k;
+    k["space"] = locus::ExecSpace::name();
+    k["concurrency"] = locus::ExecSpace().concurrency();
+    k["check"] =
+        solver.kernel_checked() ? "step 1 bitwise equal to the reference kernel" : "not run (no step)";
+    results["kernels"] = k;
+  }
+  results["dt"] = locus::yaml_number(p.dt);
+  results["steps"] = outcome.history.step;
+  results["converged"] = outcome.converged;
+  results["final_residual"] =
+      locus::yaml_number(outcome.history.residuals.empty() ? 0.0 : outcome.history.residuals.back());
+  results["min"] = locus::yaml_number(solver.global_min());
+  results["max"] = locus::yaml_number(solver.global_max());
+  results["centre"] = locus::yaml_number(solver.centre_value());
+  const double cells = double(p.n[0]) * double(p.n[1]) * double(p.n[2]);
+  const double updates = cells * double(outcome.history.step - first_step);
+  double compute = timers.seconds("compute");
+  MPI_Allreduce(MPI_IN_PLACE, &compute, 1, MPI_DOUBLE, MPI_MAX, ctx.comm());
+  results["figure_of_merit"] = locus::figure_of_merit(
+      "cell updates per second", updates / 1e6, "Mcell_updates/s", solve_seconds,
+      "the whole time loop of the slowest rank: compute, halo exchange and residual reductions "
+      "(checkpoint writes left out)");
+  // Beside it, the stencil alone (slowest rank's compute timer).
+  results["compute_only_mcell_updates_per_s"] = locus::yaml_number(locus::rate(updates / 1e6, compute));
+}
+
+// Restart when asked, then the time loop; its figures into RESULTS.
+Outcome solve(const Context& ctx, const Settings& s, Solver& solver, locus::Timers& timers,
+              YAML::Node& results, bool show) {
+  History start = restart(ctx, s, solver, timers, results);
+  // The figure of merit's time: the whole time loop (compute, halo,
+  // reductions), without checkpoint writes, on the slowest rank.
+  const long first_step = start.step;
+  MPI_Barrier(ctx.comm());
+  const double ck0 = timers.seconds("checkpoint"), t0 = MPI_Wtime();
+  Outcome outcome = integrate(ctx, solver, s, std::move(start), show);
+  double solve_seconds = MPI_Wtime() - t0 - (timers.seconds("checkpoint") - ck0);
+  MPI_Allreduce(MPI_IN_PLACE, &solve_seconds, 1, MPI_DOUBLE, MPI_MAX, ctx.comm());
+  report_run(ctx, solver, timers, outcome, first_step, solve_seconds, results);
+  return outcome;
+}
+
+// The sine and steady verdicts (none: nothing to check); returns the pass.
+bool validate(const Config& cfg, const Settings& s, const Solver& solver, const Outcome& outcome,
+              YAML::Node& validation) {
+  const Problem& p = solver.problem();
+  if (s.mode == "sine") {
+    double amp = sine_amplitude(p, outcome.history.step);
+    double err = solver.sine_relative_error(amp);
+    double tol = cfg.real("heat3d.validation.sine_tol");
+    validation["amplitude"] = locus::yaml_number(amp);
+    validation["max_rel_error"] = locus::yaml_number(err);
+    validation["tolerance"] = locus::yaml_number(tol);
+    return err <= tol;
+  }
+  if (s.mode == "steady") {
+    double dev = std::max(std::fabs(solver.global_max() - p.t_boundary),
+                          std::fabs(solver.global_min() - p.t_boundary));
+    double tol = cfg.real("heat3d.validation.steady_tol");
+    validation["max_abs_deviation"] = locus::yaml_number(dev);
+    validation["tolerance"] = locus::yaml_number(tol);
+    validation["converged"] = outcome.converged;
+    if (!outcome.converged) validation["reason"] = "did not reach time.tolerance within max_steps";
+    return outcome.converged && dev <= tol;
+  }
+  return true;
+}
+
+void write_results(locus::H5Output& out, const Context& ctx, const Solver* solver, const Outcome& outcome) {
+  locus::write_provenance(out, ctx);
+  if (!solver) return;
+  if (ctx.config().boolean("output.write_field")) {
+    out.write_field("temperature", solver->field(), solver->decomp());
+    const Problem& p = solver->problem();
+    out.attribute("temperature", "spacing", std::vector<double>{p.h(0), p.h(1), p.h(2)});
+    out.attribute("temperature", "layout", std::string("(z, y, x), x fastest; interior points only"));
+  }
+  out.write_root_vector("residual", outcome.history.residuals);
+  out.attribute("residual", "meaning", std::string("max |T_new - T_old| after each step"));
+}
+
+// Rank 0: the XDMF file beside the output (when the field is written);
+// returns false when it could not be written.
+bool write_xdmf_beside(const Config& cfg, const Settings& s, const Solver* solver, const Outcome& outcome,
+                       const std::string& path) {
+  if (!solver || !cfg.boolean("output.write_field") || !cfg.boolean("output.xdmf")) return true;
+  const Problem& p = solver->problem();
+  std::string xmf = s.out_dir + "/" + s.out_name + ".xmf";
+  const std::string err = locus::write_xdmf(xmf, std::filesystem::path(path).filename().string(),
+                                            "temperature", p.n, {p.h(0), p.h(1), p.h(2)},
+                                            {p.h(0), p.h(1), p.h(2)}, p.dt * double(outcome.history.step));
+  if (err.empty()) return true;
+  std::fprintf(stderr, "heat3d: error: %s (%s itself is complete)\n", err.c_str(), path.c_str());
+  return false;
+}
+
+}  // namespace
+
+int run(Context& ctx) {
+  const Config& cfg = ctx.config();
+  const Settings s = read_settings(cfg);
+  check_settings(ctx, s);
+  const bool show = ctx.rank() == 0 && !ctx.quiet() && locus::stderr_is_terminal();
 
   locus::Timers timers({"total", "compute", "halo", "reduce", "checkpoint", "io"});
   timers.start("total");
@@ -282,81 +412,13 @@ int run(Context& ctx) {
   bool pass = true;
   std::unique_ptr<Solver> solver;
   Outcome outcome;
-
   if (s.mode == "order") {
     validation["study"] = order_study(ctx, s, timers, pass);
   } else {
     solver = std::make_unique<Solver>(ctx.runtime().world(), s.problem, s.procs, s.halo, timers);
     solver->initialize();
-    History start;
-    if (!s.restart_file.empty()) {
-      auto t = timers.scope("checkpoint");
-      try {
-        start = read_checkpoint(ctx, *solver, s.restart_file);
-      } catch (const locus::CollectiveError& e) {
-        // Every rank has the same message: name the key and its deck line.
-        throw locus::CollectiveError(cfg.locate("checkpoint.restart") + ": " + e.what());
-      }
-      results["restarted_from"] = s.restart_file;
-      results["restart_step"] = start.step;
-    }
-    // The figure of merit's time: the whole time loop (compute, halo,
-    // reductions), without checkpoint writes, on the slowest rank.
-    const long first_step = start.step;
-    MPI_Barrier(ctx.comm());
-    const double ck0 = timers.seconds("checkpoint"), t0 = MPI_Wtime();
-    outcome = integrate(ctx, *solver, s, std::move(start), show);
-    double solve_seconds = MPI_Wtime() - t0 - (timers.seconds("checkpoint") - ck0);
-    MPI_Allreduce(MPI_IN_PLACE, &solve_seconds, 1, MPI_DOUBLE, MPI_MAX, ctx.comm());
-    const Problem& p = solver->problem();
-    const auto& pg = solver->decomp().procs();
-    results["process_grid"] = locus::yaml_flow_list(std::vector<int>{pg[0], pg[1], pg[2]});
-    results["halo"] = solver->halo_name();
-    {
-      YAML::Node k;
-      k["space"] = locus::ExecSpace::name();
-      k["concurrency"] = locus::ExecSpace().concurrency();
-      k["check"] =
-          solver->kernel_checked() ? "step 1 bitwise equal to the reference kernel" : "not run (no step)";
-      results["kernels"] = k;
-    }
-    results["dt"] = locus::yaml_number(p.dt);
-    results["steps"] = outcome.history.step;
-    results["converged"] = outcome.converged;
-    results["final_residual"] =
-        locus::yaml_number(outcome.history.residuals.empty() ? 0.0 : outcome.history.residuals.back());
-    results["min"] = locus::yaml_number(solver->global_min());
-    results["max"] = locus::yaml_number(solver->global_max());
-    results["centre"] = locus::yaml_number(solver->centre_value());
-    const double cells = double(p.n[0]) * double(p.n[1]) * double(p.n[2]);
-    const double updates = cells * double(outcome.history.step - first_step);
-    double compute = timers.seconds("compute");
-    MPI_Allreduce(MPI_IN_PLACE, &compute, 1, MPI_DOUBLE, MPI_MAX, ctx.comm());
-    results["figure_of_merit"] = locus::figure_of_merit(
-        "cell updates per second", updates / 1e6, "Mcell_updates/s", solve_seconds,
-        "the whole time loop of the slowest rank: compute, halo exchange and residual reductions "
-        "(checkpoint writes left out)");
-    // Beside it, the stencil alone (slowest rank's compute timer).
-    results["compute_only_mcell_updates_per_s"] = locus::yaml_number(locus::rate(updates / 1e6, compute));
-
-    if (s.mode == "sine") {
-      double amp = sine_amplitude(p, outcome.history.step);
-      double err = solver->sine_relative_error(amp);
-      double tol = cfg.real("heat3d.validation.sine_tol");
-      validation["amplitude"] = locus::yaml_number(amp);
-      validation["max_rel_error"] = locus::yaml_number(err);
-      validation["tolerance"] = locus::yaml_number(tol);
-      pass = err <= tol;
-    } else if (s.mode == "steady") {
-      double dev = std::max(std::fabs(solver->global_max() - p.t_boundary),
-                            std::fabs(solver->global_min() - p.t_boundary));
-      double tol = cfg.real("heat3d.validation.steady_tol");
-      validation["max_abs_deviation"] = locus::yaml_number(dev);
-      validation["tolerance"] = locus::yaml_number(tol);
-      validation["converged"] = outcome.converged;
-      pass = outcome.converged && dev <= tol;
-      if (!outcome.converged) validation["reason"] = "did not reach time.tolerance within max_steps";
-    }
+    outcome = solve(ctx, s, *solver, timers, results, show);
+    pass = validate(cfg, s, *solver, outcome, validation);
   }
   bool finite = true;
   if (solver) {
@@ -369,32 +431,11 @@ int run(Context& ctx) {
 
   {
     auto t = timers.scope("io");
-    locus::write_provenance(out, ctx);
-    if (solver) {
-      if (cfg.boolean("output.write_field")) {
-        out.write_field("temperature", solver->field(), solver->decomp());
-        const Problem& p = solver->problem();
-        out.attribute("temperature", "spacing", std::vector<double>{p.h(0), p.h(1), p.h(2)});
-        out.attribute("temperature", "layout", std::string("(z, y, x), x fastest; interior points only"));
-      }
-      out.write_root_vector("residual", outcome.history.residuals);
-      out.attribute("residual", "meaning", std::string("max |T_new - T_old| after each step"));
-    }
+    write_results(out, ctx, solver.get(), outcome);
   }
   const std::string summary = locus::finish_output(out, ctx, timers, results, validation);
-
   if (ctx.rank() == 0) {
-    if (solver && cfg.boolean("output.write_field") && cfg.boolean("output.xdmf")) {
-      const Problem& p = solver->problem();
-      std::string xmf = s.out_dir + "/" + s.out_name + ".xmf";
-      const std::string err = locus::write_xdmf(
-          xmf, std::filesystem::path(path).filename().string(), "temperature", p.n, {p.h(0), p.h(1), p.h(2)},
-          {p.h(0), p.h(1), p.h(2)}, p.dt * double(outcome.history.step));
-      if (!err.empty()) {
-        std::fprintf(stderr, "heat3d: error: %s (%s itself is complete)\n", err.c_str(), path.c_str());
-        pass = false;
-      }
-    }
+    if (!write_xdmf_beside(cfg, s, solver.get(), outcome, path)) pass = false;
     std::fputs(summary.c_str(), stdout);
     std::fflush(stdout);
   }

@@ -266,47 +266,29 @@ YAML::Node refinement_study(const Context& ctx, const Settings& s, locus::Timers
   return out;
 }
 
-}  // namespace
-
-int run(Context& ctx) {
+// Memory before anything is allocated, for the largest grid the run
+// solves (a refinement study's finest level): per cell the iterate, a
+// second field (Jacobi's, or the error field) and a halo in segments,
+// the right-hand sides, the split layout's copy and what the checks and
+// the output hold in private memory (measured: about 82 bytes per cell
+// for float64 at N = 4095, address space).
+void check_memory(const Context& ctx, const Settings& s) {
   const Config& cfg = ctx.config();
-  Settings s = read_settings(ctx);
-  s.options.procs = process_grid(ctx, s, s.problem.n);
-  const bool show = ctx.rank() == 0 && !ctx.quiet() && locus::stderr_is_terminal();
+  const bool study = s.mode == "order" || s.mode == "iterations";
+  const long levels = study ? cfg.integer("poisson5pt.validation.levels") : 1;
+  const double nf = double(s.problem.n + 1) * std::ldexp(1.0, int(levels - 1)) - 1.0;
+  const double t = s.precision == "float32" ? 4.0 : 8.0;
+  const double cells = (nf + 2.0) * (std::ceil(nf / double(ctx.size())) + 2.0);
+  char what[128];
+  std::snprintf(what, sizeof what, ": a %.0fx%.0f grid%s", nf, nf,
+                levels > 1 ? " (the finest of poisson5pt.validation.levels)" : "");
+  locus::require_memory(ctx.runtime().world(), cells * 3.0 * t, cells * (2.0 * t + 40.0),
+                        cfg.locate(levels > 1 ? "poisson5pt.validation.levels" : "poisson5pt.grid.n") + what);
+}
 
-  {
-    // Memory before anything is allocated, for the largest grid the run
-    // solves (a refinement study's finest level): per cell the iterate, a
-    // second field (Jacobi's, or the error field) and a halo in segments,
-    // the right-hand sides, the split layout's copy and what the checks and
-    // the output hold in private memory (measured: about 82 bytes per cell
-    // for float64 at N = 4095, address space).
-    const bool study = s.mode == "order" || s.mode == "iterations";
-    const long levels = study ? cfg.integer("poisson5pt.validation.levels") : 1;
-    const double nf = double(s.problem.n + 1) * std::ldexp(1.0, int(levels - 1)) - 1.0;
-    const double t = s.precision == "float32" ? 4.0 : 8.0;
-    const double cells = (nf + 2.0) * (std::ceil(nf / double(ctx.size())) + 2.0);
-    char what[128];
-    std::snprintf(what, sizeof what, ": a %.0fx%.0f grid%s", nf, nf,
-                  levels > 1 ? " (the finest of poisson5pt.validation.levels)" : "");
-    locus::require_memory(
-        ctx.runtime().world(), cells * 3.0 * t, cells * (2.0 * t + 40.0),
-        cfg.locate(levels > 1 ? "poisson5pt.validation.levels" : "poisson5pt.grid.n") + what);
-  }
-  locus::Timers timers({"total", "compute", "halo", "residual", "io"});
-  timers.start("total");
-  const std::string path = cfg.string("output.dir") + "/" + cfg.string("output.name") + ".h5";
-  locus::H5Output out(ctx.comm(), path, cfg.boolean("output.overwrite"));
-
-  YAML::Node results(YAML::NodeType::Map), validation;
-  validation["mode"] = s.mode;
-  bool pass = true;
-  std::unique_ptr<SolverBase> solver;
-  SolveResult r;
-  std::string warning;
-  bool fixed_work = false;
+// The problem and how it is solved, into RESULTS.
+void describe_problem(const Config& cfg, const Settings& s, YAML::Node& results) {
   const Problem& p = s.problem;
-
   results["grid"] = grid_text(p.n);
   results["h"] = number(p.h());
   results["setup"] = cfg.string("poisson5pt.setup");
@@ -324,53 +306,132 @@ int run(Context& ctx) {
   results["process_grid"] = locus::yaml_flow_list(std::vector<int>{pg[0], pg[1]});
   results["halo"] = s.options.halo;
   if (s.options.halo != "p2p") results["direction"] = cfg.string("comm.direction");
+}
 
+// The solve's figures into RESULTS; RANGE: the solution's min and max.
+void report_solve(const Context& ctx, const Settings& s, SolverBase& solver, const SolveResult& r,
+                  const std::array<double, 2>& range, const locus::Timers& timers, YAML::Node& results) {
+  const Problem& p = s.problem;
+  results["iterations"] = r.iterations;
+  results["converged"] = r.converged;
+  results["stalled"] = r.stalled;
+  results["initial_residual"] = number(r.initial_residual);
+  results["relative_residual"] = number(r.relative_residual);
+  results["tolerance"] = number(s.stop.tolerance);
+  const double per_it = r.iterations > 0 ? r.seconds / double(r.iterations) : 0.0;
+  results["time_per_iteration"] = number(per_it);
+  const double updates = double(p.n) * double(p.n) * double(r.iterations);
+  double compute = timers.seconds("compute");
+  MPI_Allreduce(MPI_IN_PLACE, &compute, 1, MPI_DOUBLE, MPI_MAX, ctx.comm());
+  results["figure_of_merit"] = locus::figure_of_merit(
+      "point updates per second", updates / 1e6, "Mpoint_updates/s", r.seconds,
+      "the whole iteration loop of the slowest rank: sweeps, halo exchanges and residual checks");
+  // Beside it, the sweeps alone (slowest rank's compute timer).
+  results["compute_only_mpoint_updates_per_s"] = number(locus::rate(updates / 1e6, compute));
+  if (r.max_error >= 0) results["max_error"] = number(r.max_error);
+  results["min"] = number(range[0]);
+  results["max"] = number(range[1]);
+  results["centre"] = number(solver.centre_value());
+}
+
+// The solve's verdict (converged; with tolerance 0, finite) into
+// VALIDATION; returns the pass, and the warning to print (if any).
+bool judge_solve(const Settings& s, const SolveResult& r, const std::array<double, 2>& range,
+                 YAML::Node& validation, std::string& warning) {
+  validation["converged"] = r.converged;
+  if (s.stop.tolerance == 0) {
+    // A fixed number of iterations: nothing to converge to, so the run is
+    // not checked -- but a non-finite residual or field still fails it.
+    const bool finite =
+        std::isfinite(r.relative_residual) && std::isfinite(range[0]) && std::isfinite(range[1]);
+    validation["reason"] = finite ? "tolerance 0: a fixed number of iterations, convergence not checked"
+                                  : "the residual or the solution is not finite (NaN or infinity)";
+    if (!finite) warning = validation["reason"].as<std::string>();
+    return finite;
+  }
+  if (!r.converged) {
+    char buf[300];
+    std::snprintf(buf, sizeof buf,
+                  "not converged: relative residual %.3e after %ld iterations (tolerance %.3e); ",
+                  r.relative_residual, r.iterations, s.stop.tolerance);
+    warning = buf + diagnosis(r, s, std::max(std::fabs(range[0]), std::fabs(range[1])));
+    validation["reason"] = warning;
+  }
+  return r.converged;
+}
+
+void write_results(locus::H5Output& out, const Context& ctx, const Problem& p, SolverBase* solver,
+                   const SolveResult& r) {
+  locus::write_provenance(out, ctx);
+  if (!solver) return;
+  if (ctx.config().boolean("output.write_field")) {
+    solver->write(out, p.has_exact());
+    out.attribute("solution", "spacing", std::vector<double>{p.h(), p.h()});
+    out.attribute("solution", "layout", std::string("(y, x), x fastest; interior points only"));
+  }
+  out.write_root_vector("residual", r.history);
+  out.attribute("residual", "meaning",
+                std::string("max |f + Laplace_h(u)| relative to its initial value, at each check"));
+  out.write_root_vector("residual_iterations", r.history_iterations);
+}
+
+YAML::Node kernels(const SolverBase* solver) {
+  YAML::Node k;
+  k["space"] = locus::ExecSpace::name();
+  k["concurrency"] = locus::ExecSpace().concurrency();
+  k["check"] = solver && solver->kernel_checked() ? "first iteration bitwise equal to the reference kernel"
+                                                  : "not run (no iteration)";
+  return k;
+}
+
+// Rank 0: the XDMF file beside the output (when the field is written);
+// returns false when it could not be written.
+bool write_xdmf_beside(const Config& cfg, const Settings& s, const SolverBase* solver,
+                       const std::string& path) {
+  if (!solver || !cfg.boolean("output.write_field") || !cfg.boolean("output.xdmf")) return true;
+  const Problem& p = s.problem;
+  std::string xmf = cfg.string("output.dir") + "/" + cfg.string("output.name") + ".xmf";
+  const double h = p.h();
+  const std::string err =
+      locus::write_xdmf(xmf, std::filesystem::path(path).filename().string(), "solution", {p.n, p.n, 1},
+                        {h, h, 0.0}, {h, h, 0.0}, 0.0, 2, s.precision == "float32" ? 4 : 8,
+                        p.has_exact() ? std::vector<std::string>{"error"} : std::vector<std::string>{});
+  if (err.empty()) return true;
+  std::fprintf(stderr, "poisson5pt: error: %s (%s itself is complete)\n", err.c_str(), path.c_str());
+  return false;
+}
+
+}  // namespace
+
+int run(Context& ctx) {
+  const Config& cfg = ctx.config();
+  Settings s = read_settings(ctx);
+  s.options.procs = process_grid(ctx, s, s.problem.n);
+  const bool show = ctx.rank() == 0 && !ctx.quiet() && locus::stderr_is_terminal();
+  check_memory(ctx, s);
+
+  locus::Timers timers({"total", "compute", "halo", "residual", "io"});
+  timers.start("total");
+  const std::string path = cfg.string("output.dir") + "/" + cfg.string("output.name") + ".h5";
+  locus::H5Output out(ctx.comm(), path, cfg.boolean("output.overwrite"));
+
+  YAML::Node results(YAML::NodeType::Map), validation;
+  validation["mode"] = s.mode;
+  bool pass = true;
+  std::unique_ptr<SolverBase> solver;
+  SolveResult r;
+  std::string warning;
+  const bool fixed_work = s.mode == "none" && s.stop.tolerance == 0;
+  const Problem& p = s.problem;
+  describe_problem(cfg, s, results);
   if (s.mode != "none") {
     validation["study"] = refinement_study(ctx, s, timers, pass);
   } else {
     solver = make_solver(s.precision, ctx.runtime().world(), p, s.options, timers);
     r = solve_problem(ctx, *solver, p, s, show);
     const auto range = solver->range();
-    results["iterations"] = r.iterations;
-    results["converged"] = r.converged;
-    results["stalled"] = r.stalled;
-    results["initial_residual"] = number(r.initial_residual);
-    results["relative_residual"] = number(r.relative_residual);
-    results["tolerance"] = number(s.stop.tolerance);
-    const double per_it = r.iterations > 0 ? r.seconds / double(r.iterations) : 0.0;
-    results["time_per_iteration"] = number(per_it);
-    const double updates = double(p.n) * double(p.n) * double(r.iterations);
-    double compute = timers.seconds("compute");
-    MPI_Allreduce(MPI_IN_PLACE, &compute, 1, MPI_DOUBLE, MPI_MAX, ctx.comm());
-    results["figure_of_merit"] = locus::figure_of_merit(
-        "point updates per second", updates / 1e6, "Mpoint_updates/s", r.seconds,
-        "the whole iteration loop of the slowest rank: sweeps, halo exchanges and residual checks");
-    // Beside it, the sweeps alone (slowest rank's compute timer).
-    results["compute_only_mpoint_updates_per_s"] = number(locus::rate(updates / 1e6, compute));
-    if (r.max_error >= 0) results["max_error"] = number(r.max_error);
-    results["min"] = number(range[0]);
-    results["max"] = number(range[1]);
-    results["centre"] = number(solver->centre_value());
-    validation["converged"] = r.converged;
-    pass = r.converged;
-    fixed_work = s.stop.tolerance == 0;
-    if (fixed_work) {
-      // A fixed number of iterations: nothing to converge to, so the run is
-      // not checked -- but a non-finite residual or field still fails it.
-      const bool finite =
-          std::isfinite(r.relative_residual) && std::isfinite(range[0]) && std::isfinite(range[1]);
-      pass = finite;
-      validation["reason"] = finite ? "tolerance 0: a fixed number of iterations, convergence not checked"
-                                    : "the residual or the solution is not finite (NaN or infinity)";
-      if (!finite) warning = validation["reason"].as<std::string>();
-    } else if (!r.converged) {
-      char buf[300];
-      std::snprintf(buf, sizeof buf,
-                    "not converged: relative residual %.3e after %ld iterations (tolerance %.3e); ",
-                    r.relative_residual, r.iterations, s.stop.tolerance);
-      warning = buf + diagnosis(r, s, std::max(std::fabs(range[0]), std::fabs(range[1])));
-      validation["reason"] = warning;
-    }
+    report_solve(ctx, s, *solver, r, range, timers, results);
+    pass = judge_solve(s, r, range, validation, warning);
   }
   // validation.mode none compares the solution with nothing: "not checked"
   // (a run that did not converge, or went non-finite, still fails).
@@ -382,42 +443,12 @@ int run(Context& ctx) {
 
   {
     auto t = timers.scope("io");
-    locus::write_provenance(out, ctx);
-    if (solver) {
-      if (cfg.boolean("output.write_field")) {
-        solver->write(out, p.has_exact());
-        out.attribute("solution", "spacing", std::vector<double>{p.h(), p.h()});
-        out.attribute("solution", "layout", std::string("(y, x), x fastest; interior points only"));
-      }
-      out.write_root_vector("residual", r.history);
-      out.attribute("residual", "meaning",
-                    std::string("max |f + Laplace_h(u)| relative to its initial value, at each check"));
-      out.write_root_vector("residual_iterations", r.history_iterations);
-    }
+    write_results(out, ctx, p, solver.get(), r);
   }
-  {
-    YAML::Node k;
-    k["space"] = locus::ExecSpace::name();
-    k["concurrency"] = locus::ExecSpace().concurrency();
-    k["check"] = solver && solver->kernel_checked() ? "first iteration bitwise equal to the reference kernel"
-                                                    : "not run (no iteration)";
-    results["kernels"] = k;
-  }
+  results["kernels"] = kernels(solver.get());
   const std::string summary = locus::finish_output(out, ctx, timers, results, validation);
-
   if (ctx.rank() == 0) {
-    if (solver && cfg.boolean("output.write_field") && cfg.boolean("output.xdmf")) {
-      std::string xmf = cfg.string("output.dir") + "/" + cfg.string("output.name") + ".xmf";
-      const double h = p.h();
-      const std::string err =
-          locus::write_xdmf(xmf, std::filesystem::path(path).filename().string(), "solution", {p.n, p.n, 1},
-                            {h, h, 0.0}, {h, h, 0.0}, 0.0, 2, s.precision == "float32" ? 4 : 8,
-                            p.has_exact() ? std::vector<std::string>{"error"} : std::vector<std::string>{});
-      if (!err.empty()) {
-        std::fprintf(stderr, "poisson5pt: error: %s (%s itself is complete)\n", err.c_str(), path.c_str());
-        pass = false;
-      }
-    }
+    if (!write_xdmf_beside(cfg, s, solver.get(), path)) pass = false;
     std::fputs(summary.c_str(), stdout);
     std::fflush(stdout);
     if (!warning.empty()) std::fprintf(stderr, "poisson5pt: warning: %s\n", warning.c_str());

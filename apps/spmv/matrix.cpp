@@ -204,6 +204,95 @@ struct Header {
   gidx lines = 0;  // lines up to and including the size line
 };
 
+// Header lines, each read whole however long: runs of blanks are kept as
+// one blank (a header line is words between blanks), and a line with more
+// than kMax other bytes is marked too long (`overlong`), not cut.
+struct HeaderLines {
+  static constexpr std::size_t kMax = 1 << 16;
+  std::FILE* f = nullptr;
+  long long consumed = 0;
+  bool overlong = false;
+
+  bool next(std::string& out) {
+    out.clear();
+    overlong = false;
+    int c;
+    bool any = false;
+    while ((c = std::fgetc(f)) != EOF) {
+      any = true;
+      ++consumed;
+      if (c == '\n') break;
+      const bool space = c == ' ' || c == '\t';
+      if (space && !out.empty() && (out.back() == ' ' || out.back() == '\t')) continue;
+      if (out.size() < kMax)
+        out.push_back(static_cast<char>(c));
+      else
+        overlong = true;
+    }
+    if (!out.empty() && out.back() == '\r') out.pop_back();
+    return any;
+  }
+};
+
+// The banner's format, field and symmetry into H. Returns "" or what is
+// wrong with it.
+std::string parse_banner(const std::string& line, Header& h) {
+  auto t = tokens(line);
+  if (t.empty() || lower(t[0]) != "%%matrixmarket")
+    return "not a Matrix Market file: the first line must start with %%MatrixMarket (got " + shown(line) +
+           ")";
+  if (t.size() != 5 || lower(t[1]) != "matrix")
+    return "banner must be '%%MatrixMarket matrix FORMAT FIELD SYMMETRY' (got " + shown(line) + ")";
+  std::string err;
+  h.format = lower(t[2]);
+  h.field = lower(t[3]);
+  h.symmetry = lower(t[4]);
+  if (h.format != "coordinate" && h.format != "array")
+    err = "format " + shown(t[2]) + " is not coordinate or array";
+  else if (h.field == "complex")
+    err = "complex matrices are not supported (real, integer or pattern)";
+  else if (h.field != "real" && h.field != "integer" && h.field != "pattern" && h.field != "double")
+    err = "field " + shown(t[3]) + " is not real, integer or pattern";
+  else if (h.symmetry == "hermitian")
+    err = "hermitian matrices are not supported (general, symmetric, skew-symmetric)";
+  else if (h.symmetry != "general" && h.symmetry != "symmetric" && h.symmetry != "skew-symmetric")
+    err = "symmetry " + shown(t[4]) + " is not general, symmetric or skew-symmetric";
+  else if (h.format == "array" && (h.field == "pattern" || h.symmetry != "general"))
+    err = "array matrices are supported as 'array real general' (or integer) only";
+  if (h.field == "double") h.field = "real";
+  return err;
+}
+
+// The size line ('ROWS COLUMNS ENTRIES', or 'ROWS COLUMNS' for array) into
+// H. Returns "" or what is wrong with it.
+std::string parse_size(const std::string& line, Header& h) {
+  auto t = tokens(line);
+  const std::size_t want = h.format == "array" ? 2 : 3;
+  gidx v[3] = {0, 0, 0};
+  bool ok = t.size() == want;
+  for (std::size_t i = 0; ok && i < want; ++i) ok = parse_int(t[i], v[i]) && v[i] >= 0;
+  if (!ok)
+    return "size line must be " +
+           std::string(h.format == "array" ? "'ROWS COLUMNS'" : "'ROWS COLUMNS ENTRIES'") +
+           " with non-negative integers (got " + shown(line) + ")";
+  h.m = v[0];
+  h.n = v[1];
+  h.nnz = h.format == "array" ? 0 : v[2];
+  if (h.m != h.n)
+    return "the matrix is " + std::to_string(h.m) + " x " + std::to_string(h.n) +
+           "; spmv needs a square matrix";
+  if (h.n == 0) return "the matrix has no rows";
+  if (h.format == "array") {
+    if (h.n > gidx(3037000499)) return "array matrix too large";
+    h.nnz = h.n * h.n;
+  } else if (h.symmetry != "general" && h.nnz > h.n + (h.n * (h.n - 1)) / 2 && h.n < gidx(3037000499)) {
+    return std::to_string(h.nnz) + " entries announced, but a " + h.symmetry + " " + std::to_string(h.n) +
+           " x " + std::to_string(h.n) + " matrix stores at most " +
+           std::to_string(h.n + (h.n * (h.n - 1)) / 2);
+  }
+  return "";
+}
+
 // Rank 0: the banner, comments and the size line. Returns "" or the error.
 std::string read_header(const std::string& path, Header& h) {
   // stat before open: opening a FIFO would block
@@ -216,70 +305,25 @@ std::string read_header(const std::string& path, Header& h) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) return path + ": cannot open (" + std::strerror(errno) + ")";
   h.file_size = st.st_size;
+  HeaderLines in{f};
   std::string line;
-  long long consumed = 0;
-  // A whole line, however long: runs of blanks are kept as one blank (a
-  // header line is words between blanks), and a line with more than
-  // kHeaderMax other bytes is marked too long (`overlong`), not cut.
-  constexpr std::size_t kHeaderMax = 1 << 16;
-  bool overlong = false;
-  auto next = [&](std::string& out) {
-    out.clear();
-    overlong = false;
-    int c;
-    bool any = false;
-    while ((c = std::fgetc(f)) != EOF) {
-      any = true;
-      ++consumed;
-      if (c == '\n') break;
-      const bool space = c == ' ' || c == '\t';
-      if (space && !out.empty() && (out.back() == ' ' || out.back() == '\t')) continue;
-      if (out.size() < kHeaderMax)
-        out.push_back(static_cast<char>(c));
-      else
-        overlong = true;
-    }
-    if (!out.empty() && out.back() == '\r') out.pop_back();
-    return any;
-  };
-  const std::string too_long = "line longer than " + std::to_string(kHeaderMax) + " bytes (besides blanks)";
+  const std::string too_long =
+      "line longer than " + std::to_string(HeaderLines::kMax) + " bytes (besides blanks)";
   std::string err;
   auto at = [&](gidx l) { return path + ":" + std::to_string(l) + ": "; };
-  if (!next(line)) {
+  if (!in.next(line)) {
     err = at(1) + "empty file (expected a '%%MatrixMarket matrix ...' banner)";
-  } else if (overlong) {
+  } else if (in.overlong) {
     err = at(1) + "banner " + too_long;
   } else {
     h.lines = 1;
-    auto t = tokens(line);
-    if (t.empty() || lower(t[0]) != "%%matrixmarket") {
-      err = at(1) + "not a Matrix Market file: the first line must start with %%MatrixMarket (got " +
-            shown(line) + ")";
-    } else if (t.size() != 5 || lower(t[1]) != "matrix") {
-      err = at(1) + "banner must be '%%MatrixMarket matrix FORMAT FIELD SYMMETRY' (got " + shown(line) + ")";
-    } else {
-      h.format = lower(t[2]);
-      h.field = lower(t[3]);
-      h.symmetry = lower(t[4]);
-      if (h.format != "coordinate" && h.format != "array")
-        err = at(1) + "format " + shown(t[2]) + " is not coordinate or array";
-      else if (h.field == "complex")
-        err = at(1) + "complex matrices are not supported (real, integer or pattern)";
-      else if (h.field != "real" && h.field != "integer" && h.field != "pattern" && h.field != "double")
-        err = at(1) + "field " + shown(t[3]) + " is not real, integer or pattern";
-      else if (h.symmetry == "hermitian")
-        err = at(1) + "hermitian matrices are not supported (general, symmetric, skew-symmetric)";
-      else if (h.symmetry != "general" && h.symmetry != "symmetric" && h.symmetry != "skew-symmetric")
-        err = at(1) + "symmetry " + shown(t[4]) + " is not general, symmetric or skew-symmetric";
-      else if (h.format == "array" && (h.field == "pattern" || h.symmetry != "general"))
-        err = at(1) + "array matrices are supported as 'array real general' (or integer) only";
-      if (h.field == "double") h.field = "real";
-    }
+    const std::string problem = parse_banner(line, h);
+    if (!problem.empty()) err = at(1) + problem;
   }
   if (err.empty()) {
     // comments and blank lines, then the size line
     bool found = false;
-    while (next(line)) {
+    while (in.next(line)) {
       ++h.lines;
       if (!line.empty() && line[0] == '%') continue;
       if (blank(line)) continue;
@@ -290,41 +334,14 @@ std::string read_header(const std::string& path, Header& h) {
       err = at(h.lines + 1) + "missing size line (" +
             std::string(h.format == "array" ? "'ROWS COLUMNS'" : "'ROWS COLUMNS ENTRIES'") +
             ") after the banner";
-    } else if (overlong) {
+    } else if (in.overlong) {
       err = at(h.lines) + "size " + too_long;
     } else {
-      auto t = tokens(line);
-      const std::size_t want = h.format == "array" ? 2 : 3;
-      gidx v[3] = {0, 0, 0};
-      bool ok = t.size() == want;
-      for (std::size_t i = 0; ok && i < want; ++i) ok = parse_int(t[i], v[i]) && v[i] >= 0;
-      if (!ok) {
-        err = at(h.lines) + "size line must be " +
-              std::string(h.format == "array" ? "'ROWS COLUMNS'" : "'ROWS COLUMNS ENTRIES'") +
-              " with non-negative integers (got " + shown(line) + ")";
-      } else {
-        h.m = v[0];
-        h.n = v[1];
-        h.nnz = h.format == "array" ? 0 : v[2];
-        if (h.m != h.n) {
-          err = at(h.lines) + "the matrix is " + std::to_string(h.m) + " x " + std::to_string(h.n) +
-                "; spmv needs a square matrix";
-        } else if (h.n == 0) {
-          err = at(h.lines) + "the matrix has no rows";
-        } else if (h.format == "array") {
-          if (h.n > gidx(3037000499))
-            err = at(h.lines) + "array matrix too large";
-          else
-            h.nnz = h.n * h.n;
-        } else if (h.symmetry != "general" && h.nnz > h.n + (h.n * (h.n - 1)) / 2 && h.n < gidx(3037000499)) {
-          err = at(h.lines) + std::to_string(h.nnz) + " entries announced, but a " + h.symmetry + " " +
-                std::to_string(h.n) + " x " + std::to_string(h.n) + " matrix stores at most " +
-                std::to_string(h.n + (h.n * (h.n - 1)) / 2);
-        }
-      }
+      const std::string problem = parse_size(line, h);
+      if (!problem.empty()) err = at(h.lines) + problem;
     }
   }
-  h.data_begin = consumed;
+  h.data_begin = in.consumed;
   std::fclose(f);
   return err;
 }
@@ -405,12 +422,9 @@ RowBlock to_rows(MPI_Comm comm, std::vector<Triplet>& mine, gidx n) {
   return assemble(got, n, starts[me], starts[me + 1] - starts[me]);
 }
 
-}  // namespace
-
-RowBlock read_matrix_market(MPI_Comm comm, const std::string& path, const ReadOptions& opt,
-                            MatrixInfo& info) {
-  const double t0 = MPI_Wtime();
-  const int p = comm_size(comm), me = comm_rank(comm);
+// Rank 0 reads the header; every rank gets it (or its error).
+Header broadcast_header(MPI_Comm comm, const std::string& path) {
+  const int me = comm_rank(comm);
   Header h;
   std::string err;
   if (me == 0) err = read_header(path, h);
@@ -436,6 +450,143 @@ RowBlock read_matrix_market(MPI_Comm comm, const std::string& path, const ReadOp
   h.format = kinds[0];
   h.field = kinds[1];
   h.symmetry = kinds[2];
+  return h;
+}
+
+// The kind of data lines the header announces.
+struct DataKind {
+  bool coordinate, pattern, integer, sym, skew;
+  std::string want;  // a data line's words
+  explicit DataKind(const Header& h)
+      : coordinate(h.format == "coordinate"),
+        pattern(h.field == "pattern"),
+        integer(h.field == "integer"),
+        sym(h.symmetry == "symmetric"),
+        skew(h.symmetry == "skew-symmetric"),
+        want(coordinate ? (pattern ? "ROW COLUMN" : "ROW COLUMN VALUE") : "VALUE") {}
+};
+
+// A data line's row and column (0-based) into I, J. Returns "" or the error.
+std::string entry_position(const Header& h, const DataKind& d, const std::vector<std::string_view>& t, gidx k,
+                           gidx& i, gidx& j) {
+  if (!d.coordinate) {
+    i = k % h.n;
+    j = k / h.n;
+    return "";
+  }
+  if (!parse_int(t[0], i) || !parse_int(t[1], j))
+    return "row and column must be integers (got " + shown(t[0]) + " " + shown(t[1]) + ")";
+  if (i < 1 || i > h.n || j < 1 || j > h.n)
+    return "index (" + std::to_string(i) + ", " + std::to_string(j) + ") out of range 1.." +
+           std::to_string(h.n);
+  --i;
+  --j;
+  return "";
+}
+
+// A data line's value word VT into V. Returns "" or the error.
+std::string entry_value(const DataKind& d, const ReadOptions& opt, std::string_view vt, double& v) {
+  if (d.integer) {
+    gidx iv = 0;
+    if (!parse_int(vt, iv)) return "value " + shown(vt) + " is not an integer (field integer)";
+    v = static_cast<double>(iv);
+  } else if (!parse_real(vt, v)) {
+    return "value " + shown(vt) + " is not a number";
+  }
+  if (!std::isfinite(v) && !opt.allow_nonfinite)
+    return "value " + shown(vt) + " is not finite (set spmv.matrix.allow_nonfinite: true to accept it)";
+  return "";
+}
+
+// Parses data line LINE, entry K (0-based), into MINE (and its mirror for
+// a symmetric file). Returns "" or the error, without the file:line.
+std::string parse_entry(const Header& h, const DataKind& d, const ReadOptions& opt, std::string_view line,
+                        gidx k, std::vector<Triplet>& mine) {
+  if (k >= h.nnz)
+    return "more entries than the " + std::to_string(h.nnz) + " announced on line " + std::to_string(h.lines);
+  auto t = tokens(line);
+  const std::size_t nt = d.coordinate ? (d.pattern ? 2 : 3) : 1;
+  if (t.size() < nt)
+    return "expected '" + d.want + "', got " + shown(line) + " (entry " + std::to_string(k + 1) + ")";
+  if (t.size() > nt) return "unexpected " + shown(t[nt]) + " after '" + d.want + "'";
+  gidx i = 0, j = 0;
+  double v = 1.0;
+  std::string err = entry_position(h, d, t, k, i, j);
+  if (!err.empty()) return err;
+  const std::string_view vt = d.coordinate ? (d.pattern ? std::string_view() : t[2]) : t[0];
+  if (!vt.empty()) {
+    err = entry_value(d, opt, vt, v);
+    if (!err.empty()) return err;
+  }
+  if ((d.sym || d.skew) && j > i)
+    return "entry (" + std::to_string(i + 1) + ", " + std::to_string(j + 1) + ") is above the diagonal; a " +
+           h.symmetry + " file stores the lower triangle only";
+  if (d.skew && i == j)
+    return "entry (" + std::to_string(i + 1) + ", " + std::to_string(j + 1) +
+           ") is on the diagonal, which a skew-symmetric file does not store";
+  mine.push_back({i, j, v, k});
+  if ((d.sym || d.skew) && i != j) mine.push_back({j, i, d.skew ? -v : v, k});
+  return "";
+}
+
+// Lines and data lines: of the ranks before me (`before`) and of the whole
+// data section (`total`), for global line numbers and entry indices.
+struct LineCounts {
+  long long before[2] = {0, 0}, total[2] = {0, 0};  // lines, data lines
+  gidx data_mine = 0;
+};
+
+// Pass 1 over my byte range [BEGIN, END): lines and data lines.
+LineCounts count_lines(MPI_Comm comm, std::FILE* f, long long begin, long long end, const Header& h) {
+  const int me = comm_rank(comm);
+  gidx nlines = 0, ndata = 0;
+  for_lines(f, begin, end, h.file_size, me == 0, [&](std::string_view line, long long) {
+    ++nlines;
+    if (!blank(line) && line[0] != '%') ++ndata;
+  });
+  LineCounts c;
+  c.data_mine = ndata;
+  long long counts[2] = {nlines, ndata};
+  MPI_Exscan(counts, c.before, 2, MPI_LONG_LONG, MPI_SUM, comm);
+  if (me == 0) c.before[0] = c.before[1] = 0;
+  MPI_Allreduce(counts, c.total, 2, MPI_LONG_LONG, MPI_SUM, comm);
+  return c;
+}
+
+// Pass 2 over my byte range: the entries, or the first error (by line)
+// of any rank, thrown on every rank. Closes F.
+std::vector<Triplet> parse_range(MPI_Comm comm, std::FILE* f, long long begin, long long end, const Header& h,
+                                 const LineCounts& n, const ReadOptions& opt, const std::string& path) {
+  const int p = comm_size(comm), me = comm_rank(comm);
+  const DataKind d(h);
+  std::vector<Triplet> mine;
+  mine.reserve(static_cast<std::size_t>(n.data_mine) * (d.sym || d.skew ? 2 : 1));
+  FirstError e;
+  gidx entry = n.before[1];
+  for_lines(f, begin, end, h.file_size, me == 0, [&](std::string_view line, long long index) {
+    if (e.line >= 0) return;
+    if (blank(line) || line[0] == '%') return;
+    const gidx lno = h.lines + n.before[0] + index + 1;
+    const std::string problem = parse_entry(h, d, opt, line, entry++, mine);
+    if (!problem.empty()) e.set(lno, path + ":" + std::to_string(lno) + ": " + problem);
+  });
+  std::fclose(f);
+  if (e.line < 0 && me == p - 1 && n.total[1] < h.nnz)
+    e.set(h.lines + n.total[0] + 1, path + ":" + std::to_string(std::max<gidx>(h.lines + n.total[0], 1)) +
+                                        ": the file ends after " + std::to_string(n.total[1]) + " of the " +
+                                        std::to_string(h.nnz) + " entries announced on line " +
+                                        std::to_string(h.lines));
+  raise_first(comm, e);
+  return mine;
+}
+
+}  // namespace
+
+RowBlock read_matrix_market(MPI_Comm comm, const std::string& path, const ReadOptions& opt,
+                            MatrixInfo& info) {
+  const double t0 = MPI_Wtime();
+  const int p = comm_size(comm), me = comm_rank(comm);
+  const Header h = broadcast_header(comm, path);
 
   // (a line holds at least 2 bytes per entry, so a file cannot carry more
   // entries than half its size, whatever its size line claims)
@@ -454,107 +605,8 @@ RowBlock read_matrix_market(MPI_Comm comm, const std::string& path, const ReadOp
       e.set(1, path + ": cannot open on rank " + std::to_string(me) + " (" + std::strerror(errno) + ")");
     raise_first(comm, e);
   }
-  const bool coordinate = h.format == "coordinate";
-  const bool pattern = h.field == "pattern", integer = h.field == "integer";
-  const bool sym = h.symmetry == "symmetric", skew = h.symmetry == "skew-symmetric";
-
-  // Pass 1: lines and data lines in my range, for global line numbers and
-  // entry indices.
-  gidx nlines = 0, ndata = 0;
-  for_lines(f, begin, end, h.file_size, me == 0, [&](std::string_view line, long long) {
-    ++nlines;
-    if (!blank(line) && line[0] != '%') ++ndata;
-  });
-  long long counts[2] = {nlines, ndata}, before[2] = {0, 0}, totals[2] = {0, 0};
-  MPI_Exscan(counts, before, 2, MPI_LONG_LONG, MPI_SUM, comm);
-  if (me == 0) before[0] = before[1] = 0;
-  MPI_Allreduce(counts, totals, 2, MPI_LONG_LONG, MPI_SUM, comm);
-
-  // Pass 2: parse.
-  std::vector<Triplet> mine;
-  mine.reserve(static_cast<std::size_t>(ndata) * (sym || skew ? 2 : 1));
-  FirstError e;
-  gidx entry = before[1];
-  const std::string want = coordinate ? (pattern ? "ROW COLUMN" : "ROW COLUMN VALUE") : "VALUE";
-  for_lines(f, begin, end, h.file_size, me == 0, [&](std::string_view line, long long index) {
-    if (e.line >= 0) return;
-    if (blank(line) || line[0] == '%') return;
-    const gidx lno = h.lines + before[0] + index + 1;
-    const std::string at = path + ":" + std::to_string(lno) + ": ";
-    const gidx k = entry++;
-    if (k >= h.nnz) {
-      e.set(lno, at + "more entries than the " + std::to_string(h.nnz) + " announced on line " +
-                     std::to_string(h.lines));
-      return;
-    }
-    auto t = tokens(line);
-    const std::size_t nt = coordinate ? (pattern ? 2 : 3) : 1;
-    if (t.size() < nt) {
-      e.set(lno,
-            at + "expected '" + want + "', got " + shown(line) + " (entry " + std::to_string(k + 1) + ")");
-      return;
-    }
-    if (t.size() > nt) {
-      e.set(lno, at + "unexpected " + shown(t[nt]) + " after '" + want + "'");
-      return;
-    }
-    gidx i = 0, j = 0;
-    double v = 1.0;
-    if (coordinate) {
-      if (!parse_int(t[0], i) || !parse_int(t[1], j)) {
-        e.set(lno, at + "row and column must be integers (got " + shown(t[0]) + " " + shown(t[1]) + ")");
-        return;
-      }
-      if (i < 1 || i > h.n || j < 1 || j > h.n) {
-        e.set(lno, at + "index (" + std::to_string(i) + ", " + std::to_string(j) + ") out of range 1.." +
-                       std::to_string(h.n));
-        return;
-      }
-      --i;
-      --j;
-    } else {
-      i = k % h.n;
-      j = k / h.n;
-    }
-    const std::string_view vt = coordinate ? (pattern ? std::string_view() : t[2]) : t[0];
-    if (!vt.empty()) {
-      if (integer) {
-        gidx iv = 0;
-        if (!parse_int(vt, iv)) {
-          e.set(lno, at + "value " + shown(vt) + " is not an integer (field integer)");
-          return;
-        }
-        v = static_cast<double>(iv);
-      } else if (!parse_real(vt, v)) {
-        e.set(lno, at + "value " + shown(vt) + " is not a number");
-        return;
-      }
-      if (!std::isfinite(v) && !opt.allow_nonfinite) {
-        e.set(lno, at + "value " + shown(vt) +
-                       " is not finite (set spmv.matrix.allow_nonfinite: true to accept it)");
-        return;
-      }
-    }
-    if ((sym || skew) && j > i) {
-      e.set(lno, at + "entry (" + std::to_string(i + 1) + ", " + std::to_string(j + 1) +
-                     ") is above the diagonal; a " + h.symmetry + " file stores the lower triangle only");
-      return;
-    }
-    if (skew && i == j) {
-      e.set(lno, at + "entry (" + std::to_string(i + 1) + ", " + std::to_string(j + 1) +
-                     ") is on the diagonal, which a skew-symmetric file does not store");
-      return;
-    }
-    mine.push_back({i, j, v, k});
-    if ((sym || skew) && i != j) mine.push_back({j, i, skew ? -v : v, k});
-  });
-  std::fclose(f);
-  if (e.line < 0 && me == p - 1 && totals[1] < h.nnz)
-    e.set(h.lines + totals[0] + 1, path + ":" + std::to_string(std::max<gidx>(h.lines + totals[0], 1)) +
-                                       ": the file ends after " + std::to_string(totals[1]) + " of the " +
-                                       std::to_string(h.nnz) + " entries announced on line " +
-                                       std::to_string(h.lines));
-  raise_first(comm, e);
+  const LineCounts counts = count_lines(comm, f, begin, end, h);
+  std::vector<Triplet> mine = parse_range(comm, f, begin, end, h, counts, opt, path);
 
   RowBlock rows = to_rows(comm, mine, h.n);
   info.source = path;
@@ -562,7 +614,7 @@ RowBlock read_matrix_market(MPI_Comm comm, const std::string& path, const ReadOp
   info.field = h.field;
   info.symmetry = h.symmetry;
   info.entries = h.nnz;
-  info.symmetric = sym;
+  info.symmetric = h.symmetry == "symmetric";
   info.file_bytes = static_cast<double>(h.file_size);
   MPI_Barrier(comm);
   info.load_seconds = MPI_Wtime() - t0;

@@ -86,30 +86,52 @@ std::vector<gidx> split_by_nonzeros(const std::vector<gidx>& ptr, gidx count, in
   return s;
 }
 
+// The x entries a rank needs from others: distinct columns outside its
+// rows [first, first + count), ascending (so grouped by owner, owners
+// ascending).
+std::vector<gidx> halo_columns(const RowBlock& rows, gidx first, gidx count) {
+  std::vector<gidx> halo;
+  for (gidx c : rows.col)
+    if (c < first || c >= first + count) halo.push_back(c);
+  std::sort(halo.begin(), halo.end());
+  halo.erase(std::unique(halo.begin(), halo.end()), halo.end());
+  return halo;
+}
+
 }  // namespace
 
 Operator::Operator(locus::Team& team, RowBlock rows, const std::vector<gidx>& starts, Mode mode, int threads)
     : team_(team), mode_(mode), threads_(std::max(1, threads)) {
   MPI_Comm comm = team.comm();
-  const int p = team.size(), me = team.rank();
+  const int me = team.rank();
   n_ = rows.n;
   first_ = rows.first;
   nrows_ = rows.rows();
 
-  // The x entries I need from others: distinct columns outside my rows,
-  // ascending (so grouped by owner, owners ascending).
-  std::vector<gidx> halo;
-  for (gidx c : rows.col)
-    if (c < first_ || c >= first_ + nrows_) halo.push_back(c);
-  std::sort(halo.begin(), halo.end());
-  halo.erase(std::unique(halo.begin(), halo.end()), halo.end());
+  const std::vector<gidx> halo = halo_columns(rows, first_, nrows_);
   const gidx nhalo = static_cast<gidx>(halo.size());
   locus::collective_require(
       comm, nrows_ + nhalo < INT_MAX,
       "spmv: rank " + std::to_string(me) + " would hold " + std::to_string(nrows_ + nhalo) +
           " entries of x (owned + halo), more than 32-bit local indices address; use more ranks");
+  exchange_wish_lists(halo, starts);
+  split_storage(rows, halo);
+  rows = RowBlock{};  // the assembled copy is no longer needed
+  allocate_x(nhalo);
+  if (mode_ == Mode::rma) build_rma_plan(halo, starts);
+  if (mode_ == Mode::task) {
+    locus::require_thread_level(MPI_THREAD_MULTIPLE, "spmv.mode: task");
+    task_ = std::make_unique<TaskThread>();
+    task_->thread = std::thread([this] { task_loop(); });
+  }
+  locus::barrier(team_);  // flags zeroed everywhere before anyone notifies
+}
 
-  // Wish lists: how many entries I want from each owner, then which.
+// Wish lists: how many entries I want from each owner, then which; the
+// owners keep what they are asked for (send lists).
+void Operator::exchange_wish_lists(const std::vector<gidx>& halo, const std::vector<gidx>& starts) {
+  MPI_Comm comm = team_.comm();
+  const int p = team_.size();
   std::vector<int> want(p, 0), give(p, 0);
   for (gidx c : halo) ++want[owner_of(starts, c)];
   MPI_Alltoall(want.data(), 1, MPI_INT, give.data(), 1, MPI_INT, comm);
@@ -143,10 +165,13 @@ Operator::Operator(locus::Team& team, RowBlock rows, const std::vector<gidx>& st
   send_buf_.resize(send_idx_.size());
   halo_.neighbours = static_cast<int>(recv_rank_.size());
   halo_.readers = static_cast<int>(send_rank_.size());
-  halo_.halo_entries = nhalo;
+  halo_.halo_entries = static_cast<gidx>(halo.size());
   halo_.send_entries = static_cast<gidx>(send_idx_.size());
+}
 
-  // Split storage.
+// Split storage: the local part (my columns) of every row, the remote part
+// (halo columns, indexing x after the owned part) of the rows that have one.
+void Operator::split_storage(const RowBlock& rows, const std::vector<gidx>& halo) {
   lptr_.assign(static_cast<std::size_t>(nrows_) + 1, 0);
   rptr_.push_back(0);
   for (gidx r = 0; r < nrows_; ++r) {
@@ -176,67 +201,66 @@ Operator::Operator(locus::Team& team, RowBlock rows, const std::vector<gidx>& st
   nnz_remote_ = static_cast<gidx>(rcol_.size());
   lsplit_ = split_by_nonzeros(lptr_, nrows_, threads_);
   rsplit_ = split_by_nonzeros(rptr_, static_cast<gidx>(rrow_.size()), threads_);
-  rows = RowBlock{};  // the assembled copy is no longer needed
+}
 
-  // x lives in a segment: owned part, then the halo. On the staging path
-  // it lives in the memory space instead, out of the core's reach: its
-  // entries travel packed, through host segments.
+// x lives in a segment: owned part, then the halo. On the staging path
+// it lives in the memory space instead, out of the core's reach: its
+// entries travel packed, through host segments.
+void Operator::allocate_x(gidx nhalo) {
   staged_ = locus::staging_active();
   const auto xsize = static_cast<std::size_t>(nrows_ + nhalo);
   if (staged_) {
     xview_ = Kokkos::View<double*, locus::MemSpace>("spmv::x", xsize);  // zeroed
     xext_ = xview_.data();
-    stage_send_ = locus::StagingBuffer<double>(team, send_idx_.size(), "spmv::stage_send");
-    stage_recv_ = locus::Array<double>(team, static_cast<std::size_t>(nhalo));
+    stage_send_ = locus::StagingBuffer<double>(team_, send_idx_.size(), "spmv::stage_send");
+    stage_recv_ = locus::Array<double>(team_, static_cast<std::size_t>(nhalo));
   } else {
-    xseg_ = locus::Array<double>(team, xsize);
+    xseg_ = locus::Array<double>(team_, xsize);
     xext_ = xseg_.data();
     std::fill(xext_, xext_ + xsize, 0.0);
   }
+}
 
-  if (mode_ == Mode::rma) {
-    rma_ = std::make_unique<RmaState>();
-    rma_->size = p;
-    rma_->flags = locus::Array<std::uint64_t>(team, 2 * static_cast<std::size_t>(p));
-    std::fill(rma_->flags.data(), rma_->flags.data() + 2 * p, 0);
-    // Staged: where my entries start in every owner's packed buffer.
-    std::vector<gidx> offer(static_cast<std::size_t>(p), -1), packed_at(static_cast<std::size_t>(p), -1);
+// rma: the notification flags and one get plan from the owners' x (index
+// lists), or from their packed buffers on the staging path.
+void Operator::build_rma_plan(const std::vector<gidx>& halo, const std::vector<gidx>& starts) {
+  MPI_Comm comm = team_.comm();
+  const int p = team_.size();
+  rma_ = std::make_unique<RmaState>();
+  rma_->size = p;
+  rma_->flags = locus::Array<std::uint64_t>(team_, 2 * static_cast<std::size_t>(p));
+  std::fill(rma_->flags.data(), rma_->flags.data() + 2 * p, 0);
+  // Staged: where my entries start in every owner's packed buffer.
+  std::vector<gidx> offer(static_cast<std::size_t>(p), -1), packed_at(static_cast<std::size_t>(p), -1);
+  if (staged_) {
+    for (std::size_t i = 0; i < send_rank_.size(); ++i) offer[send_rank_[i]] = send_off_[i];
+    MPI_Alltoall(offer.data(), 1, MPI_INT64_T, packed_at.data(), 1, MPI_INT64_T, comm);
+  }
+  std::vector<locus::PlanEntry> entries;
+  for (std::size_t i = 0; i < recv_rank_.size(); ++i) {
+    const int q = recv_rank_[i];
     if (staged_) {
-      for (std::size_t i = 0; i < send_rank_.size(); ++i) offer[send_rank_[i]] = send_off_[i];
-      MPI_Alltoall(offer.data(), 1, MPI_INT64_T, packed_at.data(), 1, MPI_INT64_T, comm);
+      entries.push_back(locus::PlanEntry{q,
+                                         locus::Side::contiguous(static_cast<std::size_t>(recv_off_[i]),
+                                                                 static_cast<std::size_t>(recv_cnt_[i])),
+                                         locus::Side::contiguous(static_cast<std::size_t>(packed_at[q]),
+                                                                 static_cast<std::size_t>(recv_cnt_[i]))});
+      continue;
     }
-    std::vector<locus::PlanEntry> entries;
-    for (std::size_t i = 0; i < recv_rank_.size(); ++i) {
-      const int q = recv_rank_[i];
-      if (staged_) {
-        entries.push_back(locus::PlanEntry{q,
-                                           locus::Side::contiguous(static_cast<std::size_t>(recv_off_[i]),
-                                                                   static_cast<std::size_t>(recv_cnt_[i])),
-                                           locus::Side::contiguous(static_cast<std::size_t>(packed_at[q]),
-                                                                   static_cast<std::size_t>(recv_cnt_[i]))});
-        continue;
-      }
-      std::vector<std::size_t> idx(static_cast<std::size_t>(recv_cnt_[i]));
-      for (gidx k = 0; k < recv_cnt_[i]; ++k)
-        idx[static_cast<std::size_t>(k)] = static_cast<std::size_t>(halo[recv_off_[i] + k] - starts[q]);
-      locus::PlanEntry e;
-      e.unit = q;
-      e.remote = locus::Side::indexed(0, std::move(idx));
-      e.local = locus::Side::contiguous(static_cast<std::size_t>(nrows_ + recv_off_[i]),
-                                        static_cast<std::size_t>(recv_cnt_[i]));
-      entries.push_back(std::move(e));
-    }
-    // Owners on other nodes may send their x as messages (comm.remote): no
-    // flags for those pairs.
-    rma_->plan = locus::GetPlan<double>(staged_ ? stage_send_.gptr() : xseg_.gptr(), std::move(entries),
-                                        locus::Route::automatic, locus::RemoteMode::deck);
+    std::vector<std::size_t> idx(static_cast<std::size_t>(recv_cnt_[i]));
+    for (gidx k = 0; k < recv_cnt_[i]; ++k)
+      idx[static_cast<std::size_t>(k)] = static_cast<std::size_t>(halo[recv_off_[i] + k] - starts[q]);
+    locus::PlanEntry e;
+    e.unit = q;
+    e.remote = locus::Side::indexed(0, std::move(idx));
+    e.local = locus::Side::contiguous(static_cast<std::size_t>(nrows_ + recv_off_[i]),
+                                      static_cast<std::size_t>(recv_cnt_[i]));
+    entries.push_back(std::move(e));
   }
-  if (mode_ == Mode::task) {
-    locus::require_thread_level(MPI_THREAD_MULTIPLE, "spmv.mode: task");
-    task_ = std::make_unique<TaskThread>();
-    task_->thread = std::thread([this] { task_loop(); });
-  }
-  locus::barrier(team);  // flags zeroed everywhere before anyone notifies
+  // Owners on other nodes may send their x as messages (comm.remote): no
+  // flags for those pairs.
+  rma_->plan = locus::GetPlan<double>(staged_ ? stage_send_.gptr() : xseg_.gptr(), std::move(entries),
+                                      locus::Route::automatic, locus::RemoteMode::deck);
 }
 
 Operator::~Operator() {

@@ -156,6 +156,12 @@ class Operator {
   double model_bytes() const;
 
  private:
+  // the constructor's steps
+  void exchange_wish_lists(const std::vector<gidx>& halo, const std::vector<gidx>& starts);
+  void split_storage(const RowBlock& rows, const std::vector<gidx>& halo);
+  void allocate_x(gidx nhalo);
+  void build_rma_plan(const std::vector<gidx>& halo, const std::vector<gidx>& starts);
+
   void local_rows(double* y, gidx r0, gidx r1) const;
   void remote_rows(double* y, gidx k0, gidx k1) const;
   void compute_local(double* y);

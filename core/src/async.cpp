@@ -110,6 +110,61 @@ const std::vector<AsyncDecision>& async_log() {
   return detail::state().log;
 }
 
+namespace {
+
+// comm.async: auto at a phase point: redirection on or off for PHASE from
+// the profile (mean CR of the window that ended, ELAPSED: rank 0's time
+// since the window started), the phases' history and the hysteresis; WHY
+// says how it was decided.
+bool auto_decision(detail::AsyncState& a, const std::string& phase, double forced_cr, double elapsed,
+                   double mean_cr, char* why, std::size_t why_size) {
+  // Every unit has the same CRs and rank 0's elapsed time: all decide alike.
+  const bool ready = forced_cr >= 0 || elapsed >= a.settings.interval;
+  if (!ready) {
+    std::snprintf(why, why_size, "auto: kept (%.2f s of profile, interval %.2f s)", elapsed,
+                  a.settings.interval);
+    ++a.window_phases;
+    return a.on;
+  }
+  // A window that covered one phase is that phase's profile, kept by
+  // the mode it ran in (the CR depends on it: a communication-heavy
+  // phase that waits on busy ghosts has a high CR with redirection on
+  // and a low one without). A phase seen before is judged by its own
+  // profile -- with redirection on if there is one (off above high),
+  // else without (on below low) -- so a repeating sequence is not one
+  // phase late at each change of kind; a new phase by the window that
+  // just ended, with the hysteresis. A forced CR is used as it is.
+  if (a.window_phases == 1 && !a.window_phase.empty())
+    (a.on ? a.history_on : a.history_off)[a.window_phase] = mean_cr;
+  bool on = a.on;
+  const auto with_on = a.history_on.find(phase), with_off = a.history_off.find(phase);
+  if (forced_cr < 0 && with_on != a.history_on.end()) {
+    on = with_on->second <= a.settings.high;
+    std::snprintf(why, why_size, "auto: phase %s had CR %.2f with redirection on (high %.2f): %s",
+                  phase.c_str(), with_on->second, a.settings.high, on ? "on" : "off");
+  } else if (forced_cr < 0 && with_off != a.history_off.end()) {
+    on = with_off->second < a.settings.low;
+    std::snprintf(why, why_size, "auto: phase %s had CR %.2f with redirection off (low %.2f): %s",
+                  phase.c_str(), with_off->second, a.settings.low, on ? "on" : "off");
+  } else if (a.on && mean_cr > a.settings.high) {
+    on = false;
+    std::snprintf(why, why_size, "auto: CR %.2f > high %.2f: off", mean_cr, a.settings.high);
+  } else if (!a.on && mean_cr < a.settings.low) {
+    on = true;
+    std::snprintf(why, why_size, "auto: CR %.2f < low %.2f: on", mean_cr, a.settings.low);
+  } else {
+    std::snprintf(why, why_size, "auto: CR %.2f within [%.2f, %.2f] or same side: kept %s", mean_cr,
+                  a.settings.low, a.settings.high, a.on ? "on" : "off");
+  }
+  a.window_start = MPI_Wtime();
+  a.window_ns = detail::g_comm_ns.load();
+  a.window_phase = phase;
+  a.window_phases = 1;
+  return on;
+}
+
+}  // namespace
+
 void phase_point(Team& team, const std::string& phase, double forced_cr) {
   auto& a = detail::state();
   flush(team);
@@ -147,50 +202,9 @@ void phase_point(Team& team, const std::string& phase, double forced_cr) {
                     on ? "in" : "not in");
       break;
     }
-    case AsyncMode::automatic: {
-      // Every unit has the same CRs and rank 0's elapsed time: all decide alike.
-      const bool ready = forced_cr >= 0 || elapsed >= a.settings.interval;
-      if (!ready) {
-        std::snprintf(why, sizeof why, "auto: kept (%.2f s of profile, interval %.2f s)", elapsed,
-                      a.settings.interval);
-        ++a.window_phases;
-        break;
-      }
-      // A window that covered one phase is that phase's profile, kept by
-      // the mode it ran in (the CR depends on it: a communication-heavy
-      // phase that waits on busy ghosts has a high CR with redirection on
-      // and a low one without). A phase seen before is judged by its own
-      // profile -- with redirection on if there is one (off above high),
-      // else without (on below low) -- so a repeating sequence is not one
-      // phase late at each change of kind; a new phase by the window that
-      // just ended, with the hysteresis. A forced CR is used as it is.
-      if (a.window_phases == 1 && !a.window_phase.empty())
-        (a.on ? a.history_on : a.history_off)[a.window_phase] = d.mean_cr;
-      const auto with_on = a.history_on.find(phase), with_off = a.history_off.find(phase);
-      if (forced_cr < 0 && with_on != a.history_on.end()) {
-        on = with_on->second <= a.settings.high;
-        std::snprintf(why, sizeof why, "auto: phase %s had CR %.2f with redirection on (high %.2f): %s",
-                      phase.c_str(), with_on->second, a.settings.high, on ? "on" : "off");
-      } else if (forced_cr < 0 && with_off != a.history_off.end()) {
-        on = with_off->second < a.settings.low;
-        std::snprintf(why, sizeof why, "auto: phase %s had CR %.2f with redirection off (low %.2f): %s",
-                      phase.c_str(), with_off->second, a.settings.low, on ? "on" : "off");
-      } else if (a.on && d.mean_cr > a.settings.high) {
-        on = false;
-        std::snprintf(why, sizeof why, "auto: CR %.2f > high %.2f: off", d.mean_cr, a.settings.high);
-      } else if (!a.on && d.mean_cr < a.settings.low) {
-        on = true;
-        std::snprintf(why, sizeof why, "auto: CR %.2f < low %.2f: on", d.mean_cr, a.settings.low);
-      } else {
-        std::snprintf(why, sizeof why, "auto: CR %.2f within [%.2f, %.2f] or same side: kept %s", d.mean_cr,
-                      a.settings.low, a.settings.high, a.on ? "on" : "off");
-      }
-      a.window_start = MPI_Wtime();
-      a.window_ns = detail::g_comm_ns.load();
-      a.window_phase = phase;
-      a.window_phases = 1;
+    case AsyncMode::automatic:
+      on = auto_decision(a, phase, forced_cr, elapsed, d.mean_cr, why, sizeof why);
       break;
-    }
   }
   if (on != a.on) set_async(team, on);
   d.on = a.on;

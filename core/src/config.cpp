@@ -570,22 +570,19 @@ std::string read_deck(const std::string& path) {
   return os.str();
 }
 
-Config parse_config(const Schema& schema, const std::string& text, const std::string& source,
-                    const std::vector<std::string>& overrides) {
-  Config cfg;
-  cfg.source_ = source;
-  cfg.overrides_ = overrides;
-  for (const auto& k : schema.keys()) {
-    cfg.order_.push_back(k.path);
-    cfg.values_[k.path] = k.fallback;
-  }
-  std::vector<std::string> errors;
-  // Old Mac line ends (CR alone) would make the whole deck one line, so
-  // that a leading comment swallows every key: refuse them.
+namespace {
+
+// The line (from 1) of byte I of TEXT.
+long line_of(const std::string& text, std::size_t i) {
+  return 1 + static_cast<long>(std::count(text.begin(), text.begin() + static_cast<long>(i), '\n'));
+}
+
+// Old Mac line ends (CR alone) would make the whole deck one line, so
+// that a leading comment swallows every key: refused, as NUL bytes are.
+void check_line_ends(const std::string& text, const std::string& source) {
   for (std::size_t i = 0; i < text.size(); ++i)
     if (text[i] == '\r' && (i + 1 == text.size() || text[i + 1] != '\n')) {
-      const long line =
-          1 + static_cast<long>(std::count(text.begin(), text.begin() + static_cast<long>(i), '\n'));
+      const long line = line_of(text, i);
       throw ConfigError(
           source + ":" + std::to_string(line) +
           ": a carriage return without a line feed (old Mac line ends); save the deck with LF or "
@@ -593,63 +590,68 @@ Config parse_config(const Schema& schema, const std::string& text, const std::st
     }
   if (text.find('\0') != std::string::npos) {
     const std::size_t i = text.find('\0');
-    const long line =
-        1 + static_cast<long>(std::count(text.begin(), text.begin() + static_cast<long>(i), '\n'));
+    const long line = line_of(text, i);
     throw ConfigError(source + ":" + std::to_string(line) + ": a NUL byte; a deck is a text file");
   }
-  // Tabs in the indentation (YAML allows only spaces; yaml-cpp would say
-  // "illegal map value" somewhere else on the line).
-  {
-    long line = 1;
-    std::size_t start = 0;
-    for (std::size_t i = 0; i <= text.size(); ++i) {
-      if (i == text.size() || text[i] == '\n') {
-        for (std::size_t j = start; j < i && (text[j] == ' ' || text[j] == '\t'); ++j)
-          if (text[j] == '\t')
-            throw ConfigError(source + ":" + std::to_string(line) + ":" + std::to_string(j - start + 1) +
-                              ": a tab in the indentation; YAML indents with spaces only");
-        start = i + 1;
-        ++line;
-      }
+}
+
+// Tabs in the indentation (YAML allows only spaces; yaml-cpp would say
+// "illegal map value" somewhere else on the line).
+void check_indentation(const std::string& text, const std::string& source) {
+  long line = 1;
+  std::size_t start = 0;
+  for (std::size_t i = 0; i <= text.size(); ++i) {
+    if (i == text.size() || text[i] == '\n') {
+      for (std::size_t j = start; j < i && (text[j] == ' ' || text[j] == '\t'); ++j)
+        if (text[j] == '\t')
+          throw ConfigError(source + ":" + std::to_string(line) + ":" + std::to_string(j - start + 1) +
+                            ": a tab in the indentation; YAML indents with spaces only");
+      start = i + 1;
+      ++line;
     }
   }
-  // Nesting deeper than any deck needs (yaml-cpp gives up with "bad file").
-  {
-    long depth = 0, worst = 0, line = 1, worst_line = 1;
-    bool quoted = false, comment = false;
-    char quote = 0, prev = '\n';
-    for (char ch : text) {
-      const char before = prev;
-      prev = ch;
-      if (ch == '\n') {
-        ++line;
-        comment = false;
-        quoted = false;  // (multi-line scalars do not matter here)
-        continue;
-      }
-      if (comment) continue;
-      if (quoted) {
-        if (ch == quote) quoted = false;
-        continue;
-      }
-      if (ch == '#' && (before == ' ' || before == '\t' || before == '\n')) {
-        comment = true;
-      } else if (ch == '"' || ch == '\'') {
-        quoted = true;
-        quote = ch;
-      } else if (ch == '[' || ch == '{') {
-        if (++depth > worst) {
-          worst = depth;
-          worst_line = line;
-        }
-      } else if (ch == ']' || ch == '}') {
-        --depth;
-      }
+}
+
+// Nesting deeper than any deck needs (yaml-cpp gives up with "bad file").
+void check_nesting(const std::string& text, const std::string& source) {
+  long depth = 0, worst = 0, line = 1, worst_line = 1;
+  bool quoted = false, comment = false;
+  char quote = 0, prev = '\n';
+  for (char ch : text) {
+    const char before = prev;
+    prev = ch;
+    if (ch == '\n') {
+      ++line;
+      comment = false;
+      quoted = false;  // (multi-line scalars do not matter here)
+      continue;
     }
-    if (worst > 64)
-      throw ConfigError(source + ":" + std::to_string(worst_line) + ": brackets nested " +
-                        std::to_string(worst) + " deep; a deck needs a few levels (at most 64 accepted)");
+    if (comment) continue;
+    if (quoted) {
+      if (ch == quote) quoted = false;
+      continue;
+    }
+    if (ch == '#' && (before == ' ' || before == '\t' || before == '\n')) {
+      comment = true;
+    } else if (ch == '"' || ch == '\'') {
+      quoted = true;
+      quote = ch;
+    } else if (ch == '[' || ch == '{') {
+      if (++depth > worst) {
+        worst = depth;
+        worst_line = line;
+      }
+    } else if (ch == ']' || ch == '}') {
+      --depth;
+    }
   }
+  if (worst > 64)
+    throw ConfigError(source + ":" + std::to_string(worst_line) + ": brackets nested " +
+                      std::to_string(worst) + " deep; a deck needs a few levels (at most 64 accepted)");
+}
+
+// The deck's one YAML document (null when empty).
+YAML::Node load_document(const std::string& text, const std::string& source) {
   YAML::Node root;
   try {
     std::vector<YAML::Node> docs = YAML::LoadAll(text);
@@ -662,25 +664,47 @@ Config parse_config(const Schema& schema, const std::string& text, const std::st
     if (msg == "bad file") msg = "the structure is too deeply nested or malformed for the YAML parser";
     throw ConfigError(where(source, e.mark) + "YAML syntax error: " + msg);
   }
+  return root;
+}
+
+// The deck's problems as one message: at most kMaxErrors, each at most
+// 400 characters.
+std::string error_report(const std::vector<std::string>& errors, const std::string& source) {
+  std::string msg;
+  for (std::size_t i = 0; i < errors.size() && i < kMaxErrors; ++i) {
+    std::string e = errors[i];
+    if (e.size() > 400)
+      e = e.substr(0, 400) + "... (" + std::to_string(errors[i].size() - 400) + " more characters)";
+    msg += (msg.empty() ? "" : "\n") + e;
+  }
+  if (errors.size() > kMaxErrors)
+    msg += "\n... and " + std::to_string(errors.size() - kMaxErrors) + " more problems in " + source;
+  return msg;
+}
+
+}  // namespace
+
+Config parse_config(const Schema& schema, const std::string& text, const std::string& source,
+                    const std::vector<std::string>& overrides) {
+  Config cfg;
+  cfg.source_ = source;
+  cfg.overrides_ = overrides;
+  for (const auto& k : schema.keys()) {
+    cfg.order_.push_back(k.path);
+    cfg.values_[k.path] = k.fallback;
+  }
+  std::vector<std::string> errors;
+  check_line_ends(text, source);
+  check_indentation(text, source);
+  check_nesting(text, source);
+  YAML::Node root = load_document(text, source);
   if (root.IsMap())
     Checker(schema, source, cfg.values_, cfg.origins_, errors).mapping(root, "");
   else if (!root.IsNull())
     errors.push_back(source + ":1:1: a deck must be a mapping of sections (" +
                      Checker::list(schema.children("")) + ")");
   for (const auto& o : overrides) apply_override(schema, o, cfg.values_, cfg.origins_, errors);
-  if (!errors.empty()) {
-    // at most kMaxErrors problems, each at most 400 characters
-    std::string msg;
-    for (std::size_t i = 0; i < errors.size() && i < kMaxErrors; ++i) {
-      std::string e = errors[i];
-      if (e.size() > 400)
-        e = e.substr(0, 400) + "... (" + std::to_string(errors[i].size() - 400) + " more characters)";
-      msg += (msg.empty() ? "" : "\n") + e;
-    }
-    if (errors.size() > kMaxErrors)
-      msg += "\n... and " + std::to_string(errors.size() - kMaxErrors) + " more problems in " + source;
-    throw ConfigError(msg);
-  }
+  if (!errors.empty()) throw ConfigError(error_report(errors, source));
   return cfg;
 }
 

@@ -6,11 +6,13 @@
 #include <atomic>
 #include <map>
 
+#include "datatype.hpp"
 #include "halo_split.hpp"
 #include "halo_staged.hpp"
 #include "locus/error.hpp"
 #include "locus/kokkos.hpp"
 #include "locus/plan.hpp"
+#include "locus/rma.hpp"
 #include "locus/segment.hpp"
 #include "locus/staging.hpp"
 #include "locus/wait.hpp"
@@ -20,35 +22,7 @@ namespace locus {
 
 namespace {
 
-template <class T>
-MPI_Datatype element_type();
-template <>
-MPI_Datatype element_type<float>() {
-  return MPI_FLOAT;
-}
-template <>
-MPI_Datatype element_type<double>() {
-  return MPI_DOUBLE;
-}
-
-// An MPI datatype that is freed with its owner.
-class Datatype {
- public:
-  Datatype() = default;
-  explicit Datatype(MPI_Datatype t) : t_(t) { MPI_Type_commit(&t_); }
-  ~Datatype() {
-    if (t_ != MPI_DATATYPE_NULL) MPI_Type_free(&t_);
-  }
-  Datatype(Datatype&& o) noexcept : t_(o.t_) { o.t_ = MPI_DATATYPE_NULL; }
-  Datatype& operator=(Datatype&& o) noexcept {
-    std::swap(t_, o.t_);
-    return *this;
-  }
-  MPI_Datatype get() const { return t_; }
-
- private:
-  MPI_Datatype t_ = MPI_DATATYPE_NULL;
-};
+using detail::Datatype;
 
 // One face of the local block (with ghosts) as a subarray type. `layer` is
 // the index along dimension d: 0 or n+1 for ghosts, 1 or n for the faces sent.
@@ -64,7 +38,7 @@ Datatype face_type(const BlockShape& s, int d, long layer) {
   sub[2 - d] = 1;
   start[2 - d] = static_cast<int>(layer);
   MPI_Datatype t;
-  MPI_Type_create_subarray(3, sizes, sub, start, MPI_ORDER_C, element_type<T>(), &t);
+  MPI_Type_create_subarray(3, sizes, sub, start, MPI_ORDER_C, detail::mpi_type<T>(), &t);
   return Datatype(t);
 }
 

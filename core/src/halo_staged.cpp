@@ -32,17 +32,13 @@
 #include "locus/error.hpp"
 #include "locus/kokkos.hpp"
 #include "locus/plan.hpp"
+#include "locus/rma.hpp"
 #include "locus/staging.hpp"
 #include "locus/wait.hpp"
 
 namespace locus::detail {
 
 namespace {
-
-template <class T>
-MPI_Datatype mpi_type() {
-  return sizeof(T) == sizeof(double) ? MPI_DOUBLE : MPI_FLOAT;
-}
 
 // Elements of a face in dimension d of a block.
 std::size_t face_size(const std::array<long, 3>& n, int d) {

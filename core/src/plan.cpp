@@ -8,6 +8,7 @@
 #include <string>
 #include <utility>
 
+#include "datatype.hpp"
 #include "locus/error.hpp"
 #include "locus/team.hpp"
 #include "locus/wait.hpp"
@@ -45,10 +46,10 @@ Runs runs_of(const Side& s) {
 
 // An MPI datatype over the runs (bytes), or MPI_BYTE with a count for one run.
 struct WireType {
-  MPI_Datatype type = MPI_BYTE;
+  Datatype derived;  // over several runs; none: MPI_BYTE
   int count = 0;
   MPI_Aint first = 0;  // byte offset of the first run (the displacement base)
-  bool owned = false;
+  MPI_Datatype type() const { return derived ? derived.get() : MPI_BYTE; }
 };
 
 WireType wire_type(const Runs& runs, std::size_t esize) {
@@ -66,10 +67,10 @@ WireType wire_type(const Runs& runs, std::size_t esize) {
     lengths.push_back(static_cast<int>(len * esize));
     displs.push_back(static_cast<MPI_Aint>(off * esize) - w.first);
   }
-  MPI_Type_create_hindexed(static_cast<int>(runs.size()), lengths.data(), displs.data(), MPI_BYTE, &w.type);
-  MPI_Type_commit(&w.type);
+  MPI_Datatype t;
+  MPI_Type_create_hindexed(static_cast<int>(runs.size()), lengths.data(), displs.data(), MPI_BYTE, &t);
+  w.derived = Datatype(t);
   w.count = 1;
-  w.owned = true;
   return w;
 }
 
@@ -110,14 +111,10 @@ class PlanImpl {
   std::vector<MPI_Request> requests;            // contiguous entries
 
   ~PlanImpl() {
+    // (the entries' and serves' datatypes free themselves)
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (finalized) return;
-    for (auto& e : entries)
-      for (WireType* w : {&e.ltype, &e.rtype})
-        if (w->owned) MPI_Type_free(&w->type);
-    for (auto& s : serves)
-      if (s.type.owned) MPI_Type_free(&s.type.type);
     if (comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
   }
 };
@@ -145,15 +142,32 @@ long long route_fingerprint(RemoteMode mode, const RemoteSettings& r) {
   return static_cast<long long>(h >> 1);
 }
 
-// Collective over the team: tells every unit which of its part the other
-// units' candidate entries (to other nodes) touch, decides per pair whether
-// they travel as messages (both sides decide from the same bytes), and sets
-// up the message entries and the serves.
-void setup_messages(PlanImpl& p, Team& team, RemoteMode mode, const std::vector<bool>& candidate) {
-  const RemoteSettings& rs = Runtime::current().settings().remote;
-  const int n = team.size();
-  const MPI_Comm tc = team.comm();
-  // Everybody must route alike.
+// Bytes of a side's runs.
+double bytes_of(const Runs& runs, std::size_t esize) {
+  double bytes = 0;
+  for (const auto& [off, len] : runs) bytes += static_cast<double>(len * esize);
+  return bytes;
+}
+
+// The bytes my candidate entries (to other nodes) move, per unit: the pairs
+// whose route is decided.
+std::map<int, double> bytes_per_unit(const PlanImpl& p, const std::vector<bool>& candidate) {
+  std::map<int, double> bytes;
+  for (std::size_t i = 0; i < p.entries.size(); ++i)
+    if (candidate[i] && !p.entries[i].remote.empty())
+      bytes[p.entries[i].unit] += bytes_of(p.entries[i].remote, p.esize);
+  return bytes;
+}
+
+// The route statistics (comm.remote in the summary): one pair more.
+void count_pair(bool message, double bytes) {
+  (message ? g_routes.message_pairs : g_routes.rma_pairs) += 1;
+  double& mx = message ? g_routes.message_max_bytes : g_routes.rma_max_bytes;
+  mx = std::max(mx, bytes);
+}
+
+// Every unit must route alike: an error on every unit otherwise.
+void require_same_routes(MPI_Comm tc, RemoteMode mode, const RemoteSettings& rs) {
   long long mine[2] = {route_fingerprint(mode, rs), 0}, lo[2], hi[2];
   mine[1] = -mine[0];
   MPI_Allreduce(mine, lo, 2, MPI_LONG_LONG, MPI_MIN, tc);
@@ -162,9 +176,14 @@ void setup_messages(PlanImpl& p, Team& team, RemoteMode mode, const std::vector<
     throw Error(
         "transfer plan: the units build it with different routes to other nodes (comm.remote or its "
         "calibration differ between units; a collective plan needs the same everywhere)");
-  // Each candidate entry, as the owner will see it: its remote runs.
+}
+
+// Collective over the team: sends each owner the remote runs of my
+// candidate entries to it; returns, per unit, the runs of its entries on my
+// part, in its order.
+std::vector<std::vector<Runs>> exchange_runs(const PlanImpl& p, MPI_Comm tc, int n,
+                                             const std::vector<bool>& candidate) {
   std::vector<std::vector<unsigned long long>> out(static_cast<std::size_t>(n));
-  std::vector<double> bytes_to(static_cast<std::size_t>(n), 0.0);
   for (std::size_t i = 0; i < p.entries.size(); ++i) {
     if (!candidate[i]) continue;
     const auto& e = p.entries[i];
@@ -173,7 +192,6 @@ void setup_messages(PlanImpl& p, Team& team, RemoteMode mode, const std::vector<
     for (const auto& [off, len] : e.remote) {
       o.push_back(off);
       o.push_back(len);
-      bytes_to[static_cast<std::size_t>(e.unit)] += static_cast<double>(len * p.esize);
     }
   }
   std::vector<int> scount(static_cast<std::size_t>(n)), rcount(static_cast<std::size_t>(n)),
@@ -193,9 +211,7 @@ void setup_messages(PlanImpl& p, Team& team, RemoteMode mode, const std::vector<
   std::vector<unsigned long long> rbuf(static_cast<std::size_t>(total));
   MPI_Alltoallv(sbuf.data(), scount.data(), sdispl.data(), MPI_UNSIGNED_LONG_LONG, rbuf.data(), rcount.data(),
                 rdispl.data(), MPI_UNSIGNED_LONG_LONG, tc);
-  // The others' entries on my part, in their order.
   std::vector<std::vector<Runs>> theirs(static_cast<std::size_t>(n));
-  std::vector<double> bytes_from(static_cast<std::size_t>(n), 0.0);
   for (int u = 0; u < n; ++u) {
     const auto* q = rbuf.data() + rdispl[static_cast<std::size_t>(u)];
     const auto* end = q + rcount[static_cast<std::size_t>(u)];
@@ -204,22 +220,36 @@ void setup_messages(PlanImpl& p, Team& team, RemoteMode mode, const std::vector<
       for (auto& [off, len] : r) {
         off = static_cast<std::size_t>(*q++);
         len = static_cast<std::size_t>(*q++);
-        bytes_from[static_cast<std::size_t>(u)] += static_cast<double>(len * p.esize);
       }
       theirs[static_cast<std::size_t>(u)].push_back(std::move(r));
     }
   }
+  return theirs;
+}
+
+// Collective over the team: tells every unit which of its part the other
+// units' candidate entries (to other nodes) touch, decides per pair whether
+// they travel as messages (both sides decide from the same bytes), and sets
+// up the message entries and the serves.
+void setup_messages(PlanImpl& p, Team& team, RemoteMode mode, const std::vector<bool>& candidate) {
+  const RemoteSettings& rs = Runtime::current().settings().remote;
+  const int n = team.size();
+  const MPI_Comm tc = team.comm();
+  require_same_routes(tc, mode, rs);
+  const std::map<int, double> bytes_to = bytes_per_unit(p, candidate);
+  const std::vector<std::vector<Runs>> theirs = exchange_runs(p, tc, n, candidate);
   // One route per pair, both directions alike (users skip their flags per
   // unit), decided by the larger direction: both sides see the same bytes.
   std::vector<char> message(static_cast<std::size_t>(n), 0);
   for (int u = 0; u < n; ++u) {
     const std::size_t k = static_cast<std::size_t>(u);
-    if (bytes_to[k] == 0 && bytes_from[k] == 0) continue;
-    const double bytes = std::max(bytes_to[k], bytes_from[k]);
+    const auto to = bytes_to.find(u);
+    double from = 0;
+    for (const Runs& r : theirs[k]) from += bytes_of(r, p.esize);
+    const double bytes = std::max(to == bytes_to.end() ? 0.0 : to->second, from);
+    if (bytes == 0) continue;
     message[k] = mode == RemoteMode::message || (mode == RemoteMode::automatic && rs.message_for(bytes));
-    (message[k] ? g_routes.message_pairs : g_routes.rma_pairs) += 1;
-    double& mx = message[k] ? g_routes.message_max_bytes : g_routes.rma_max_bytes;
-    mx = std::max(mx, bytes);
+    count_pair(message[k], bytes);
     if (message[k]) p.message_units.push_back(u);
   }
   // My entries: the k-th candidate to a unit has tag k.
@@ -304,15 +334,7 @@ PlanImpl* make_plan(int team, int segment, std::vector<PlanEntry> entries, std::
     setup_messages(*p, rt.team(team), remote, candidate);
   } else {
     // One-sided: my entries' units of other nodes are RMA pairs.
-    std::map<int, double> bytes;
-    for (std::size_t i = 0; i < p->entries.size(); ++i)
-      if (candidate[i])
-        for (const auto& [off, len] : p->entries[i].remote)
-          bytes[p->entries[i].unit] += static_cast<double>(len * esize);
-    for (const auto& kv : bytes) {
-      g_routes.rma_pairs += 1;
-      g_routes.rma_max_bytes = std::max(g_routes.rma_max_bytes, kv.second);
-    }
+    for (const auto& [unit, bytes] : bytes_per_unit(*p, candidate)) count_pair(false, bytes);
   }
   return p.release();
 }
@@ -350,8 +372,8 @@ void plan_start(PlanImpl& p, void* local_base) {
     char* part = p.seg->base;
     auto post = [&](bool send, char* base, const WireType& w, int unit, int tag) {
       MPI_Request r;
-      const int rc = send ? MPI_Isend(base + w.first, w.count, w.type, unit, tag, p.comm, &r)
-                          : MPI_Irecv(base + w.first, w.count, w.type, unit, tag, p.comm, &r);
+      const int rc = send ? MPI_Isend(base + w.first, w.count, w.type(), unit, tag, p.comm, &r)
+                          : MPI_Irecv(base + w.first, w.count, w.type(), unit, tag, p.comm, &r);
       if (rc != MPI_SUCCESS) throw Error("transfer plan: MPI_Isend/MPI_Irecv failed");
       p.messages.push_back(r);
     };
@@ -385,7 +407,7 @@ void plan_start(PlanImpl& p, void* local_base) {
     const MPI_Aint disp = ep.disp;
     MPI_Win win = ep.win;
     int rc = MPI_SUCCESS;
-    if (!e.ltype.owned && !e.rtype.owned) {
+    if (!e.ltype.derived && !e.rtype.derived) {
       // Contiguous on both sides: request-based, so that wait() yields; a
       // get is complete with its request, a put also needs the flush.
       MPI_Request req;
@@ -397,8 +419,10 @@ void plan_start(PlanImpl& p, void* local_base) {
       // Derived datatypes without requests, completed by one flush per
       // target in wait(): MPICH 4.0 completes request-based gets with
       // derived target types early.
-      rc = p.get ? MPI_Get(origin, e.ltype.count, e.ltype.type, rank, disp, e.rtype.count, e.rtype.type, win)
-                 : MPI_Put(origin, e.ltype.count, e.ltype.type, rank, disp, e.rtype.count, e.rtype.type, win);
+      rc = p.get ? MPI_Get(origin, e.ltype.count, e.ltype.type(), rank, disp, e.rtype.count, e.rtype.type(),
+                           win)
+                 : MPI_Put(origin, e.ltype.count, e.ltype.type(), rank, disp, e.rtype.count, e.rtype.type(),
+                           win);
       p.in_flight.insert({win, rank});
     }
     ep.issued();

@@ -170,6 +170,80 @@ void check_allocation(Team& team, std::size_t count, std::size_t elem_size, std:
   collective_require(team.comm(), msg.empty(), msg);
 }
 
+// Where my part lies in my node's shared memory, from the node's lowest
+// part: the ghost exposes that range (redirection, async.hpp). Offsets
+// are the same in every process of the node (one mapping).
+long long node_offset_of(Team& team, const SegmentInfo& seg, std::size_t bytes) {
+  if (!team.served() || bytes == 0) return 0;
+  int n = 0;
+  MPI_Comm_size(team.shm_comm(), &n);
+  const char* lowest = seg.base;
+  for (int r = 0; r < n; ++r) {
+    MPI_Aint size = 0;
+    const char* p = shared_part(seg.shm, r, &size);
+    if (size > 0 && p < lowest) lowest = p;
+  }
+  return static_cast<long long>(seg.base - lowest);
+}
+
+// Every unit's displacement, size and same-node address from the gathered
+// claims (and, on a served team, its ghost). Returns "" or the mismatch of
+// a unit that allocates another segment or element size.
+std::string record_claims(Team& team, SegmentInfo& seg, const std::vector<Claim>& all, const Claim& mine) {
+  seg.peer.assign(all.size(), nullptr);
+  seg.disp.resize(all.size());
+  seg.bytes.resize(all.size());
+  std::string mismatch;
+  for (int u = 0; u < team.size(); ++u) {
+    const Claim& c = all[static_cast<std::size_t>(u)];
+    seg.disp[static_cast<std::size_t>(u)] = static_cast<MPI_Aint>(c.disp);
+    seg.bytes[static_cast<std::size_t>(u)] = static_cast<std::size_t>(c.bytes);
+    if (c.segment != seg.id || c.elem_size != mine.elem_size)
+      mismatch = "allocate: mismatched collective call on team " + std::to_string(team.id()) + ": unit " +
+                 std::to_string(u) + " allocates segment " + std::to_string(c.segment) + " of " +
+                 std::to_string(c.elem_size) + "-byte elements, unit " + std::to_string(team.rank()) +
+                 " segment " + std::to_string(seg.id) + " of " + std::to_string(mine.elem_size) +
+                 "-byte elements";
+    int nr = team.node_rank(u);
+    if (nr >= 0) {
+      seg.peer[static_cast<std::size_t>(u)] = shared_part(seg.shm, nr, nullptr);
+    }
+  }
+  if (team.served()) {
+    const ProgressEngine* engine = progress_engine();
+    seg.ghost.resize(all.size());
+    seg.ghost_disp.resize(all.size());
+    for (std::size_t u = 0; u < all.size(); ++u) {
+      seg.ghost[u] = engine->ghost_of(static_cast<int>(u));
+      seg.ghost_disp[u] = static_cast<MPI_Aint>(all[u].node_offset);
+    }
+  }
+  return mismatch;
+}
+
+// The segment's atomics (MPI, CPU, or aggregated) and the window the
+// remote path uses (its own, or the team's dynamic one).
+void choose_atomics_and_window(Team& team, SegmentInfo& seg, std::size_t bytes, bool own, AsyncHint hint,
+                               AtomicMode atomics) {
+  Runtime& rt = Runtime::current();
+  bool one_node = true;
+  for (int u = 0; u < team.size(); ++u) one_node = one_node && team.same_node(u);
+  // comm.atomics: aggregate needs comm.locality (CPU atomics on the node).
+  if (atomics == AtomicMode::automatic) atomics = rt.settings().atomics;
+  seg.aggregate = rt.settings().locality && !one_node && atomics == AtomicMode::aggregate;
+  seg.cpu_atomics = rt.settings().locality && (one_node || seg.aggregate);
+  if (seg.aggregate) hint = AsyncHint::never;  // applied on its node, never redirected
+  if (own) {
+    seg.own = create_segment_window(seg.base, bytes,
+                                    team.served() ? progress_engine()->layout().full_comm : team.comm());
+    seg.rma = seg.own;
+    seg.hint = hint;
+    seg.redirect = team.served() && async_default_on() && hint != AsyncHint::never;
+  } else {
+    seg.rma = team.window();
+  }
+}
+
 }  // namespace
 
 int allocate_segment(Team& team, std::size_t count, std::size_t elem_size, AsyncHint hint,
@@ -199,72 +273,15 @@ int allocate_segment(Team& team, std::size_t count, std::size_t elem_size, Async
     MPI_Win_attach(team.window(), seg->base, static_cast<MPI_Aint>(bytes));
     MPI_Get_address(seg->base, &disp);
   }
-  // Where my part lies in my node's shared memory, from the node's lowest
-  // part: the ghost exposes that range (redirection, async.hpp). Offsets
-  // are the same in every process of the node (one mapping).
-  long long node_offset = 0;
-  if (team.served() && bytes > 0) {
-    int n = 0;
-    MPI_Comm_size(team.shm_comm(), &n);
-    const char* lowest = seg->base;
-    for (int r = 0; r < n; ++r) {
-      MPI_Aint size = 0;
-      const char* p = shared_part(seg->shm, r, &size);
-      if (size > 0 && p < lowest) lowest = p;
-    }
-    node_offset = static_cast<long long>(seg->base - lowest);
-  }
+  const long long node_offset = node_offset_of(team, *seg, bytes);
   Claim mine{static_cast<long long>(disp), static_cast<long long>(bytes), node_offset, seg->id,
              static_cast<int>(elem_size)};
   std::vector<Claim> all(static_cast<std::size_t>(team.size()));
   MPI_Allgather(&mine, sizeof(Claim), MPI_BYTE, all.data(), sizeof(Claim), MPI_BYTE, team.comm());
   if (team.served())
     MPI_Bcast(all.data(), static_cast<int>(all.size() * sizeof(Claim)), MPI_BYTE, 0, team.shm_comm());
-
-  seg->peer.assign(all.size(), nullptr);
-  seg->disp.resize(all.size());
-  seg->bytes.resize(all.size());
-  std::string mismatch;
-  for (int u = 0; u < team.size(); ++u) {
-    const Claim& c = all[static_cast<std::size_t>(u)];
-    seg->disp[static_cast<std::size_t>(u)] = static_cast<MPI_Aint>(c.disp);
-    seg->bytes[static_cast<std::size_t>(u)] = static_cast<std::size_t>(c.bytes);
-    if (c.segment != seg->id || c.elem_size != mine.elem_size)
-      mismatch = "allocate: mismatched collective call on team " + std::to_string(team.id()) + ": unit " +
-                 std::to_string(u) + " allocates segment " + std::to_string(c.segment) + " of " +
-                 std::to_string(c.elem_size) + "-byte elements, unit " + std::to_string(team.rank()) +
-                 " segment " + std::to_string(seg->id) + " of " + std::to_string(mine.elem_size) +
-                 "-byte elements";
-    int nr = team.node_rank(u);
-    if (nr >= 0) {
-      seg->peer[static_cast<std::size_t>(u)] = shared_part(seg->shm, nr, nullptr);
-    }
-  }
-  if (team.served()) {
-    const ProgressEngine* engine = progress_engine();
-    seg->ghost.resize(all.size());
-    seg->ghost_disp.resize(all.size());
-    for (std::size_t u = 0; u < all.size(); ++u) {
-      seg->ghost[u] = engine->ghost_of(static_cast<int>(u));
-      seg->ghost_disp[u] = static_cast<MPI_Aint>(all[u].node_offset);
-    }
-  }
-  bool one_node = true;
-  for (int u = 0; u < team.size(); ++u) one_node = one_node && team.same_node(u);
-  // comm.atomics: aggregate needs comm.locality (CPU atomics on the node).
-  if (atomics == AtomicMode::automatic) atomics = rt.settings().atomics;
-  seg->aggregate = rt.settings().locality && !one_node && atomics == AtomicMode::aggregate;
-  seg->cpu_atomics = rt.settings().locality && (one_node || seg->aggregate);
-  if (seg->aggregate) hint = AsyncHint::never;  // applied on its node, never redirected
-  if (own) {
-    seg->own = create_segment_window(seg->base, bytes,
-                                     team.served() ? progress_engine()->layout().full_comm : team.comm());
-    seg->rma = seg->own;
-    seg->hint = hint;
-    seg->redirect = team.served() && async_default_on() && hint != AsyncHint::never;
-  } else {
-    seg->rma = team.window();
-  }
+  const std::string mismatch = record_claims(team, *seg, all, mine);
+  choose_atomics_and_window(team, *seg, bytes, own, hint, atomics);
   int id = seg->id;
   const bool aggregate = seg->aggregate;
   rt.add_segment(std::move(seg));

@@ -49,6 +49,10 @@ std::string mpi_library() {
   return o;
 }
 
+const char* mpi_flavour() {
+  return LOCUS_MPI_FLAVOUR;
+}
+
 std::string iso_date_now() {
   std::time_t t = std::time(nullptr);
   std::tm tm{};

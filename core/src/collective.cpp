@@ -1,0 +1,53 @@
+// Collective errors: a condition on any rank becomes the same
+// CollectiveError on every rank.
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <string>
+
+#include "locus/error.hpp"
+#include "locus/runtime.hpp"
+
+namespace locus {
+
+int& CollectiveError::live() {
+  static int count = 0;
+  return count;
+}
+
+bool unwinding_collectively() {
+  return std::uncaught_exceptions() > 0 && CollectiveError::alive() > 0;
+}
+
+bool collective_cleanup_allowed() {
+  return std::uncaught_exceptions() == 0 || CollectiveError::alive() > 0;
+}
+
+void collective_require(MPI_Comm comm, bool ok, const std::string& msg) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  int first_bad = ok ? INT32_MAX : rank;
+  MPI_Allreduce(MPI_IN_PLACE, &first_bad, 1, MPI_INT, MPI_MIN, comm);
+  if (first_bad == INT32_MAX) return;
+  int len = rank == first_bad ? static_cast<int>(msg.size()) : 0;
+  MPI_Bcast(&len, 1, MPI_INT, first_bad, comm);
+  std::string text = rank == first_bad ? msg : std::string(len, '\0');
+  MPI_Bcast(text.data(), len, MPI_CHAR, first_bad, comm);
+  throw CollectiveError(text);
+}
+
+void collectively(MPI_Comm comm, const std::function<void()>& fn) {
+  std::string msg;
+  bool ok = true;
+  try {
+    fn();
+  } catch (const CollectiveError&) {
+    throw;
+  } catch (const Error& e) {
+    ok = false;
+    msg = e.what();
+  }
+  collective_require(comm, ok, msg);
+}
+
+}  // namespace locus
