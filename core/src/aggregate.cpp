@@ -296,7 +296,8 @@ void Aggregator::apply(int source, const Record& r, char* addr) {
         using T = decltype(zero);
         T v;
         std::memcpy(&v, &r.a, sizeof v);
-        cpu_apply(reinterpret_cast<T*>(addr), v, static_cast<Op>(r.op));
+        // relaxed: the flush that completes it at the origin synchronises
+        cpu_apply(reinterpret_cast<T*>(addr), v, static_cast<Op>(r.op), std::memory_order_relaxed);
       });
       return;
     case RecordKind::fetch:

@@ -63,15 +63,19 @@ inline char* direct_atomic_address(int team, int segment, int unit, std::uint64_
   return part + offset;
 }
 
-// Applies op with a CPU atomic; returns the old value.
+// Applies op with a CPU atomic; returns the old value. The handle-free
+// updates (atomic_update, accumulate_nbi) pass memory_order_relaxed: their
+// visibility comes from the flush that completes them (a full fence), and a
+// relaxed atomic lets the compiler keep the lookup of the next update out
+// of the atomic's shadow.
 template <class T>
-T cpu_apply(T* p, T v, Op op) noexcept {
+T cpu_apply(T* p, T v, Op op, std::memory_order order = std::memory_order_acq_rel) noexcept {
   std::atomic_ref<T> a(*p);
   if constexpr (std::is_integral_v<T>) {
-    if (op == Op::sum) return a.fetch_add(v, std::memory_order_acq_rel);
-    if (op == Op::bxor) return a.fetch_xor(v, std::memory_order_acq_rel);
+    if (op == Op::sum) return a.fetch_add(v, order);
+    if (op == Op::bxor) return a.fetch_xor(v, order);
   }
-  if (op == Op::replace) return a.exchange(v, std::memory_order_acq_rel);
+  if (op == Op::replace) return a.exchange(v, order);
   T old = a.load(std::memory_order_relaxed);
   for (;;) {
     T next = old;
@@ -88,7 +92,7 @@ T cpu_apply(T* p, T v, Op op) noexcept {
       default:
         break;
     }
-    if (a.compare_exchange_weak(old, next, std::memory_order_acq_rel)) return old;
+    if (a.compare_exchange_weak(old, next, order, std::memory_order_relaxed)) return old;
   }
 }
 

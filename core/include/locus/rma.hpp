@@ -411,7 +411,7 @@ template <class T>
 void atomic_update(GlobalPtr<T> dst, T value, Op op) {
   if (std::is_integral_v<T> || op != Op::bxor) {
     if (char* a = detail::direct_atomic_address(dst.team, dst.segment, dst.unit, dst.offset, sizeof(T))) {
-      detail::cpu_apply(reinterpret_cast<T*>(a), value, op);
+      detail::cpu_apply(reinterpret_cast<T*>(a), value, op, std::memory_order_relaxed);
       return;
     }
     if (detail::aggregate_update(dst.team, dst.segment, dst.unit, dst.offset, &value, detail::mpi_type<T>(),

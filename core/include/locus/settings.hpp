@@ -70,7 +70,7 @@ enum class AggregateTransport { message, put };
 enum class Staging { automatic, always };
 struct AggregateSettings {
   std::size_t records = 1024;  // records (one update or get each) per batch
-  int slots = 8;               // batches one unit may have in flight to another
+  int slots = 8;               // put: mailbox slots per pair; message: 2 x slots buffers each way
   AggregateTransport transport = AggregateTransport::message;
 };
 
