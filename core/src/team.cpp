@@ -349,32 +349,37 @@ void SegmentTable::add(std::unique_ptr<SegmentInfo> s) {
   const auto t = static_cast<std::size_t>(s->team), i = static_cast<std::size_t>(s->id);
   if (rows_.size() <= t) rows_.resize(t + 1);
   if (rows_[t].size() <= i) rows_[t].resize(i + 1);
-  if (!rows_[t][i]) ++count_;
+  if (rows_[t][i]) (void)take(s->team, s->id);
+  ++count_;
   s->peer_at = s->peer.data();
   s->units = static_cast<std::uint32_t>(s->peer.size());
-  rows_[t][i] = std::move(s);
-  reindex(t);
+  rows_[t][i] = s.get();
+  owned_.push_back(std::move(s));
+  reindex();
 }
 
 std::unique_ptr<SegmentInfo> SegmentTable::take(int team, int id) {
-  if (!find(team, id)) return nullptr;
+  SegmentInfo* p = find(team, id);
+  if (!p) return nullptr;
   --count_;
-  const auto t = static_cast<std::size_t>(team);
-  std::unique_ptr<SegmentInfo> s = std::move(rows_[t][static_cast<std::size_t>(id)]);
-  reindex(t);
+  rows_[static_cast<std::size_t>(team)][static_cast<std::size_t>(id)] = nullptr;
+  std::unique_ptr<SegmentInfo> s;
+  for (auto it = owned_.begin(); it != owned_.end(); ++it)
+    if (it->get() == p) {
+      s = std::move(*it);
+      owned_.erase(it);
+      break;
+    }
+  reindex();
   return s;
 }
 
-// Rebuilds the plain-pointer row of `team` and the index over the rows,
-// and hands the index to the inline path when it reads this table.
-void SegmentTable::reindex(std::size_t team) {
-  if (raw_.size() < rows_.size()) raw_.resize(rows_.size());
-  auto& raw = raw_[team];
-  raw.assign(rows_[team].size(), nullptr);
-  for (std::size_t i = 0; i < raw.size(); ++i) raw[i] = rows_[team][i].get();
-  index_.resize(raw_.size());
-  for (std::size_t t = 0; t < raw_.size(); ++t)
-    index_[t] = SegmentRow{raw_[t].data(), static_cast<std::uint32_t>(raw_[t].size())};
+// Points the index at the rows (a row's storage moves when it grows) and
+// hands it to the inline path when it reads this table.
+void SegmentTable::reindex() {
+  index_.resize(rows_.size());
+  for (std::size_t t = 0; t < rows_.size(); ++t)
+    index_[t] = SegmentRow{rows_[t].data(), static_cast<std::uint32_t>(rows_[t].size())};
   if (g_direct.table == this) {
     g_direct.rows = index_.data();
     g_direct.nrows = static_cast<std::uint32_t>(index_.size());

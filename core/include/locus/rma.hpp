@@ -376,9 +376,9 @@ T compare_and_swap(GlobalPtr<T> dst, T compare, T value) {
 
 template <class T>
 void put_nbi(GlobalPtr<T> dst, const T* src, std::size_t count) {
+  // No fence per call: flush, which completes these, is the fence.
   if (char* a = detail::direct_address(dst.team, dst.segment, dst.unit, dst.offset, count * sizeof(T))) {
     std::memcpy(a, src, count * sizeof(T));
-    std::atomic_thread_fence(std::memory_order_release);
     return;
   }
   detail::put_nbi(detail::target(dst, count, "put_nbi"), src, count * sizeof(T));
@@ -388,7 +388,6 @@ template <class T>
 void get_nbi(T* dst, GlobalPtr<T> src, std::size_t count) {
   if (const char* a =
           detail::direct_address(src.team, src.segment, src.unit, src.offset, count * sizeof(T))) {
-    std::atomic_thread_fence(std::memory_order_acquire);
     std::memcpy(dst, a, count * sizeof(T));
     return;
   }

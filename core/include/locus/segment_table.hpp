@@ -93,10 +93,10 @@ class SegmentTable {
   }
 
  private:
-  void reindex(std::size_t team);
-  std::vector<std::vector<std::unique_ptr<SegmentInfo>>> rows_;  // owns
-  std::vector<std::vector<SegmentInfo*>> raw_;                   // the same, as plain pointers
-  std::vector<SegmentRow> index_;                                // over raw_
+  void reindex();
+  std::vector<std::vector<SegmentInfo*>> rows_;      // team id -> segment id -> segment (null: free)
+  std::vector<std::unique_ptr<SegmentInfo>> owned_;  // the live segments
+  std::vector<SegmentRow> index_;                    // over rows_
   std::size_t count_ = 0;
 };
 
