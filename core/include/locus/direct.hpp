@@ -63,11 +63,10 @@ inline char* direct_atomic_address(int team, int segment, int unit, std::uint64_
   return part + offset;
 }
 
-// Applies op with a CPU atomic; returns the old value. The handle-free
-// updates (atomic_update, accumulate_nbi) pass memory_order_relaxed: their
-// visibility comes from the flush that completes them (a full fence), and a
-// relaxed atomic lets the compiler keep the lookup of the next update out
-// of the atomic's shadow.
+// Applies op with a CPU atomic; returns the old value. atomic_update and
+// the updates an aggregator applies pass memory_order_relaxed: they are
+// complete at a flush, whose full fence gives their visibility; the other
+// callers keep acquire-release.
 template <class T>
 T cpu_apply(T* p, T v, Op op, std::memory_order order = std::memory_order_acq_rel) noexcept {
   std::atomic_ref<T> a(*p);
