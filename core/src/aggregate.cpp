@@ -561,9 +561,7 @@ Aggregator* short_path(int team, int segment, int unit, std::uint64_t offset, st
   if (!s || !s->aggregate || !s->cpu_atomics || s->redirect || static_cast<unsigned>(unit) >= s->units ||
       s->peer_at[unit])
     return nullptr;
-  if (d.check && (offset > s->bytes[static_cast<std::size_t>(unit)] ||
-                  bytes > s->bytes[static_cast<std::size_t>(unit)] - offset))
-    return nullptr;
+  if (d.check && !fits_part(*s, unit, offset, bytes)) return nullptr;
   if (g_measure_comm.load(std::memory_order_relaxed)) return nullptr;
   *seg = const_cast<SegmentInfo*>(s);
   return Runtime::current().team(team).aggregator();

@@ -24,6 +24,14 @@ enum class Op { sum, min, max, replace, bxor };
 
 namespace detail {
 
+// The bounds rule of the inline paths, the same as bounds_problem's:
+// [offset, offset + bytes) lies in the unit's part (written so that a huge
+// offset cannot wrap around).
+inline bool fits_part(const SegmentInfo& s, int unit, std::uint64_t offset, std::size_t bytes) noexcept {
+  const std::size_t part = s.bytes[static_cast<std::size_t>(unit)];
+  return offset <= part && bytes <= part - offset;
+}
+
 // The part of `unit` in the segment when it lies on my node (whatever
 // comm.locality says), else nullptr; nullptr also for an unknown segment
 // or unit.
@@ -44,7 +52,7 @@ inline char* direct_address(int team, int segment, int unit, std::uint64_t offse
   if (!s || static_cast<unsigned>(unit) >= s->units) return nullptr;
   char* part = s->peer_at[unit];
   if (!part) return nullptr;
-  if (d.check && offset + bytes > s->bytes[static_cast<std::size_t>(unit)]) return nullptr;
+  if (d.check && !fits_part(*s, unit, offset, bytes)) return nullptr;
   if (g_measure_comm.load(std::memory_order_relaxed)) return nullptr;
   return part + offset;
 }
@@ -58,7 +66,7 @@ inline char* direct_atomic_address(int team, int segment, int unit, std::uint64_
   if (!s || !s->cpu_atomics || s->redirect || static_cast<unsigned>(unit) >= s->units) return nullptr;
   char* part = s->peer_at[unit];
   if (!part) return nullptr;
-  if (d.check && offset + bytes > s->bytes[static_cast<std::size_t>(unit)]) return nullptr;
+  if (d.check && !fits_part(*s, unit, offset, bytes)) return nullptr;
   if (g_measure_comm.load(std::memory_order_relaxed)) return nullptr;
   return part + offset;
 }
