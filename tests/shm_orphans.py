@@ -63,6 +63,15 @@ def job_alive(pgid):
     return False
 
 
+def size_of(name):
+    """Size of /dev/shm/NAME, 0 once MPICH has unlinked it (it may go
+    between listing the directory and asking for the size)."""
+    try:
+        return os.stat("/dev/shm/" + name).st_size
+    except OSError:
+        return 0
+
+
 def backing_files():
     try:
         return {n for n in os.listdir("/dev/shm") if n.startswith("mpich_") and "shar_tmp" in n}
@@ -82,8 +91,7 @@ for attempt in range(3):
     t0 = time.monotonic()
     seen = set()
     while time.monotonic() - t0 < 30 and a.poll() is None:
-        seen = {f for f in backing_files() - before
-                if os.path.exists("/dev/shm/" + f) and os.stat("/dev/shm/" + f).st_size > 10 ** 8}
+        seen = {f for f in backing_files() - before if size_of(f) > 10 ** 8}
         if seen:
             break
         time.sleep(0.001)
@@ -102,7 +110,10 @@ for attempt in range(3):
         time.sleep(0.1)
     left = {f for f in seen & backing_files() if not in_use(f)}  # (a live one is another job's)
     for f in left:  # do not leave gigabytes behind, even when failing
-        os.unlink("/dev/shm/" + f)
+        try:
+            os.unlink("/dev/shm/" + f)
+        except OSError:
+            pass
     check(not left, "kill -9 inside MPI_Win_allocate_shared left %s in /dev/shm" % sorted(left))
     while time.monotonic() - t1 < 10 and os.path.isdir(od) and os.listdir(od):
         time.sleep(0.1)
