@@ -1,16 +1,25 @@
 #!/usr/bin/python3
-"""locus lint: which C++ sources the repository's .clang-format would change.
+"""locus lint: which C++ sources the repository's .clang-format would change, and which functions are too long.
 
-    ./locus lint [FILE...] [--clang-format PROG] [--list]
+    ./locus lint [FILE...] [--clang-format PROG] [--list] [--max-lines N]
 
 Runs Debian's clang-format (clang-format-14, package clang-format) in
 dry-run mode with --Werror over the C++ sources git tracks (*.cpp, *.hpp,
 *.h, *.cc), or over the files named, and reports every file that is not
 formatted, with the first lines clang-format would change. Nothing is
-rewritten: `clang-format -i FILE` does that. Exit 0 when every file is
-formatted, 1 when some are not, 2 when clang-format is missing or a file
-cannot be read.
+rewritten: `clang-format -i FILE` does that. 
+It also lists every function longer than --max-lines (80) lines in the
+C++ and Python sources of apps/, bench/, core/ and tools/: a C++
+definition at namespace scope runs from its signature at column 0 to the
+first line that is a lone "}" (clang-format puts both there; functions
+defined inside a class are not counted), a Python function from its "def"
+to its last line.
+
+Exit 0 when every file is formatted and no function is too long, 1 when
+some are, 2 when clang-format is missing or a file cannot be read.
 """
+import ast
+import re
 import argparse
 import os
 import shutil
@@ -47,6 +56,50 @@ def tracked_sources():
     return sorted(p for p in out.split("\0") if p.endswith(SUFFIXES))
 
 
+# Where the function-length rule applies.
+LENGTH_DIRS = ("apps/", "bench/", "core/", "tools/")
+# A C++ definition at column 0: a signature line that ends in "{" (after
+# its parameter list, or a constructor's initialiser list).
+CPP_DEFINITION = re.compile(r"^[A-Za-z_].*\)\s*(const\s*)?(noexcept\s*)?(override\s*)?(->.*)?\{\s*$|^[A-Za-z_].*\)\s*:\s.*\{\s*$")
+
+
+def long_functions(path, limit):
+    """(first line, lines, name) of every function of PATH longer than LIMIT lines."""
+    with open(os.path.join(ROOT, path), encoding="utf-8") as f:
+        text = f.read()
+    found = []
+    if path.endswith(".py"):
+        try:
+            tree = ast.parse(text, filename=path)
+        except SyntaxError as e:
+            raise UserError("%s:%s: cannot parse: %s" % (path, e.lineno, e.msg))
+        for n in ast.walk(tree):
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                length = n.end_lineno - n.lineno + 1
+                if length > limit:
+                    found.append((n.lineno, length, n.name))
+        return found
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines):
+        if CPP_DEFINITION.match(lines[i]):
+            end = next((j for j in range(i + 1, len(lines)) if lines[j] == "}"), None)
+            if end is None:
+                break
+            if end - i + 1 > limit:
+                found.append((i + 1, end - i + 1, lines[i].split("(")[0].split()[-1]))
+            i = end
+        i += 1
+    return found
+
+
+def tracked_python():
+    """The Python files git tracks under LENGTH_DIRS."""
+    out = subprocess.run(["git", "-C", ROOT, "ls-files", "-z"], check=True, capture_output=True,
+                         text=True).stdout
+    return sorted(p for p in out.split("\0") if p.endswith(".py") and p.startswith(LENGTH_DIRS))
+
+
 def check(prog, path):
     """clang-format's complaints about one file ('' when it is formatted)."""
     cmd = [prog, "--dry-run", "--Werror", "--style=file", path]
@@ -74,6 +127,8 @@ def main(argv=None):
     p.add_argument("files", nargs="*", help="files to check (default: the C++ sources git tracks)")
     p.add_argument("--clang-format", dest="prog", help="the clang-format to run (default: clang-format-14)")
     p.add_argument("--list", action="store_true", help="only the names of the files that are not formatted")
+    p.add_argument("--max-lines", type=int, default=80, metavar="N",
+                   help="longest function allowed in apps/, bench/, core/ and tools/ (default 80)")
     a = p.parse_args(argv)
     try:
         prog = clang_format(a.prog)
@@ -87,12 +142,22 @@ def main(argv=None):
                     print(os.path.relpath(os.path.join(ROOT, f), ROOT))
                 else:
                     report(f, complaints, SHOWN)
+        long_ones = []
+        for f in files:
+            rel = os.path.relpath(f, ROOT)
+            if rel.startswith(LENGTH_DIRS) and rel.endswith(SUFFIXES + (".py",)):
+                long_ones += [(rel,) + x for x in long_functions(rel, a.max_lines)]
+        if not a.files:  # the Python tools too
+            long_ones += [(rel,) + x for rel in tracked_python() for x in long_functions(rel, a.max_lines)]
+        for rel, line, length, name in long_ones:
+            print("%s:%d: %s is %d lines (at most %d)" % (rel, line, name, length, a.max_lines))
     except UserError as e:
         fail(str(e))
     if not a.list:
-        print("lint: %d of %d file%s not formatted (%s)" % (len(bad), len(files), "" if len(files) == 1 else "s",
-                                                          os.path.basename(prog)), file=sys.stderr)
-    return 1 if bad else 0
+        print("lint: %d of %d file%s not formatted (%s); %d function%s over %d lines"
+              % (len(bad), len(files), "" if len(files) == 1 else "s", os.path.basename(prog), len(long_ones),
+                 "" if len(long_ones) == 1 else "s", a.max_lines), file=sys.stderr)
+    return 1 if bad or long_ones else 0
 
 
 if __name__ == "__main__":

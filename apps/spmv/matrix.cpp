@@ -12,6 +12,7 @@
 #include <cstring>
 #include <string_view>
 
+#include "locus/datatype.hpp"
 #include "locus/error.hpp"
 #include "locus/hash.hpp"
 #include "spmv.hpp"
@@ -412,11 +413,10 @@ RowBlock to_rows(MPI_Comm comm, std::vector<Triplet>& mine, gidx n) {
   std::stable_sort(mine.begin(), mine.end(), [&](const Triplet& a, const Triplet& b) {
     return owner_of(starts, a.row) < owner_of(starts, b.row);
   });
-  MPI_Datatype type;
-  MPI_Type_contiguous(sizeof(Triplet), MPI_BYTE, &type);
-  MPI_Type_commit(&type);
-  std::vector<Triplet> got = exchange(comm, mine, counts, type, "matrix entries");
-  MPI_Type_free(&type);
+  MPI_Datatype raw;
+  MPI_Type_contiguous(sizeof(Triplet), MPI_BYTE, &raw);
+  const locus::Datatype type(raw);
+  std::vector<Triplet> got = exchange(comm, mine, counts, type.get(), "matrix entries");
   mine.clear();
   mine.shrink_to_fit();
   return assemble(got, n, starts[me], starts[me + 1] - starts[me]);

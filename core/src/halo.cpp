@@ -6,9 +6,9 @@
 #include <atomic>
 #include <map>
 
-#include "datatype.hpp"
 #include "halo_split.hpp"
 #include "halo_staged.hpp"
+#include "locus/datatype.hpp"
 #include "locus/error.hpp"
 #include "locus/kokkos.hpp"
 #include "locus/plan.hpp"
@@ -21,8 +21,6 @@
 namespace locus {
 
 namespace {
-
-using detail::Datatype;
 
 // One face of the local block (with ghosts) as a subarray type. `layer` is
 // the index along dimension d: 0 or n+1 for ghosts, 1 or n for the faces sent.

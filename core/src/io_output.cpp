@@ -246,18 +246,25 @@ void H5Output::attribute(const std::string& obj, const std::string& name, const 
   write_attr(o, name, type, space, &p);
 }
 
-void H5Output::attribute(const std::string& obj, const std::string& name, double value) {
-  MPI_Bcast(&value, 1, MPI_DOUBLE, 0, comm_);
-  Id o(object(obj), H5Oclose, "opening " + obj);
+namespace {
+// A scalar attribute of `obj` with rank 0's value.
+template <class T>
+void scalar_attribute(hid_t obj, const std::string& name, T value, MPI_Datatype mpi, hid_t h5,
+                      MPI_Comm comm) {
+  MPI_Bcast(&value, 1, mpi, 0, comm);
   Id space(H5Screate(H5S_SCALAR), H5Sclose, "H5Screate");
-  write_attr(o, name, H5T_NATIVE_DOUBLE, space, &value);
+  write_attr(obj, name, h5, space, &value);
+}
+}  // namespace
+
+void H5Output::attribute(const std::string& obj, const std::string& name, double value) {
+  Id o(object(obj), H5Oclose, "opening " + obj);
+  scalar_attribute(o, name, value, MPI_DOUBLE, H5T_NATIVE_DOUBLE, comm_);
 }
 
 void H5Output::attribute(const std::string& obj, const std::string& name, long value) {
-  MPI_Bcast(&value, 1, MPI_LONG, 0, comm_);
   Id o(object(obj), H5Oclose, "opening " + obj);
-  Id space(H5Screate(H5S_SCALAR), H5Sclose, "H5Screate");
-  write_attr(o, name, H5T_NATIVE_LONG, space, &value);
+  scalar_attribute(o, name, value, MPI_LONG, H5T_NATIVE_LONG, comm_);
 }
 
 void H5Output::attribute(const std::string& obj, const std::string& name, const std::vector<double>& given) {

@@ -8,7 +8,7 @@
 #include <string>
 #include <utility>
 
-#include "datatype.hpp"
+#include "locus/datatype.hpp"
 #include "locus/error.hpp"
 #include "locus/team.hpp"
 #include "locus/wait.hpp"

@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "aggregate.hpp"
+#include "locus/datatype.hpp"
 #include "locus/wait.hpp"
 #include "progress_engine.hpp"
 #include "progress_thread.hpp"
@@ -36,7 +37,7 @@ namespace {
 using TypeKey = std::tuple<Layout, std::size_t, MPI_Datatype>;
 struct TypeCache {
   std::mutex m;
-  std::map<TypeKey, MPI_Datatype> types;
+  std::map<TypeKey, Datatype> types;  // freed by release_datatype_cache, before MPI_Finalize
 };
 TypeCache& type_cache() {
   static TypeCache cache;
@@ -48,18 +49,16 @@ MPI_Datatype layout_type(const Layout& l, std::size_t esize, MPI_Datatype base) 
   TypeCache& cache = type_cache();
   std::lock_guard<std::mutex> lock(cache.m);
   const TypeKey key{l, esize, base};
-  if (auto it = cache.types.find(key); it != cache.types.end()) return it->second;
+  if (auto it = cache.types.find(key); it != cache.types.end()) return it->second.get();
   MPI_Datatype block, row, all;
   const std::size_t per = base == MPI_BYTE ? esize : 1;  // base elements per element
   MPI_Type_contiguous(static_cast<int>(l.block * per), base, &block);
   MPI_Type_create_hvector(static_cast<int>(l.count), 1, static_cast<MPI_Aint>(l.stride * esize), block, &row);
   MPI_Type_create_hvector(static_cast<int>(l.rows), 1, static_cast<MPI_Aint>(l.row_stride * esize), row,
                           &all);
-  MPI_Type_commit(&all);
-  MPI_Type_free(&block);
+  MPI_Type_free(&block);  // the outer type keeps what it needs of them
   MPI_Type_free(&row);
-  cache.types[key] = all;
-  return all;
+  return cache.types.emplace(key, Datatype(all)).first->second.get();
 }
 
 std::string mpi_error_text(int rc) {
@@ -868,7 +867,6 @@ void barrier(Team& team) {
 void release_datatype_cache() {
   auto& cache = detail::type_cache();
   std::lock_guard<std::mutex> lock(cache.m);
-  for (auto& [key, type] : cache.types) MPI_Type_free(&type);
   cache.types.clear();
 }
 

@@ -344,6 +344,53 @@ int finish(int status) {
 
 }  // namespace
 
+Context::Context(const AppInfo& app, int argc, char** argv, bool quiet, bool summary_json)
+    : app_(&app), quiet_(quiet), summary_json_(summary_json) {
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm_);
+  MPI_Comm_rank(comm_, &rank_);
+  MPI_Comm_size(comm_, &size_);
+  for (int i = 0; i < argc; ++i) {
+    if (i) command_line_ += ' ';
+    command_line_ += argv[i];
+  }
+}
+
+// The deck is loaded: --print-config, or the run.
+int Context::run_deck(const std::string& deck, bool print_config, const std::function<int(Context&)>& main) {
+  check_output_keys(comm_, config_);
+  run_name_ = config_.string("name").empty() ? stem_of(deck) : config_.string("name");
+  if (print_config) {
+    if (rank_ == 0) std::fputs(config_.yaml().c_str(), stdout);
+    return 0;
+  }
+  return run_app(main);
+}
+
+// The runtime over the run's ranks; a progress process serves, an
+// application unit runs `main`, which sees the application units only.
+int Context::run_app(const std::function<int(Context&)>& main) {
+  CommSettings settings;
+  collectively(comm_, [&] { settings = comm_settings(config_); });
+  Runtime runtime(comm_, settings);
+  if (runtime.is_server()) return runtime.serve();
+  MPI_Comm all = comm_;
+  comm_ = runtime.app_comm();
+  MPI_Comm_rank(comm_, &rank_);
+  MPI_Comm_size(comm_, &size_);
+  runtime_ = &runtime;
+  struct Restore {  // the run's own communicator again, also when main throws
+    Context& c;
+    MPI_Comm all;
+    ~Restore() {
+      c.runtime_ = nullptr;
+      c.comm_ = all;
+      MPI_Comm_rank(all, &c.rank_);
+      MPI_Comm_size(all, &c.size_);
+    }
+  } restore{*this, all};
+  return main(*this);
+}
+
 int run(int argc, char** argv, const AppInfo& app, const std::function<int(Context&)>& main) {
   // The output watcher rank 0 starts (reaper.cpp): no MPI, no deck.
   if (argc == 4 && std::strcmp(argv[1], "--locus-reap-output") == 0)
@@ -370,48 +417,10 @@ int run(int argc, char** argv, const AppInfo& app, const std::function<int(Conte
     return *status;
   int status = 1;
   {
-    Context ctx;
-    ctx.app_ = &app;
-    ctx.quiet_ = cl.quiet;
-    ctx.summary_json_ = cl.summary_json;
-    MPI_Comm_dup(MPI_COMM_WORLD, &ctx.comm_);
-    ctx.rank_ = rank;
-    ctx.size_ = size;
-    for (int i = 0; i < argc; ++i) {
-      if (i) ctx.command_line_ += ' ';
-      ctx.command_line_ += argv[i];
-    }
+    Context ctx(app, argc, argv, cl.quiet, cl.summary_json);
     try {
       ctx.config_ = load_everywhere(ctx.comm_, app, cl);
-      check_output_keys(ctx.comm_, ctx.config_);
-      ctx.run_name_ = ctx.config_.string("name").empty() ? stem_of(cl.deck) : ctx.config_.string("name");
-      if (cl.print_config) {
-        if (rank == 0) std::fputs(ctx.config_.yaml().c_str(), stdout);
-        status = 0;
-      } else {
-        CommSettings settings;
-        collectively(ctx.comm_, [&] { settings = comm_settings(ctx.config_); });
-        Runtime runtime(ctx.comm_, settings);
-        if (runtime.is_server()) {
-          status = runtime.serve();
-        } else {
-          // The app sees the application units only.
-          MPI_Comm all = ctx.comm_;
-          ctx.comm_ = runtime.app_comm();
-          MPI_Comm_rank(ctx.comm_, &ctx.rank_);
-          MPI_Comm_size(ctx.comm_, &ctx.size_);
-          ctx.runtime_ = &runtime;
-          try {
-            status = main(ctx);
-          } catch (...) {
-            ctx.runtime_ = nullptr;
-            ctx.comm_ = all;
-            throw;
-          }
-          ctx.runtime_ = nullptr;
-          ctx.comm_ = all;
-        }
-      }
+      status = ctx.run_deck(cl.deck, cl.print_config, main);
     } catch (const CollectiveError& e) {
       // Errors the runtime raises about a deck key get the key's place.
       std::string msg = e.what();

@@ -51,6 +51,11 @@ class Context {
 
  private:
   friend int run(int, char**, const AppInfo&, const std::function<int(Context&)>&);
+  // run's steps: the run's own communicator, name and command line; the
+  // deck's run (the runtime, then the app or a progress process's loop).
+  Context(const AppInfo& app, int argc, char** argv, bool quiet, bool summary_json);
+  int run_deck(const std::string& deck, bool print_config, const std::function<int(Context&)>& main);
+  int run_app(const std::function<int(Context&)>& main);
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0, size_ = 1;
   Config config_;

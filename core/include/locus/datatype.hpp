@@ -1,11 +1,12 @@
 #pragma once
-// Internal: an owned MPI derived datatype (halo faces, plan entries), built
-// once, committed, and freed with its owner.
+// An owned MPI derived datatype (halo faces, plan entries, the layout
+// cache of rma.cpp, spmv's matrix entries): built once, committed, and
+// freed with its owner (not after MPI_Finalize).
 #include <mpi.h>
 
 #include <utility>
 
-namespace locus::detail {
+namespace locus {
 
 class Datatype {
  public:
@@ -36,4 +37,4 @@ class Datatype {
   MPI_Datatype t_ = MPI_DATATYPE_NULL;
 };
 
-}  // namespace locus::detail
+}  // namespace locus
