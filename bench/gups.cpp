@@ -399,9 +399,10 @@ void print_header(const locus::Context& ctx, const Table& tb, u64 lookahead, boo
       cpu ? "CPU atomics (one-node team)" : "MPI accumulates on the segment window (comm.atomics: mpi)");
   std::printf(
       "# locus-aggregated: batches of %zu records, %d in flight per pair (at most %zu updates buffered "
-      "per destination)\n",
+      "per destination), applied by %s\n",
       cs.aggregate.records, cs.aggregate.slots,
-      cs.aggregate.records * static_cast<std::size_t>(cs.aggregate.slots + 2));
+      cs.aggregate.records * static_cast<std::size_t>(cs.aggregate.slots + 2),
+      cs.aggregate.applier == locus::AggregateApplier::progress ? "the progress processes" : "the owners");
 }
 
 // The table, the CSV and JSON, the summary with its ratios and goals (rank 0).

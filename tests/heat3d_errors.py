@@ -74,6 +74,21 @@ def main():
         "progress.yaml:4:25: runtime.progress.processes_per_node: 1 would leave no application unit on node 0") == 1,
         p.stderr)
     check(not os.path.exists(os.path.join(out, "p", "heat3d.h5")), "no output after the progress error")
+    # comm.aggregate.applier: progress without what it needs.
+    ag = os.path.join(out, "applier.yaml")
+    with open(ag, "w") as f:
+        f.write("comm:\n  atomics: aggregate\n  aggregate:\n    applier: progress\noutput:\n  dir: %s\n"
+                % os.path.join(out, "a"))
+    p, _ = run_app("heat3d", ag, ranks, expect_ok=False, timeout=60)
+    check(p.returncode == 1 and p.stderr.count(
+        "applier.yaml:4:14: comm.aggregate.applier: progress needs progress processes "
+        "(runtime.progress.processes_per_node >= 1)") == 1, p.stderr)
+    p, _ = run_app("heat3d", ag, ranks + 1, sets=["runtime.progress.processes_per_node=1",
+                                                   "comm.aggregate.transport=put"], expect_ok=False, timeout=60)
+    check(p.returncode == 1 and p.stderr.count(
+        "applier.yaml:4:14: comm.aggregate.applier: progress needs comm.aggregate.transport: message (got put)")
+        == 1, p.stderr)
+    check(not os.path.exists(os.path.join(out, "a", "heat3d.h5")), "no output after the applier errors")
     print("all error cases end cleanly on %d rank(s)" % ranks)
 
 

@@ -9,12 +9,13 @@
 #include "locus/runtime.hpp"
 #include "locus/segment.hpp"
 #include "locus/wait.hpp"
+#include "progress_engine.hpp"
 
 namespace locus::detail {
 
 namespace {
 
-constexpr std::size_t kHeader = 16;  // seq, count (put); count, ask for an acknowledgement (message)
+constexpr std::size_t kHeader = 16;  // seq, count (put); BatchHeader (message)
 constexpr int kBatchTag = 1, kAckTag = 2;
 
 std::uint8_t type_code(MPI_Datatype t) {
@@ -69,8 +70,18 @@ Aggregator::Aggregator(Team& team, const AggregateSettings& s)
   ack_values_.assign(static_cast<std::size_t>(units_), 0);
   message_ = message;
   if (!message_) staging_.resize(slot_bytes_);
+  // The progress processes apply the batches of a team they serve (the
+  // world team: its units are the engine's application units, in order).
+  ProgressEngine* engine = progress_engine();
+  by_server_ = message && s.applier == AggregateApplier::progress && team.served() && engine;
+  rank_of_.resize(static_cast<std::size_t>(units_));
+  for (int d = 0; d < units_; ++d)
+    rank_of_[static_cast<std::size_t>(d)] = by_server_ ? engine->ghost_of(d) : d;
   if (message_) {
-    MPI_Comm_dup(team.comm(), &comm_);
+    if (by_server_)
+      comm_ = engine->aggregate_comm();
+    else
+      MPI_Comm_dup(team.comm(), &comm_);
     const std::size_t posted = static_cast<std::size_t>(std::max(4, 2 * slots_));
     recv_buf_.assign(posted, std::vector<char>(slot_bytes_));
     recv_req_.assign(posted, MPI_REQUEST_NULL);
@@ -82,7 +93,8 @@ Aggregator::Aggregator(Team& team, const AggregateSettings& s)
     send_req_.assign(pool, MPI_REQUEST_NULL);
     acked_.assign(static_cast<std::size_t>(units_), 0);
     ack_send_req_.assign(static_cast<std::size_t>(units_), MPI_REQUEST_NULL);
-    MPI_Irecv(&ack_in_, 1, MPI_UINT64_T, MPI_ANY_SOURCE, kAckTag, comm_, &ack_req_);
+    ack_out_.assign(static_cast<std::size_t>(units_), Ack{});
+    MPI_Irecv(&ack_in_, 2, MPI_UINT64_T, MPI_ANY_SOURCE, kAckTag, comm_, &ack_req_);
   }
   if (box_->rma != MPI_WIN_NULL) MPI_Win_sync(box_->rma);
   barrier_yielding(team.comm());  // every mailbox is zero (every receive posted) before anyone sends
@@ -115,6 +127,7 @@ void Aggregator::shutdown() {
     if (r != MPI_REQUEST_NULL) MPI_Wait(&r, MPI_STATUS_IGNORE);
   for (MPI_Request& r : ack_send_req_)
     if (r != MPI_REQUEST_NULL) MPI_Request_free(&r);
+  if (by_server_) return;  // the engine's communicator: it frees it
   MPI_Barrier(comm_);
   MPI_Comm_free(&comm_);
 }
@@ -211,11 +224,11 @@ int Aggregator::free_send_buffer() {
 
 void Aggregator::send_message(int dest, Out& o, std::size_t n, int k) {
   std::vector<char>& buf = send_buf_[static_cast<std::size_t>(k)];
-  const std::uint64_t count = n, ask = flushing_ ? 1 : 0;
-  std::memcpy(buf.data(), &count, 8);
-  std::memcpy(buf.data() + 8, &ask, 8);
+  const BatchHeader h{static_cast<std::uint32_t>(n), dest, flushing_ ? 1u : 0u};
+  std::memcpy(buf.data(), &h, kHeader);
   std::memcpy(buf.data() + kHeader, o.recs.data() + o.head, n * sizeof(Record));
-  MPI_Isend(buf.data(), static_cast<int>(kHeader + n * sizeof(Record)), MPI_BYTE, dest, kBatchTag, comm_,
+  MPI_Isend(buf.data(), static_cast<int>(kHeader + n * sizeof(Record)), MPI_BYTE,
+            rank_of_[static_cast<std::size_t>(dest)], kBatchTag, comm_,
             &send_req_[static_cast<std::size_t>(k)]);
 }
 
@@ -235,61 +248,77 @@ void Aggregator::put_batch(int dest, Out& o, std::size_t n) {
   MPI_Win_flush_local(dest, win);
 }
 
-// A batch from `source`, in order. The records' targets are random words
-// in general (GUPS, index-gather): each one's line is prefetched kAhead
-// records before its atomic, so that the cache misses overlap instead of
-// waiting one by one behind each locked instruction.
-void Aggregator::apply_batch(int source, const Record* recs, std::size_t count) {
+namespace {
+// Walks a batch in order: where(r) is record r's target address (null for
+// a reply). The records' targets are random words in general (GUPS,
+// index-gather): each one's line is prefetched kAhead records before its
+// atomic, so that the cache misses overlap instead of waiting one by one
+// behind each locked instruction.
+template <class Where, class Apply>
+void walk_batch(const Record* recs, std::size_t count, Where&& where, Apply&& apply) {
   constexpr std::size_t kAhead = 16;
-  const int team = team_.id();
-  int cached_id = -1;
-  char* cached_base = nullptr;
-  auto base_of = [&](std::int32_t id) -> char* {  // null: not allocated here
-    if (id != cached_id) {
-      const SegmentInfo* seg = Runtime::current().find_segment(team, id);
-      if (!seg) return nullptr;
-      cached_id = id;
-      cached_base = seg->base;
-    }
-    return cached_base;
-  };
   auto prefetch = [&](const Record& r) {
-    const auto kind = static_cast<RecordKind>(r.kind);
-    char* base = kind == RecordKind::reply ? nullptr : base_of(r.segment);
-    if (!base) return;
-    if (kind == RecordKind::get)
-      __builtin_prefetch(base + r.offset, 0, 3);
+    char* addr = where(r);
+    if (!addr) return;
+    if (static_cast<RecordKind>(r.kind) == RecordKind::get)
+      __builtin_prefetch(addr, 0, 3);
     else
-      __builtin_prefetch(base + r.offset, 1, 3);
+      __builtin_prefetch(addr, 1, 3);
   };
   for (std::size_t i = 0; i < std::min(kAhead, count); ++i) prefetch(recs[i]);
   for (std::size_t i = 0; i < count; ++i) {
     if (i + kAhead < count) prefetch(recs[i + kAhead]);
-    const Record& r = recs[i];
-    char* addr = nullptr;
-    if (static_cast<RecordKind>(r.kind) != RecordKind::reply) {
-      char* base = base_of(r.segment);
-      if (!base)
-        throw Error("aggregated operation from unit " + std::to_string(source) + " on segment " +
-                    std::to_string(r.segment) + ", which is not allocated here (freed before a flush?)");
-      addr = base + r.offset;
-    }
-    apply(source, r, addr);
+    apply(recs[i], where(recs[i]));
   }
 }
 
-void Aggregator::apply(int source, const Record& r, char* addr) {
+std::string record_error(int source, const Record& r, const std::string& what) {
+  return "aggregated operation from unit " + std::to_string(source) + " on segment " +
+         std::to_string(r.segment) + ": " + what;
+}
+}  // namespace
+
+// A batch from `source`, in order: requests to my part, replies to mine.
+void Aggregator::apply_batch(int source, const Record* recs, std::size_t count) {
+  const int team = team_.id();
+  int cached_id = -1;
+  char* cached_base = nullptr;
+  auto where = [&](const Record& r) -> char* {
+    if (static_cast<RecordKind>(r.kind) == RecordKind::reply) return nullptr;
+    if (r.segment != cached_id) {
+      const SegmentInfo* seg = Runtime::current().find_segment(team, r.segment);
+      if (!seg) throw Error(record_error(source, r, "not allocated here (freed before a flush?)"));
+      cached_id = r.segment;
+      cached_base = seg->base;
+    }
+    return cached_base + r.offset;
+  };
+  walk_batch(recs, count, where, [&](const Record& r, char* addr) {
+    if (!addr) return take_reply(source, r);
+    Record reply;
+    if (!apply_request(r, addr, &reply)) return;
+    Out& back = out_[static_cast<std::size_t>(source)];
+    back.recs.push_back(reply);
+    back.urgent = true;
+  });
+}
+
+// The answer to my oldest open request to `source`.
+void Aggregator::take_reply(int source, const Record& r) {
+  Out& o = out_[static_cast<std::size_t>(source)];
+  if (o.replies.empty())
+    throw Error("aggregated operations: a reply for unit " + std::to_string(source) +
+                " that nobody asked for");
+  const Out::Pending p = o.replies.front();
+  o.replies.pop_front();
+  std::memcpy(p.dst, &r.a, p.size);
+  ++o.answered;
+}
+
+bool apply_request(const Record& r, char* addr, Record* reply) {
   const auto kind = static_cast<RecordKind>(r.kind);
-  if (kind == RecordKind::reply) {
-    Out& o = out_[static_cast<std::size_t>(source)];
-    const Out::Pending p = o.replies.front();
-    o.replies.pop_front();
-    std::memcpy(p.dst, &r.a, p.size);
-    ++o.answered;
-    return;
-  }
-  Record reply;
-  reply.kind = static_cast<std::uint8_t>(RecordKind::reply);
+  *reply = Record{};
+  reply->kind = static_cast<std::uint8_t>(RecordKind::reply);
   switch (kind) {
     case RecordKind::update:
       with_type(r.type, [&](auto zero) {
@@ -299,39 +328,35 @@ void Aggregator::apply(int source, const Record& r, char* addr) {
         // relaxed: the flush that completes it at the origin synchronises
         cpu_apply(reinterpret_cast<T*>(addr), v, static_cast<Op>(r.op), std::memory_order_relaxed);
       });
-      return;
+      return false;
     case RecordKind::fetch:
       with_type(r.type, [&](auto zero) {
         using T = decltype(zero);
         T v;
         std::memcpy(&v, &r.a, sizeof v);
         const T old = cpu_apply(reinterpret_cast<T*>(addr), v, static_cast<Op>(r.op));
-        std::memcpy(&reply.a, &old, sizeof old);
+        std::memcpy(&reply->a, &old, sizeof old);
       });
-      break;
+      return true;
     case RecordKind::cas:
       if (type_size(r.type) == 4) {
         std::uint32_t expected = static_cast<std::uint32_t>(r.a);
         std::atomic_ref<std::uint32_t>(*reinterpret_cast<std::uint32_t*>(addr))
             .compare_exchange_strong(expected, static_cast<std::uint32_t>(r.b), std::memory_order_acq_rel);
-        reply.a = expected;
+        reply->a = expected;
       } else {
         std::uint64_t expected = r.a;
         std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t*>(addr))
             .compare_exchange_strong(expected, r.b, std::memory_order_acq_rel);
-        reply.a = expected;
+        reply->a = expected;
       }
-      break;
+      return true;
     case RecordKind::get:
-      std::memcpy(&reply.a, addr, r.size);
-      break;
+      std::memcpy(&reply->a, addr, r.size);
+      return true;
     default:
-      throw Error("aggregated operation from unit " + std::to_string(source) + ": a corrupt record (kind " +
-                  std::to_string(r.kind) + ")");
+      throw Error("aggregated operations: a corrupt record (kind " + std::to_string(r.kind) + ")");
   }
-  Out& back = out_[static_cast<std::size_t>(source)];
-  back.recs.push_back(reply);
-  back.urgent = true;
 }
 
 void Aggregator::drain_messages() {
@@ -345,24 +370,24 @@ void Aggregator::drain_messages() {
   for (; acks;) {
     MPI_Test(&ack_req_, &flag, &st);
     if (!flag) break;
-    std::uint64_t& a = acked_[static_cast<std::size_t>(st.MPI_SOURCE)];
-    a = std::max(a, ack_in_);
-    MPI_Irecv(&ack_in_, 1, MPI_UINT64_T, MPI_ANY_SOURCE, kAckTag, comm_, &ack_req_);
+    std::uint64_t& a = acked_[static_cast<std::size_t>(ack_in_.unit)];
+    a = std::max(a, ack_in_.applied);
+    MPI_Irecv(&ack_in_, 2, MPI_UINT64_T, MPI_ANY_SOURCE, kAckTag, comm_, &ack_req_);
   }
   std::vector<char> due;  // sources owed an acknowledgement
   for (;;) {              // batches, oldest receive first (each source's stream in order)
     MPI_Request& r = recv_req_[recv_head_];
     MPI_Test(&r, &flag, &st);
     if (!flag) break;
-    const int src = st.MPI_SOURCE;
     std::vector<char>& buf = recv_buf_[recv_head_];
-    std::uint64_t count = 0, ask = 0;
-    std::memcpy(&count, buf.data(), 8);
-    std::memcpy(&ask, buf.data() + 8, 8);
+    BatchHeader h;
+    std::memcpy(&h, buf.data(), kHeader);
+    // From a progress process: replies on behalf of the unit it names.
+    const int src = by_server_ ? h.unit : st.MPI_SOURCE;
     const auto* recs = reinterpret_cast<const Record*>(buf.data() + kHeader);
-    apply_batch(src, recs, count);
+    apply_batch(src, recs, h.count);
     ++applied_[static_cast<std::size_t>(src)];
-    if (ask) {
+    if (h.ask) {
       if (due.empty()) due.assign(static_cast<std::size_t>(units_), 0);
       due[static_cast<std::size_t>(src)] = 1;
     }
@@ -372,8 +397,8 @@ void Aggregator::drain_messages() {
   for (std::size_t s = 0; s < due.size(); ++s) {
     if (!due[s]) continue;
     if (ack_send_req_[s] != MPI_REQUEST_NULL) MPI_Wait(&ack_send_req_[s], MPI_STATUS_IGNORE);
-    ack_values_[s] = applied_[s];
-    MPI_Isend(&ack_values_[s], 1, MPI_UINT64_T, static_cast<int>(s), kAckTag, comm_, &ack_send_req_[s]);
+    ack_out_[s] = Ack{static_cast<std::uint64_t>(me_), applied_[s]};
+    MPI_Isend(&ack_out_[s], 2, MPI_UINT64_T, static_cast<int>(s), kAckTag, comm_, &ack_send_req_[s]);
   }
 }
 
@@ -583,6 +608,123 @@ bool aggregate_get(void* dst, int team, int segment, int unit, std::uint64_t off
   if (!agg) return false;
   agg->get(dst, Target{seg, &Runtime::current().team(team), unit, offset}, bytes);
   return true;
+}
+
+// ------------------------------------------------------------ progress process
+
+ServerApplier::ServerApplier(MPI_Comm comm, const AggregateSettings& s, Lookup lookup)
+    : comm_(comm),
+      cap_(s.records),
+      slot_bytes_(kHeader + s.records * sizeof(Record)),
+      lookup_(std::move(lookup)) {
+  const std::size_t posted = static_cast<std::size_t>(std::max(4, 2 * s.slots));
+  recv_buf_.assign(posted, std::vector<char>(slot_bytes_));
+  recv_req_.assign(posted, MPI_REQUEST_NULL);
+  for (std::size_t i = 0; i < posted; ++i)
+    MPI_Irecv(recv_buf_[i].data(), static_cast<int>(slot_bytes_), MPI_BYTE, MPI_ANY_SOURCE, kBatchTag, comm_,
+              &recv_req_[i]);
+  replies_.reserve(cap_);
+}
+
+std::size_t ServerApplier::poll() {
+  std::size_t n = 0;
+  for (;;) {  // oldest receive first: each origin's stream in order
+    MPI_Request& r = recv_req_[recv_head_];
+    int flag = 0;
+    MPI_Status st;
+    MPI_Test(&r, &flag, &st);
+    if (!flag) break;
+    std::vector<char>& buf = recv_buf_[recv_head_];
+    BatchHeader h;
+    std::memcpy(&h, buf.data(), kHeader);
+    apply(st.MPI_SOURCE, h, reinterpret_cast<const Record*>(buf.data() + kHeader));
+    MPI_Irecv(buf.data(), static_cast<int>(slot_bytes_), MPI_BYTE, MPI_ANY_SOURCE, kBatchTag, comm_, &r);
+    recv_head_ = (recv_head_ + 1) % recv_req_.size();
+    ++n;
+  }
+  return n;
+}
+
+// A free send buffer of at least `bytes` (a new one when every buffer is
+// still in flight: replies never wait for their origin to drain).
+char* ServerApplier::send_buffer(std::size_t bytes, MPI_Request** req) {
+  for (auto& [buf, r] : sends_) {
+    int flag = 1;
+    if (r != MPI_REQUEST_NULL) MPI_Test(&r, &flag, MPI_STATUS_IGNORE);
+    if (flag && buf.size() >= bytes) {
+      *req = &r;
+      return buf.data();
+    }
+  }
+  sends_.emplace_back(std::vector<char>(std::max(bytes, slot_bytes_)), MPI_REQUEST_NULL);
+  *req = &sends_.back().second;
+  return sends_.back().first.data();
+}
+
+// One batch from `origin` for unit h.unit of my node: applied in order with
+// the same CPU atomics the unit's own node uses, then the replies (one
+// batch) and, when asked, the count of the stream's batches applied.
+void ServerApplier::apply(int origin, const BatchHeader& h, const Record* recs) {
+  if (h.count > cap_)
+    throw Error("aggregated operations: a batch of " + std::to_string(h.count) + " records from unit " +
+                std::to_string(origin) + " (at most " + std::to_string(cap_) + ")");
+  int cached_id = -1;
+  char* cached_base = nullptr;
+  std::size_t cached_bytes = 0;
+  auto where = [&](const Record& r) -> char* {
+    if (r.segment != cached_id) {
+      cached_base = lookup_(r.segment, h.unit, &cached_bytes);
+      if (!cached_base)
+        throw Error(record_error(origin, r,
+                                 "unit " + std::to_string(h.unit) +
+                                     "'s part is not known to its progress process (freed before a "
+                                     "flush?)"));
+      cached_id = r.segment;
+    }
+    const std::size_t size = static_cast<RecordKind>(r.kind) == RecordKind::get ? r.size : type_size(r.type);
+    if (r.offset > cached_bytes || cached_bytes - r.offset < size)
+      throw Error(record_error(origin, r,
+                               "offset " + std::to_string(r.offset) + " outside unit " +
+                                   std::to_string(h.unit) + "'s part of " + std::to_string(cached_bytes) +
+                                   " bytes"));
+    return cached_base + r.offset;
+  };
+  replies_.clear();
+  walk_batch(recs, h.count, where, [&](const Record& r, char* addr) {
+    Record reply;
+    if (apply_request(r, addr, &reply)) replies_.push_back(reply);
+  });
+  ++batches_;
+  std::uint64_t& applied = ++applied_[{origin, h.unit}];
+  if (!replies_.empty()) {
+    const BatchHeader back{static_cast<std::uint32_t>(replies_.size()), h.unit, 0};
+    const std::size_t bytes = kHeader + replies_.size() * sizeof(Record);
+    MPI_Request* req = nullptr;
+    char* buf = send_buffer(bytes, &req);
+    std::memcpy(buf, &back, kHeader);
+    std::memcpy(buf + kHeader, replies_.data(), replies_.size() * sizeof(Record));
+    MPI_Isend(buf, static_cast<int>(bytes), MPI_BYTE, origin, kBatchTag, comm_, req);
+  }
+  if (h.ask) {
+    const Ack a{static_cast<std::uint64_t>(h.unit), applied};
+    MPI_Request* req = nullptr;
+    char* buf = send_buffer(sizeof a, &req);
+    std::memcpy(buf, &a, sizeof a);
+    MPI_Isend(buf, 2, MPI_UINT64_T, origin, kAckTag, comm_, req);
+  }
+}
+
+void ServerApplier::stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  for (MPI_Request& r : recv_req_) {
+    MPI_Cancel(&r);
+    MPI_Wait(&r, MPI_STATUS_IGNORE);
+  }
+  // Every origin flushed before the end: it took in every reply and
+  // acknowledgement, so these complete.
+  for (auto& [buf, r] : sends_)
+    if (r != MPI_REQUEST_NULL) MPI_Wait(&r, MPI_STATUS_IGNORE);
 }
 
 void ensure_aggregator(Team& team) {

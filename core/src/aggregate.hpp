@@ -21,8 +21,17 @@
 // once its send completed, so MPI's own flow control bounds what is in
 // flight, as HPCC MPIRandomAccess reuses its buckets. Only a flush needs to
 // know what was applied: its batches (an empty one if everything left
-// before) ask for an acknowledgement, which goes back as an 8-byte message
-// with the count of batches applied.
+// before) ask for an acknowledgement, which goes back as a 16-byte message
+// (Ack: the stream's unit, the count of its batches applied).
+//
+// comm.aggregate.applier: progress (message transport, a team served by
+// progress processes): a batch for unit u goes to u's progress process
+// instead (ServerApplier, on a communicator of all ranks that the engine
+// makes at start), which applies it with CPU atomics on the node's shared
+// memory and sends the replies and acknowledgements back, so that u
+// itself never has to enter locus. A batch's header names the unit it is
+// for (and a reply batch the unit it answers for), so the origin keeps
+// one stream per destination unit either way.
 //
 // Records are 32 bytes: an update (accumulate with an op), a fetch (the
 // same, the old value returned), a compare-and-swap, a get of one element
@@ -39,6 +48,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
+#include <map>
+#include <utility>
 #include <vector>
 
 #include "locus/rma.hpp"
@@ -57,6 +69,59 @@ struct Record {
   std::uint64_t b = 0;       // compare-and-swap: the new value
 };
 static_assert(sizeof(Record) == 32);
+
+// A message batch's header: its records, the stream's unit (the
+// destination of requests; for replies from a progress process, the unit
+// they answer for), whether the receiver should acknowledge.
+struct BatchHeader {
+  std::uint32_t count = 0;
+  std::int32_t unit = 0;
+  std::uint64_t ask = 0;
+};
+static_assert(sizeof(BatchHeader) == 16);
+
+// An acknowledgement: the stream's unit and the batches applied on it.
+struct Ack {
+  std::uint64_t unit = 0, applied = 0;
+};
+
+// Applies request R (update, fetch, compare-and-swap or get) at ADDR; a
+// request with an answer writes it into *reply and returns true.
+bool apply_request(const Record& r, char* addr, Record* reply);
+
+// The progress process's side of comm.aggregate.applier: progress: keeps
+// receives posted on `comm` (every rank: the apps first, in unit order,
+// then the servers), applies each batch in arrival order, answers.
+class ServerApplier {
+ public:
+  // Unit `unit`'s part of world-team segment `segment` on this node and its
+  // size in bytes; null when it is not on this node.
+  using Lookup = std::function<char*(int segment, int unit, std::size_t* bytes)>;
+  ServerApplier(MPI_Comm comm, const AggregateSettings& s, Lookup lookup);
+  ServerApplier(const ServerApplier&) = delete;
+  ServerApplier& operator=(const ServerApplier&) = delete;
+  // Applies the batches that have arrived; how many.
+  std::size_t poll();
+  // At the end (every origin has flushed): withdraws the receives and
+  // completes the sends.
+  void stop();
+  std::uint64_t batches() const { return batches_; }
+
+ private:
+  void apply(int origin, const BatchHeader& h, const Record* recs);
+  char* send_buffer(std::size_t bytes, MPI_Request** req);
+  MPI_Comm comm_;
+  std::size_t cap_, slot_bytes_;
+  Lookup lookup_;
+  std::vector<std::vector<char>> recv_buf_;
+  std::vector<MPI_Request> recv_req_;
+  std::size_t recv_head_ = 0;
+  std::deque<std::pair<std::vector<char>, MPI_Request>> sends_;  // grows when every buffer is in flight
+  std::map<std::pair<int, int>, std::uint64_t> applied_;         // (origin, unit) -> batches
+  std::vector<Record> replies_;
+  std::uint64_t batches_ = 0;
+  bool stopped_ = false;
+};
 
 class Aggregator {
  public:
@@ -125,7 +190,7 @@ class Aggregator {
   bool try_send(int dest);
   void drain();
   void apply_batch(int source, const Record* recs, std::size_t count);
-  void apply(int source, const Record& r, char* addr);  // addr: the target (null for a reply)
+  void take_reply(int source, const Record& r);
   std::uint64_t acked(int dest) const;
   std::size_t slot_offset(int source, std::uint64_t slot) const;
   bool quiet(int dest) const;
@@ -139,14 +204,17 @@ class Aggregator {
   SegmentInfo* box_ = nullptr;
   std::vector<Out> out_;
   std::vector<std::uint64_t> applied_;     // source -> batches applied
-  std::vector<std::uint64_t> ack_values_;  // source -> value being written back (lives until flush_local)
+  std::vector<std::uint64_t> ack_values_;  // put: source -> applied count written back
+  std::vector<Ack> ack_out_;               // message: source -> acknowledgement being sent
   std::vector<char> staging_;
   std::atomic<bool> lock_{false};
   bool draining_ = false;
   // message transport
   bool message_ = false;
   bool stopped_ = false;
-  MPI_Comm comm_ = MPI_COMM_NULL;
+  bool by_server_ = false;         // comm.aggregate.applier: progress
+  MPI_Comm comm_ = MPI_COMM_NULL;  // own (a dup of the team's), or the engine's (by_server_)
+  std::vector<int> rank_of_;       // destination unit -> rank in comm_ that applies its batches
   std::vector<std::vector<char>> recv_buf_;
   std::vector<MPI_Request> recv_req_;
   std::size_t recv_head_ = 0;                // the oldest posted receive
@@ -154,7 +222,7 @@ class Aggregator {
   std::vector<MPI_Request> send_req_;        // likewise
   std::size_t send_next_ = 0;                // where to look for a free buffer first
   std::vector<std::uint64_t> acked_;         // dest -> batches it has applied (from its messages)
-  std::uint64_t ack_in_ = 0;
+  Ack ack_in_;
   MPI_Request ack_req_ = MPI_REQUEST_NULL;
   std::vector<MPI_Request> ack_send_req_;  // source -> the last acknowledgement sent
   void post_receive(std::size_t i);

@@ -153,6 +153,21 @@ bool RemoteSettings::message_for(double bytes) const {
   return m <= q;
 }
 
+namespace {
+// comm.aggregate.applier, checked against the keys it needs.
+AggregateApplier aggregate_applier(const Config& c, const CommSettings& s) {
+  if (c.string("comm.aggregate.applier") != "progress") return AggregateApplier::owner;
+  const std::string at = c.locate("comm.aggregate.applier") + ": progress";
+  if (s.progress.processes_per_node < 1)
+    throw CollectiveError(at +
+                          " needs progress processes (runtime.progress.processes_per_node >= 1): they "
+                          "apply the batches");
+  if (s.aggregate.transport != AggregateTransport::message)
+    throw CollectiveError(at + " needs comm.aggregate.transport: message (got put)");
+  return AggregateApplier::progress;
+}
+}  // namespace
+
 CommSettings comm_settings(const Config& c) {
   CommSettings s;
   s.node_size = effective_node_size(c.integer("runtime.node_size"));
@@ -165,6 +180,7 @@ CommSettings comm_settings(const Config& c) {
   s.aggregate.transport =
       c.string("comm.aggregate.transport") == "put" ? AggregateTransport::put : AggregateTransport::message;
   s.progress.processes_per_node = static_cast<int>(c.integer("runtime.progress.processes_per_node"));
+  s.aggregate.applier = aggregate_applier(c, s);
   s.progress.threshold = static_cast<std::size_t>(c.integer("runtime.progress.threshold"));
   s.progress.staging = static_cast<std::size_t>(c.integer("runtime.progress.staging"));
   s.progress.idle = parse_idle_policy(c.string("runtime.progress.idle"));

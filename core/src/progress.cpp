@@ -116,7 +116,8 @@ ProgressLayout make_progress_layout(MPI_Comm comm, const std::vector<int>& node_
 
 // ------------------------------------------------------------ set-up
 
-ProgressEngine::ProgressEngine(const ProgressLayout& layout, const ProgressSettings& settings)
+ProgressEngine::ProgressEngine(const ProgressLayout& layout, const ProgressSettings& settings,
+                               const AggregateSettings* aggregate)
     : layout_(layout), settings_(settings) {
   if (g_engine) throw Error("internal: a progress engine exists already");
   const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
@@ -167,13 +168,23 @@ ProgressEngine::ProgressEngine(const ProgressLayout& layout, const ProgressSetti
   MPI_Win_create_dynamic(MPI_INFO_NULL, layout_.full_comm, &win_);
   MPI_Win_lock_all(MPI_MODE_NOCHECK, win_);
   if (layout_.server) MPI_Win_set_errhandler(win_, MPI_ERRORS_RETURN);
+  MPI_Comm_dup(layout_.full_comm, &agg_comm_);
+  if (layout_.server && aggregate)
+    applier_ = std::make_unique<ServerApplier>(
+        agg_comm_, *aggregate, [this](int segment, int unit, std::size_t* bytes) {
+          auto it = segs_.find(segment);
+          if (it == segs_.end() || unit < 0 || static_cast<std::size_t>(unit) >= it->second.peer.size())
+            return static_cast<char*>(nullptr);
+          *bytes = it->second.bytes[static_cast<std::size_t>(unit)];
+          return it->second.peer[static_cast<std::size_t>(unit)];
+        });
   g_engine = this;
 }
 
 ProgressEngine::~ProgressEngine() {
   g_engine = nullptr;
   if (!collective_cleanup_allowed()) return;  // the job aborts next
-  for (MPI_Comm* c : {&layout_.app_comm, &layout_.full_comm, &layout_.node_full})
+  for (MPI_Comm* c : {&layout_.app_comm, &layout_.full_comm, &layout_.node_full, &agg_comm_})
     if (*c != MPI_COMM_NULL) MPI_Comm_free(c);
 }
 
@@ -545,10 +556,11 @@ double now_us() {
 
 void ProgressEngine::idle(unsigned& passes) {
   if (passes++ == 0) idle_since_ = now_us();
-  if (redirect_) {
-    // Operations aimed at my units arrive at me: keep MPI progressing (an
-    // MPI library may apply accumulates only when the target enters MPI),
-    // yielding the core between polls. (Naps between polls were measured
+  if (redirect_ || applier_) {
+    // Operations aimed at my units arrive at me (redirected, or aggregated
+    // batches to apply): keep MPI progressing (an MPI library may apply
+    // accumulates only when the target enters MPI), yielding the core
+    // between polls. (Naps between polls were measured
     // worse: a woken process waits milliseconds for a busy core.)
     int flag = 0;
     MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, layout_.full_comm, &flag, MPI_STATUS_IGNORE);
@@ -630,6 +642,7 @@ int ProgressEngine::serve() {
       work += drain(a, pending);
       waiting = waiting || unit_area(a)->waiting.load(std::memory_order_relaxed) != 0;
     }
+    if (applier_) work += applier_->poll();
     bool moved = false;
     if (!pending.empty()) moved = progress(pending, work == 0 || waiting || pending.size() >= 64);
     // A collective event starts once every unit of the node has arrived at
@@ -671,7 +684,9 @@ int ProgressEngine::serve() {
       if (work == 0 && !moved && settings_.idle != IdlePolicy::spin) sched_yield();
     }
   }
-  // The application freed every segment before it sent exit.
+  // The application freed every segment before it sent exit (and flushed
+  // every aggregated batch before that).
+  if (applier_) applier_->stop();
   MPI_Win_unlock_all(win_);
   MPI_Win_free(&win_);
   MPI_Win_free(&boot_);

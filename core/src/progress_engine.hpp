@@ -8,10 +8,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
+#include "aggregate.hpp"
 #include "locus/progress.hpp"
 #include "locus/rma.hpp"
 #include "transfer.hpp"
@@ -117,12 +119,17 @@ class ProgressEngine {
   // Collective over all ranks of the layout (apps and servers): maps the
   // node's bootstrap memory and creates the world team's dynamic window
   // over full_comm (opened with lock_all).
-  ProgressEngine(const ProgressLayout& layout, const ProgressSettings& settings);
+  // `aggregate`: comm.aggregate.applier: progress (null: the owners apply).
+  ProgressEngine(const ProgressLayout& layout, const ProgressSettings& settings,
+                 const AggregateSettings* aggregate = nullptr);
   ~ProgressEngine();
 
   const ProgressLayout& layout() const { return layout_; }
   const ProgressSettings& settings() const { return settings_; }
   MPI_Win window() const { return win_; }
+  // All ranks, apps first in unit order, then the servers: aggregated
+  // batches for the servers to apply, their replies and acknowledgements.
+  MPI_Comm aggregate_comm() const { return agg_comm_; }
 
   // ---- application side
   // Sends a control event to every server of my node (my node's first unit only).
@@ -201,10 +208,11 @@ class ProgressEngine {
 
   ProgressLayout layout_;
   ProgressSettings settings_;
-  MPI_Win boot_ = MPI_WIN_NULL;       // bootstrap shared memory on node_full
-  MPI_Win win_ = MPI_WIN_NULL;        // the world team's dynamic window (full_comm)
-  std::vector<UnitArea*> units_;      // node app index -> area
-  std::vector<ServerArea*> servers_;  // node server index -> mailbox
+  MPI_Win boot_ = MPI_WIN_NULL;        // bootstrap shared memory on node_full
+  MPI_Win win_ = MPI_WIN_NULL;         // the world team's dynamic window (full_comm)
+  MPI_Comm agg_comm_ = MPI_COMM_NULL;  // a dup of full_comm (aggregate_comm)
+  std::vector<UnitArea*> units_;       // node app index -> area
+  std::vector<ServerArea*> servers_;   // node server index -> mailbox
   std::size_t area_bytes_ = 0;
 
   // application side; app_mutex_ makes submit/test/wait/quiesce safe for
@@ -222,8 +230,9 @@ class ProgressEngine {
   std::vector<int> node_units_;  // node app index -> world-team unit
   double idle_since_ = 0.0;
   std::uint64_t seen_seq_ = 0;
-  std::map<int, ServerSegment> segs_;  // world-team segment id -> table
-  bool redirect_ = false;              // redirection on: poll MPI when idle
+  std::map<int, ServerSegment> segs_;       // world-team segment id -> table
+  bool redirect_ = false;                   // redirection on: poll MPI when idle
+  std::unique_ptr<ServerApplier> applier_;  // comm.aggregate.applier: progress
 };
 
 }  // namespace detail

@@ -68,7 +68,12 @@ void add_transfer_keys(Schema& s) {
       .choice("comm.aggregate.transport", "message", {"message", "put"},
               "aggregate: how a batch travels: message (one MPI_Isend into receives the destination keeps "
               "posted) or put (one MPI_Put into the destination's mailbox, a flush, then its sequence number "
-              "by MPI_Accumulate: the notified put)");
+              "by MPI_Accumulate: the notified put)")
+      .choice("comm.aggregate.applier", "owner", {"owner", "progress"},
+              "aggregate: who applies the batches sent to a unit: owner (the unit itself, at its progress "
+              "points) or progress (its node's progress process, with CPU atomics on the node's shared "
+              "memory: a unit computing outside locus does not hold up those aggregating to it; needs "
+              "runtime.progress.processes_per_node >= 1 and transport message; the world team's segments)");
 }
 
 // comm.*: redirection (async, adapt), routes to other nodes (remote) and

@@ -197,7 +197,9 @@ Runtime::Runtime(MPI_Comm comm, const CommSettings& settings) : settings_(settin
       bound_cpus_.assign(static_cast<std::size_t>(size), -1);
       binding_ = "not bound (runtime.progress.bind: none)";
     }
-    engine_ = std::make_unique<detail::ProgressEngine>(layout, settings.progress);
+    engine_ = std::make_unique<detail::ProgressEngine>(
+        layout, settings.progress,
+        settings.aggregate.applier == AggregateApplier::progress ? &settings.aggregate : nullptr);
     engine_->set_redirect(settings.async.mode == AsyncMode::on);
     server_ = layout.server;
     app_ranks_ = layout.app_ranks;
@@ -281,6 +283,8 @@ std::string Runtime::progress_description() const {
       os << binding_;
     }
     os << ")";
+    if (settings_.aggregate.applier == AggregateApplier::progress)
+      os << "; they apply the world team's aggregated batches (comm.aggregate.applier: progress)";
   }
   os << "; progress thread: ";
   if (p.thread)

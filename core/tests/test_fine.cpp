@@ -9,9 +9,11 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "locus/rma.hpp"
@@ -289,6 +291,51 @@ TEST_P(Atomics, IndexGatherOfRandomWords) {
     bad += got[k] != mix(at[k]);
   }
   EXPECT_EQ(bad, 0);
+  locus::barrier(world());
+}
+
+// comm.aggregate.applier: progress: the target's progress process applies
+// and answers while the target itself computes outside locus (here: sleeps
+// two seconds), so its origins' updates, fetch, get and flush complete in
+// far less than that, and the totals are exact when it comes back.
+TEST(Applier, ProgressProcessAppliesWhileTheTargetNeverEntersLocus) {
+  if (Runtime::current().settings().aggregate.applier != locus::AggregateApplier::progress)
+    GTEST_SKIP() << "comm.aggregate.applier: owner (the target applies at its progress points)";
+  const int me = world().rank(), n = world().size(), target = n - 1;
+  bool one_node = true;
+  for (int u = 0; u < n; ++u) one_node = one_node && world().same_node(u);
+  if (one_node) GTEST_SKIP() << "one node: nothing is aggregated";
+  constexpr int kWords = 64, kUpdates = 6400;  // 100 per word, several batches
+  locus::Array<std::int64_t> a(world(), kWords, locus::AsyncHint::follow, AtomicMode::aggregate);
+  for (int i = 0; i < kWords; ++i) a.data()[i] = 0;
+  locus::barrier(world());
+  const bool origin = !world().same_node(target);
+  const double start = MPI_Wtime();
+  double took = 0.0;
+  if (me == target) {
+    std::this_thread::sleep_for(std::chrono::seconds(2));  // no locus, no MPI
+  } else if (origin) {
+    for (int k = 0; k < kUpdates; ++k)
+      locus::atomic_update(a.gptr(target) + k % kWords, std::int64_t{1}, Op::sum);
+    const std::int64_t old = locus::fetch_and_op(a.gptr(target) + 1, std::int64_t{0}, Op::sum);
+    std::int64_t seen = -1;
+    locus::get_nbi(&seen, a.gptr(target) + 2, 1);
+    locus::flush(world(), target);
+    took = MPI_Wtime() - start;
+    // My own updates came first in my stream: both answers include them.
+    EXPECT_GE(old, kUpdates / kWords);
+    EXPECT_GE(seen, kUpdates / kWords);
+  }
+  double slowest = 0.0;
+  int origins = 0;
+  const int one = origin ? 1 : 0;
+  MPI_Allreduce(&took, &slowest, 1, MPI_DOUBLE, MPI_MAX, world().comm());
+  MPI_Allreduce(&one, &origins, 1, MPI_INT, MPI_SUM, world().comm());
+  EXPECT_LT(slowest, 1.0) << "an origin's updates and flush took " << slowest
+                          << " s while the target slept 2 s: they waited for it";
+  locus::barrier(world());
+  if (me == target)
+    for (int i = 0; i < kWords; ++i) EXPECT_EQ(a.data()[i], std::int64_t{kUpdates / kWords} * origins) << i;
   locus::barrier(world());
 }
 

@@ -10,6 +10,9 @@
 //   --async=off|on|user|auto  target-side redirection (comm.async; needs
 //                             progress processes)
 //   --async-ops=all|atomics   what redirection takes (comm.async_ops)
+//   --aggregate-applier=owner|progress
+//                             who applies aggregated batches (comm.aggregate.applier;
+//                             progress needs progress processes)
 //   --fail-on-rank=R          Harness.FailureOnOneRankIsPrinted fails on rank R
 //   --expect-launcher-binding the launcher bound the ranks (mpiexec -bind-to core)
 #include <cstdlib>
@@ -78,6 +81,11 @@ inline const TestOptions& parse_test_options(int argc, char** argv, const CommSe
       if (std::string(ops) != "all" && std::string(ops) != "atomics")
         throw std::invalid_argument(arg + ": must be all or atomics");
       o.settings.async.data = std::string(ops) == "all";
+    } else if (const char* ap = detail::option_value(arg, "--aggregate-applier")) {
+      if (std::string(ap) != "owner" && std::string(ap) != "progress")
+        throw std::invalid_argument(arg + ": must be owner or progress");
+      o.settings.aggregate.applier =
+          std::string(ap) == "progress" ? AggregateApplier::progress : AggregateApplier::owner;
     } else if (const char* r = detail::option_value(arg, "--fail-on-rank")) {
       o.fail_on_rank = detail::option_int(r, arg, 0);
     } else if (arg == "--expect-launcher-binding") {

@@ -68,10 +68,20 @@ enum class AggregateTransport { message, put };
 // kernel into a buffer in the app's space, copy to a host segment,
 // transfer, copy back, unpack), so a host build tests the device path.
 enum class Staging { automatic, always };
+// comm.aggregate.applier: who applies the batches sent to a unit
+//   owner     the unit itself, at its progress points (every locus call
+//             that waits, progress(team)): a unit computing outside locus
+//             delays those that aggregate to it
+//   progress  its node's progress process (the one that serves it), with
+//             CPU atomics on the node's shared memory: truly one-sided.
+//             Needs progress processes and the message transport; applies
+//             to the world team's segments (other teams': the owner)
+enum class AggregateApplier { owner, progress };
 struct AggregateSettings {
   std::size_t records = 1024;  // records (one update or get each) per batch
   int slots = 8;               // put: mailbox slots per pair; message: 2 x slots buffers each way
   AggregateTransport transport = AggregateTransport::message;
+  AggregateApplier applier = AggregateApplier::owner;
 };
 
 // comm.remote: how a transfer plan's entries to units of other nodes travel
