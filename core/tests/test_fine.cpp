@@ -334,8 +334,9 @@ TEST(Applier, ProgressProcessAppliesWhileTheTargetNeverEntersLocus) {
   EXPECT_LT(slowest, 1.0) << "an origin's updates and flush took " << slowest
                           << " s while the target slept 2 s: they waited for it";
   locus::barrier(world());
-  if (me == target)
+  if (me == target) {
     for (int i = 0; i < kWords; ++i) EXPECT_EQ(a.data()[i], std::int64_t{kUpdates / kWords} * origins) << i;
+  }
   locus::barrier(world());
 }
 
