@@ -59,3 +59,22 @@ def scratch(name):
     shutil.rmtree(path, ignore_errors=True)
     os.makedirs(path)
     return path
+
+
+def shm_in_use(name):
+    """Some live process has /dev/shm/NAME open or mapped (another job's
+    window: ctest -j and other users run MPICH jobs too)."""
+    path = "/dev/shm/" + name
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open("/proc/%s/maps" % pid) as f:
+                if path in f.read():
+                    return True
+            for fd in os.listdir("/proc/%s/fd" % pid):
+                if os.readlink("/proc/%s/fd/%s" % (pid, fd)) == path:
+                    return True
+        except OSError:
+            continue
+    return False

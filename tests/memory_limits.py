@@ -16,7 +16,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from locus_testlib import MPIEXEC, SOURCE, app_path, check, scratch  # noqa: E402
+from locus_testlib import MPIEXEC, SOURCE, app_path, check, scratch, shm_in_use  # noqa: E402
 import subprocess  # noqa: E402
 
 NP = int(sys.argv[1])
@@ -37,25 +37,6 @@ def shm_files():
         return set()
 
 
-def in_use(name):
-    """Some live process has /dev/shm/NAME open or mapped (another job's
-    window being allocated: ctest -j and other users run MPICH jobs too)."""
-    path = "/dev/shm/" + name
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open("/proc/%s/maps" % pid) as f:
-                if path in f.read():
-                    return True
-            for fd in os.listdir("/proc/%s/fd" % pid):
-                if os.readlink("/proc/%s/fd/%s" % (pid, fd)) == path:
-                    return True
-        except OSError:
-            continue
-    return False
-
-
 def orphans(new):
     """The new /dev/shm files that stay behind with no process using them."""
     t0 = time.monotonic()
@@ -63,7 +44,7 @@ def orphans(new):
     while left and time.monotonic() - t0 < 3:
         left = {f for f in left if os.path.exists("/dev/shm/" + f)}
         time.sleep(0.1)
-    return {f for f in left if os.path.exists("/dev/shm/" + f) and not in_use(f)}
+    return {f for f in left if os.path.exists("/dev/shm/" + f) and not shm_in_use(f)}
 
 
 def run(app, deck, sets, label, env=None):

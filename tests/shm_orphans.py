@@ -20,30 +20,11 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from locus_testlib import MPIEXEC, SOURCE, app_path, check, scratch  # noqa: E402
+from locus_testlib import MPIEXEC, SOURCE, app_path, check, scratch, shm_in_use  # noqa: E402
 
 NP = int(sys.argv[1])
 OUT = scratch("shm_orphans_np%d" % NP)
 N = 400  # two fields of 400^3 doubles: 1 GiB of (sparse) shared memory
-
-
-def in_use(name):
-    """Some live process has /dev/shm/NAME open or mapped (another job's
-    window: ctest -j and other users run MPICH jobs too)."""
-    path = "/dev/shm/" + name
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open("/proc/%s/maps" % pid) as f:
-                if path in f.read():
-                    return True
-            for fd in os.listdir("/proc/%s/fd" % pid):
-                if os.readlink("/proc/%s/fd/%s" % (pid, fd)) == path:
-                    return True
-        except OSError:
-            continue
-    return False
 
 
 def job_alive(pgid):
@@ -108,7 +89,7 @@ for attempt in range(3):
     # judge: a file still there and mapped by nobody is an orphan
     while time.monotonic() - t1 < 10 and seen & backing_files():
         time.sleep(0.1)
-    left = {f for f in seen & backing_files() if not in_use(f)}  # (a live one is another job's)
+    left = {f for f in seen & backing_files() if not shm_in_use(f)}  # (a live one is another job's)
     for f in left:  # do not leave gigabytes behind, even when failing
         try:
             os.unlink("/dev/shm/" + f)
