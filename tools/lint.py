@@ -7,7 +7,7 @@ Runs Debian's clang-format (clang-format-14, package clang-format) in
 dry-run mode with --Werror over the C++ sources git tracks (*.cpp, *.hpp,
 *.h, *.cc), or over the files named, and reports every file that is not
 formatted, with the first lines clang-format would change. Nothing is
-rewritten: `clang-format -i FILE` does that. 
+rewritten: `clang-format -i FILE` does that.
 It also lists every function longer than --max-lines (80) lines in the
 C++ and Python sources of apps/, bench/, core/ and tools/: a C++
 definition at namespace scope runs from its signature at column 0 to the
@@ -46,14 +46,14 @@ def clang_format(prog=None):
                     % (prog or " or ".join(CANDIDATES)))
 
 
-def tracked_sources():
-    """The C++ files git tracks, relative to the repository."""
+def tracked_files():
+    """The files git tracks, relative to the repository."""
     try:
         out = subprocess.run(["git", "-C", ROOT, "ls-files", "-z"], check=True, capture_output=True,
                              text=True).stdout
     except (OSError, subprocess.CalledProcessError) as e:
         raise UserError("cannot list the repository's files with git (%s): name the files instead" % e)
-    return sorted(p for p in out.split("\0") if p.endswith(SUFFIXES))
+    return sorted(p for p in out.split("\0") if p)
 
 
 # Where the function-length rule applies.
@@ -93,13 +93,6 @@ def long_functions(path, limit):
     return found
 
 
-def tracked_python():
-    """The Python files git tracks under LENGTH_DIRS."""
-    out = subprocess.run(["git", "-C", ROOT, "ls-files", "-z"], check=True, capture_output=True,
-                         text=True).stdout
-    return sorted(p for p in out.split("\0") if p.endswith(".py") and p.startswith(LENGTH_DIRS))
-
-
 def check(prog, path):
     """clang-format's complaints about one file ('' when it is formatted)."""
     cmd = [prog, "--dry-run", "--Werror", "--style=file", path]
@@ -132,7 +125,8 @@ def main(argv=None):
     a = p.parse_args(argv)
     try:
         prog = clang_format(a.prog)
-        files = [os.path.abspath(f) for f in a.files] or tracked_sources()
+        tracked = [] if a.files else tracked_files()
+        files = [os.path.abspath(f) for f in a.files] or [p for p in tracked if p.endswith(SUFFIXES)]
         bad = []
         for f in files:
             complaints = check(prog, f)
@@ -148,7 +142,8 @@ def main(argv=None):
             if rel.startswith(LENGTH_DIRS) and rel.endswith(SUFFIXES + (".py",)):
                 long_ones += [(rel,) + x for x in long_functions(rel, a.max_lines)]
         if not a.files:  # the Python tools too
-            long_ones += [(rel,) + x for rel in tracked_python() for x in long_functions(rel, a.max_lines)]
+            long_ones += [(rel,) + x for rel in tracked if rel.endswith(".py") and rel.startswith(LENGTH_DIRS)
+                          for x in long_functions(rel, a.max_lines)]
         for rel, line, length, name in long_ones:
             print("%s:%d: %s is %d lines (at most %d)" % (rel, line, name, length, a.max_lines))
     except UserError as e:

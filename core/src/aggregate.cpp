@@ -668,6 +668,7 @@ void ServerApplier::apply(int origin, const BatchHeader& h, const Record* recs) 
   if (h.count > cap_)
     throw Error("aggregated operations: a batch of " + std::to_string(h.count) + " records from unit " +
                 std::to_string(origin) + " (at most " + std::to_string(cap_) + ")");
+  const std::string what = "aggregated operation from unit " + std::to_string(origin);
   int cached_id = -1;
   char* cached_base = nullptr;
   std::size_t cached_bytes = 0;
@@ -681,12 +682,13 @@ void ServerApplier::apply(int origin, const BatchHeader& h, const Record* recs) 
                                      "flush?)"));
       cached_id = r.segment;
     }
+    // The core's one bounds rule, as the progress processes apply it to
+    // every command (the world team: id 0).
     const std::size_t size = static_cast<RecordKind>(r.kind) == RecordKind::get ? r.size : type_size(r.type);
-    if (r.offset > cached_bytes || cached_bytes - r.offset < size)
-      throw Error(record_error(origin, r,
-                               "offset " + std::to_string(r.offset) + " outside unit " +
-                                   std::to_string(h.unit) + "'s part of " + std::to_string(cached_bytes) +
-                                   " bytes"));
+    if (std::string problem =
+            bounds_problem(what.c_str(), 0, r.segment, h.unit, r.offset, size, cached_bytes);
+        !problem.empty())
+      throw Error(problem);
     return cached_base + r.offset;
   };
   replies_.clear();
