@@ -29,10 +29,10 @@
 #include <vector>
 
 #include "harness.hpp"
+#include "locus/app.hpp"
 #include "locus/async.hpp"
 #include "locus/profile.hpp"
 #include "locus/rma.hpp"
-#include "locus/runtime.hpp"
 #include "locus/segment.hpp"
 
 namespace {

@@ -50,11 +50,11 @@
 #include <vector>
 
 #include "harness.hpp"
+#include "locus/app.hpp"
 #include "locus/error.hpp"
 #include "locus/plan.hpp"
 #include "locus/profile.hpp"
 #include "locus/rma.hpp"
-#include "locus/runtime.hpp"
 #include "locus/segment.hpp"
 #include "locus/version.hpp"
 #include "locus/wait.hpp"

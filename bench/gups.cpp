@@ -33,9 +33,9 @@
 #include <vector>
 
 #include "harness.hpp"
+#include "locus/app.hpp"
 #include "locus/profile.hpp"
 #include "locus/rma.hpp"
-#include "locus/runtime.hpp"
 #include "locus/segment.hpp"
 #include "locus/wait.hpp"
 #include "shared_table.hpp"
@@ -479,9 +479,7 @@ int run(locus::Context& ctx) {
   // is the same error everywhere.
   const std::vector<std::string> names =
       bench::chosen_variants(ctx, "bench.variants", kVariants, tables.raw.available());
-  const locus::SegmentInfo& seg =
-      ctx.runtime().segment(tables.table.gptr().team, tables.table.gptr().segment);
-  const bool cpu = seg.cpu_atomics;
+  const bool cpu = locus::segment_state(tables.table.gptr()).cpu_atomics;
   std::vector<Variant> all = variants(world, tables, lookahead, cpu);
   std::vector<Variant*> chosen;
   for (const std::string& name : names)

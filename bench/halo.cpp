@@ -14,11 +14,11 @@
 
 #include "harness.hpp"
 #include "heat3d.hpp"
+#include "locus/app.hpp"
 #include "locus/decomp.hpp"
 #include "locus/field.hpp"
 #include "locus/kokkos.hpp"
 #include "locus/profile.hpp"
-#include "locus/runtime.hpp"
 #include "locus/version.hpp"
 #include "locus/wait.hpp"
 

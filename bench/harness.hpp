@@ -23,7 +23,7 @@
 #include <variant>
 #include <vector>
 
-#include "locus/runtime.hpp"
+#include "locus/app.hpp"
 #include "locus/team.hpp"
 
 namespace bench {

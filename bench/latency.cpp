@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "harness.hpp"
+#include "locus/app.hpp"
 #include "locus/profile.hpp"
 #include "locus/rma.hpp"
-#include "locus/runtime.hpp"
 #include "locus/segment.hpp"
 #include "locus/wait.hpp"
 

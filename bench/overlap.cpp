@@ -25,9 +25,9 @@
 #include <vector>
 
 #include "harness.hpp"
+#include "locus/app.hpp"
 #include "locus/profile.hpp"
 #include "locus/rma.hpp"
-#include "locus/runtime.hpp"
 #include "locus/segment.hpp"
 #include "locus/version.hpp"
 #include "locus/wait.hpp"

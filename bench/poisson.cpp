@@ -13,8 +13,8 @@
 #include <thread>
 
 #include "harness.hpp"
+#include "locus/app.hpp"
 #include "locus/profile.hpp"
-#include "locus/runtime.hpp"
 #include "locus/wait.hpp"
 #include "poisson5pt.hpp"
 

@@ -26,9 +26,9 @@
 #include <tuple>
 
 #include "harness.hpp"
+#include "locus/app.hpp"
 #include "locus/profile.hpp"
 #include "locus/rma.hpp"
-#include "locus/runtime.hpp"
 #include "locus/segment.hpp"
 #include "locus/wait.hpp"
 

@@ -21,9 +21,9 @@
 #include <thread>
 
 #include "harness.hpp"
+#include "locus/app.hpp"
 #include "locus/profile.hpp"
 #include "locus/rma.hpp"
-#include "locus/runtime.hpp"
 #include "locus/segment.hpp"
 
 extern "C" void openblas_set_num_threads(int);

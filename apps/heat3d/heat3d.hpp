@@ -6,11 +6,11 @@
 #include <string>
 #include <vector>
 
+#include "locus/app.hpp"
 #include "locus/decomp.hpp"
 #include "locus/field.hpp"
 #include "locus/halo.hpp"
 #include "locus/profile.hpp"
-#include "locus/runtime.hpp"
 
 namespace heat3d {
 

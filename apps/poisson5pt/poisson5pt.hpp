@@ -8,12 +8,12 @@
 #include <string>
 #include <vector>
 
+#include "locus/app.hpp"
 #include "locus/decomp.hpp"
 #include "locus/field.hpp"
 #include "locus/halo.hpp"
 #include "locus/io.hpp"
 #include "locus/profile.hpp"
-#include "locus/runtime.hpp"
 
 namespace poisson5pt {
 

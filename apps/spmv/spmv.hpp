@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "locus/app.hpp"
 #include "locus/profile.hpp"
-#include "locus/runtime.hpp"
 #include "locus/segment.hpp"
 #include "locus/staging.hpp"
 

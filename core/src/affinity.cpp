@@ -8,7 +8,7 @@
 #include <cstring>
 #include <string>
 
-#include "locus/progress.hpp"
+#include "progress_layout.hpp"
 
 namespace locus::detail {
 

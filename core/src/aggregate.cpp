@@ -6,10 +6,11 @@
 #include <exception>
 #include <string>
 
-#include "locus/runtime.hpp"
+#include "locus/app.hpp"
 #include "locus/segment.hpp"
 #include "locus/wait.hpp"
 #include "progress_engine.hpp"
+#include "runtime_state.hpp"
 
 namespace locus::detail {
 
@@ -63,7 +64,7 @@ Aggregator::Aggregator(Team& team, const AggregateSettings& s)
   // Only the put transport uses the mailboxes.
   const bool message = s.transport == AggregateTransport::message;
   mailbox_ = allocate_segment(team, message ? 0 : bytes, 1, AsyncHint::never, AtomicMode::mpi);
-  box_ = &Runtime::current().segment(team.id(), mailbox_);
+  box_ = &segment(team.id(), mailbox_);
   if (!message) std::memset(box_->base, 0, bytes);
   out_.resize(static_cast<std::size_t>(units_));
   applied_.assign(static_cast<std::size_t>(units_), 0);
@@ -286,7 +287,7 @@ void Aggregator::apply_batch(int source, const Record* recs, std::size_t count) 
   auto where = [&](const Record& r) -> char* {
     if (static_cast<RecordKind>(r.kind) == RecordKind::reply) return nullptr;
     if (r.segment != cached_id) {
-      const SegmentInfo* seg = Runtime::current().find_segment(team, r.segment);
+      const SegmentInfo* seg = state().segments.find(team, r.segment);
       if (!seg) throw Error(record_error(source, r, "not allocated here (freed before a flush?)"));
       cached_id = r.segment;
       cached_base = seg->base;
@@ -582,13 +583,11 @@ namespace {
 Aggregator* short_path(int team, int segment, int unit, std::uint64_t offset, std::size_t bytes,
                        SegmentInfo** seg) {
   const Direct& d = g_direct;
-  const SegmentInfo* s = d.find(team, segment);
-  if (!s || !s->aggregate || !s->cpu_atomics || s->redirect || static_cast<unsigned>(unit) >= s->units ||
-      s->peer_at[unit])
-    return nullptr;
+  const DirectSegment* s = d.find(team, segment);
+  if (!s || !s->aggregate || static_cast<unsigned>(unit) >= s->units || s->peer[unit]) return nullptr;
   if (d.check && !fits_part(*s, unit, offset, bytes)) return nullptr;
   if (g_measure_comm.load(std::memory_order_relaxed)) return nullptr;
-  *seg = const_cast<SegmentInfo*>(s);
+  *seg = state().segments.find(team, segment);
   return Runtime::current().team(team).aggregator();
 }
 }  // namespace

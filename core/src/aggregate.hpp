@@ -54,8 +54,11 @@
 #include <vector>
 
 #include "locus/rma.hpp"
+#include "locus/settings.hpp"
 #include "locus/team.hpp"
 #include "locus/wait.hpp"
+#include "segment_table.hpp"
+#include "transfer.hpp"
 
 namespace locus::detail {
 

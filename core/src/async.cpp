@@ -9,46 +9,35 @@
 
 #include "locus/rma.hpp"
 #include "progress_engine.hpp"
+#include "runtime_state.hpp"
 #include "transfer.hpp"
 
 namespace locus {
 
 namespace detail {
 std::atomic<bool> g_measure_comm{false};
-std::atomic<std::uint64_t> g_comm_ns{0};
 
 namespace {
-struct AsyncState {
-  AsyncSettings settings;
-  bool on = false;              // the served team's segments are redirected
-  double start = 0;             // MPI_Wtime at runtime start
-  double window_start = 0;      // start of the current profile interval
-  std::uint64_t window_ns = 0;  // g_comm_ns at window_start
-  std::vector<AsyncDecision> log;
-  // auto: the CR each phase name had the last time it ran (a profile
-  // window that covered exactly that phase), and the current window's phases.
-  std::map<std::string, double> history_on, history_off;  // by the mode the phase ran in
-  std::string window_phase;
-  int window_phases = 0;
-};
-AsyncState& state() {
-  static AsyncState s;
-  return s;
+AsyncState& async_state() {
+  return state().async;
 }
 }  // namespace
 
 void async_start(const CommSettings& s) {
-  AsyncState& a = state();
-  a = AsyncState{};
+  AsyncState& a = async_state();
   a.settings = s.async;
   // on: from the start. user and auto start off and decide at the first
   // phase point (ghosts that poll before then slowed the whole run down
   // on an over-subscribed node, even after they stopped: measured).
   a.on = s.async.mode == AsyncMode::on;
   a.start = a.window_start = MPI_Wtime();
-  g_comm_ns.store(0);
+  a.comm_ns.store(0);
   a.window_ns = 0;
   g_measure_comm.store(s.async.mode == AsyncMode::automatic);
+}
+
+void add_comm_ns(std::uint64_t ns) {
+  async_state().comm_ns.fetch_add(ns, std::memory_order_relaxed);
 }
 
 void async_stop() {
@@ -56,7 +45,7 @@ void async_stop() {
 }
 
 bool async_default_on() {
-  return state().on;
+  return async_state().on;
 }
 }  // namespace detail
 
@@ -81,11 +70,12 @@ std::optional<AsyncMode> async_mode_from_name(const std::string& name) {
 }
 
 double comm_seconds() {
-  return static_cast<double>(detail::g_comm_ns.load()) * 1e-9;
+  const detail::RuntimeState* s = detail::state_if_any();
+  return s ? static_cast<double>(s->async.comm_ns.load()) * 1e-9 : 0.0;
 }
 
 bool async_enabled(const Team& team) {
-  return team.served() && detail::state().on;
+  return team.served() && detail::state().async.on;
 }
 
 void set_async(Team& team, bool on) {
@@ -97,17 +87,20 @@ void set_async(Team& team, bool on) {
   flush(team);
   barrier(team);
   if (!team.served()) return;
-  Runtime& rt = Runtime::current();
-  rt.for_each_segment(team.id(), [on](SegmentInfo& seg) {
+  detail::SegmentTable& segments = detail::state().segments;
+  segments.for_each(team.id(), [on](SegmentInfo& seg) {
     seg.redirect = on && seg.own != MPI_WIN_NULL && seg.hint != AsyncHint::never && !seg.aggregate;
   });
-  detail::state().on = on;
+  segments.refresh(team.id());
+  detail::state().async.on = on;
   detail::progress_engine()->notify_servers(detail::Control::async, team.id(), on ? 1 : 0);
   barrier(team);
 }
 
 const std::vector<AsyncDecision>& async_log() {
-  return detail::state().log;
+  static const std::vector<AsyncDecision> none;
+  const detail::RuntimeState* s = detail::state_if_any();
+  return s ? s->async.log : none;
 }
 
 namespace {
@@ -157,7 +150,7 @@ bool auto_decision(detail::AsyncState& a, const std::string& phase, double force
                   a.settings.low, a.settings.high, a.on ? "on" : "off");
   }
   a.window_start = MPI_Wtime();
-  a.window_ns = detail::g_comm_ns.load();
+  a.window_ns = a.comm_ns.load();
   a.window_phase = phase;
   a.window_phases = 1;
   return on;
@@ -166,12 +159,12 @@ bool auto_decision(detail::AsyncState& a, const std::string& phase, double force
 }  // namespace
 
 void phase_point(Team& team, const std::string& phase, double forced_cr) {
-  auto& a = detail::state();
+  auto& a = detail::state().async;
   flush(team);
   barrier(team);
   const double now = MPI_Wtime();
   const double mine_elapsed = now - a.window_start;
-  const double comm = static_cast<double>(detail::g_comm_ns.load() - a.window_ns) * 1e-9;
+  const double comm = static_cast<double>(a.comm_ns.load() - a.window_ns) * 1e-9;
   double mine = forced_cr >= 0 ? forced_cr : (mine_elapsed > 0 ? std::min(1.0, comm / mine_elapsed) : 0.0);
   // Rank 0's clock for the log and the interval: the log is the same on
   // every unit (it goes into the output file's metadata, which parallel

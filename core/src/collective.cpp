@@ -5,8 +5,8 @@
 #include <functional>
 #include <string>
 
+#include "locus/app.hpp"
 #include "locus/error.hpp"
-#include "locus/runtime.hpp"
 
 namespace locus {
 

@@ -11,8 +11,8 @@
 #include <string>
 
 #include "build_info.hpp"
+#include "locus/app.hpp"
 #include "locus/async.hpp"
-#include "locus/runtime.hpp"
 
 namespace locus {
 

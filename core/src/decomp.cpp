@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "locus/runtime.hpp"
+#include "locus/app.hpp"
 
 namespace locus {
 

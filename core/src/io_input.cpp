@@ -7,8 +7,8 @@
 #include <sstream>
 
 #include "h5_common.hpp"
+#include "locus/app.hpp"
 #include "locus/io.hpp"
-#include "locus/runtime.hpp"
 
 namespace locus {
 

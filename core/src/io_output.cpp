@@ -14,9 +14,9 @@
 #include <filesystem>
 
 #include "h5_common.hpp"
+#include "locus/app.hpp"
 #include "locus/async.hpp"
 #include "locus/io.hpp"
-#include "locus/runtime.hpp"
 #include "locus/version.hpp"
 #include "reaper.hpp"
 

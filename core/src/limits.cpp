@@ -10,8 +10,9 @@
 #include <sstream>
 #include <string>
 
-#include "locus/runtime.hpp"
+#include "locus/app.hpp"
 #include "locus/segment.hpp"
+#include "shared_pages.hpp"
 
 namespace locus {
 

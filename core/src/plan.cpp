@@ -13,6 +13,7 @@
 #include "locus/team.hpp"
 #include "locus/wait.hpp"
 #include "progress_engine.hpp"
+#include "runtime_state.hpp"
 #include "transfer.hpp"
 
 namespace locus::detail {
@@ -121,8 +122,6 @@ class PlanImpl {
 
 namespace {
 
-RemoteRoutes g_routes;
-
 // A stable fingerprint of what decides message routes, compared between
 // the units of a collective plan (equal everywhere, or an error).
 long long route_fingerprint(RemoteMode mode, const RemoteSettings& r) {
@@ -161,8 +160,9 @@ std::map<int, double> bytes_per_unit(const PlanImpl& p, const std::vector<bool>&
 
 // The route statistics (comm.remote in the summary): one pair more.
 void count_pair(bool message, double bytes) {
-  (message ? g_routes.message_pairs : g_routes.rma_pairs) += 1;
-  double& mx = message ? g_routes.message_max_bytes : g_routes.rma_max_bytes;
+  RemoteRoutes& routes = state().routes;
+  (message ? routes.message_pairs : routes.rma_pairs) += 1;
+  double& mx = message ? routes.message_max_bytes : routes.rma_max_bytes;
   mx = std::max(mx, bytes);
 }
 
@@ -276,7 +276,7 @@ void setup_messages(PlanImpl& p, Team& team, RemoteMode mode, const std::vector<
 PlanImpl* make_plan(int team, int segment, std::vector<PlanEntry> entries, std::size_t esize, bool get,
                     Route route, RemoteMode remote) {
   Runtime& rt = Runtime::current();
-  SegmentInfo& seg = rt.segment(team, segment);
+  SegmentInfo& seg = detail::segment(team, segment);
   auto p = std::make_unique<PlanImpl>();
   p->esize = esize;
   p->get = get;
@@ -452,7 +452,8 @@ std::size_t plan_remote_entries(const PlanImpl& p) {
 
 namespace locus {
 RemoteRoutes remote_routes() {
-  return detail::g_routes;
+  const detail::RuntimeState* s = detail::state_if_any();
+  return s ? s->routes : RemoteRoutes{};
 }
 }  // namespace locus
 

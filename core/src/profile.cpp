@@ -9,9 +9,9 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "locus/app.hpp"
 #include "locus/error.hpp"
 #include "locus/plan.hpp"
-#include "locus/runtime.hpp"
 #include "locus/version.hpp"
 
 namespace locus {

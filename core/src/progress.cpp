@@ -15,12 +15,14 @@
 #include <new>
 #include <set>
 
+#include "locus/app.hpp"
 #include "locus/error.hpp"
-#include "locus/runtime.hpp"
 #include "locus/segment.hpp"
 #include "locus/team.hpp"
 #include "locus/wait.hpp"
 #include "progress_engine.hpp"
+#include "runtime_state.hpp"
+#include "shared_pages.hpp"
 
 namespace locus {
 
@@ -47,8 +49,6 @@ namespace detail {
 
 namespace {
 
-ProgressEngine* g_engine = nullptr;
-
 std::size_t round_up(std::size_t n, std::size_t to) {
   return (n + to - 1) / to * to;
 }
@@ -67,7 +67,8 @@ void futex_wake(std::atomic<std::uint32_t>* word) {
 }  // namespace
 
 ProgressEngine* progress_engine() {
-  return g_engine;
+  RuntimeState* s = state_if_any();
+  return s ? s->engine.get() : nullptr;
 }
 
 ProgressLayout make_progress_layout(MPI_Comm comm, const std::vector<int>& node_of, int k) {
@@ -119,7 +120,6 @@ ProgressLayout make_progress_layout(MPI_Comm comm, const std::vector<int>& node_
 ProgressEngine::ProgressEngine(const ProgressLayout& layout, const ProgressSettings& settings,
                                const AggregateSettings* aggregate)
     : layout_(layout), settings_(settings) {
-  if (g_engine) throw Error("internal: a progress engine exists already");
   const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
   area_bytes_ = round_up(sizeof(UnitArea) + settings_.staging, page);
   const std::size_t mine = layout_.server ? round_up(sizeof(ServerArea), page) : area_bytes_;
@@ -178,11 +178,9 @@ ProgressEngine::ProgressEngine(const ProgressLayout& layout, const ProgressSetti
           *bytes = it->second.bytes[static_cast<std::size_t>(unit)];
           return it->second.peer[static_cast<std::size_t>(unit)];
         });
-  g_engine = this;
 }
 
 ProgressEngine::~ProgressEngine() {
-  g_engine = nullptr;
   if (!collective_cleanup_allowed()) return;  // the job aborts next
   for (MPI_Comm* c : {&layout_.app_comm, &layout_.full_comm, &layout_.node_full, &agg_comm_})
     if (*c != MPI_COMM_NULL) MPI_Comm_free(c);
@@ -269,8 +267,7 @@ bool ProgressEngine::submit(CommandKind kind, void* origin, const Layout& local,
   c.esize = static_cast<std::uint32_t>(esize);
   c.remote = remote;
   c.local = local;
-  Runtime& rt = Runtime::current();
-  const SegmentInfo* own = rt.segment_containing(team, origin, local.extent() * esize);
+  const SegmentInfo* own = segment_containing(team, origin, local.extent() * esize);
   bool staged = own == nullptr;
   std::uint64_t off = 0;
   if (own) {

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "aggregate.hpp"
-#include "locus/progress.hpp"
 #include "locus/rma.hpp"
+#include "progress_layout.hpp"
 #include "transfer.hpp"
 
 namespace locus {

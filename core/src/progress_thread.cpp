@@ -5,19 +5,16 @@
 
 #include "locus/error.hpp"
 #include "locus/wait.hpp"
+#include "runtime_state.hpp"
 
 namespace locus::detail {
 
-namespace {
-ProgressThread* g_thread = nullptr;
-}
-
 ProgressThread* progress_thread() {
-  return g_thread;
+  RuntimeState* s = state_if_any();
+  return s ? s->thread.get() : nullptr;
 }
 
 ProgressThread::ProgressThread(int interval_us, MPI_Comm comm) : interval_us_(interval_us) {
-  if (g_thread) throw Error("internal: a progress thread exists already");
   // A communicator no message is ever sent on: probing it drives MPI's
   // progress engine without matching anything of the application's. (A
   // duplicate of MPI_COMM_SELF is not enough: MPICH serves it by its self
@@ -25,11 +22,9 @@ ProgressThread::ProgressThread(int interval_us, MPI_Comm comm) : interval_us_(in
   // 1 ms timer instead.) Collective over the units.
   MPI_Comm_dup(comm, &probe_comm_);
   thread_ = std::thread([this] { loop(); });
-  g_thread = this;
 }
 
 ProgressThread::~ProgressThread() {
-  g_thread = nullptr;
   stop_.store(true);
   thread_.join();
   MPI_Comm_free(&probe_comm_);

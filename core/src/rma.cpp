@@ -15,6 +15,7 @@
 #include "locus/wait.hpp"
 #include "progress_engine.hpp"
 #include "progress_thread.hpp"
+#include "runtime_state.hpp"
 #include "transfer.hpp"
 
 namespace locus {
@@ -33,22 +34,10 @@ bool Layout::operator<(const Layout& o) const {
 
 namespace detail {
 
-namespace {
-using TypeKey = std::tuple<Layout, std::size_t, MPI_Datatype>;
-struct TypeCache {
-  std::mutex m;
-  std::map<TypeKey, Datatype> types;  // freed by release_datatype_cache, before MPI_Finalize
-};
-TypeCache& type_cache() {
-  static TypeCache cache;
-  return cache;
-}
-}  // namespace
-
 MPI_Datatype layout_type(const Layout& l, std::size_t esize, MPI_Datatype base) {
-  TypeCache& cache = type_cache();
+  TypeCache& cache = state().types;
   std::lock_guard<std::mutex> lock(cache.m);
-  const TypeKey key{l, esize, base};
+  const TypeCache::Key key{l, esize, base};
   if (auto it = cache.types.find(key); it != cache.types.end()) return it->second.get();
   MPI_Datatype block, row, all;
   const std::size_t per = base == MPI_BYTE ? esize : 1;  // base elements per element
@@ -377,7 +366,7 @@ namespace detail {
 
 Target resolve(int team, int segment, int unit, std::uint64_t offset, std::size_t bytes, const char* what) {
   Runtime& rt = Runtime::current();
-  SegmentInfo& seg = rt.segment(team, segment);
+  SegmentInfo& seg = detail::segment(team, segment);
   if (unit < 0 || static_cast<std::size_t>(unit) >= seg.bytes.size())
     throw Error(std::string(what) + ": unit " + std::to_string(unit) + " is not in team " +
                 std::to_string(team) + " (" + std::to_string(seg.bytes.size()) + " units)");
@@ -392,6 +381,43 @@ Target resolve(int team, int segment, int unit, std::uint64_t offset, std::size_
     if (!problem.empty()) throw Error(problem);
   }
   return Target{&seg, &rt.team(team), unit, offset};
+}
+
+// The inline templates' entries (rma.hpp): resolve, then the same call.
+void get_strided(void* dst, const Layout& local, const Ref& r, const Layout& remote, std::size_t esize,
+                 Route route) {
+  get_strided(dst, local, resolve(r), remote, esize, route);
+}
+Handle get_strided_async(void* dst, const Layout& local, const Ref& r, const Layout& remote,
+                         std::size_t esize, Route route) {
+  return get_strided_async(dst, local, resolve(r), remote, esize, route);
+}
+void put_strided(const Ref& r, const Layout& remote, const void* src, const Layout& local, std::size_t esize,
+                 Route route) {
+  put_strided(resolve(r), remote, src, local, esize, route);
+}
+Handle put_strided_async(const Ref& r, const Layout& remote, const void* src, const Layout& local,
+                         std::size_t esize, Route route) {
+  return put_strided_async(resolve(r), remote, src, local, esize, route);
+}
+Handle accumulate_async(const Ref& r, const Layout& remote, const void* src, const Layout& local,
+                        MPI_Datatype type, Op op) {
+  return accumulate_async(resolve(r), remote, src, local, type, op);
+}
+void fetch_and_op(const Ref& r, const void* operand, void* result, MPI_Datatype type, Op op) {
+  fetch_and_op(resolve(r), operand, result, type, op);
+}
+void compare_and_swap(const Ref& r, const void* compare, const void* value, void* result, MPI_Datatype type) {
+  compare_and_swap(resolve(r), compare, value, result, type);
+}
+void put_nbi(const Ref& r, const void* src) {
+  put_nbi(resolve(r), src, r.bytes);
+}
+void get_nbi(void* dst, const Ref& r) {
+  get_nbi(dst, resolve(r), r.bytes);
+}
+void accumulate_nbi(const Ref& r, const void* values, std::size_t count, MPI_Datatype type, Op op) {
+  accumulate_nbi(resolve(r), values, count, type, op);
 }
 
 std::string bounds_problem(const char* what, int team, int segment, int unit, std::uint64_t offset,
@@ -674,7 +700,7 @@ void accumulate_nbi(const Target& t, const void* values, std::size_t count, MPI_
 }  // namespace detail
 
 void notify(GlobalPtr<std::uint64_t> flag, std::uint64_t value) {
-  detail::notify(detail::target(flag, 1, "notify"), value);
+  detail::notify(detail::resolve(detail::target(flag, 1, "notify")), value);
 }
 
 bool test_notify(const std::uint64_t* flag, std::uint64_t value) {
@@ -807,6 +833,7 @@ bool test(Handle& h) {
 
 void flush(Team& team) {
   detail::CommScope timed;
+  detail::complete_lookahead();
   if (detail::Aggregator* a = team.aggregator()) a->flush(-1);
   if (detail::ProgressEngine* e = detail::progress_engine(); e && team.served()) e->quiesce();
   // Per target, not MPI_Win_flush_all: MPICH 4.0.2 ch4:ucx returned from
@@ -815,7 +842,7 @@ void flush(Team& team) {
   // Only windows with operations issued since the last flush (the mark is
   // cleared first: an operation issued meanwhile marks it again).
   std::set<MPI_Win> wins;
-  Runtime::current().for_each_segment(team.id(), [&](SegmentInfo& seg) {
+  detail::state().segments.for_each(team.id(), [&](SegmentInfo& seg) {
     if (seg.rma != MPI_WIN_NULL && seg.unflushed.exchange(false, std::memory_order_acq_rel))
       wins.insert(seg.rma);
   });
@@ -833,6 +860,7 @@ void flush(Team& team) {
 
 void flush(Team& team, int unit) {
   detail::CommScope timed;
+  detail::complete_lookahead();
   if (unit < 0 || unit >= team.size())
     throw Error("flush: unit " + std::to_string(unit) + " is not in team " + std::to_string(team.id()) +
                 " (" + std::to_string(team.size()) + " units)");
@@ -840,7 +868,7 @@ void flush(Team& team, int unit) {
   // The unit itself, and its node's ghost where redirection sends its
   // operations (the same route endpoint() takes).
   std::set<std::pair<MPI_Win, int>> done;
-  Runtime::current().for_each_segment(team.id(), [&](const SegmentInfo& seg) {
+  detail::state().segments.for_each(team.id(), [&](const SegmentInfo& seg) {
     if (seg.rma == MPI_WIN_NULL || !seg.unflushed.load(std::memory_order_acquire)) return;
     const int rank = seg.redirect ? seg.ghost[static_cast<std::size_t>(unit)] : unit;
     if (done.insert({seg.rma, rank}).second) MPI_Win_flush(rank, seg.rma);
@@ -853,6 +881,7 @@ void progress(Team& team) {
 }
 
 void barrier(Team& team) {
+  detail::complete_lookahead();
   // On cache-coherent memory MPI_Win_sync is a full memory barrier (as in
   // MPICH); the fences around MPI_Barrier give the same guarantee for every
   // segment at once.
@@ -862,12 +891,6 @@ void barrier(Team& team) {
   else
     barrier_yielding(team.comm());
   std::atomic_thread_fence(std::memory_order_seq_cst);
-}
-
-void release_datatype_cache() {
-  auto& cache = detail::type_cache();
-  std::lock_guard<std::mutex> lock(cache.m);
-  cache.types.clear();
 }
 
 }  // namespace locus

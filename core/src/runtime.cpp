@@ -1,8 +1,6 @@
 // locus::run, the life of a process: MPI and Kokkos start, the command
 // line, the deck read on rank 0 and broadcast, the runtime, the app, the
 // error handling and the end.
-#include "locus/runtime.hpp"
-
 #include <sched.h>
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
@@ -21,6 +19,7 @@
 #include <sstream>
 
 #include "kokkos_start.hpp"
+#include "locus/app.hpp"
 #include "locus/async.hpp"
 #include "locus/io.hpp"
 #include "locus/kokkos.hpp"

@@ -1,6 +1,6 @@
 // The keys every app's deck has (name, output.*, runtime.*, comm.*),
 // beside the app's own.
-#include "locus/runtime.hpp"
+#include "locus/app.hpp"
 
 namespace locus {
 

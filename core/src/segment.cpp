@@ -11,10 +11,12 @@
 #include <string>
 
 #include "aggregate.hpp"
+#include "locus/app.hpp"
 #include "locus/async.hpp"
 #include "locus/limits.hpp"
-#include "locus/runtime.hpp"
 #include "progress_engine.hpp"
+#include "runtime_state.hpp"
+#include "shared_pages.hpp"
 
 namespace locus {
 
@@ -30,7 +32,7 @@ std::size_t page_round(std::size_t bytes) {
 namespace detail {
 
 void* shared_address(int team, int segment, int unit, std::uint64_t offset) {
-  SegmentInfo& s = Runtime::current().segment(team, segment);
+  SegmentInfo& s = detail::segment(team, segment);
   if (unit < 0 || static_cast<std::size_t>(unit) >= s.peer.size()) return nullptr;
   char* base = s.peer[static_cast<std::size_t>(unit)];
   return base ? base + offset : nullptr;
@@ -240,7 +242,7 @@ void choose_atomics_and_window(Team& team, SegmentInfo& seg, std::size_t bytes, 
     seg.hint = hint;
     seg.redirect = team.served() && async_default_on() && hint != AsyncHint::never;
   } else {
-    seg.rma = team.window();
+    seg.rma = team_window(team);
   }
 }
 
@@ -270,7 +272,7 @@ int allocate_segment(Team& team, std::size_t count, std::size_t elem_size, Async
   const bool own = rt.settings().window == WindowKind::segment;
   MPI_Aint disp = 0;
   if (!own && bytes > 0) {
-    MPI_Win_attach(team.window(), seg->base, static_cast<MPI_Aint>(bytes));
+    MPI_Win_attach(team_window(team), seg->base, static_cast<MPI_Aint>(bytes));
     MPI_Get_address(seg->base, &disp);
   }
   const long long node_offset = node_offset_of(team, *seg, bytes);
@@ -284,7 +286,7 @@ int allocate_segment(Team& team, std::size_t count, std::size_t elem_size, Async
   choose_atomics_and_window(team, *seg, bytes, own, hint, atomics);
   int id = seg->id;
   const bool aggregate = seg->aggregate;
-  rt.add_segment(std::move(seg));
+  rt.state().segments.add(std::move(seg));
   if (aggregate && mismatch.empty()) ensure_aggregator(team);
   if (!mismatch.empty()) {
     // Every unit saw the same gathered claims, so every unit raises this.
@@ -295,6 +297,7 @@ int allocate_segment(Team& team, std::size_t count, std::size_t elem_size, Async
 }
 
 void free_segment(int team_id, int segment) {
+  complete_lookahead();  // nothing of this thread may still read the segment
   Runtime& rt = Runtime::current();
   Team& team = rt.team(team_id);
   if (rt.settings().check) {
@@ -305,7 +308,7 @@ void free_segment(int team_id, int segment) {
                             ": units free different segments (ids " + std::to_string(-ids[1]) + " to " +
                             std::to_string(ids[0]) + ")");
   }
-  const SegmentInfo* live = rt.find_segment(team_id, segment);
+  const SegmentInfo* live = rt.state().segments.find(team_id, segment);
   if (!live)
     throw Error("free: segment " + std::to_string(segment) + " of team " + std::to_string(team_id) +
                 " is not allocated (freed twice?)");
@@ -315,12 +318,12 @@ void free_segment(int team_id, int segment) {
     agg->barrier();
   else
     MPI_Barrier(team.comm());
-  auto seg = rt.take_segment(team_id, segment);
+  auto seg = rt.state().segments.take(team_id, segment);
   if (team.served()) progress_engine()->notify_servers(Control::free, team_id, segment);
   if (seg->own != MPI_WIN_NULL) {
     free_segment_window(seg->own);
   } else if (seg->bytes[static_cast<std::size_t>(team.rank())] > 0) {
-    MPI_Win_detach(team.window(), seg->base);
+    MPI_Win_detach(team_window(team), seg->base);
   }
   MPI_Win_unlock_all(seg->shm);
   MPI_Win_free(&seg->shm);
@@ -349,6 +352,11 @@ void require_node_memory(Team& team, double bytes, const std::string& what) {
     if (problem.empty() && !limit.empty()) problem = what + ": " + limit;
   }
   collective_require(team.comm(), problem.empty(), problem);
+}
+
+SegmentState segment_state(int team, int segment) {
+  const SegmentInfo& s = detail::segment(team, segment);
+  return SegmentState{s.cpu_atomics, s.aggregate, s.redirect};
 }
 
 }  // namespace locus

@@ -5,12 +5,13 @@
 #include <sstream>
 
 #include "aggregate.hpp"
+#include "locus/app.hpp"
 #include "locus/async.hpp"
 #include "locus/rma.hpp"
-#include "locus/runtime.hpp"
 #include "locus/segment.hpp"
 #include "progress_engine.hpp"
 #include "progress_thread.hpp"
+#include "runtime_state.hpp"
 
 namespace locus {
 
@@ -172,13 +173,14 @@ Runtime::Runtime(MPI_Comm comm, const CommSettings& settings) : settings_(settin
   std::vector<std::string> hosts = processor_names(comm);
   nodes_.emulated_size = settings.node_size;
   const int k = settings.progress.processes_per_node;
+  state_ = std::make_unique<detail::RuntimeState>();
   g_runtime = this;
 #ifdef NDEBUG
   const bool check = settings.check;
 #else
   const bool check = true;
 #endif
-  detail::g_direct = detail::Direct{&segments_, settings.locality, check};
+  state_->segments.publish(settings.locality, check);
   detail::async_start(settings);
   if (k > 0) {
     detail::ProgressLayout layout;
@@ -186,7 +188,7 @@ Runtime::Runtime(MPI_Comm comm, const CommSettings& settings) : settings_(settin
       layout = detail::make_progress_layout(comm, node_of, k);
     } catch (...) {
       g_runtime = nullptr;
-      detail::g_direct = detail::Direct{};
+      state_->segments.unpublish();
       throw;
     }
     if (settings.progress.bind) {
@@ -197,10 +199,10 @@ Runtime::Runtime(MPI_Comm comm, const CommSettings& settings) : settings_(settin
       bound_cpus_.assign(static_cast<std::size_t>(size), -1);
       binding_ = "not bound (runtime.progress.bind: none)";
     }
-    engine_ = std::make_unique<detail::ProgressEngine>(
+    state_->engine = std::make_unique<detail::ProgressEngine>(
         layout, settings.progress,
         settings.aggregate.applier == AggregateApplier::progress ? &settings.aggregate : nullptr);
-    engine_->set_redirect(settings.async.mode == AsyncMode::on);
+    state_->engine->set_redirect(settings.async.mode == AsyncMode::on);
     server_ = layout.server;
     app_ranks_ = layout.app_ranks;
     server_ranks_ = layout.server_ranks;
@@ -220,50 +222,53 @@ Runtime::Runtime(MPI_Comm comm, const CommSettings& settings) : settings_(settin
   MPI_Comm_dup(app_comm_, &dup);
   int unit = 0;
   MPI_Comm_rank(app_comm_, &unit);
-  if (engine_)
-    world_.reset(new Team(dup, 0, unit, nodes_.node_of, engine_->window(), engine_->layout().node_full));
+  if (const detail::ProgressEngine* engine = state_->engine.get())
+    world_.reset(new Team(dup, 0, unit, nodes_.node_of, engine->window(), engine->layout().node_full));
   else
     world_.reset(new Team(dup, 0, unit, nodes_.node_of));
   add_team(world_.get());
   node_ = world_->split(nodes_.node_of[static_cast<std::size_t>(unit)]);
   if (settings.progress.thread) {
     require_thread_level(MPI_THREAD_MULTIPLE, "runtime.progress.thread");
-    thread_ = std::make_unique<detail::ProgressThread>(settings.progress.thread_interval_us, world_->comm());
+    state_->thread =
+        std::make_unique<detail::ProgressThread>(settings.progress.thread_interval_us, world_->comm());
   }
 }
 
 Runtime::~Runtime() {
   if (!collective_cleanup_allowed()) {  // a local error: the job aborts next
     g_runtime = nullptr;
-    detail::g_direct = detail::Direct{};
+    state_->segments.unpublish();
     (void)node_.release();
     (void)world_.release();
-    (void)engine_.release();
-    (void)thread_.release();
+    (void)state_->engine.release();
+    (void)state_->thread.release();
+    (void)state_.release();
     return;
   }
-  thread_.reset();
+  state_->thread.reset();
   node_.reset();
   world_.reset();  // releases the world's segments
-  if (engine_ && !server_) engine_->shutdown_app();
-  engine_.reset();
-  release_datatype_cache();
+  if (state_->engine && !server_) state_->engine->shutdown_app();
+  state_->engine.reset();
+  state_->types.types.clear();  // the cached MPI datatypes, before MPI_Finalize
   detail::async_stop();
+  state_->segments.unpublish();
   g_runtime = nullptr;
-  detail::g_direct = detail::Direct{};
+  state_.reset();
 }
 
 int Runtime::serve() {
   if (!server_) throw Error("internal: serve() called on an application unit");
-  return engine_->serve();
+  return state_->engine->serve();
 }
 
 std::uint64_t Runtime::thread_completions() const {
-  return thread_ ? thread_->completed_by_thread() : 0;
+  return state_->thread ? state_->thread->completed_by_thread() : 0;
 }
 
 std::uint64_t Runtime::offloaded() const {
-  return engine_ && !server_ ? engine_->submitted() : 0;
+  return state_->engine && !server_ ? state_->engine->submitted() : 0;
 }
 
 std::string Runtime::progress_description() const {
@@ -294,17 +299,6 @@ std::string Runtime::progress_description() const {
   return os.str();
 }
 
-const SegmentInfo* Runtime::segment_containing(int team, const void* p, std::size_t bytes) const {
-  const char* c = static_cast<const char*>(p);
-  const SegmentInfo* found = nullptr;
-  segments_.for_each(team, [&](const SegmentInfo& seg) {
-    if (found || !seg.base) return;
-    const std::size_t mine = seg.bytes[static_cast<std::size_t>(world_->rank())];
-    if (c >= seg.base && c + bytes <= seg.base + mine) found = &seg;
-  });
-  return found;
-}
-
 Runtime& Runtime::current() {
   if (!g_runtime) throw Error("internal: no locus runtime (create one with locus::run or locus::Runtime)");
   return *g_runtime;
@@ -331,33 +325,63 @@ void Runtime::remove_team(int id) {
   if (id >= 0 && static_cast<std::size_t>(id) < teams_.size()) teams_[static_cast<std::size_t>(id)] = nullptr;
 }
 
-SegmentInfo& Runtime::segment(int team, int id) const {
-  SegmentInfo* s = segments_.find(team, id);
-  if (!s)
-    throw Error("segment " + std::to_string(id) + " of team " + std::to_string(team) +
-                " is not allocated (freed, or a stale global pointer)");
-  return *s;
-}
-
 void Runtime::release_segments(int team) {
   std::vector<int> ids;
-  segments_.for_each(team, [&](const SegmentInfo& seg) { ids.push_back(seg.id); });
+  state_->segments.for_each(team, [&](const SegmentInfo& seg) { ids.push_back(seg.id); });
   for (int id : ids) detail::free_segment(team, id);
 }
 
 namespace detail {
 
 Direct g_direct;
+constinit thread_local Lookahead t_lookahead;
+
+RuntimeState& state() {
+  return Runtime::current().state();
+}
+
+RuntimeState* state_if_any() noexcept {
+  return g_runtime ? &g_runtime->state() : nullptr;
+}
+
+SegmentInfo& segment(int team, int id) {
+  SegmentInfo* s = state().segments.find(team, id);
+  if (!s)
+    throw Error("segment " + std::to_string(id) + " of team " + std::to_string(team) +
+                " is not allocated (freed, or a stale global pointer)");
+  return *s;
+}
+
+const SegmentInfo* segment_containing(int team, const void* p, std::size_t bytes) {
+  const char* c = static_cast<const char*>(p);
+  const SegmentInfo* found = nullptr;
+  const auto me = static_cast<std::size_t>(Runtime::current().world().rank());
+  state().segments.for_each(team, [&](const SegmentInfo& seg) {
+    if (found || !seg.base) return;
+    if (c >= seg.base && c + bytes <= seg.base + seg.bytes[me]) found = &seg;
+  });
+  return found;
+}
+
+MPI_Win team_window(const Team& team) {
+  return team.win_;
+}
+
+// ------------------------------------------------------- SegmentTable
 
 void SegmentTable::add(std::unique_ptr<SegmentInfo> s) {
   const auto t = static_cast<std::size_t>(s->team), i = static_cast<std::size_t>(s->id);
-  if (rows_.size() <= t) rows_.resize(t + 1);
-  if (rows_[t].size() <= i) rows_[t].resize(i + 1);
+  if (rows_.size() <= t) {
+    rows_.resize(t + 1);
+    direct_.resize(t + 1);
+  }
+  if (rows_[t].size() <= i) {
+    rows_[t].resize(i + 1);
+    direct_[t].resize(i + 1);
+  }
   if (rows_[t][i]) (void)take(s->team, s->id);
-  ++count_;
-  s->peer_at = s->peer.data();
-  s->units = static_cast<std::uint32_t>(s->peer.size());
   rows_[t][i] = s.get();
+  mirror(*s);
   owned_.push_back(std::move(s));
   reindex();
 }
@@ -365,8 +389,9 @@ void SegmentTable::add(std::unique_ptr<SegmentInfo> s) {
 std::unique_ptr<SegmentInfo> SegmentTable::take(int team, int id) {
   SegmentInfo* p = find(team, id);
   if (!p) return nullptr;
-  --count_;
-  rows_[static_cast<std::size_t>(team)][static_cast<std::size_t>(id)] = nullptr;
+  const auto t = static_cast<std::size_t>(team), i = static_cast<std::size_t>(id);
+  rows_[t][i] = nullptr;
+  direct_[t][i] = DirectSegment{};
   std::unique_ptr<SegmentInfo> s;
   for (auto it = owned_.begin(); it != owned_.end(); ++it)
     if (it->get() == p) {
@@ -374,20 +399,44 @@ std::unique_ptr<SegmentInfo> SegmentTable::take(int team, int id) {
       owned_.erase(it);
       break;
     }
-  reindex();
   return s;
 }
 
-// Points the index at the rows (a row's storage moves when it grows) and
-// hands it to the inline path when it reads this table.
+void SegmentTable::refresh(int team) {
+  for_each(team, [this](const SegmentInfo& s) { mirror(s); });
+}
+
+// The inline path's entry of one segment, from its record.
+void SegmentTable::mirror(const SegmentInfo& s) {
+  DirectSegment& d = direct_[static_cast<std::size_t>(s.team)][static_cast<std::size_t>(s.id)];
+  d.peer = s.peer.data();
+  d.bytes = s.bytes.data();
+  d.units = static_cast<std::uint32_t>(s.peer.size());
+  d.cpu_atomics = s.cpu_atomics && !s.redirect;
+  d.aggregate = s.aggregate && s.cpu_atomics && !s.redirect;
+}
+
+// Points the index at the rows (a row's storage moves when it grows) and,
+// when published, hands it to the inline path.
 void SegmentTable::reindex() {
-  index_.resize(rows_.size());
-  for (std::size_t t = 0; t < rows_.size(); ++t)
-    index_[t] = SegmentRow{rows_[t].data(), static_cast<std::uint32_t>(rows_[t].size())};
-  if (g_direct.table == this) {
+  index_.resize(direct_.size());
+  for (std::size_t t = 0; t < direct_.size(); ++t)
+    index_[t] = DirectRow{direct_[t].data(), static_cast<std::uint32_t>(direct_[t].size())};
+  if (published_) {
     g_direct.rows = index_.data();
     g_direct.nrows = static_cast<std::uint32_t>(index_.size());
   }
+}
+
+void SegmentTable::publish(bool locality, bool check) {
+  published_ = true;
+  g_direct = Direct{locality, check, nullptr, 0};
+  reindex();
+}
+
+void SegmentTable::unpublish() {
+  if (published_) g_direct = Direct{};
+  published_ = false;
 }
 
 }  // namespace detail

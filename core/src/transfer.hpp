@@ -14,8 +14,43 @@
 #include <string>
 
 #include "locus/rma.hpp"
+#include "segment_table.hpp"
 
 namespace locus::detail {
+
+// A global pointer's target, resolved: its segment record and team.
+struct Target {
+  SegmentInfo* seg;
+  Team* team;
+  int unit;
+  std::uint64_t offset;
+};
+// Looks up the segment and checks the unit and the bounds (comm.check, or
+// always in debug builds). Thread-safe.
+Target resolve(int team, int segment, int unit, std::uint64_t offset, std::size_t bytes, const char* what);
+inline Target resolve(const Ref& r) {
+  return resolve(r.team, r.segment, r.unit, r.offset, r.bytes, r.what);
+}
+
+// The general route's calls on a resolved target (rma.hpp declares the
+// same on a Ref, for the inline templates).
+void get_strided(void* dst, const Layout& local, const Target& t, const Layout& remote, std::size_t esize,
+                 Route r);
+Handle get_strided_async(void* dst, const Layout& local, const Target& t, const Layout& remote,
+                         std::size_t esize, Route r);
+void put_strided(const Target& t, const Layout& remote, const void* src, const Layout& local,
+                 std::size_t esize, Route r);
+Handle put_strided_async(const Target& t, const Layout& remote, const void* src, const Layout& local,
+                         std::size_t esize, Route r);
+Handle accumulate_async(const Target& t, const Layout& remote, const void* src, const Layout& local,
+                        MPI_Datatype type, Op op);
+void fetch_and_op(const Target& t, const void* operand, void* result, MPI_Datatype type, Op op);
+void compare_and_swap(const Target& t, const void* compare, const void* value, void* result,
+                      MPI_Datatype type);
+void notify(const Target& flag, std::uint64_t value);
+void put_nbi(const Target& t, const void* src, std::size_t bytes);
+void get_nbi(void* dst, const Target& t, std::size_t bytes);
+void accumulate_nbi(const Target& t, const void* values, std::size_t count, MPI_Datatype type, Op op);
 
 // The remote side of a transfer, resolved: a same-node address (move by
 // memcpy) or a rank and displacement in an MPI window.
@@ -88,8 +123,8 @@ std::string mpi_error_text(int rc);
 
 // The communication-ratio profile (async.hpp, auto mode): nanoseconds
 // spent in the core's communication calls, counted only while measuring.
-extern std::atomic<bool> g_measure_comm;
-extern std::atomic<std::uint64_t> g_comm_ns;
+// add_comm_ns adds to the runtime's count (runtime_state.hpp).
+void add_comm_ns(std::uint64_t ns);
 class CommScope {
  public:
   CommScope() : on_(g_measure_comm.load(std::memory_order_relaxed)) {
@@ -97,10 +132,9 @@ class CommScope {
   }
   ~CommScope() {
     if (on_)
-      g_comm_ns.fetch_add(static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                                         std::chrono::steady_clock::now() - t0_)
-                                                         .count()),
-                          std::memory_order_relaxed);
+      add_comm_ns(static_cast<std::uint64_t>(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0_)
+              .count()));
   }
   CommScope(const CommScope&) = delete;
   CommScope& operator=(const CommScope&) = delete;

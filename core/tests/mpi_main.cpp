@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <stdexcept>
 
-#include "locus/runtime.hpp"
+#include "locus/app.hpp"
 #include "locus/team.hpp"
 #include "rank_printer.hpp"
 #include "test_options.hpp"

@@ -14,8 +14,8 @@
 
 #include <vector>
 
+#include "locus/app.hpp"
 #include "locus/rma.hpp"
-#include "locus/runtime.hpp"
 #include "locus/segment.hpp"
 
 namespace {

@@ -27,6 +27,7 @@
 #include "locus/async.hpp"
 #include "locus/plan.hpp"
 #include "locus/rma.hpp"
+#include "locus/runtime.hpp"
 #include "locus/segment.hpp"
 #include "locus/team.hpp"
 
@@ -159,10 +160,8 @@ TEST(Async, NeverHintKeepsASegmentDirect) {
   Team& w = Runtime::current().world();
   Array<std::int64_t> followed(w, 1), kept(w, 1, AsyncHint::never);
   set_async(w, true);
-  const SegmentInfo& f = Runtime::current().segment(w.id(), followed.gptr().segment);
-  const SegmentInfo& k = Runtime::current().segment(w.id(), kept.gptr().segment);
-  EXPECT_TRUE(f.redirect);
-  EXPECT_FALSE(k.redirect);
+  EXPECT_TRUE(segment_state(followed.gptr()).redirected);
+  EXPECT_FALSE(segment_state(kept.gptr()).redirected);
   // Both stay atomic: fetch-and-adds on each from every unit.
   followed.data()[0] = 0;
   kept.data()[0] = 0;
@@ -172,7 +171,7 @@ TEST(Async, NeverHintKeepsASegmentDirect) {
     fetch_and_op(kept.gptr(0), std::int64_t{1}, Op::sum);
   }
   set_async(w, false);
-  EXPECT_FALSE(f.redirect);
+  EXPECT_FALSE(segment_state(followed.gptr()).redirected);
   barrier(w);
   if (w.rank() == 0) {
     EXPECT_EQ(followed.data()[0], 200 * w.size());

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "locus/rma.hpp"
+#include "locus/runtime.hpp"
 #include "locus/segment.hpp"
 
 using locus::AtomicMode;
@@ -141,6 +142,56 @@ TEST(Nbi, PutAndGetCompleteAtFlush) {
     for (std::size_t i = 0; i < kN; ++i)
       EXPECT_EQ(got[static_cast<std::size_t>(u) * kN + i], static_cast<std::int64_t>(i));
   }
+  locus::barrier(world());
+}
+
+// Same-node one-element get_nbi is queued (direct.hpp look-ahead): the
+// data is in place after flush, barrier or a flush of one unit; gets into
+// one buffer land in program order, small and large mixed; and a segment
+// freed with gets queued from it is read before it goes.
+TEST(HandleFree, LookaheadGetsCompleteInOrderAtEveryCompletionPoint) {
+  const int me = world().rank(), n = world().size();
+  constexpr std::size_t kW = 3 * locus::detail::kLookahead + 5;
+  auto fill = [&](locus::Array<std::int64_t>& t) {
+    for (std::size_t i = 0; i < kW; ++i) t.data()[i] = 1000 * (me + 1) + static_cast<std::int64_t>(i);
+    locus::barrier(world());
+  };
+  auto expect = [](int u, std::size_t i) { return 1000 * (u + 1) + static_cast<std::int64_t>(i); };
+  locus::Array<std::int64_t> t(world(), kW);
+  fill(t);
+  std::vector<std::int64_t> got(kW);
+  for (int way = 0; way < 3; ++way)
+    for (int u = 0; u < n; ++u) {
+      std::fill(got.begin(), got.end(), -1);
+      for (std::size_t i = 0; i < kW; ++i)
+        locus::get_nbi(&got[i], t.gptr(u) + static_cast<std::ptrdiff_t>(i), 1);
+      if (way == 0) locus::flush(world());
+      if (way == 1) locus::flush(world(), u);
+      if (way == 2) locus::barrier(world());  // completes same-node gets only
+      if (way == 2 && !world().same_node(u)) locus::flush(world(), u);
+      for (std::size_t i = 0; i < kW; ++i) EXPECT_EQ(got[i], expect(u, i)) << "way " << way << " unit " << u;
+    }
+  // One buffer, many gets: the last one issued wins, a large get included.
+  const int other = (me + 1) % n;
+  std::int64_t one = -1;
+  std::int64_t pair[2] = {-1, -1};
+  for (std::size_t i = 0; i < kW; ++i)
+    locus::get_nbi(&one, t.gptr(other) + static_cast<std::ptrdiff_t>(i), 1);
+  locus::get_nbi(&pair[0], t.gptr(other) + 1, 1);
+  locus::get_nbi(pair, t.gptr(other) + 4, 2);  // 16 B: copied at once, after the queued ones
+  locus::flush(world());
+  EXPECT_EQ(one, expect(other, kW - 1));
+  EXPECT_EQ(pair[0], expect(other, 4));
+  EXPECT_EQ(pair[1], expect(other, 5));
+  // Freed with same-node gets queued: they are copied first.
+  auto tmp = std::make_unique<locus::Array<std::int64_t>>(world(), kW);
+  fill(*tmp);
+  std::fill(got.begin(), got.end(), -1);
+  const int near = world().same_node(other) ? other : me;
+  for (std::size_t i = 0; i < 4; ++i)
+    locus::get_nbi(&got[i], tmp->gptr(near) + static_cast<std::ptrdiff_t>(i), 1);
+  tmp.reset();
+  for (std::size_t i = 0; i < 4; ++i) EXPECT_EQ(got[i], expect(near, i));
   locus::barrier(world());
 }
 

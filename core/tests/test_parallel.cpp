@@ -5,11 +5,11 @@
 #include <cmath>
 #include <filesystem>
 
+#include "locus/app.hpp"
 #include "locus/decomp.hpp"
 #include "locus/halo.hpp"
 #include "locus/io.hpp"
 #include "locus/profile.hpp"
-#include "locus/runtime.hpp"
 
 namespace fs = std::filesystem;
 using locus::CartDecomp;

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "locus/plan.hpp"
+#include "locus/runtime.hpp"
 #include "locus/segment.hpp"
 
 namespace {

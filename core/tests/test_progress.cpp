@@ -23,8 +23,8 @@
 #include <vector>
 
 #include "../src/progress_engine.hpp"
+#include "locus/app.hpp"
 #include "locus/rma.hpp"
-#include "locus/runtime.hpp"
 #include "locus/segment.hpp"
 #include "locus/team.hpp"
 #include "rank_printer.hpp"

@@ -18,6 +18,7 @@ extern "C" std::size_t __sanitizer_get_current_allocated_bytes();
 #endif
 #include <unistd.h>
 
+#include "../src/runtime_state.hpp"
 #include "locus/rma.hpp"
 #include "locus/segment.hpp"
 #include "test_options.hpp"
@@ -515,11 +516,11 @@ TEST(Segments, FreeInAnyOrder) {
   auto p1 = locus::allocate<int>(world(), 10);
   auto p2 = locus::allocate<double>(world(), 0);
   auto p3 = locus::allocate<char>(world(), 100);
-  std::size_t before = Runtime::current().segment_count();
+  std::size_t before = locus::detail::state().segments.count();
   locus::free(p2);
   locus::free(p1);
   locus::free(p3);
-  EXPECT_EQ(Runtime::current().segment_count(), before - 3);
+  EXPECT_EQ(locus::detail::state().segments.count(), before - 3);
 }
 
 TEST(Segments, TenThousandAllocateFreeCyclesDoNotGrow) {

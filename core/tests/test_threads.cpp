@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "locus/rma.hpp"
+#include "locus/runtime.hpp"
 #include "locus/segment.hpp"
 
 namespace {

@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "locus/app.hpp"
 #include "locus/rma.hpp"
-#include "locus/runtime.hpp"
 #include "locus/segment.hpp"
 
 // --- docs/core-api.md begins

@@ -10,8 +10,8 @@
 #include <fstream>
 #include <string>
 
+#include "locus/app.hpp"
 #include "locus/error.hpp"
-#include "locus/runtime.hpp"
 #include "spmv.hpp"
 
 namespace {

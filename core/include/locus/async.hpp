@@ -39,6 +39,7 @@
 #include <string>
 #include <vector>
 
+#include "locus/settings.hpp"
 #include "locus/team.hpp"
 
 namespace locus {

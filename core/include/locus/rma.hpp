@@ -98,42 +98,40 @@ class Handle {
 };
 
 namespace detail {
-struct Target {
-  SegmentInfo* seg;
-  Team* team;
-  int unit;
-  std::uint64_t offset;
+// What a call hands the general route (rma.cpp): the global pointer's
+// fields, the bytes it spans and the call's name for errors. The route
+// resolves it (segment, unit and bounds checked) in one place.
+struct Ref {
+  int team = 0, segment = 0, unit = 0;
+  std::uint64_t offset = 0;
+  std::size_t bytes = 0;
+  const char* what = "";
 };
-// Looks up the segment and checks the unit and the bounds (comm.check, or
-// always in debug builds). Thread-safe.
-Target resolve(int team, int segment, int unit, std::uint64_t offset, std::size_t bytes, const char* what);
 
-void get_strided(void* dst, const Layout& local, const Target& t, const Layout& remote, std::size_t esize,
-                 Route r);
-Handle get_strided_async(void* dst, const Layout& local, const Target& t, const Layout& remote,
-                         std::size_t esize, Route r);
-void put_strided(const Target& t, const Layout& remote, const void* src, const Layout& local,
-                 std::size_t esize, Route r);
-Handle put_strided_async(const Target& t, const Layout& remote, const void* src, const Layout& local,
-                         std::size_t esize, Route r);
-Handle accumulate_async(const Target& t, const Layout& remote, const void* src, const Layout& local,
+void get_strided(void* dst, const Layout& local, const Ref& r, const Layout& remote, std::size_t esize,
+                 Route route);
+Handle get_strided_async(void* dst, const Layout& local, const Ref& r, const Layout& remote,
+                         std::size_t esize, Route route);
+void put_strided(const Ref& r, const Layout& remote, const void* src, const Layout& local, std::size_t esize,
+                 Route route);
+Handle put_strided_async(const Ref& r, const Layout& remote, const void* src, const Layout& local,
+                         std::size_t esize, Route route);
+Handle accumulate_async(const Ref& r, const Layout& remote, const void* src, const Layout& local,
                         MPI_Datatype type, Op op);
-void fetch_and_op(const Target& t, const void* operand, void* result, MPI_Datatype type, Op op);
-void compare_and_swap(const Target& t, const void* compare, const void* value, void* result,
-                      MPI_Datatype type);
-void notify(const Target& flag, std::uint64_t value);
-void put_nbi(const Target& t, const void* src, std::size_t bytes);
-void get_nbi(void* dst, const Target& t, std::size_t bytes);
+void fetch_and_op(const Ref& r, const void* operand, void* result, MPI_Datatype type, Op op);
+void compare_and_swap(const Ref& r, const void* compare, const void* value, void* result, MPI_Datatype type);
+void put_nbi(const Ref& r, const void* src);
+void get_nbi(void* dst, const Ref& r);
 // Copies `count` values when they travel in a batch or must outlive the call.
-void accumulate_nbi(const Target& t, const void* values, std::size_t count, MPI_Datatype type, Op op);
+void accumulate_nbi(const Ref& r, const void* values, std::size_t count, MPI_Datatype type, Op op);
 
 inline Layout contiguous_layout(std::size_t count) {
   return Layout{count, 1, 0, 1, 0};
 }
 
 template <class T>
-Target target(const GlobalPtr<T>& p, std::size_t count, const char* what) {
-  return resolve(p.team, p.segment, p.unit, p.offset, count * sizeof(T), what);
+Ref target(const GlobalPtr<T>& p, std::size_t count, const char* what) {
+  return Ref{p.team, p.segment, p.unit, p.offset, count * sizeof(T), what};
 }
 template <class T>
 MPI_Datatype mpi_type();
@@ -293,6 +291,7 @@ bool direct_accumulate(GlobalPtr<T> dst, const T* values, std::size_t count, Op 
   if (!std::is_integral_v<T> && op == Op::bxor) return false;  // the general route names the error
   char* a = direct_atomic_address(dst.team, dst.segment, dst.unit, dst.offset, count * sizeof(T));
   if (!a) return false;
+  complete_lookahead_if_any();  // queued updates first: atomics keep the thread's order
   T* p = reinterpret_cast<T*>(a);
   for (std::size_t i = 0; i < count; ++i) cpu_apply(p + i, values[i], op);
   return true;
@@ -334,8 +333,10 @@ Handle accumulate_async(GlobalPtr<T> dst, const Layout& remote, const T* values,
 template <class T>
 T fetch_and_op(GlobalPtr<T> dst, T operand, Op op) {
   if (std::is_integral_v<T> || op != Op::bxor)
-    if (char* a = detail::direct_atomic_address(dst.team, dst.segment, dst.unit, dst.offset, sizeof(T)))
+    if (char* a = detail::direct_atomic_address(dst.team, dst.segment, dst.unit, dst.offset, sizeof(T))) {
+      detail::complete_lookahead_if_any();
       return detail::cpu_apply(reinterpret_cast<T*>(a), operand, op);
+    }
   T result{};
   detail::fetch_and_op(detail::target(dst, 1, "fetch_and_op"), &operand, &result, detail::mpi_type<T>(), op);
   return result;
@@ -344,6 +345,7 @@ T fetch_and_op(GlobalPtr<T> dst, T operand, Op op) {
 template <class T>
 T compare_and_swap(GlobalPtr<T> dst, T compare, T value) {
   if (char* a = detail::direct_atomic_address(dst.team, dst.segment, dst.unit, dst.offset, sizeof(T))) {
+    detail::complete_lookahead_if_any();
     // Floating-point values are compared bit for bit (as MPI does).
     using Bits = std::conditional_t<sizeof(T) == 8, std::uint64_t, std::uint32_t>;
     Bits expected, desired;
@@ -369,7 +371,10 @@ T compare_and_swap(GlobalPtr<T> dst, T compare, T value) {
 // in its buffer, and a put, accumulate or update is visible at the target.
 // Until then put_nbi's source and get_nbi's destination may not be
 // touched; accumulate_nbi and atomic_update copy their values. Same node:
-// done on return, inline. Other nodes: MPI RMA without a request, or, on
+// inline, done on return, except a get_nbi of at most 8 bytes and an
+// atomic_update, which are done within the thread's next kLookahead such
+// calls or at its next flush, barrier or blocking atomic (direct.hpp: a
+// look-ahead that keeps accesses in flight). Other nodes: MPI RMA without a request, or, on
 // segments with aggregated atomics (comm.atomics: aggregate), a record in
 // the batch to the target unit (updates, and gets of one element of at
 // most 8 bytes: Bale's index-gather).
@@ -381,20 +386,25 @@ void put_nbi(GlobalPtr<T> dst, const T* src, std::size_t count) {
     std::memcpy(a, src, count * sizeof(T));
     return;
   }
-  detail::put_nbi(detail::target(dst, count, "put_nbi"), src, count * sizeof(T));
+  detail::put_nbi(detail::target(dst, count, "put_nbi"), src);
 }
 
 template <class T>
 void get_nbi(T* dst, GlobalPtr<T> src, std::size_t count) {
   if (const char* a =
           detail::direct_address(src.team, src.segment, src.unit, src.offset, count * sizeof(T))) {
-    std::memcpy(dst, a, count * sizeof(T));
+    if (count * sizeof(T) <= 8) {
+      detail::lookahead_get(dst, a, count * sizeof(T));  // done within kLookahead calls or at flush
+    } else {
+      detail::complete_lookahead();  // earlier gets first: they may write the same buffer
+      std::memcpy(dst, a, count * sizeof(T));
+    }
     return;
   }
   if (count * sizeof(T) <= 8 &&
       detail::aggregate_get(dst, src.team, src.segment, src.unit, src.offset, count * sizeof(T)))
     return;
-  detail::get_nbi(dst, detail::target(src, count, "get_nbi"), count * sizeof(T));
+  detail::get_nbi(dst, detail::target(src, count, "get_nbi"));
 }
 
 // Element-wise atomic accumulate of `count` values.
@@ -410,7 +420,7 @@ template <class T>
 void atomic_update(GlobalPtr<T> dst, T value, Op op) {
   if (std::is_integral_v<T> || op != Op::bxor) {
     if (char* a = detail::direct_atomic_address(dst.team, dst.segment, dst.unit, dst.offset, sizeof(T))) {
-      detail::cpu_apply(reinterpret_cast<T*>(a), value, op, std::memory_order_relaxed);
+      detail::lookahead_update(a, value, op);  // done within kLookahead calls or at flush
       return;
     }
     if (detail::aggregate_update(dst.team, dst.segment, dst.unit, dst.offset, &value, detail::mpi_type<T>(),
@@ -469,8 +479,5 @@ void put_notify(GlobalPtr<T> dst, const T* src, std::size_t count, GlobalPtr<std
 std::uint64_t wait_notify(const std::uint64_t* flag, std::uint64_t value);
 // Non-blocking form: true when *flag >= value.
 bool test_notify(const std::uint64_t* flag, std::uint64_t value);
-
-// Frees the MPI datatypes cached for strided transfers (the runtime calls it).
-void release_datatype_cache();
 
 }  // namespace locus

@@ -1,98 +1,97 @@
 #pragma once
-// locus::run: the one entry point of every locus app.
-//
-// It initialises MPI (MPI_THREAD_MULTIPLE requested) and Kokkos, parses the
-// command line, reads the deck on rank 0, broadcasts it and checks it on
-// every rank against the app's schema, calls the app, and turns errors into
-// a clean exit: a CollectiveError is printed once and every rank returns 1;
-// any other Error is printed by the rank that raised it and aborts the job,
-// so nothing ever hangs.
+// The runtime of the one-sided core: one per process, made by locus::run
+// (app.hpp) or directly by a program that runs MPI itself. It knows the
+// node map, owns the world team and the node team, starts the progress
+// processes and the progress thread, and holds the core's state.
 #include <mpi.h>
 
-#include <functional>
+#include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
-#include "locus/config.hpp"
-#include "locus/error.hpp"
+#include "locus/node_map.hpp"
+#include "locus/settings.hpp"
 #include "locus/team.hpp"
 
 namespace locus {
 
-struct AppInfo {
-  std::string name;         // e.g. "heat3d"; also the deck's top section
-  std::string description;  // one line for --help
-  Schema schema;            // app keys plus add_common_keys()
-};
+namespace detail {
+struct RuntimeState;
+}  // namespace detail
 
-// Keys every app has: name, output.*, runtime.node_size, comm.locality,
-// comm.check.
-void add_common_keys(Schema& schema, const std::string& app_name);
-
-// What the app gets from the runtime.
-class Context {
+class Runtime {
  public:
-  MPI_Comm comm() const { return comm_; }
-  int rank() const { return rank_; }
-  int size() const { return size_; }
-  const Config& config() const { return config_; }
-  const AppInfo& app() const { return *app_; }
-  // The run's name: deck key `name`, else the deck's file stem.
-  const std::string& run_name() const { return run_name_; }
-  // --quiet: no progress line.
-  bool quiet() const { return quiet_; }
-  // --summary json: the final summary as JSON instead of YAML.
-  bool summary_json() const { return summary_json_; }
-  // Processor name of every rank (index = rank).
-  const std::vector<std::string>& node_names() const { return runtime_->node_map().hosts; }
-  const std::string& command_line() const { return command_line_; }
-  // The one-sided core: node map, world team, segments.
-  Runtime& runtime() const { return *runtime_; }
+  // Collective over comm. Without progress processes every rank of comm is
+  // an application unit. With settings.progress.processes_per_node = k > 0
+  // the last k ranks of every node become progress processes: on them
+  // is_server() is true and serve() runs the server loop; the others form
+  // the application (app_comm(), the world team).
+  Runtime(MPI_Comm comm, const CommSettings& settings);
+  ~Runtime();  // collective (servers included)
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  // The runtime of this process; Error when none exists.
+  static Runtime& current();
+  static bool exists();
+
+  // This process is a progress process: call serve() and nothing else.
+  bool is_server() const { return server_; }
+  // Runs the server loop until the application units destroy their
+  // Runtime; returns the exit status.
+  int serve();
+  // The application units (comm itself without progress processes).
+  MPI_Comm app_comm() const { return app_comm_; }
+  // Ranks (in the comm the Runtime was built on) of the application units
+  // and of the progress processes.
+  const std::vector<int>& app_ranks() const { return app_ranks_; }
+  const std::vector<int>& server_ranks() const { return server_ranks_; }
+  // With progress processes: the CPU each rank (of the comm the Runtime was
+  // built on) was bound to, -1 where none (runtime.progress.bind), and
+  // "auto" or why the ranks were left unbound; empty without servers.
+  const std::vector<int>& bound_cpus() const { return bound_cpus_; }
+  const std::string& binding() const { return binding_; }
+  // Transfers this unit has handed to its progress process so far.
+  std::uint64_t offloaded() const;
+  // Requests the progress thread (if on) has completed so far.
+  std::uint64_t thread_completions() const;
+  // "progress processes: ranks 1, 3 (1 per node; threshold 4096 B, idle
+  // yield); progress thread: off" for summaries and provenance.
+  std::string progress_description() const;
+
+  Team& world() { return *world_; }
+  // The application units on my node (real or emulated).
+  Team& node() { return *node_; }
+  const NodeMap& node_map() const { return nodes_; }
+  const CommSettings& settings() const { return settings_; }
+
+  // Team registry (for global pointers naming a team by id).
+  Team& team(int id) const;
+  int max_team_id() const { return max_team_id_; }
+
+  // The core's internal state (runtime_state.hpp): segment records,
+  // redirection, datatype cache, progress engine and thread.
+  detail::RuntimeState& state() const { return *state_; }
 
  private:
-  friend int run(int, char**, const AppInfo&, const std::function<int(Context&)>&);
-  // run's steps: the run's own communicator, name and command line; the
-  // deck's run (the runtime, then the app or a progress process's loop).
-  Context(const AppInfo& app, int argc, char** argv, bool quiet, bool summary_json);
-  int run_deck(const std::string& deck, bool print_config, const std::function<int(Context&)>& main);
-  int run_app(const std::function<int(Context&)>& main);
-  MPI_Comm comm_ = MPI_COMM_NULL;
-  int rank_ = 0, size_ = 1;
-  Config config_;
-  const AppInfo* app_ = nullptr;
-  std::string run_name_;
-  bool quiet_ = false;
-  bool summary_json_ = false;
-  std::string command_line_;
-  Runtime* runtime_ = nullptr;
+  friend class Team;
+  void add_team(Team* t);
+  void remove_team(int id);
+  // Collective over the team: frees every segment still allocated on it.
+  void release_segments(int team);
+  std::unique_ptr<detail::RuntimeState> state_;
+  CommSettings settings_;
+  NodeMap nodes_;
+  std::vector<Team*> teams_;  // team id -> team (nullptr: none here)
+  int max_team_id_ = 0;
+  std::unique_ptr<Team> world_;
+  std::unique_ptr<Team> node_;
+  bool server_ = false;
+  MPI_Comm app_comm_ = MPI_COMM_NULL;
+  std::vector<int> app_ranks_, server_ranks_;
+  std::vector<int> bound_cpus_;
+  std::string binding_;
 };
-
-// The core's settings from the common keys (runtime.node_size or env
-// LOCUS_NODE_SIZE, comm.locality, comm.check).
-CommSettings comm_settings(const Config& config);
-
-// Call before MPI_Init (locus::run does). With Open MPI it selects the
-// one-sided components that work for locus's windows (OMPI_MCA_osc=sm,ucx:
-// Open MPI 4.1's default selection fails MPI_Win_create and
-// MPI_Win_create_dynamic on one-process communicators); an OMPI_MCA_osc
-// already set wins. Nothing with other MPI libraries.
-void prepare_mpi_environment();
-
-// Runs `main` as the app `app`; returns the process exit status.
-int run(int argc, char** argv, const AppInfo& app, const std::function<int(Context&)>& main);
-
-// Collective: when `ok` is false on any rank, every rank throws the same
-// CollectiveError carrying the message of the lowest failing rank.
-void collective_require(MPI_Comm comm, bool ok, const std::string& msg);
-
-// The thread support MPI_Init_thread gave this process.
-int mpi_thread_level();
-// Throws Error naming `feature` when the MPI library's thread support is
-// below `needed` (e.g. MPI_THREAD_MULTIPLE for a progress thread).
-void require_thread_level(int needed, const std::string& feature, int provided = mpi_thread_level());
-std::string thread_level_name(int level);
-
-// Throws a CollectiveError on every rank if fn() throws Error on any rank.
-void collectively(MPI_Comm comm, const std::function<void()>& fn);
 
 }  // namespace locus

@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "locus/gptr.hpp"
+#include "locus/settings.hpp"
 #include "locus/team.hpp"
 
 namespace locus {
@@ -31,26 +32,6 @@ int allocate_segment(Team& team, std::size_t count, std::size_t elem_size, Async
                      AtomicMode atomics = AtomicMode::automatic);
 // Collective over the segment's team.
 void free_segment(int team, int segment);
-// Collective over comm (one node): MPI_Win_allocate_shared of `bytes`
-// rounded up to whole pages, non-contiguous so that every part starts on its
-// own page (parts share no cache line). Segments and the progress engine's
-// memory are allocated this way.
-// Collective over comm: a window over `bytes` at `base` (displacement unit
-// 1), opened with lock_all(MPI_MODE_NOCHECK). Progress processes join the
-// world team's windows with 0 bytes.
-MPI_Win create_segment_window(void* base, std::size_t bytes, MPI_Comm comm);
-// Closes the epoch and frees the window (collective).
-void free_segment_window(MPI_Win& win);
-MPI_Win allocate_shared_pages(std::size_t bytes, MPI_Comm comm, void** base);
-// Rank `rank`'s part of a window from allocate_shared_pages, in this
-// process's mapping, starting at a page (as `base` above); `size` (may be
-// null) gets its usable bytes. Use it instead of MPI_Win_shared_query.
-char* shared_part(MPI_Win win, int rank, MPI_Aint* size);
-// Bytes this node can still map in shared memory (free space in /dev/shm and
-// MemAvailable, the smaller; -1 if unknown); `what` says which and how much.
-double node_capacity(std::string& what);
-// "1.5 GiB"
-std::string gib(double bytes);
 }  // namespace detail
 
 // Collective over the team, before a large private allocation: every unit
@@ -71,6 +52,24 @@ GlobalPtr<T> allocate(Team& team, std::size_t count, AsyncHint hint = AsyncHint:
   static_assert(std::is_trivially_copyable_v<T>, "segments hold trivially copyable types");
   int id = detail::allocate_segment(team, count, sizeof(T), hint, atomics);
   return GlobalPtr<T>{team.rank(), team.id(), id, 0, 0};
+}
+
+// How a segment's operations travel now, for reports and tests.
+struct SegmentState {
+  // Atomics on same-node units are CPU atomics on the shared memory (fixed
+  // at allocation: the team on one node, or comm.atomics: aggregate).
+  bool cpu_atomics = false;
+  // Atomics and one-element gets to other nodes' units travel in batches
+  // (comm.atomics: aggregate).
+  bool aggregated = false;
+  // Redirection (async.hpp) sends its operations to progress processes now.
+  bool redirected = false;
+};
+// Error when the segment is not allocated.
+SegmentState segment_state(int team, int segment);
+template <class T>
+SegmentState segment_state(GlobalPtr<T> p) {
+  return segment_state(p.team, p.segment);
 }
 
 template <class T>

@@ -18,6 +18,7 @@
 #include <string>
 
 #include "locus/kokkos.hpp"
+#include "locus/runtime.hpp"
 #include "locus/segment.hpp"
 #include "locus/settings.hpp"
 #include "locus/team.hpp"

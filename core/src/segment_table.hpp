@@ -1,15 +1,14 @@
 #pragma once
-// The translation table: (team id, segment id) -> SegmentInfo, indexed
-// directly (no map, no hash), and the few process-wide values the inline
-// same-node path reads. DASH's local-pointer access and OpenSHMEM's
-// shmem_ptr are the models: a global pointer to my node becomes an address
-// in a handful of instructions (locus/direct.hpp).
+// Internal: the core's segment records and the translation table, (team
+// id, segment id) -> SegmentInfo, indexed directly (no map, no hash). The
+// table keeps the inline path's plain-data mirror (locus/direct.hpp) in
+// step with the records; the Runtime owns the table (runtime_state.hpp).
 //
 // Team ids and segment ids are small integers handed out in order (a team
-// keeps counting; freed ids are not reused), so a table row per team and a
-// slot per segment id stay small. Rows and slots change only inside the
-// collective allocate/free and team split/free, which must not run while
-// other threads of the unit use the core; lookups are plain loads.
+// keeps counting; freed ids are not reused), so a row per team and a slot
+// per segment id stay small. Rows and slots change only inside the
+// collective allocate/free, team split/free and set_async, which must not
+// run while other threads of the unit use the core; lookups are plain loads.
 #include <mpi.h>
 
 #include <atomic>
@@ -18,6 +17,7 @@
 #include <memory>
 #include <vector>
 
+#include "locus/direct.hpp"
 #include "locus/settings.hpp"
 
 namespace locus {
@@ -51,10 +51,6 @@ struct SegmentInfo {
   std::vector<char*> peer;         // team unit -> address of its part if on my node, else nullptr
   std::vector<MPI_Aint> disp;      // team unit -> displacement of its part in `rma` (0 for `own`)
   std::vector<std::size_t> bytes;  // team unit -> size of its part
-  // The inline path's view of `peer` (SegmentTable::add sets them): the
-  // addresses and their number, read without a vector's end-begin.
-  char* const* peer_at = nullptr;
-  std::uint32_t units = 0;
   // Set after an MPI operation on `rma` was issued (Endpoint::issued),
   // cleared by flush(team) before it flushes the window: a flush with
   // nothing issued since the last one (every same-node transfer, CPU
@@ -64,63 +60,41 @@ struct SegmentInfo {
 
 namespace detail {
 
-// One team's segments as the inline path reads them: slot[id] (null for a
-// free id), n slots.
-struct SegmentRow {
-  SegmentInfo* const* slot = nullptr;
-  std::uint32_t n = 0;
-};
-
 class SegmentTable {
  public:
   SegmentInfo* find(int team, int id) const noexcept {
-    if (static_cast<unsigned>(team) >= index_.size()) return nullptr;
-    const SegmentRow& row = index_[static_cast<std::size_t>(team)];
-    if (static_cast<unsigned>(id) >= row.n) return nullptr;
-    return row.slot[id];
+    if (static_cast<unsigned>(team) >= rows_.size()) return nullptr;
+    const auto& row = rows_[static_cast<std::size_t>(team)];
+    if (static_cast<unsigned>(id) >= row.size()) return nullptr;
+    return row[static_cast<std::size_t>(id)];
   }
-  const SegmentRow* rows() const noexcept { return index_.data(); }
-  std::uint32_t row_count() const noexcept { return static_cast<std::uint32_t>(index_.size()); }
   void add(std::unique_ptr<SegmentInfo> s);
   std::unique_ptr<SegmentInfo> take(int team, int id);
-  std::size_t count() const { return count_; }
+  std::size_t count() const { return owned_.size(); }
   // fn(SegmentInfo&) for every live segment of the team, in id order.
   template <class Fn>
   void for_each(int team, Fn&& fn) const {
     if (static_cast<unsigned>(team) >= rows_.size()) return;
-    for (const auto& s : rows_[static_cast<std::size_t>(team)])
+    for (SegmentInfo* s : rows_[static_cast<std::size_t>(team)])
       if (s) fn(*s);
   }
+  // Rewrites the inline path's entry of every segment of the team (after
+  // their redirection changed).
+  void refresh(int team);
+  // The inline path reads this table from now on (g_direct's rows), with
+  // these settings; unpublish empties g_direct.
+  void publish(bool locality, bool check);
+  void unpublish();
 
  private:
+  void mirror(const SegmentInfo& s);
   void reindex();
   std::vector<std::vector<SegmentInfo*>> rows_;      // team id -> segment id -> segment (null: free)
+  std::vector<std::vector<DirectSegment>> direct_;   // the same, as the inline path reads it
+  std::vector<DirectRow> index_;                     // over direct_
   std::vector<std::unique_ptr<SegmentInfo>> owned_;  // the live segments
-  std::vector<SegmentRow> index_;                    // over rows_
-  std::size_t count_ = 0;
+  bool published_ = false;
 };
-
-// What the inline paths read, set by the Runtime (null/false without one);
-// rows/nrows mirror the table's index (SegmentTable keeps them current), so
-// that a lookup starts from a global instead of loading the table first.
-struct Direct {
-  const SegmentTable* table = nullptr;
-  bool locality = false;  // comm.locality
-  bool check = false;     // comm.check, or a debug build of the library
-  const SegmentRow* rows = nullptr;
-  std::uint32_t nrows = 0;
-  // The segment of (team, id), or nullptr.
-  const SegmentInfo* find(int team, int id) const noexcept {
-    if (static_cast<unsigned>(team) >= nrows) return nullptr;
-    const SegmentRow& row = rows[team];
-    if (static_cast<unsigned>(id) >= row.n) return nullptr;
-    return row.slot[id];
-  }
-};
-extern Direct g_direct;
-// The communication-ratio profile (async.hpp, auto mode) is measuring: the
-// inline paths step aside so that the timed general route counts them.
-extern std::atomic<bool> g_measure_comm;
 
 }  // namespace detail
 }  // namespace locus

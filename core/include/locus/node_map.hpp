@@ -1,0 +1,25 @@
+#pragma once
+// The node map of a run: which node every unit is on.
+//
+// Real nodes come from MPI_Comm_split_type(SHARED); *emulated* nodes are
+// groups of N consecutive ranks of a real node (`runtime.node_size`, env
+// LOCUS_NODE_SIZE), so that the inter-node paths run on one host.
+#include <string>
+#include <vector>
+
+namespace locus {
+
+struct NodeMap {
+  std::vector<int> node_of;        // world unit -> node index
+  std::vector<std::string> hosts;  // world unit -> processor name
+  int emulated_size = 0;           // 0: real nodes
+  int nodes() const;
+  // "node 0: units 0-1 (vm); node 1: ..." one line per node.
+  std::string describe() const;
+};
+
+// The node size to use: the deck's value when > 0, else LOCUS_NODE_SIZE,
+// else 0 (real nodes). Throws Error for a malformed LOCUS_NODE_SIZE.
+int effective_node_size(long from_deck);
+
+}  // namespace locus
