@@ -195,6 +195,30 @@ TEST(HandleFree, LookaheadGetsCompleteInOrderAtEveryCompletionPoint) {
   locus::barrier(world());
 }
 
+// Same-node atomic_update is queued too (direct.hpp look-ahead): a later
+// blocking atomic of the thread sees every earlier update, in order
+// (replace then sum), and a flush publishes the rest.
+TEST(HandleFree, LookaheadUpdatesKeepTheThreadsOrder) {
+  const int me = world().rank(), n = world().size();
+  locus::Array<std::int64_t> a(world(), 2);
+  a.data()[0] = a.data()[1] = 0;
+  locus::barrier(world());
+  const int other = (me + 1) % n;
+  if (!world().same_node(other) || !locus::segment_state(a.gptr()).cpu_atomics) GTEST_SKIP();
+  // My own element 0: replace then 3 x kLookahead sums, then fetch.
+  locus::atomic_update(a.gptr(me), std::int64_t{7}, Op::replace);
+  for (unsigned i = 0; i < 3 * locus::detail::kLookahead; ++i)
+    locus::atomic_update(a.gptr(me), std::int64_t{1}, Op::sum);
+  EXPECT_EQ(locus::fetch_and_op(a.gptr(me), std::int64_t{0}, Op::sum),
+            7 + 3 * std::int64_t{locus::detail::kLookahead});
+  // Everyone's element 1 at the next unit: sums, visible after flush + barrier.
+  for (int i = 0; i < 5; ++i) locus::atomic_update(a.gptr(other) + 1, std::int64_t{1}, Op::sum);
+  locus::flush(world());
+  locus::barrier(world());
+  EXPECT_EQ(a.data()[1], 5);
+  locus::barrier(world());
+}
+
 class Atomics : public ::testing::TestWithParam<AtomicMode> {};
 
 // Every unit sends `per_unit` updates of op to pseudo-random elements of
