@@ -251,25 +251,29 @@ void Aggregator::put_batch(int dest, Out& o, std::size_t n) {
 
 namespace {
 // Walks a batch in order: where(r) is record r's target address (null for
-// a reply). The records' targets are random words in general (GUPS,
-// index-gather): each one's line is prefetched kAhead records before its
-// atomic, so that the cache misses overlap instead of waiting one by one
+// a reply), resolved once per record. The records' targets are random
+// words in general (GUPS, index-gather): each one's line is prefetched
+// kAhead records before its atomic (its address kept in a ring until
+// then), so that the cache misses overlap instead of waiting one by one
 // behind each locked instruction.
 template <class Where, class Apply>
 void walk_batch(const Record* recs, std::size_t count, Where&& where, Apply&& apply) {
   constexpr std::size_t kAhead = 16;
+  char* ring[kAhead];
   auto prefetch = [&](const Record& r) {
     char* addr = where(r);
-    if (!addr) return;
+    if (!addr) return addr;
     if (static_cast<RecordKind>(r.kind) == RecordKind::get)
       __builtin_prefetch(addr, 0, 3);
     else
       __builtin_prefetch(addr, 1, 3);
+    return addr;
   };
-  for (std::size_t i = 0; i < std::min(kAhead, count); ++i) prefetch(recs[i]);
+  for (std::size_t i = 0; i < std::min(kAhead, count); ++i) ring[i] = prefetch(recs[i]);
   for (std::size_t i = 0; i < count; ++i) {
-    if (i + kAhead < count) prefetch(recs[i + kAhead]);
-    apply(recs[i], where(recs[i]));
+    char* addr = ring[i % kAhead];
+    if (i + kAhead < count) ring[i % kAhead] = prefetch(recs[i + kAhead]);
+    apply(recs[i], addr);
   }
 }
 

@@ -603,6 +603,13 @@ ValueArena& value_arena() {
   thread_local ValueArena a;
   return a;
 }
+}  // namespace
+
+void recycle_values() {
+  value_arena().recycle();
+}
+
+namespace {
 void* arena_copy(const void* values, std::size_t bytes, MPI_Win win) {
   ValueArena& a = value_arena();
   const std::size_t words = (bytes + 7) / 8;

@@ -17,6 +17,7 @@
 #include "progress_engine.hpp"
 #include "runtime_state.hpp"
 #include "shared_pages.hpp"
+#include "transfer.hpp"
 
 namespace locus {
 
@@ -298,6 +299,7 @@ int allocate_segment(Team& team, std::size_t count, std::size_t elem_size, Async
 
 void free_segment(int team_id, int segment) {
   complete_lookahead();  // nothing of this thread may still read the segment
+  recycle_values();      // nor remember its window
   Runtime& rt = Runtime::current();
   Team& team = rt.team(team_id);
   if (rt.settings().check) {

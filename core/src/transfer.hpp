@@ -118,6 +118,12 @@ MPI_Datatype layout_type(const Layout& l, std::size_t esize, MPI_Datatype base =
 Layout packed(const Layout& l);
 bool contiguous(const Layout& l);
 
+// Completes locally the handle-free accumulates whose values this thread
+// keeps (flush does it too), so that no window they went to is remembered:
+// segment free calls it before the segment's window goes (Open MPI
+// crashed in MPI_Win_flush_local_all on a freed window).
+void recycle_values();
+
 // The MPI library's text for an error code.
 std::string mpi_error_text(int rc);
 
