@@ -79,6 +79,17 @@ class Solver {
   bool checked_ = false;
 };
 
+// The forward Euler 7-point update T' = T + a (rx (W - 2T + E) + ry (S -
+// 2T + N) + rz (B - 2T + U)), with a = dt k0 and r = 1/h^2, written with
+// the coefficients gathered once: T' = (c0 T + cx (W + E)) + (cy (S + N)
+// + cz (B + U)), c = a r, c0 = 1 - 2 (cx + cy + cz). The same update in
+// 6 additions and 4 multiplications per cell instead of 9 and 5 (a
+// different rounding in the last bits); every kernel uses this one form.
+struct StencilCoefficients {
+  double c0, cx, cy, cz;
+};
+StencilCoefficients stencil_coefficients(double rx, double ry, double rz, double a);
+
 // The plain reference kernel (a scalar triple loop): writes u's update
 // into un's interior and returns the local max |T_new - T_old|.
 double reference_step(const locus::Field3D& u, const locus::Field3D& un, const std::array<long, 3>& n,

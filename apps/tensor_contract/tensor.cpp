@@ -144,33 +144,42 @@ namespace {
 constexpr std::size_t kMaxRank = 8;
 
 // The sort as a Kokkos kernel. Three shapes: the same order (a copy);
-// the last index the same on both sides (contiguous rows, one row per
-// index); otherwise a transpose between the destination's last index and
-// the source's last index, in 8 x 8 tiles (reads and writes both touch
-// whole cache lines), one plane of the other indices per index.
+// the last index the same on both sides (contiguous rows, one chunk of
+// rows per index); otherwise a transpose between the destination's last
+// index and the source's last index, in 8 x 8 tiles (reads and writes both
+// touch whole cache lines), one plane of the other indices per index.
 struct PermuteRows {
-  static constexpr gidx kChunk = 64;  // rows per index: the offset by division once, then an odometer
+  static constexpr gidx kChunk = 64;  // rows per index: the offsets by division once, then an odometer
   const double* src;
   double* dst;
-  std::array<gidx, kMaxRank> odims{}, ostep{};  // outer dims (destination order) and their source strides
+  // The rows' other indices in the order the rows are visited (the
+  // source's: its largest stride first), each with its extent and its
+  // stride on both sides. Visiting the rows in source order reads the
+  // source (the block fetched from memory, 4 KiB pages in a segment) as
+  // one stream; the scattered rows land in the destination, which the
+  // task loop reuses (in cache). Visiting them in destination order jumps
+  // tile^2 elements in the source per row: a new page per row.
+  std::array<gidx, kMaxRank> odims{}, osstep{}, odstep{};
   int outer = 0;
   gidx inner = 0, rows = 0;
   KOKKOS_INLINE_FUNCTION void operator()(gidx chunk) const {
     const gidx r0 = chunk * kChunk, r1 = r0 + kChunk < rows ? r0 + kChunk : rows;
     std::array<gidx, kMaxRank> ctr{};
-    gidx off = 0, rest = r0;
+    gidx soff = 0, doff = 0, rest = r0;
     for (int d = outer; d-- > 0;) {
       ctr[d] = rest % odims[d];
-      off += ctr[d] * ostep[d];
+      soff += ctr[d] * osstep[d];
+      doff += ctr[d] * odstep[d];
       rest /= odims[d];
     }
     for (gidx row = r0; row < r1; ++row) {
-      const double* __restrict s = src + off;
-      double* __restrict o = dst + row * inner;
+      const double* __restrict s = src + soff;
+      double* __restrict o = dst + doff;
       for (gidx k = 0; k < inner; ++k) o[k] = s[k];
-      // next row
-      odometer_next(ctr, odims, static_cast<std::size_t>(outer),
-                    [&](std::size_t d, gidx delta) { off += delta * ostep[d]; });
+      odometer_next(ctr, odims, static_cast<std::size_t>(outer), [&](std::size_t d, gidx delta) {
+        soff += delta * osstep[d];
+        doff += delta * odstep[d];
+      });
     }
   }
 };
@@ -232,10 +241,16 @@ void permute_kernel(const double* src, const std::string& sidx, const std::vecto
   }
   for (std::size_t j = r - 1; j-- > 0;) dstr[j] = dstr[j + 1] * ddims[j + 1];
   if (step[r - 1] == 1) {
-    PermuteRows f{src, dst, {}, {}, static_cast<int>(r - 1), ddims[r - 1], total / ddims[r - 1]};
-    for (std::size_t j = 0; j + 1 < r; ++j) {
-      f.odims[j] = ddims[j];
-      f.ostep[j] = step[j];
+    PermuteRows f{src, dst, {}, {}, {}, static_cast<int>(r - 1), ddims[r - 1], total / ddims[r - 1]};
+    // the outer indices by source stride, largest first
+    std::vector<std::size_t> order(r - 1);
+    for (std::size_t j = 0; j + 1 < r; ++j) order[j] = j;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t x, std::size_t y) { return step[x] > step[y]; });
+    for (std::size_t q = 0; q + 1 < r; ++q) {
+      f.odims[q] = ddims[order[q]];
+      f.osstep[q] = step[order[q]];
+      f.odstep[q] = dstr[order[q]];
     }
     const gidx chunks = (f.rows + PermuteRows::kChunk - 1) / PermuteRows::kChunk;
     Kokkos::parallel_for("tensor::sort_rows", locus::Range<gidx>(0, chunks), f);
