@@ -143,13 +143,15 @@ struct Lookahead {
 };
 extern constinit thread_local Lookahead t_lookahead;
 
+// One move for the common sizes (a constant-size memcpy is one load and
+// one store, whatever the element's type and alignment).
 inline void copy_small(void* dst, const char* src, std::size_t bytes) noexcept {
   switch (bytes) {
     case 8:
-      *static_cast<std::uint64_t*>(dst) = *reinterpret_cast<const std::uint64_t*>(src);
+      __builtin_memcpy(dst, src, 8);
       return;
     case 4:
-      *static_cast<std::uint32_t*>(dst) = *reinterpret_cast<const std::uint32_t*>(src);
+      __builtin_memcpy(dst, src, 4);
       return;
     default:
       __builtin_memcpy(dst, src, bytes);
