@@ -1,7 +1,9 @@
 #pragma once
 // One-sided communication on global pointers.
 //
-// Every call takes one route, decided in one place (rma.cpp, route()):
+// Every call takes one route, decided in one place (rma.cpp: choose() for
+// transfers, atomic_route() for atomics; the inline path of direct.hpp
+// takes the same shared-memory route without the call):
 //   same node, comm.locality on       -> load/store on the shared memory;
 //                                        small calls inline (direct.hpp)
 //   non-blocking, >= runtime.progress.threshold bytes, progress processes
