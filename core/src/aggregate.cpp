@@ -581,35 +581,37 @@ void Aggregator::barrier() {
 }
 
 namespace {
-// The segment and aggregator of a call the short path may take: another
-// node's unit of a segment with aggregated atomics, in bounds (when
-// checked), the profile not measuring; else nullptr.
-Aggregator* short_path(int team, int segment, int unit, std::uint64_t offset, std::size_t bytes,
-                       SegmentInfo** seg) {
+// The aggregator and the resolved target (team and segment looked up once)
+// of a call the short path may take: another node's unit of a segment with
+// aggregated atomics, in bounds (when checked), the profile not measuring;
+// else nullptr.
+Aggregator* short_path(int team, int segment, int unit, std::uint64_t offset, std::size_t bytes, Target* t) {
   const Direct& d = g_direct;
   const DirectSegment* s = d.find(team, segment);
   if (!s || !s->aggregate || static_cast<unsigned>(unit) >= s->units || s->peer[unit]) return nullptr;
   if (d.check && !fits_part(*s, unit, offset, bytes)) return nullptr;
   if (g_measure_comm.load(std::memory_order_relaxed)) return nullptr;
-  *seg = state().segments.find(team, segment);
-  return Runtime::current().team(team).aggregator();
+  Runtime& rt = Runtime::current();
+  Team& tm = rt.team(team);
+  *t = Target{rt.state().segments.find(team, segment), &tm, unit, offset};
+  return tm.aggregator();
 }
 }  // namespace
 
 bool aggregate_update(int team, int segment, int unit, std::uint64_t offset, const void* value,
                       MPI_Datatype type, Op op) {
-  SegmentInfo* seg = nullptr;
-  Aggregator* agg = short_path(team, segment, unit, offset, type_size(type_code(type)), &seg);
+  Target t{};
+  Aggregator* agg = short_path(team, segment, unit, offset, type_size(type_code(type)), &t);
   if (!agg) return false;
-  agg->update(Target{seg, &Runtime::current().team(team), unit, offset}, value, type, op);
+  agg->update(t, value, type, op);
   return true;
 }
 
 bool aggregate_get(void* dst, int team, int segment, int unit, std::uint64_t offset, std::size_t bytes) {
-  SegmentInfo* seg = nullptr;
-  Aggregator* agg = short_path(team, segment, unit, offset, bytes, &seg);
+  Target t{};
+  Aggregator* agg = short_path(team, segment, unit, offset, bytes, &t);
   if (!agg) return false;
-  agg->get(dst, Target{seg, &Runtime::current().team(team), unit, offset}, bytes);
+  agg->get(dst, t, bytes);
   return true;
 }
 
