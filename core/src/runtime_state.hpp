@@ -7,7 +7,8 @@
 // constructor to its destructor; state() outside that is an Error.
 //
 // What stays process-wide, and why: g_direct and g_measure_comm
-// (direct.hpp), because the inline path reads them without a call; the
+// (direct.hpp), because the inline path reads them without a call;
+// t_lookahead (direct.hpp), because it is per thread; the
 // output being written and the runtime's signal text (reaper.hpp,
 // runtime.cpp), because a signal handler can read only static storage;
 // the Kokkos start-up record (version.cpp), because Kokkos starts before
