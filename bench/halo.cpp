@@ -41,8 +41,8 @@ locus::AppInfo app_info() {
                "heat3d step roofline: grid points per dimension per rank (out of cache); 0: skip")
       .integer("bench.roofline_steps", 10, 1, big, "roofline: timed steps per measurement")
       .integer("bench.roofline_repeats", 7, 1, 99,
-               "roofline: measurements of the kernel, the reference kernel and STREAM triad (interleaved); "
-               "medians");
+               "roofline: measurements of the kernel, the reference kernel and STREAM triad and scale "
+               "(interleaved); medians");
   locus::add_common_keys(app.schema, "halo");
   return app;
 }
@@ -95,11 +95,16 @@ long wrong_ghosts(const locus::GridField& f, const locus::CartDecomp& dc) {
 // on the same block, and STREAM triad on arrays of the block's size, all
 // ranks at once, interleaved; the slowest rank of each measurement counts.
 // The roofline is the triad bandwidth at 16 B per cell update (STREAM's
-// convention: read u, write u_new; neighbours come from cache).
+// convention: read u, write u_new; neighbours come from cache). STREAM
+// scale, measured beside it, has exactly that traffic and so gives the
+// most a sweep can reach with this machine's caches.
 struct Roofline {
   long n = 0;
-  double kernel_mcells = 0, reference_mcells = 0, triad_gbs = 0;
+  double kernel_mcells = 0, reference_mcells = 0, triad_gbs = 0, scale_gbs = 0;
   double fraction() const { return kernel_mcells * 16e6 / (triad_gbs * 1e9); }
+  // STREAM scale moves what a sweep moves at best (read u, write u_new).
+  double scale_fraction() const { return scale_gbs / triad_gbs; }
+  double fraction_of_scale() const { return kernel_mcells * 16e6 / (scale_gbs * 1e9); }
   double reference_fraction() const { return reference_mcells * 16e6 / (triad_gbs * 1e9); }
 };
 
@@ -122,7 +127,7 @@ Roofline measure_roofline(locus::Context& ctx, long n, long steps, long repeats)
   Kokkos::deep_copy(ru, solver.field());
   const double rx = 1.0 / (p.h(0) * p.h(0)), ry = 1.0 / (p.h(1) * p.h(1)), rz = 1.0 / (p.h(2) * p.h(2));
   const long triad_n = std::max<long>(long(cells), 1L << 22);
-  std::vector<double> kernel, reference, triad;
+  std::vector<double> kernel, reference, triad, scale;
   for (long r = 0; r < repeats; ++r) {
     locus::barrier_yielding(comm);
     const double c0 = timers.seconds("compute");
@@ -140,12 +145,17 @@ Roofline measure_roofline(locus::Context& ctx, long n, long steps, long repeats)
     double gbs = locus::stream_triad_gbs(triad_n, 2);
     locus::allreduce_yielding(MPI_IN_PLACE, &gbs, 1, MPI_DOUBLE, MPI_MIN, comm);
     triad.push_back(gbs);
+    locus::barrier_yielding(comm);
+    gbs = locus::stream_scale_gbs(triad_n, 2);
+    locus::allreduce_yielding(MPI_IN_PLACE, &gbs, 1, MPI_DOUBLE, MPI_MIN, comm);
+    scale.push_back(gbs);
   }
   Roofline rl;
   rl.n = n;
   rl.kernel_mcells = cells / locus::median(kernel) / 1e6;
   rl.reference_mcells = cells / locus::median(reference) / 1e6;
   rl.triad_gbs = locus::median(triad);
+  rl.scale_gbs = locus::median(scale);
   return rl;
 }
 
@@ -202,6 +212,11 @@ void report_roofline(const Roofline& roof, bench::Report& r) {
            "a step at triad's real bandwidth, both with write-allocate (24 B vs 32 B moved)");
   r.figure("kernel_fraction_of_real_bandwidth", roof.fraction() / ((32.0 / 24.0) * (16.0 / 24.0)), "%.3f",
            "24 B per update against triad at 32 B per element");
+  // The same limit measured: STREAM scale has a sweep's traffic exactly.
+  r.figure("stream_scale_gbs_per_rank", roof.scale_gbs, "%.2f");
+  r.figure("scale_fraction", roof.scale_fraction(), "%.3f",
+           "STREAM scale (a sweep's traffic) over the roofline: what a sweep can reach");
+  r.figure("kernel_fraction_of_scale", roof.fraction_of_scale(), "%.3f");
 }
 
 // The table, its CSV and JSON, the speedups and goals (rank 0).

@@ -24,6 +24,10 @@ std::vector<std::pair<std::string, std::string>> machine_description();
 // `repeats`, in GB/s (24 bytes per element, as STREAM counts). Ranks that
 // call it at the same time share the node's bandwidth, as in a run.
 double stream_triad_gbs(long n, int repeats);
+// STREAM's scale a[i] = s b[i], the same way (16 bytes per element): the
+// traffic of a stencil sweep whose neighbours all come from cache (read
+// u, write u_new), so the most such a sweep can reach on this machine.
+double stream_scale_gbs(long n, int repeats);
 
 // What the runtime gave Kokkos::initialize (the user's --kokkos-* options
 // and the defaults locus added), and the threads per rank it chose; the
