@@ -106,10 +106,15 @@ KokkosStart start_kokkos(const std::string& app_name, std::vector<std::string> a
     }
   if (ks.error.empty() && rank == 0 && ExecSpace().concurrency() > 1 &&
       long(ExecSpace().concurrency()) * ranks_on_node > online)
+    // OpenMP runtimes read OMP_WAIT_POLICY when they load, before main:
+    // the remedy for spinning threads can only be named, not applied.
     std::fprintf(stderr,
                  "%s: warning: %d threads per rank x %d ranks on this node > %ld CPUs (over-subscribed: "
-                 "set --kokkos-num-threads or OMP_NUM_THREADS)\n",
-                 app_name.c_str(), int(ExecSpace().concurrency()), ranks_on_node, online);
+                 "set --kokkos-num-threads or OMP_NUM_THREADS%s)\n",
+                 app_name.c_str(), int(ExecSpace().concurrency()), ranks_on_node, online,
+                 std::getenv("OMP_WAIT_POLICY") ? ""
+                                                : ", or OMP_WAIT_POLICY=passive so that waiting threads "
+                                                  "leave the cores to the others");
   return ks;
 }
 
