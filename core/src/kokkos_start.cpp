@@ -36,6 +36,20 @@ bool has_option(const std::vector<std::string>& args, const std::string& name) {
   return false;
 }
 
+// One warning (rank 0) when threads x ranks exceed the node's CPUs.
+void warn_if_oversubscribed(const std::string& app_name, int ranks_on_node, long online) {
+  if (ExecSpace().concurrency() <= 1 || long(ExecSpace().concurrency()) * ranks_on_node <= online) return;
+  // OpenMP runtimes read OMP_WAIT_POLICY when they load, before main:
+  // the remedy for spinning threads can only be named, not applied.
+  std::fprintf(stderr,
+               "%s: warning: %d threads per rank x %d ranks on this node > %ld CPUs (over-subscribed: "
+               "set --kokkos-num-threads or OMP_NUM_THREADS%s)\n",
+               app_name.c_str(), int(ExecSpace().concurrency()), ranks_on_node, online,
+               std::getenv("OMP_WAIT_POLICY") ? ""
+                                              : ", or OMP_WAIT_POLICY=passive so that waiting threads "
+                                                "leave the cores to the others");
+}
+
 KokkosStart start_kokkos(const std::string& app_name, std::vector<std::string> args, int rank) {
   KokkosStart ks;
   MPI_Comm node;
@@ -104,17 +118,7 @@ KokkosStart start_kokkos(const std::string& app_name, std::vector<std::string> a
       ks.error = std::string("unknown Kokkos option ") + argv[static_cast<std::size_t>(i)];
       break;
     }
-  if (ks.error.empty() && rank == 0 && ExecSpace().concurrency() > 1 &&
-      long(ExecSpace().concurrency()) * ranks_on_node > online)
-    // OpenMP runtimes read OMP_WAIT_POLICY when they load, before main:
-    // the remedy for spinning threads can only be named, not applied.
-    std::fprintf(stderr,
-                 "%s: warning: %d threads per rank x %d ranks on this node > %ld CPUs (over-subscribed: "
-                 "set --kokkos-num-threads or OMP_NUM_THREADS%s)\n",
-                 app_name.c_str(), int(ExecSpace().concurrency()), ranks_on_node, online,
-                 std::getenv("OMP_WAIT_POLICY") ? ""
-                                                : ", or OMP_WAIT_POLICY=passive so that waiting threads "
-                                                  "leave the cores to the others");
+  if (ks.error.empty() && rank == 0) warn_if_oversubscribed(app_name, ranks_on_node, online);
   return ks;
 }
 
