@@ -77,9 +77,10 @@ namespace {
 // comes from memory in a sweep, the other rows being re-read from cache:
 // it is prefetched kPrefetch bytes ahead, which the hardware prefetcher
 // alone does not sustain (measured +10-20 % out of cache). Streaming
-// stores of o were measured slower here (partial lines at every row end).
-// Reads reach c[i0 - 2] and c[i1 + 2]: the row's ghost cells and the next
-// row's first cell, all inside the field.
+// stores of o's whole lines were measured slower here (docs/results.md).
+// Reads reach c[i0 - 2] and c[i1 + 2]: ghost cells, or for i0 = 1 and
+// i1 = nx the last cell of the row before and the first of the row after,
+// all inside the field.
 inline double scalar_cells(const double* __restrict c, const double* __restrict s, const double* __restrict n,
                            const double* __restrict b, const double* __restrict t, double* __restrict o,
                            long i0, long i1, const StencilCoefficients& k, double m) {
