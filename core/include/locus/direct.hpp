@@ -144,9 +144,13 @@ struct Lookahead {
 extern constinit thread_local Lookahead t_lookahead;
 
 // One move for the common sizes (a constant-size memcpy is one load and
-// one store, whatever the element's type and alignment).
+// one store, whatever the element's type and alignment); the library's
+// memcpy, a call through the PLT, for the others.
 inline void copy_small(void* dst, const char* src, std::size_t bytes) noexcept {
   switch (bytes) {
+    case 16:
+      __builtin_memcpy(dst, src, 16);
+      return;
     case 8:
       __builtin_memcpy(dst, src, 8);
       return;

@@ -174,7 +174,7 @@ void get(T* dst, GlobalPtr<T> src, std::size_t count, Route r = Route::automatic
     if (const char* a =
             detail::direct_address(src.team, src.segment, src.unit, src.offset, count * sizeof(T))) {
       std::atomic_thread_fence(std::memory_order_acquire);
-      std::memcpy(dst, a, count * sizeof(T));
+      detail::copy_small(dst, a, count * sizeof(T));
       return;
     }
   const Layout l = detail::contiguous_layout(count);
@@ -185,7 +185,7 @@ template <class T>
 void put(GlobalPtr<T> dst, const T* src, std::size_t count, Route r = Route::automatic) {
   if (r != Route::mpi)
     if (char* a = detail::direct_address(dst.team, dst.segment, dst.unit, dst.offset, count * sizeof(T))) {
-      std::memcpy(a, src, count * sizeof(T));
+      detail::copy_small(a, reinterpret_cast<const char*>(src), count * sizeof(T));
       std::atomic_thread_fence(std::memory_order_release);
       return;
     }
@@ -385,7 +385,7 @@ template <class T>
 void put_nbi(GlobalPtr<T> dst, const T* src, std::size_t count) {
   // No fence per call: flush, which completes these, is the fence.
   if (char* a = detail::direct_address(dst.team, dst.segment, dst.unit, dst.offset, count * sizeof(T))) {
-    std::memcpy(a, src, count * sizeof(T));
+    detail::copy_small(a, reinterpret_cast<const char*>(src), count * sizeof(T));
     return;
   }
   detail::put_nbi(detail::target(dst, count, "put_nbi"), src);
