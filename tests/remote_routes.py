@@ -4,7 +4,8 @@ the route the summary reports is the one taken:
 
   * heat3d, strategies locus and locus-nb, on emulated nodes of 1 and 2
     ranks: temperature identical to p2p on real nodes; with message every
-    pair of unit 0 with another node goes by message, with rma none;
+    pair of unit 0 with another node goes by message, with rma none; the
+    same on the staging path (comm.staging: always) on nodes of 1;
   * at 4 ranks also with progress processes (nodes of 2: a unit and its
     server) and with redirection on (comm.async: on);
   * poisson5pt (in-place Gauss-Seidel: the notified halo with its done
@@ -69,6 +70,12 @@ def heat3d():
                 cases.append(("%s node%d %s" % (halo, node, route), NP,
                               ["comm.halo=" + halo, "runtime.node_size=%d" % node, "comm.remote=" + route],
                               route, NP > node))
+    if NP > 1:
+        for halo in ("locus", "locus-nb"):
+            for route in ROUTES:
+                cases.append(("%s staged node1 %s" % (halo, route), NP,
+                              ["comm.halo=" + halo, "comm.staging=always", "runtime.node_size=1",
+                               "comm.remote=" + route], route, True))
     if NP == 4:
         for route in ("rma", "message"):
             # ranks 1 and 3 serve: units 0 and 1 sit on different nodes

@@ -98,12 +98,14 @@ def heat3d():
             print("%-34s staged: bitwise the direct p2p field" % label)
     if NP == 4:
         # locus-nb with a progress process per emulated node of 2 (2 units):
-        # the packed faces' gets are offloaded to it. heat3d's field does not
+        # the packed faces' gets are offloaded to it (comm.remote: rma; under
+        # auto the faces between nodes travel as messages, which are not
+        # offloaded: remote_routes.py). heat3d's field does not
         # depend on the rank count (heat3d.invariance), so the 4-rank direct
         # field is the reference.
         label = "heat3d locus-nb progress processes"
         path, seen, s = run("heat3d", "default.yaml",
-                            sets + ["comm.halo=locus-nb", "comm.staging=always",
+                            sets + ["comm.halo=locus-nb", "comm.staging=always", "comm.remote=rma",
                                     "runtime.progress.processes_per_node=1", "runtime.progress.threshold=64"],
                             "heat3d_locus-nb_progress", want_summary=True)
         staged_kernels(label, seen, want, True, True)

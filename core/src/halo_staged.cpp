@@ -13,7 +13,9 @@
 //   locus-barrier  the same through the locus core (memcpy on one node)
 //   locus          notified: the owner packs, then announces the face with
 //                  its `ready` flag (the step number); the fetcher waits for
-//                  its neighbours only and gets the face (a transfer plan)
+//                  its neighbours only and gets the face (a transfer plan;
+//                  faces from other nodes follow comm.remote, and one that
+//                  travels as a message needs no flag)
 //   locus-nb       the same, split phase: begin() announces and starts the
 //                  gets, end() completes them and unpacks
 // Packed faces sit in slots, one per face 2 * d + side, in the same order
@@ -115,8 +117,11 @@ class StagedHalo : public SplitHalo<T> {
     if (transport == Transport::notified) {
       flags_ = Array<std::uint64_t>(team, 6);
       std::fill(flags_.data(), flags_.data() + flags_.size(), 0);
+      // Faces from other nodes follow comm.remote, as the direct notified
+      // halo's do: a face that travels as a message needs no ready flag.
       for (std::size_t parity = 0; parity < 2; ++parity)
-        plans_[parity] = GetPlan<T>(send_.gptr(), remote[parity], route_);
+        plans_[parity] = GetPlan<T>(send_.gptr(), remote[parity], route_, RemoteMode::deck);
+      for (Face& f : faces_) f.message = plans_[0].message(f.unit);
     }
     requests_.resize(2 * faces_.size());
     // Nobody announces (or transfers) before every unit has its buffers
@@ -129,6 +134,7 @@ class StagedHalo : public SplitHalo<T> {
   struct Face {
     int unit = -1;
     int slot = 0, their_slot = 0;  // 2 * d + side, seen from me and from the neighbour
+    bool message = false;          // notified: travels as a two-sided message (comm.remote)
     Layout layout;
     std::size_t ghost_offset = 0, boundary_offset = 0, elements = 0;
     std::size_t my_slot = 0;            // my slot in my send and receive buffers
@@ -169,7 +175,8 @@ class StagedHalo : public SplitHalo<T> {
         break;
       case Transport::notified:
         std::atomic_thread_fence(std::memory_order_release);
-        for (const Face& f : faces_) notify(flags_.gptr(f.unit) + f.their_slot, s);
+        for (const Face& f : faces_)
+          if (!f.message) notify(flags_.gptr(f.unit) + f.their_slot, s);
         if (nonblocking_) fetch(s);
         break;
     }
@@ -217,7 +224,8 @@ class StagedHalo : public SplitHalo<T> {
   }
 
   void fetch(std::uint64_t s) {
-    for (const Face& f : faces_) wait_notify(flags_.data() + f.slot, s);
+    for (const Face& f : faces_)
+      if (!f.message) wait_notify(flags_.data() + f.slot, s);
     plans_[s % 2].start(recv_.host());
   }
 
