@@ -143,7 +143,7 @@ TEST_P(Transfer, GetAndPutEverySizeAndOffsetFromEveryUnit) {
   locus::Array<unsigned char> a(world(), part);
   for (std::size_t i = 0; i < part; ++i) a.data()[i] = pattern(me, i);
   locus::barrier(world());
-  const std::size_t sizes[] = {0, 1, 7, 4099, 3u << 20};
+  const std::size_t sizes[] = {0, 1, 4, 7, 8, 16, 4099, 3u << 20};  // 4, 8, 16: the inline copies
   const std::size_t offsets[] = {0, 3, 61};
   std::vector<unsigned char> buf(part);
   for (int u = 0; u < n; ++u)
@@ -171,6 +171,23 @@ TEST_P(Transfer, GetAndPutEverySizeAndOffsetFromEveryUnit) {
   EXPECT_EQ(bad, 0);
   EXPECT_EQ(a.data()[off - 1], pattern(me, off - 1)) << "put wrote before its block";
   EXPECT_EQ(a.data()[off + size], pattern(me, off + size)) << "put wrote past its block";
+  locus::barrier(world());
+  // Small puts (the inline copies of 4, 8 and 16 bytes), unaligned, beyond
+  // the block above.
+  const std::size_t small[] = {4, 8, 16}, at = 2000000 + 3;
+  for (std::size_t k = 0; k < 3; ++k)
+    locus::put(a.gptr(right) + static_cast<std::ptrdiff_t>(at + 32 * k), mine.data() + 100 * k, small[k],
+               route);
+  locus::barrier(world());
+  for (std::size_t k = 0; k < 3; ++k) {
+    long wrong = 0;
+    for (std::size_t i = 0; i < small[k]; ++i)
+      wrong += a.data()[at + 32 * k + i] != pattern(left + 50, 100 * k + i);
+    EXPECT_EQ(wrong, 0) << "put of " << small[k] << " B";
+    EXPECT_EQ(a.data()[at + 32 * k + small[k]], pattern(me, at + 32 * k + small[k]))
+        << "small put wrote past";
+    EXPECT_EQ(a.data()[at + 32 * k - 1], pattern(me, at + 32 * k - 1)) << "small put wrote before";
+  }
   locus::barrier(world());
 }
 
