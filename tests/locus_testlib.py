@@ -78,3 +78,15 @@ def shm_in_use(name):
         except OSError:
             continue
     return False
+
+
+def shm_orphans(new):
+    """Of the /dev/shm files NEW (created since a run started), those that
+    stay behind with no live process using them: what the run leaked, not
+    the windows of tests running beside it (ctest -j)."""
+    t0 = time.monotonic()
+    left = set(new)
+    while left and time.monotonic() - t0 < 3:
+        left = {f for f in left if os.path.exists("/dev/shm/" + f)}
+        time.sleep(0.1)
+    return {f for f in left if os.path.exists("/dev/shm/" + f) and not shm_in_use(f)}

@@ -16,7 +16,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from locus_testlib import MPIEXEC, SOURCE, app_path, check, scratch, shm_in_use  # noqa: E402
+from locus_testlib import MPIEXEC, SOURCE, app_path, check, scratch, shm_orphans  # noqa: E402
 import subprocess  # noqa: E402
 
 NP = int(sys.argv[1])
@@ -37,16 +37,6 @@ def shm_files():
         return set()
 
 
-def orphans(new):
-    """The new /dev/shm files that stay behind with no process using them."""
-    t0 = time.monotonic()
-    left = set(new)
-    while left and time.monotonic() - t0 < 3:
-        left = {f for f in left if os.path.exists("/dev/shm/" + f)}
-        time.sleep(0.1)
-    return {f for f in left if os.path.exists("/dev/shm/" + f) and not shm_in_use(f)}
-
-
 def run(app, deck, sets, label, env=None):
     od = os.path.join(OUT, label)
     cmd = [MPIEXEC, "-n", str(NP), app_path(app), deck, "--quiet", "--set", "output.dir=" + od]
@@ -62,7 +52,7 @@ def run(app, deck, sets, label, env=None):
         check(False, "%s: no end within 60 s under ulimit -v" % label)
     dt = time.monotonic() - t0
     left = [os.path.join(r, f) for r, _, fs in os.walk(od) for f in fs] if os.path.isdir(od) else []
-    new_shm = orphans(shm_files() - before)
+    new_shm = shm_orphans(shm_files() - before)
     return p, dt, left, new_shm
 
 
