@@ -236,12 +236,18 @@ struct Exchange {
   }
 
   void fill(std::size_t n, u64 s) { std::memset(face.data(), static_cast<int>(s & 0xff), n); }
+  // Every byte is checked, without an early exit: the loop vectorizes, so
+  // the check costs a small, equal part of every column. (A loop that
+  // stops at the first wrong byte runs a byte per cycle, more than the
+  // exchange itself from 2 KiB, and its speed varied with where the
+  // compiler placed each column's copy: up to 1.4x between two columns
+  // doing the same MPI calls.)
   void verify(const char* p, std::size_t n, u64 s) {
+    const auto want = static_cast<unsigned char>(s & 0xff);
+    unsigned char diff = 0;
     for (std::size_t i = 0; i < n; ++i)
-      if (static_cast<unsigned char>(p[i]) != (s & 0xff)) {
-        ++bad;
-        return;
-      }
+      diff |= static_cast<unsigned char>(static_cast<unsigned char>(p[i]) ^ want);
+    if (diff != 0) ++bad;
   }
   u64* flag_at(int k) { return reinterpret_cast<u64*>(mem + L.flag(k)); }
 

@@ -100,6 +100,7 @@ class PlanImpl {
   };
   std::vector<Serve> serves;
   std::vector<int> message_units;     // sorted: units I exchange messages with
+  bool messages_only = false;         // every entry a message: start() only posts
   MPI_Comm comm = MPI_COMM_NULL;      // the plan's own (duplicated) communicator
   std::vector<MPI_Request> messages;  // posted by start(), completed by wait()
   std::vector<Entry> entries;
@@ -332,6 +333,9 @@ PlanImpl* make_plan(int team, int segment, std::vector<PlanEntry> entries, std::
   }
   if (remote != RemoteMode::rma) {
     setup_messages(*p, rt.team(team), remote, candidate);
+    p->messages_only =
+        std::all_of(p->entries.begin(), p->entries.end(), [](const auto& e) { return e.message; });
+    p->messages.reserve(p->entries.size() + p->serves.size());
   } else {
     // One-sided: my entries' units of other nodes are RMA pairs.
     for (const auto& [unit, bytes] : bytes_per_unit(*p, candidate)) count_pair(false, bytes);
@@ -358,10 +362,6 @@ void copy_runs(char* dst_base, const Runs& dst, const char* src_base, const Runs
 void plan_start(PlanImpl& p, void* local_base) {
   CommScope timed;
   char* local = static_cast<char*>(local_base);
-  // Redirection (async.hpp) is switched only at collective points with
-  // nothing in flight: the MPI path (direct or through the ghost) is read
-  // at each start.
-  Team& team = Runtime::current().team(p.team);
   if (p.get) std::atomic_thread_fence(std::memory_order_acquire);
   if (!p.message_units.empty()) {
     // Non-blocking sends and receives, posted afresh each start: MPICH
@@ -380,7 +380,12 @@ void plan_start(PlanImpl& p, void* local_base) {
     for (const auto& e : p.entries)
       if (e.message) post(!p.get, local, e.ltype, e.unit, e.tag);
     for (const auto& sv : p.serves) post(p.get, part, sv.type, sv.unit, sv.tag);
+    if (p.messages_only) return;  // (a put's release fence came before the sends)
   }
+  // Redirection (async.hpp) is switched only at collective points with
+  // nothing in flight: the MPI path (direct or through the ghost) is read
+  // at each start.
+  Team& team = Runtime::current().team(p.team);
   for (auto& e : p.entries) {
     if (e.message) continue;
     if (e.offload) {
