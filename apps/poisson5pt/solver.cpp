@@ -564,11 +564,15 @@ class Solver final : public SolverBase {
 
   // Chunks of rows of the red-black pass: one per thread of the execution
   // space; LOCUS_ROW_CHUNKS (a test hook) asks for more, so that a
-  // one-thread build runs the chunked pass too.
+  // one-thread build runs the chunked pass too. Read once (Kokkos is
+  // running by then): a getenv per pass showed in profiles of small grids.
   static long row_chunks() {
-    long c = locus::ExecSpace().concurrency();
-    if (const char* e = std::getenv("LOCUS_ROW_CHUNKS")) c = std::max(c, std::atol(e));
-    return c;
+    static const long chunks = [] {
+      long c = locus::ExecSpace().concurrency();
+      if (const char* e = std::getenv("LOCUS_ROW_CHUNKS")) c = std::max(c, std::atol(e));
+      return c;
+    }();
+    return chunks;
   }
 
   // The plain reference of the first pass of the first iteration (on a

@@ -57,23 +57,6 @@ std::size_t slot_start(const std::array<long, 3>& n, int slot) {
   return off;
 }
 
-// Copies between a face of the field (layout l from `field`) and its
-// packed slot, one block of the layout per index; pack: field -> packed.
-template <class T>
-void face_kernel(const char* name, T* field, const Layout& l, T* packed, bool pack) {
-  const std::size_t blocks = l.rows * l.count, len = l.block, count = l.count;
-  const std::size_t stride = l.stride, row_stride = l.row_stride;
-  Kokkos::parallel_for(
-      name, Range<std::size_t>(0, blocks), KOKKOS_LAMBDA(std::size_t q) {
-        T* __restrict f = field + (q / count) * row_stride + (q % count) * stride;
-        T* __restrict p = packed + q * len;
-        if (pack)
-          for (std::size_t e = 0; e < len; ++e) p[e] = f[e];
-        else
-          for (std::size_t e = 0; e < len; ++e) f[e] = p[e];
-      });
-}
-
 enum class Transport { two_sided, one_sided, notified };
 
 template <class T>

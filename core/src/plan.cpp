@@ -249,7 +249,7 @@ void setup_messages(PlanImpl& p, Team& team, RemoteMode mode, const std::vector<
     for (const Runs& r : theirs[k]) from += bytes_of(r, p.esize);
     const double bytes = std::max(to == bytes_to.end() ? 0.0 : to->second, from);
     if (bytes == 0) continue;
-    message[k] = mode == RemoteMode::message || (mode == RemoteMode::automatic && rs.message_for(bytes));
+    message[k] = message_route(team.id(), u, bytes, mode);
     count_pair(message[k], bytes);
     if (message[k]) p.message_units.push_back(u);
   }
@@ -360,6 +360,7 @@ void copy_runs(char* dst_base, const Runs& dst, const char* src_base, const Runs
 }  // namespace
 
 void plan_start(PlanImpl& p, void* local_base) {
+  if (p.entries.empty() && p.serves.empty()) return;  // nothing of mine moves (a halo's idle plan)
   CommScope timed;
   char* local = static_cast<char*>(local_base);
   if (p.get) std::atomic_thread_fence(std::memory_order_acquire);
@@ -437,6 +438,7 @@ void plan_start(PlanImpl& p, void* local_base) {
 }
 
 void plan_wait(PlanImpl& p) {
+  if (p.entries.empty() && p.serves.empty()) return;
   CommScope timed;
   if (!p.handles.empty()) wait_all(p.handles);
   p.handles.clear();
@@ -456,6 +458,13 @@ std::size_t plan_remote_entries(const PlanImpl& p) {
 }  // namespace locus::detail
 
 namespace locus {
+bool message_route(int team, int unit, double bytes, RemoteMode mode) {
+  const RemoteSettings& rs = Runtime::current().settings().remote;
+  if (mode == RemoteMode::deck) mode = rs.mode;
+  if (mode == RemoteMode::rma || Runtime::current().team(team).same_node(unit)) return false;
+  return mode == RemoteMode::message || rs.message_for(bytes);
+}
+
 RemoteRoutes remote_routes() {
   const detail::RuntimeState* s = detail::state_if_any();
   return s ? s->routes : RemoteRoutes{};

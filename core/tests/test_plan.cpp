@@ -114,8 +114,13 @@ TEST(Plans, MessageRouteMovesWhatRmaMoves) {
     }
   for (locus::RemoteMode mode : {locus::RemoteMode::message, locus::RemoteMode::automatic}) {
     locus::GetPlan<double> rma(x.gptr(), gets), plan(x.gptr(), gets, locus::Route::automatic, mode);
-    for (int u = 0; u < n && mode == locus::RemoteMode::message; ++u) {
-      EXPECT_EQ(plan.message(u), !world().same_node(u)) << "unit " << u;
+    for (int u = 0; u < n; ++u) {
+      if (mode == locus::RemoteMode::message) {
+        EXPECT_EQ(plan.message(u), !world().same_node(u)) << "unit " << u;
+      }
+      // the public decision is the plan's: 2 entries of 4 doubles each way
+      EXPECT_EQ(plan.message(u), locus::message_route(world().id(), u, 64.0, mode)) << "unit " << u;
+      EXPECT_FALSE(locus::message_route(world().id(), u, 64.0, locus::RemoteMode::rma)) << "unit " << u;
     }
     std::vector<double> want(at), got[2] = {std::vector<double>(at, -1), std::vector<double>(at, -2)};
     for (int step = 0; step < 4; ++step) {

@@ -117,6 +117,14 @@ class TransferPlan {
   std::unique_ptr<detail::PlanImpl, detail::PlanDeleter> impl_;
 };
 
+// The route a collective plan built with `mode` takes between this unit and
+// `unit` of team `team` when the pair moves `bytes` per execution in its
+// larger direction: true for messages (a unit of another node, and
+// comm.remote message, or auto with the calibration favouring messages).
+// Every plan decides its pairs with this; callers that split their
+// transfers by route before building plans (the notified halo) ask it too.
+bool message_route(int team, int unit, double bytes, RemoteMode mode = RemoteMode::deck);
+
 // What this unit's collective plans decided so far: pairs (a plan and
 // another unit of another node) that exchange by message or by RMA, and the
 // largest bytes per execution of each (for the run summary).
