@@ -5,7 +5,9 @@ the route the summary reports is the one taken:
   * heat3d, strategies locus and locus-nb, on emulated nodes of 1 and 2
     ranks: temperature identical to p2p on real nodes; with message every
     pair of unit 0 with another node goes by message, with rma none; the
-    same on the staging path (comm.staging: always) on nodes of 1;
+    same on the staging path (comm.staging: always) on nodes of 1; faces
+    of several rows direct (comm.remote_faces: direct, the default: MPI
+    datatypes between the fields) and packed, with the summary saying which;
   * at 4 ranks also with progress processes (nodes of 2: a unit and its
     server) and with redirection on (comm.async: on);
   * poisson5pt (in-place Gauss-Seidel: the notified halo with its done
@@ -76,6 +78,12 @@ def heat3d():
                 cases.append(("%s staged node1 %s" % (halo, route), NP,
                               ["comm.halo=" + halo, "comm.staging=always", "runtime.node_size=1",
                                "comm.remote=" + route], route, True))
+        # faces of several rows packed instead of sent as datatypes (the
+        # default, direct, runs in the cases above: this grid's rows are 88 B)
+        for halo in ("locus", "locus-nb"):
+            cases.append(("%s node1 message packed" % halo, NP,
+                          ["comm.halo=" + halo, "runtime.node_size=1", "comm.remote=message",
+                           "comm.remote_faces=packed"], "message", True))
     if NP == 4:
         for route in ("rma", "message"):
             # ranks 1 and 3 serve: units 0 and 1 sit on different nodes
@@ -88,6 +96,8 @@ def heat3d():
         p, _ = run_app("heat3d", HEAT, ranks, HEAT_BASE + sets + ["output.dir=" + d], extra=["-q"])
         s = summary(p.stdout)
         check_routes(label, s, route, remote)
+        faces = "packed" if "comm.remote_faces=packed" in sets else "direct"
+        check(s["remote"]["faces"] == faces, "%s: summary says faces %s" % (label, s["remote"]["faces"]))
         t = dataset(os.path.join(d, "heat3d.h5"), "temperature")
         diff = np.count_nonzero(t != ref)
         check(diff == 0, "%s: %d cells differ from p2p" % (label, diff))

@@ -78,6 +78,7 @@ namespace {
 // rank reads the same file).
 RemoteSettings remote_settings(const Config& c) {
   RemoteSettings r;
+  r.faces = c.string("comm.remote_faces") == "packed" ? RemoteFaces::packed : RemoteFaces::direct;
   const std::string mode = c.string("comm.remote");
   r.mode = mode == "rma" ? RemoteMode::rma : mode == "message" ? RemoteMode::message : RemoteMode::automatic;
   if (r.mode != RemoteMode::automatic) {

@@ -233,14 +233,24 @@ std::size_t face_elements(const std::array<long, 3>& n, int d) {
 // In-place updates (Gauss-Seidel) also exchange a `done` flag with
 // same-node neighbours at the end (they overwrite the faces just read);
 // double-buffered updates do not need it: the next `ready` covers it.
-// Only a face that is one run in the field goes direct: with ghost layers
-// that is a row of a 2D grid. Faces of several runs are packed by a kernel
-// first: measured with MPICH 4.0 between emulated nodes, heat3d's 128 KiB z
-// faces (128 rows of 1 KiB) took 106-112 us per exchange as messages with an
-// MPI datatype over the rows (p2p, which sends them so, 107-114 us), and
-// 65 us packed.
+// A face that is one run in the field (a row of a 2D grid) always goes
+// direct. Faces of several runs follow comm.remote_faces. Which of direct
+// and packed is faster depends on the MPI library's datatype path and, on
+// this project's host, on its state: heat3d's 128 KiB z faces (128 rows of
+// 1 KiB) between emulated nodes with MPICH 4.0 took 34-36 us direct against
+// 43-44 us packed (p2p 36-37) in one state, and 106-112 us direct against
+// 55-65 us packed (p2p 107-114) in the other. Direct is the default because
+// it costs what p2p costs in both.
 bool contiguous(const Layout& l) {
   return l.count * l.rows == 1 || (l.stride == l.block && (l.rows == 1 || l.row_stride == l.block * l.count));
+}
+
+// comm.remote_faces: direct (the default) sends faces of several runs as
+// datatypes too, those whose runs are a cache line or more (a 3D block's x
+// faces, one element per run, stay packed: a datatype with an entry per
+// element costs more than the pack).
+bool direct_rows(const Layout& l, std::size_t esize) {
+  return Runtime::current().settings().remote.faces == RemoteFaces::direct && l.block * esize >= 64;
 }
 
 template <class T>
@@ -286,7 +296,8 @@ class NotifiedHalo : public detail::SplitHalo<T> {
             Side::strided(face_offset(other, d, side ? 1 : other.n[d]), face_layout(other, d))};
         if (f.local) {
           local_entries_.push_back(in_place);
-        } else if (message_route(team.id(), nb, remote_bytes[nb]) && contiguous(f.layout)) {
+        } else if (message_route(team.id(), nb, remote_bytes[nb]) &&
+                   (contiguous(f.layout) || direct_rows(f.layout, sizeof(T)))) {
           // A message straight from the neighbour's boundary into my ghosts
           // (both sides decide alike: the same faces, the same bytes).
           f.direct = f.message = true;

@@ -154,6 +154,7 @@ Summary::Summary(const Context& ctx, const std::vector<TimerStats>& timers) {
     YAML::Node remote;
     remote["mode"] = rs.mode == RemoteMode::rma ? "rma" : rs.mode == RemoteMode::message ? "message" : "auto";
     remote["why"] = rs.why;
+    remote["faces"] = rs.faces == RemoteFaces::direct ? "direct" : "packed";
     if (!rs.calibration.empty()) remote["calibration"] = rs.calibration;
     const RemoteRoutes r = remote_routes();
     remote["message_pairs_unit0"] = r.message_pairs;

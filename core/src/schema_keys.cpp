@@ -109,6 +109,12 @@ void add_route_keys(Schema& s) {
               "always shared memory): rma (one-sided gets/puts announced by flags), message (two-sided "
               "sends and receives both sides build from the plan) or auto (per pair by the bytes "
               "exchanged, from a calibration of this MPI library: comm.remote_calibration)")
+      .choice("comm.remote_faces", "direct", {"direct", "packed"},
+              "how a halo face of several rows travels between nodes when its pair routes as messages: "
+              "direct (an MPI datatype over its rows, straight between the fields, as p2p sends it; rows "
+              "under 64 bytes are packed) or packed (a kernel packs it, one contiguous message, a kernel "
+              "unpacks; faster where the MPI library's datatype path is slow); a face of one row always "
+              "goes direct")
       .string("comm.remote_calibration", "",
               "auto: the calibration file (written by ./locus bench exchange on nodes); empty: "
               "remote-<mpich|openmpi>.yaml shipped in inputs/calibration (no file: message)")

@@ -95,16 +95,23 @@ struct AggregateSettings {
 // A plan asks for `deck` to follow comm.remote (plan.hpp).
 enum class RemoteMode { rma, message, automatic, deck };
 
+// comm.remote_faces: how a halo face of several runs (rows with gaps
+// between them) travels when its pair routes as messages: packed by a
+// kernel into one contiguous message, or as an MPI datatype over its rows
+// straight between the fields. Faces of one run always go direct.
+enum class RemoteFaces { packed, direct };
+
 // One calibrated message size: time per exchange by each route.
 struct RemotePoint {
   double bytes = 0, message_us = 0, rma_us = 0;
 };
 struct RemoteSettings {
   RemoteMode mode = RemoteMode::automatic;
-  std::string calibration;          // the file the points came from ("" when none was found)
-  std::string calibrated_library;   // the MPI library the file was measured with
-  std::vector<RemotePoint> points;  // by growing size
-  std::string why;                  // how the calibration was found, or why there is none
+  std::string calibration;                  // the file the points came from ("" when none was found)
+  std::string calibrated_library;           // the MPI library the file was measured with
+  std::vector<RemotePoint> points;          // by growing size
+  std::string why;                          // how the calibration was found, or why there is none
+  RemoteFaces faces = RemoteFaces::direct;  // comm.remote_faces
   // The route of a pair exchanging `bytes` in one plan execution (mode
   // automatic): the faster at the nearest calibrated sizes (log-linear
   // interpolation; the end points beyond the range), or message without a
