@@ -4,7 +4,8 @@
 //   raw               the limit: CPU atomics (lock xor) on one MPI
 //                     shared-memory table, no library in the loop (only
 //                     when every rank shares one real node)
-//   mpi               MPI_Accumulate(BXOR) on an MPI_Win_allocate window,
+//   mpi               MPI_Accumulate(BXOR) on an MPI_Win_allocate window
+//                     (MPI_Win_create between emulated nodes: shared_table.hpp),
 //                     MPI_Win_flush_all after every look-ahead batch
 //   hpcc              two-sided with buckets, as HPCC's MPIRandomAccess does
 //                     it: updates bucketed per destination rank, a full
@@ -247,7 +248,7 @@ Table read_table(const locus::Config& c, const locus::Team& world) {
 // Every form of the table a variant updates.
 struct Tables {
   Tables(locus::Team& world, const Table& tb, u64 lookahead)
-      : mpi(world.comm(), tb.local),
+      : mpi(world.comm(), tb.local, locus::Runtime::current().node_map().emulated_size > 0),
         raw(world.comm(), tb.local),
         hpcc(tb.local),
         buckets(world.comm(), lookahead, hpcc.data()),

@@ -5,7 +5,8 @@
 //                     library in the loop (only when every rank shares one
 //                     real node)
 //   mpi-get           MPI_Get of one word per index on an MPI_Win_allocate
-//                     window, MPI_Win_flush_all per look-ahead batch
+//                     window (MPI_Win_create between emulated nodes:
+//                     shared_table.hpp), MPI_Win_flush_all per look-ahead batch
 //   alltoallv         two-sided: indices bucketed per owner, MPI_Alltoall of
 //                     the counts, MPI_Alltoallv of the indices, the owners
 //                     look them up, MPI_Alltoallv of the values back
@@ -90,7 +91,7 @@ Problem read_problem(const locus::Config& c, int units, int me) {
 // The same table in every form a variant reads, filled with my words.
 struct Tables {
   Tables(locus::Team& world, const Problem& s)
-      : mpi(world.comm(), s.local),
+      : mpi(world.comm(), s.local, locus::Runtime::current().node_map().emulated_size > 0),
         raw(world.comm(), s.local),
         own(s.local),
         table(world, s.local),

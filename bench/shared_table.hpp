@@ -2,7 +2,11 @@
 // The two MPI tables the random-access benchmarks (gups, ig) compare locus
 // with, owned here so that every window is freed:
 //   WindowTable  an MPI_Win_allocate window of n words per rank, locked
-//                for all (the MPI one-sided baseline);
+//                for all (the MPI one-sided baseline); between emulated
+//                nodes an MPI_Win_create window over MPI_Alloc_mem memory,
+//                which takes the library's inter-node path as locus's
+//                segment windows do (Open MPI serves an allocated window
+//                of ranks on one host with its shared-memory component);
 //   NodeTable    one MPI shared-memory table over the ranks of the node
 //                (the raw limit: loads and CPU atomics, no library in the
 //                loop), only when every rank shares one real node.
@@ -16,13 +20,20 @@ namespace bench {
 template <class T>
 class WindowTable {
  public:
-  WindowTable(MPI_Comm comm, std::size_t n) {
-    MPI_Win_allocate(static_cast<MPI_Aint>(n * sizeof(T)), sizeof(T), MPI_INFO_NULL, comm, &base_, &win_);
+  WindowTable(MPI_Comm comm, std::size_t n, bool emulated_nodes) : own_(emulated_nodes) {
+    const auto bytes = static_cast<MPI_Aint>(n * sizeof(T));
+    if (own_) {
+      MPI_Alloc_mem(bytes, MPI_INFO_NULL, &base_);
+      MPI_Win_create(base_, bytes, sizeof(T), MPI_INFO_NULL, comm, &win_);
+    } else {
+      MPI_Win_allocate(bytes, sizeof(T), MPI_INFO_NULL, comm, &base_, &win_);
+    }
     MPI_Win_lock_all(MPI_MODE_NOCHECK, win_);
   }
   ~WindowTable() {
     MPI_Win_unlock_all(win_);
     MPI_Win_free(&win_);
+    if (own_) MPI_Free_mem(base_);
   }
   WindowTable(const WindowTable&) = delete;
   WindowTable& operator=(const WindowTable&) = delete;
@@ -30,6 +41,7 @@ class WindowTable {
   MPI_Win win() const { return win_; }
 
  private:
+  bool own_;  // base_ from MPI_Alloc_mem
   T* base_ = nullptr;
   MPI_Win win_ = MPI_WIN_NULL;
 };
