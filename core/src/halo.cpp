@@ -350,6 +350,11 @@ class NotifiedHalo : public detail::SplitHalo<T> {
   }
   const std::uint64_t* my_flag(const Face& f, Flag kind) const { return flags_.data() + kind + f.slot; }
 
+  void prepare(GridFieldT<T>& field) override {
+    if (!local_entries_.empty()) local_plan(field);
+    direct_plan(field);
+  }
+
   // The same-node plan of a field (fields are segments; a plan per field).
   GetPlan<T>& local_plan(GridFieldT<T>& field) {
     const int key = field.gptr(0).segment;

@@ -66,6 +66,11 @@ class HaloExchange {
   virtual void end(GridFieldT<T>& /*f*/) {}
   // True when begin() returns before the ghosts have arrived (locus-nb).
   virtual bool split_phase() const { return false; }
+  // Builds what exchanging `f` needs, so that the first exchange of a field
+  // (inside an app's timed loop) does not. Collective over the team for some
+  // strategies: every unit prepares the same fields in the same order. A
+  // field nobody prepared is prepared by its first exchange.
+  virtual void prepare(GridFieldT<T>& /*f*/) {}
 };
 
 // The strategies this build offers, for the `comm.halo` schema key.
