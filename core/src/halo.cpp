@@ -220,9 +220,11 @@ std::size_t face_elements(const std::array<long, 3>& n, int d) {
 //              auto the pair may instead exchange the packed faces as
 //              two-sided messages (no flag: the arrival announces)
 //   direct     a remote face whose pair routes as messages and which is
-//              one contiguous run (a row of a 2D grid) goes as a message
-//              straight from the owner's boundary layer into the
-//              fetcher's ghosts, with no pack, unpack or flag
+//              one contiguous run (a row of a 2D grid), or whose runs are
+//              64 bytes or more under comm.remote_faces: direct (the
+//              default), goes as a message (an MPI datatype) straight from
+//              the owner's boundary layer into the fetcher's ghosts, with
+//              no pack, unpack or flag
 // The fetches are transfer plans built from the decomposition: one per
 // field for the same-node faces (field segment -> ghosts), one per field
 // for the direct faces, and one per step parity for the packed remote
@@ -363,9 +365,10 @@ class NotifiedHalo : public detail::SplitHalo<T> {
     return it->second;
   }
 
-  // The direct message faces of a field: built on a field's first exchange,
-  // collectively (every unit exchanges the same fields in the same order,
-  // with or without such faces), when comm.remote is not rma.
+  // The direct message faces of a field: built by prepare() or on the
+  // field's first exchange, collectively (every unit prepares and exchanges
+  // the same fields in the same order, with or without such faces), when
+  // comm.remote is not rma.
   GetPlan<T>* direct_plan(GridFieldT<T>& field) {
     if (!direct_) return nullptr;
     const int key = field.gptr(0).segment;
