@@ -38,7 +38,7 @@
 // emulated nodes an MPI_Win_create window over MPI_Alloc_mem memory instead,
 // so that they take the library's inter-node path as locus's segment
 // windows do (Open MPI would serve an allocated window of ranks that share
-// a host with its shared-memory component: 4-8x faster than the network
+// a host with its shared-memory component: 3-9x faster than the network
 // path it stands for). Every
 // buffer is double-buffered by step parity (a face of step s is overwritten
 // at s + 2 only, after the reader has answered step s + 1). Each protocol
