@@ -34,7 +34,8 @@
 // Between nodes the run also writes a calibration file for comm.remote: auto
 // (output.dir/<output.name>-remote-<mpich|openmpi|other>.yaml: per size,
 // locus-message and locus-get, the two routes a plan can take).
-// Plain MPI protocols use an MPI_Win_allocate window, locked once; between
+// Plain MPI protocols use an MPI_Win_allocate window, locked once
+// (bench::WindowTable, shared_table.hpp); between
 // emulated nodes an MPI_Win_create window over MPI_Alloc_mem memory instead,
 // so that they take the library's inter-node path as locus's segment
 // windows do (Open MPI would serve an allocated window of ranks that share
@@ -63,6 +64,7 @@
 #include "locus/segment.hpp"
 #include "locus/version.hpp"
 #include "locus/wait.hpp"
+#include "shared_table.hpp"
 
 namespace {
 
@@ -202,8 +204,10 @@ struct Exchange {
   int peer;
   bool active;
   Layout L;
-  char* mem = nullptr;
-  MPI_Win win = MPI_WIN_NULL;
+  // The plain MPI protocols' window (freed when the Exchange goes, collectively)
+  bench::WindowTable<char> table;
+  char* mem;
+  MPI_Win win;
   // [0, 2F): put_notify targets by parity; [2F, 4F): packed faces by parity
   locus::Array<char> seg;
   locus::Array<u64> flag;  // put_notify's, locus-get's, the plans' (message, auto)
@@ -212,40 +216,31 @@ struct Exchange {
   std::vector<MPI_Request> p2p_req = std::vector<MPI_Request>(2);
   long bad = 0;
 
-  bool own_mem = false;  // MPI_Alloc_mem'd (emulated nodes): freed after the window
-
   Exchange(locus::Team& team, int rank, int last, long max_size, bool emulated)
       : world(team),
         peer(rank == 0 ? last : 0),
         active(rank == 0 || rank == last),
         // Faces rounded up to 8 bytes in the layout: flags and tagged words stay aligned.
         L{(static_cast<std::size_t>(max_size) + 7) / 8 * 8},
+        table(team.comm(), L.bytes(), emulated),
+        mem(table.data()),
+        win(table.win()),
         face(L.face),
         in(L.face),
         words(2 * L.face) {
-    if (emulated) {
-      MPI_Alloc_mem(static_cast<MPI_Aint>(L.bytes()), MPI_INFO_NULL, &mem);
-      MPI_Win_create(mem, static_cast<MPI_Aint>(L.bytes()), 1, MPI_INFO_NULL, world.comm(), &win);
-      own_mem = true;
-    } else {
-      MPI_Win_allocate(static_cast<MPI_Aint>(L.bytes()), 1, MPI_INFO_NULL, world.comm(), &mem, &win);
-    }
     std::memset(mem, 0, L.bytes());
-    MPI_Win_lock_all(MPI_MODE_NOCHECK, win);
+    MPI_Win_sync(win);
     seg = locus::Array<char>(world, 4 * L.face);
     flag = locus::Array<u64>(world, 4);
     std::fill(flag.data(), flag.data() + 4, 0);
     locus::barrier(world);
   }
 
-  // Collective: frees the window; returns the wrong faces of every unit.
+  // Collective: the wrong faces of every unit.
   long close() {
     long bad_all = 0;
     MPI_Allreduce(&bad, &bad_all, 1, MPI_LONG, MPI_SUM, world.comm());
     locus::barrier(world);
-    MPI_Win_unlock_all(win);
-    MPI_Win_free(&win);
-    if (own_mem) MPI_Free_mem(mem);
     return bad_all;
   }
 
