@@ -5,6 +5,7 @@
 #include <cstring>
 #include <exception>
 #include <string>
+#include <type_traits>
 
 #include "locus/app.hpp"
 #include "locus/segment.hpp"
@@ -57,7 +58,7 @@ void with_type(std::uint8_t code, F&& f) {
 
 Aggregator::Aggregator(Team& team, const AggregateSettings& s)
     : team_(team), me_(team.rank()), units_(team.size()), cap_(s.records), slots_(s.slots) {
-  slot_bytes_ = kHeader + cap_ * sizeof(Record);
+  slot_bytes_ = kHeader + cap_ * kMaxRecordBytes;
   acks_bytes_ = static_cast<std::size_t>(units_) * sizeof(std::uint64_t);
   const std::size_t bytes =
       acks_bytes_ + static_cast<std::size_t>(units_) * static_cast<std::size_t>(slots_) * slot_bytes_;
@@ -70,7 +71,6 @@ Aggregator::Aggregator(Team& team, const AggregateSettings& s)
   applied_.assign(static_cast<std::size_t>(units_), 0);
   ack_values_.assign(static_cast<std::size_t>(units_), 0);
   message_ = message;
-  if (!message_) staging_.resize(slot_bytes_);
   // The progress processes apply the batches of a team they serve (the
   // world team: its units are the engine's application units, in order).
   ProgressEngine* engine = progress_engine();
@@ -151,60 +151,93 @@ std::uint64_t Aggregator::acked(int dest) const {
 
 bool Aggregator::quiet(int dest) const {
   const Out& o = out_[static_cast<std::size_t>(dest)];
-  return o.buffered() == 0 && acked(dest) == o.sent && o.answered == o.asked;
+  return o.buffered == 0 && acked(dest) == o.sent && o.answered == o.asked;
 }
 
-void Aggregator::push(int dest, const Record& r) {
+Aggregator::Batch Aggregator::new_batch() {
+  Batch b;
+  if (spare_.empty()) {
+    b.bytes.resize(slot_bytes_);
+  } else {
+    b.bytes = std::move(spare_.back());
+    spare_.pop_back();
+  }
+  b.used = kHeader;
+  return b;
+}
+
+void Aggregator::recycle(Batch& b) {
+  if (b.bytes.size() == slot_bytes_) spare_.push_back(std::move(b.bytes));
+}
+
+char* Aggregator::append(Out& o, const RunHeader& key) {
+  if (o.batches.empty() || o.batches.back().records == cap_) o.batches.push_back(new_batch());
+  Batch& b = o.batches.back();
+  char* const base = b.bytes.data();
+  std::uint64_t want = 0, have = 0;
+  std::memcpy(&want, &key, 8);
+  if (b.open_run) std::memcpy(&have, base + b.open_run, 8);
+  if (!b.open_run || have != want) {
+    b.open_run = b.used;
+    std::memcpy(base + b.used, &key, sizeof key);
+    b.used += sizeof key;
+  }
+  std::uint32_t count = 0;
+  std::memcpy(&count, base + b.open_run + offsetof(RunHeader, count), 4);
+  ++count;
+  std::memcpy(base + b.open_run + offsetof(RunHeader, count), &count, 4);
+  char* const at = base + b.used;
+  b.used += record_bytes(key.kind);
+  ++b.records;
+  ++o.buffered;
+  return at;
+}
+
+void Aggregator::pushed(int dest) {
   Out& o = out_[static_cast<std::size_t>(dest)];
-  o.recs.push_back(r);
   // Apply what others sent every so often (as HPCC's bucketed code tests
   // its receive every 16 updates): a destination that only sends would
   // otherwise hold its origins' credits until its own buffers fill.
   if (++pushes_ % kPollEvery == 0 && !draining_) drain();
   // A full batch goes at once; when it cannot (every send buffer in
   // flight), the next try comes kPollEvery records later, not at every push.
-  if (o.buffered() < std::max(cap_, o.next_try)) return;
+  if (o.buffered < std::max(cap_, o.next_try)) return;
   if (try_send(dest)) {
     o.next_try = 0;
     return;
   }
-  o.next_try = o.buffered() + kPollEvery;
-  if (o.buffered() < cap_ * static_cast<std::size_t>(slots_ + 2) || draining_) return;
+  o.next_try = o.buffered + kPollEvery;
+  if (o.buffered < cap_ * static_cast<std::size_t>(slots_ + 2) || draining_) return;
   // Far ahead of the destination: apply what comes in (it may be waiting
   // for us) until a slot frees.
-  for (unsigned spins = 0; o.buffered() >= cap_ * static_cast<std::size_t>(slots_ + 2);) {
+  for (unsigned spins = 0; o.buffered >= cap_ * static_cast<std::size_t>(slots_ + 2);) {
     drain();
     if (!try_send(dest)) relax_with_progress(spins, team_.comm());
   }
 }
 
-// Sends one batch to dest if it has records and a free slot.
+// Sends dest's oldest batch if it has records and a free slot.
 bool Aggregator::try_send(int dest) {
   Out& o = out_[static_cast<std::size_t>(dest)];
-  if (o.buffered() == 0) return false;
-  const std::size_t n = std::min(cap_, o.buffered());
+  if (o.buffered == 0) return false;
+  Batch& b = o.batches.front();
   if (message_) {
     // No credits: MPI's own flow control bounds what is in flight (a pool
     // buffer is reused once its send completed, as HPCC reuses a bucket).
     const int k = free_send_buffer();
     if (k < 0) return false;  // every buffer of the pool still in flight
-    send_message(dest, o, n, k);
+    send_message(dest, b, k);
   } else {
     if (o.sent - acked(dest) >= static_cast<std::uint64_t>(slots_)) return false;  // the mailbox is full
-    put_batch(dest, o, n);
+    put_batch(dest, b, o.sent % static_cast<std::uint64_t>(slots_));
   }
   ++o.sent;
   ++batches_sent_;
-  records_sent_ += n;
-  o.head += n;
-  if (o.head == o.recs.size()) {
-    o.recs.clear();
-    o.head = 0;
-  } else if (o.head > o.recs.size() / 2) {
-    o.recs.erase(o.recs.begin(), o.recs.begin() + static_cast<std::ptrdiff_t>(o.head));
-    o.head = 0;
-  }
-  if (o.buffered() == 0) o.urgent = false;
+  records_sent_ += b.records;
+  o.buffered -= b.records;
+  recycle(b);
+  o.batches.pop_front();
+  if (o.buffered == 0) o.urgent = false;
   return true;
 }
 
@@ -223,144 +256,217 @@ int Aggregator::free_send_buffer() {
   return done && index != MPI_UNDEFINED ? index : -1;
 }
 
-void Aggregator::send_message(int dest, Out& o, std::size_t n, int k) {
-  std::vector<char>& buf = send_buf_[static_cast<std::size_t>(k)];
-  const BatchHeader h{static_cast<std::uint32_t>(n), dest, flushing_ ? 1u : 0u};
-  std::memcpy(buf.data(), &h, kHeader);
-  std::memcpy(buf.data() + kHeader, o.recs.data() + o.head, n * sizeof(Record));
-  MPI_Isend(buf.data(), static_cast<int>(kHeader + n * sizeof(Record)), MPI_BYTE,
-            rank_of_[static_cast<std::size_t>(dest)], kBatchTag, comm_,
-            &send_req_[static_cast<std::size_t>(k)]);
+// Batch b goes as it is: it takes pool slot k's place (the slot's old
+// buffer, whose send completed, comes back in b to be reused).
+void Aggregator::send_message(int dest, Batch& b, int k) {
+  const BatchHeader h{b.records, dest, flushing_ ? 1u : 0u};
+  std::memcpy(b.bytes.data(), &h, kHeader);
+  std::vector<char>& slot = send_buf_[static_cast<std::size_t>(k)];
+  slot.swap(b.bytes);
+  MPI_Isend(slot.data(), static_cast<int>(b.used), MPI_BYTE, rank_of_[static_cast<std::size_t>(dest)],
+            kBatchTag, comm_, &send_req_[static_cast<std::size_t>(k)]);
 }
 
-void Aggregator::put_batch(int dest, Out& o, std::size_t n) {
-  const std::uint64_t count = n;
-  std::memcpy(staging_.data() + 8, &count, 8);
-  std::memcpy(staging_.data() + kHeader, o.recs.data() + o.head, n * sizeof(Record));
-  const std::uint64_t slot = o.sent % static_cast<std::uint64_t>(slots_);
+void Aggregator::put_batch(int dest, Batch& b, std::uint64_t slot) {
+  const std::uint64_t count = b.records;
+  std::memcpy(b.bytes.data() + 8, &count, 8);
   const MPI_Aint disp =
       box_->disp[static_cast<std::size_t>(dest)] + static_cast<MPI_Aint>(slot_offset(me_, slot));
   MPI_Win win = box_->rma;
-  MPI_Put(staging_.data() + 8, static_cast<int>(8 + n * sizeof(Record)), MPI_BYTE, dest, disp + 8,
-          static_cast<int>(8 + n * sizeof(Record)), MPI_BYTE, win);
+  MPI_Put(b.bytes.data() + 8, static_cast<int>(b.used - 8), MPI_BYTE, dest, disp + 8,
+          static_cast<int>(b.used - 8), MPI_BYTE, win);
   MPI_Win_flush(dest, win);  // the records are there before their number
-  const std::uint64_t seq = o.sent + 1;
+  const std::uint64_t seq = out_[static_cast<std::size_t>(dest)].sent + 1;
   MPI_Accumulate(&seq, 1, MPI_UINT64_T, dest, disp, 1, MPI_UINT64_T, MPI_REPLACE, win);
   MPI_Win_flush_local(dest, win);
 }
 
 namespace {
-// Walks a batch in order: where(r) is record r's target address (null for
-// a reply), resolved once per record. The records' targets are random
-// words in general (GUPS, index-gather): each one's line is prefetched
-// kAhead records before its atomic (its address kept in a ring until
-// then), so that the cache misses overlap instead of waiting one by one
-// behind each locked instruction.
-template <class Where, class Apply>
-void walk_batch(const Record* recs, std::size_t count, Where&& where, Apply&& apply) {
-  constexpr std::size_t kAhead = 16;
-  char* ring[kAhead];
-  auto prefetch = [&](const Record& r) {
-    char* addr = where(r);
-    if (!addr) return addr;
-    if (static_cast<RecordKind>(r.kind) == RecordKind::get)
-      __builtin_prefetch(addr, 0, 3);
-    else
-      __builtin_prefetch(addr, 1, 3);
-    return addr;
-  };
-  for (std::size_t i = 0; i < std::min(kAhead, count); ++i) ring[i] = prefetch(recs[i]);
-  for (std::size_t i = 0; i < count; ++i) {
-    char* addr = ring[i % kAhead];
-    if (i + kAhead < count) ring[i % kAhead] = prefetch(recs[i + kAhead]);
-    apply(recs[i], addr);
+
+std::string corrupt_batch(int origin) {
+  return "aggregated operations: a corrupt batch from unit " + std::to_string(origin);
+}
+
+std::uint64_t field(const char* p) {
+  std::uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
+
+// Calls fn(run, first record) for every run of a batch of `records`
+// records in [p, end); a batch that does not parse is an Error.
+template <class Fn>
+void for_each_run(const char* p, const char* end, std::size_t records, int origin, Fn&& fn) {
+  while (records > 0) {
+    RunHeader h;
+    if (end - p < static_cast<std::ptrdiff_t>(sizeof h)) throw Error(corrupt_batch(origin));
+    std::memcpy(&h, p, sizeof h);
+    p += sizeof h;
+    const std::size_t stride = record_bytes(h.kind);
+    if (stride == 0 || h.count == 0 || h.count > records ||
+        static_cast<std::size_t>(end - p) / stride < h.count)
+      throw Error(corrupt_batch(origin));
+    fn(h, p);
+    p += h.count * stride;
+    records -= h.count;
   }
 }
 
-std::string record_error(int source, const Record& r, const std::string& what) {
-  return "aggregated operation from unit " + std::to_string(source) + " on segment " +
-         std::to_string(r.segment) + ": " + what;
+// Prefetches the targets of a run's records kAhead records before their
+// access: the targets are random words in general (GUPS, index-gather), so
+// the cache misses overlap instead of waiting one by one behind each
+// locked instruction. An address is only a hint here (never dereferenced
+// before its record's bounds check).
+struct Ahead {
+  static constexpr std::size_t kAhead = 16;
+  const char* p;
+  const char* base;
+  std::size_t stride, n;
+  bool write;
+  void one(std::size_t i) const {
+    const char* a = base + field(p + i * stride);
+    if (write)
+      __builtin_prefetch(a, 1, 3);
+    else
+      __builtin_prefetch(a, 0, 3);
+  }
+  void start() const {
+    for (std::size_t i = 0; i < std::min(kAhead, n); ++i) one(i);
+  }
+  void before(std::size_t i) const {
+    if (i + kAhead < n) one(i + kAhead);
+  }
+};
+
+// Updates or fetches of element type T, the operation chosen once per run.
+template <class T, class Check, class Emit>
+void apply_ops(const RunHeader& h, const char* p, char* base, const Ahead& ahead, Check& check, Emit& emit) {
+  const auto op = static_cast<Op>(h.op);
+  auto each = [&](auto&& one) {
+    for (std::size_t i = 0; i < h.count; ++i) {
+      ahead.before(i);
+      const char* r = p + i * ahead.stride;
+      const std::uint64_t off = field(r);
+      check(off, sizeof(T));
+      T v;
+      std::memcpy(&v, r + 8, sizeof v);
+      one(reinterpret_cast<T*>(base + off), v);
+    }
+  };
+  if (static_cast<RecordKind>(h.kind) == RecordKind::fetch)
+    return each([&](T* a, T v) {
+      const T old = cpu_apply(a, v, op);
+      std::uint64_t bits = 0;
+      std::memcpy(&bits, &old, sizeof old);
+      emit(bits);
+    });
+  // Updates are relaxed: the flush that completes them at the origin
+  // synchronises.
+  if constexpr (std::is_integral_v<T>) {
+    if (op == Op::bxor)  // GUPS
+      return each([](T* a, T v) { std::atomic_ref<T>(*a).fetch_xor(v, std::memory_order_relaxed); });
+    if (op == Op::sum)
+      return each([](T* a, T v) { std::atomic_ref<T>(*a).fetch_add(v, std::memory_order_relaxed); });
+  }
+  each([&](T* a, T v) { cpu_apply(a, v, op, std::memory_order_relaxed); });
 }
+
+template <class T, class Check, class Emit>
+void apply_cas(const RunHeader& h, const char* p, char* base, Check& check, Emit& emit) {
+  for (std::size_t i = 0; i < h.count; ++i) {
+    const char* r = p + i * record_bytes(h.kind);
+    const std::uint64_t off = field(r);
+    check(off, sizeof(T));
+    T expected = static_cast<T>(field(r + 8));
+    std::atomic_ref<T>(*reinterpret_cast<T*>(base + off))
+        .compare_exchange_strong(expected, static_cast<T>(field(r + 16)), std::memory_order_acq_rel);
+    emit(static_cast<std::uint64_t>(expected));
+  }
+}
+
+// Applies the requests of run h (records at p) to the part at `base`:
+// check(offset, bytes) throws when a record is out of bounds; emit(bits)
+// takes each answer (fetches, compare-and-swaps, gets) in order.
+template <class Check, class Emit>
+void apply_run(const RunHeader& h, const char* p, char* base, Check&& check, Emit&& emit) {
+  const auto kind = static_cast<RecordKind>(h.kind);
+  const Ahead ahead{p, base, record_bytes(h.kind), h.count, kind != RecordKind::get};
+  switch (kind) {
+    case RecordKind::update:
+    case RecordKind::fetch:
+      ahead.start();
+      with_type(h.type, [&](auto zero) { apply_ops<decltype(zero)>(h, p, base, ahead, check, emit); });
+      return;
+    case RecordKind::cas:
+      if (type_size(h.type) == 4)
+        apply_cas<std::uint32_t>(h, p, base, check, emit);
+      else
+        apply_cas<std::uint64_t>(h, p, base, check, emit);
+      return;
+    case RecordKind::get:
+      if (h.size == 0 || h.size > 8)
+        throw Error("aggregated operations: a get of " + std::to_string(h.size) + " bytes");
+      ahead.start();
+      for (std::size_t i = 0; i < h.count; ++i) {
+        ahead.before(i);
+        const std::uint64_t off = field(p + i * ahead.stride);
+        check(off, h.size);
+        std::uint64_t v = 0;
+        std::memcpy(&v, base + off, h.size);
+        emit(v);
+      }
+      return;
+    default:
+      throw Error("aggregated operations: a corrupt record (kind " + std::to_string(h.kind) + ")");
+  }
+}
+
+std::string record_error(int source, int segment, const std::string& what) {
+  return "aggregated operation from unit " + std::to_string(source) + " on segment " +
+         std::to_string(segment) + ": " + what;
+}
+
+const RunHeader kReplyRun{static_cast<std::uint8_t>(RecordKind::reply), 0, 0, 0, 0, 0, 0};
 }  // namespace
 
 // A batch from `source`, in order: requests to my part, replies to mine.
-void Aggregator::apply_batch(int source, const Record* recs, std::size_t count) {
+void Aggregator::apply_batch(int source, const char* body, const char* end, std::size_t records) {
   const int team = team_.id();
-  int cached_id = -1;
-  char* cached_base = nullptr;
-  auto where = [&](const Record& r) -> char* {
-    if (static_cast<RecordKind>(r.kind) == RecordKind::reply) return nullptr;
-    if (r.segment != cached_id) {
-      const SegmentInfo* seg = state().segments.find(team, r.segment);
-      if (!seg) throw Error(record_error(source, r, "not allocated here (freed before a flush?)"));
-      cached_id = r.segment;
-      cached_base = seg->base;
-    }
-    return cached_base + r.offset;
-  };
-  walk_batch(recs, count, where, [&](const Record& r, char* addr) {
-    if (!addr) return take_reply(source, r);
-    Record reply;
-    if (!apply_request(r, addr, &reply)) return;
+  for_each_run(body, end, records, source, [&](const RunHeader& h, const char* p) {
+    if (static_cast<RecordKind>(h.kind) == RecordKind::reply) return take_replies(source, p, h.count);
+    const SegmentInfo* seg = state().segments.find(team, h.segment);
+    if (!seg) throw Error(record_error(source, h.segment, "not allocated here (freed before a flush?)"));
     Out& back = out_[static_cast<std::size_t>(source)];
-    back.recs.push_back(reply);
-    back.urgent = true;
+    apply_run(
+        h, p, seg->base, [](std::uint64_t, std::size_t) {},
+        [&](std::uint64_t bits) {
+          std::memcpy(append(back, kReplyRun), &bits, 8);
+          back.urgent = true;
+        });
   });
 }
 
-// The answer to my oldest open request to `source`.
-void Aggregator::take_reply(int source, const Record& r) {
+// The answers to my oldest open requests to `source`.
+void Aggregator::take_replies(int source, const char* p, std::uint32_t count) {
   Out& o = out_[static_cast<std::size_t>(source)];
-  if (o.replies.empty())
+  if (o.replies.size() - o.reply_head < count)
     throw Error("aggregated operations: a reply for unit " + std::to_string(source) +
                 " that nobody asked for");
-  const Out::Pending p = o.replies.front();
-  o.replies.pop_front();
-  std::memcpy(p.dst, &r.a, p.size);
-  ++o.answered;
-}
-
-bool apply_request(const Record& r, char* addr, Record* reply) {
-  const auto kind = static_cast<RecordKind>(r.kind);
-  *reply = Record{};
-  reply->kind = static_cast<std::uint8_t>(RecordKind::reply);
-  switch (kind) {
-    case RecordKind::update:
-      with_type(r.type, [&](auto zero) {
-        using T = decltype(zero);
-        T v;
-        std::memcpy(&v, &r.a, sizeof v);
-        // relaxed: the flush that completes it at the origin synchronises
-        cpu_apply(reinterpret_cast<T*>(addr), v, static_cast<Op>(r.op), std::memory_order_relaxed);
-      });
-      return false;
-    case RecordKind::fetch:
-      with_type(r.type, [&](auto zero) {
-        using T = decltype(zero);
-        T v;
-        std::memcpy(&v, &r.a, sizeof v);
-        const T old = cpu_apply(reinterpret_cast<T*>(addr), v, static_cast<Op>(r.op));
-        std::memcpy(&reply->a, &old, sizeof old);
-      });
-      return true;
-    case RecordKind::cas:
-      if (type_size(r.type) == 4) {
-        std::uint32_t expected = static_cast<std::uint32_t>(r.a);
-        std::atomic_ref<std::uint32_t>(*reinterpret_cast<std::uint32_t*>(addr))
-            .compare_exchange_strong(expected, static_cast<std::uint32_t>(r.b), std::memory_order_acq_rel);
-        reply->a = expected;
-      } else {
-        std::uint64_t expected = r.a;
-        std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t*>(addr))
-            .compare_exchange_strong(expected, r.b, std::memory_order_acq_rel);
-        reply->a = expected;
-      }
-      return true;
-    case RecordKind::get:
-      std::memcpy(&reply->a, addr, r.size);
-      return true;
-    default:
-      throw Error("aggregated operations: a corrupt record (kind " + std::to_string(r.kind) + ")");
+  for (std::uint32_t i = 0; i < count; ++i) {
+    const Out::Pending& d = o.replies[o.reply_head++];
+    const char* v = p + 8 * static_cast<std::size_t>(i);
+    if (d.size == 8)
+      std::memcpy(d.dst, v, 8);  // the common case inline, not a call
+    else
+      std::memcpy(d.dst, v, d.size);
+  }
+  o.answered += count;
+  if (o.reply_head == o.replies.size()) {
+    o.replies.clear();
+    o.reply_head = 0;
+  } else if (o.reply_head > 4096 && o.reply_head > o.replies.size() / 2) {
+    o.replies.erase(o.replies.begin(), o.replies.begin() + static_cast<std::ptrdiff_t>(o.reply_head));
+    o.reply_head = 0;
   }
 }
 
@@ -389,8 +495,10 @@ void Aggregator::drain_messages() {
     std::memcpy(&h, buf.data(), kHeader);
     // From a progress process: replies on behalf of the unit it names.
     const int src = by_server_ ? h.unit : st.MPI_SOURCE;
-    const auto* recs = reinterpret_cast<const Record*>(buf.data() + kHeader);
-    apply_batch(src, recs, h.count);
+    int bytes = 0;
+    MPI_Get_count(&st, MPI_BYTE, &bytes);
+    if (bytes < static_cast<int>(kHeader) || h.count > cap_) throw Error(corrupt_batch(st.MPI_SOURCE));
+    apply_batch(src, buf.data() + kHeader, buf.data() + bytes, h.count);
     ++applied_[static_cast<std::size_t>(src)];
     if (h.ask) {
       if (due.empty()) due.assign(static_cast<std::size_t>(units_), 0);
@@ -433,8 +541,8 @@ void Aggregator::drain() {
       if (__atomic_load_n(reinterpret_cast<std::uint64_t*>(slot), __ATOMIC_ACQUIRE) != done + 1) break;
       std::uint64_t count = 0;
       std::memcpy(&count, slot + 8, 8);
-      const auto* recs = reinterpret_cast<const Record*>(slot + kHeader);
-      apply_batch(s, recs, count);
+      if (count > cap_) throw Error(corrupt_batch(s));
+      apply_batch(s, slot + kHeader, slot + slot_bytes_, count);
       ++done;
       any_applied = true;
     }
@@ -456,67 +564,77 @@ void Aggregator::drain() {
 }
 
 namespace {
-// An update or fetch record: op applied to the target with `value`.
-Record op_record(RecordKind kind, const Target& t, const void* value, MPI_Datatype type, Op op) {
-  Record r;
-  r.kind = static_cast<std::uint8_t>(kind);
-  r.type = type_code(type);
-  r.op = static_cast<std::uint8_t>(op);
-  r.segment = t.seg->id;
-  r.offset = t.offset;
-  std::memcpy(&r.a, value, type_size(r.type));
-  return r;
+// The run key of an update or fetch.
+RunHeader op_key(RecordKind kind, int segment, MPI_Datatype type, Op op) {
+  RunHeader h;
+  h.kind = static_cast<std::uint8_t>(kind);
+  h.type = type_code(type);
+  h.op = static_cast<std::uint8_t>(op);
+  h.segment = segment;
+  return h;
 }
 }  // namespace
 
-void Aggregator::update(const Target& t, const void* value, MPI_Datatype type, Op op) {
-  const Record r = op_record(RecordKind::update, t, value, type, op);
+void Aggregator::update(int unit, int segment, std::uint64_t offset, const void* value, MPI_Datatype type,
+                        Op op) {
+  const RunHeader key = op_key(RecordKind::update, segment, type, op);
+  std::uint64_t fields[2] = {offset, 0};
+  std::memcpy(&fields[1], value, type_size(key.type));
   Lock lock(lock_);
-  push(t.unit, r);
+  std::memcpy(append(out_[static_cast<std::size_t>(unit)], key), fields, sizeof fields);
+  pushed(unit);
 }
 
-void Aggregator::get(void* dst, const Target& t, std::size_t bytes) {
-  Record r;
-  r.kind = static_cast<std::uint8_t>(RecordKind::get);
-  r.size = static_cast<std::uint8_t>(bytes);
-  r.segment = t.seg->id;
-  r.offset = t.offset;
-  Lock lock(lock_);
-  Out& o = out_[static_cast<std::size_t>(t.unit)];
-  o.replies.push_back({dst, static_cast<std::uint32_t>(bytes)});
+void Aggregator::expect_reply(Out& o, void* dst, std::uint32_t size) {
+  o.replies.push_back({dst, size});
   ++o.asked;
-  push(t.unit, r);
+}
+
+void Aggregator::get(void* dst, int unit, int segment, std::uint64_t offset, std::size_t bytes) {
+  RunHeader key;
+  key.kind = static_cast<std::uint8_t>(RecordKind::get);
+  key.size = static_cast<std::uint8_t>(bytes);
+  key.segment = segment;
+  Lock lock(lock_);
+  Out& o = out_[static_cast<std::size_t>(unit)];
+  expect_reply(o, dst, static_cast<std::uint32_t>(bytes));
+  std::memcpy(append(o, key), &offset, 8);
+  pushed(unit);
 }
 
 void Aggregator::fetch(const Target& t, const void* operand, void* result, MPI_Datatype type, Op op) {
-  const Record r = op_record(RecordKind::fetch, t, operand, type, op);
-  ask_and_wait(t.unit, r, result, type_size(r.type));
+  const RunHeader key = op_key(RecordKind::fetch, t.seg->id, type, op);
+  std::uint64_t fields[2] = {t.offset, 0};
+  std::memcpy(&fields[1], operand, type_size(key.type));
+  ask_and_wait(t.unit, key, fields, result, type_size(key.type));
 }
 
 void Aggregator::compare_and_swap(const Target& t, const void* compare, const void* value, void* result,
                                   MPI_Datatype type) {
-  Record r;
-  r.kind = static_cast<std::uint8_t>(RecordKind::cas);
-  r.type = type_code(type);
-  r.segment = t.seg->id;
-  r.offset = t.offset;
-  const std::uint8_t size = type_size(r.type);
-  std::memcpy(&r.a, compare, size);
-  std::memcpy(&r.b, value, size);
-  ask_and_wait(t.unit, r, result, size);
+  RunHeader key;
+  key.kind = static_cast<std::uint8_t>(RecordKind::cas);
+  key.type = type_code(type);
+  key.segment = t.seg->id;
+  const std::uint8_t size = type_size(key.type);
+  std::uint64_t fields[3] = {t.offset, 0, 0};
+  std::memcpy(&fields[1], compare, size);
+  std::memcpy(&fields[2], value, size);
+  ask_and_wait(t.unit, key, fields, result, size);
 }
 
-// Sends a request whose reply goes to `result` and applies incoming batches
-// until that reply has arrived.
-void Aggregator::ask_and_wait(int unit, const Record& r, void* result, std::uint32_t size) {
+// Sends a request (its run key and record fields) whose reply goes to
+// `result` and applies incoming batches until that reply has arrived.
+void Aggregator::ask_and_wait(int unit, const RunHeader& key, const std::uint64_t* fields, void* result,
+                              std::uint32_t size) {
   std::uint64_t ticket = 0;
   {
     Lock lock(lock_);
     Out& o = out_[static_cast<std::size_t>(unit)];
-    o.replies.push_back({result, size});
-    ticket = ++o.asked;
+    expect_reply(o, result, size);
+    ticket = o.asked;
     o.urgent = true;
-    push(unit, r);
+    std::memcpy(append(o, key), fields, record_bytes(key.kind));
+    pushed(unit);
   }
   for (unsigned spins = 0;;) {
     {
@@ -545,9 +663,11 @@ void Aggregator::flush(int unit) {
           o.ack_asked = o.sent;
         }
         // Everything went out before this flush: an empty batch asks.
-        if (message_ && o.buffered() == 0 && acked(d) < o.sent && o.ack_asked != o.sent)
+        if (message_ && o.buffered == 0 && acked(d) < o.sent && o.ack_asked != o.sent)
           if (const int k = free_send_buffer(); k >= 0) {
-            send_message(d, o, 0, k);
+            Batch empty = new_batch();
+            send_message(d, empty, k);
+            recycle(empty);
             o.ack_asked = ++o.sent;
             ++batches_sent_;
           }
@@ -581,37 +701,32 @@ void Aggregator::barrier() {
 }
 
 namespace {
-// The aggregator and the resolved target (team and segment looked up once)
-// of a call the short path may take: another node's unit of a segment with
-// aggregated atomics, in bounds (when checked), the profile not measuring;
-// else nullptr.
-Aggregator* short_path(int team, int segment, int unit, std::uint64_t offset, std::size_t bytes, Target* t) {
+// The team's aggregator when the short path may take the call: another
+// node's unit of a segment with aggregated atomics, in bounds (when
+// checked), the profile not measuring; else nullptr. Two table reads, no
+// segment record.
+Aggregator* short_path(int team, int segment, int unit, std::uint64_t offset, std::size_t bytes) {
   const Direct& d = g_direct;
   const DirectSegment* s = d.find(team, segment);
   if (!s || !s->aggregate || static_cast<unsigned>(unit) >= s->units || s->peer[unit]) return nullptr;
   if (d.check && !fits_part(*s, unit, offset, bytes)) return nullptr;
   if (g_measure_comm.load(std::memory_order_relaxed)) return nullptr;
-  Runtime& rt = Runtime::current();
-  Team& tm = rt.team(team);
-  *t = Target{rt.state().segments.find(team, segment), &tm, unit, offset};
-  return tm.aggregator();
+  return d.rows[team].aggregator;
 }
 }  // namespace
 
 bool aggregate_update(int team, int segment, int unit, std::uint64_t offset, const void* value,
                       MPI_Datatype type, Op op) {
-  Target t{};
-  Aggregator* agg = short_path(team, segment, unit, offset, type_size(type_code(type)), &t);
+  Aggregator* agg = short_path(team, segment, unit, offset, type_size(type_code(type)));
   if (!agg) return false;
-  agg->update(t, value, type, op);
+  agg->update(unit, segment, offset, value, type, op);
   return true;
 }
 
 bool aggregate_get(void* dst, int team, int segment, int unit, std::uint64_t offset, std::size_t bytes) {
-  Target t{};
-  Aggregator* agg = short_path(team, segment, unit, offset, bytes, &t);
+  Aggregator* agg = short_path(team, segment, unit, offset, bytes);
   if (!agg) return false;
-  agg->get(dst, t, bytes);
+  agg->get(dst, unit, segment, offset, bytes);
   return true;
 }
 
@@ -620,7 +735,7 @@ bool aggregate_get(void* dst, int team, int segment, int unit, std::uint64_t off
 ServerApplier::ServerApplier(MPI_Comm comm, const AggregateSettings& s, Lookup lookup)
     : comm_(comm),
       cap_(s.records),
-      slot_bytes_(kHeader + s.records * sizeof(Record)),
+      slot_bytes_(kHeader + s.records * kMaxRecordBytes),
       lookup_(std::move(lookup)) {
   const std::size_t posted = static_cast<std::size_t>(std::max(4, 2 * s.slots));
   recv_buf_.assign(posted, std::vector<char>(slot_bytes_));
@@ -642,7 +757,10 @@ std::size_t ServerApplier::poll() {
     std::vector<char>& buf = recv_buf_[recv_head_];
     BatchHeader h;
     std::memcpy(&h, buf.data(), kHeader);
-    apply(st.MPI_SOURCE, h, reinterpret_cast<const Record*>(buf.data() + kHeader));
+    int bytes = 0;
+    MPI_Get_count(&st, MPI_BYTE, &bytes);
+    if (bytes < static_cast<int>(kHeader)) throw Error(corrupt_batch(st.MPI_SOURCE));
+    apply(st.MPI_SOURCE, h, buf.data() + kHeader, buf.data() + bytes);
     MPI_Irecv(buf.data(), static_cast<int>(slot_bytes_), MPI_BYTE, MPI_ANY_SOURCE, kBatchTag, comm_, &r);
     recv_head_ = (recv_head_ + 1) % recv_req_.size();
     ++n;
@@ -669,47 +787,41 @@ char* ServerApplier::send_buffer(std::size_t bytes, MPI_Request** req) {
 // One batch from `origin` for unit h.unit of my node: applied in order with
 // the same CPU atomics the unit's own node uses, then the replies (one
 // batch) and, when asked, the count of the stream's batches applied.
-void ServerApplier::apply(int origin, const BatchHeader& h, const Record* recs) {
+void ServerApplier::apply(int origin, const BatchHeader& h, const char* body, const char* end) {
   if (h.count > cap_)
     throw Error("aggregated operations: a batch of " + std::to_string(h.count) + " records from unit " +
                 std::to_string(origin) + " (at most " + std::to_string(cap_) + ")");
   const std::string what = "aggregated operation from unit " + std::to_string(origin);
-  int cached_id = -1;
-  char* cached_base = nullptr;
-  std::size_t cached_bytes = 0;
-  auto where = [&](const Record& r) -> char* {
-    if (r.segment != cached_id) {
-      cached_base = lookup_(r.segment, h.unit, &cached_bytes);
-      if (!cached_base)
-        throw Error(record_error(origin, r,
-                                 "unit " + std::to_string(h.unit) +
-                                     "'s part is not known to its progress process (freed before a "
-                                     "flush?)"));
-      cached_id = r.segment;
-    }
+  replies_.clear();
+  for_each_run(body, end, h.count, origin, [&](const RunHeader& run, const char* p) {
+    std::size_t part = 0;
+    char* base = lookup_(run.segment, h.unit, &part);
+    if (!base)
+      throw Error(record_error(origin, run.segment,
+                               "unit " + std::to_string(h.unit) +
+                                   "'s part is not known to its progress process (freed before a flush?)"));
     // The core's one bounds rule, as the progress processes apply it to
     // every command (the world team: id 0).
-    const std::size_t size = static_cast<RecordKind>(r.kind) == RecordKind::get ? r.size : type_size(r.type);
-    if (std::string problem =
-            bounds_problem(what.c_str(), 0, r.segment, h.unit, r.offset, size, cached_bytes);
-        !problem.empty())
-      throw Error(problem);
-    return cached_base + r.offset;
-  };
-  replies_.clear();
-  walk_batch(recs, h.count, where, [&](const Record& r, char* addr) {
-    Record reply;
-    if (apply_request(r, addr, &reply)) replies_.push_back(reply);
+    auto check = [&](std::uint64_t offset, std::size_t size) {
+      if (std::string problem = bounds_problem(what.c_str(), 0, run.segment, h.unit, offset, size, part);
+          !problem.empty())
+        throw Error(problem);
+    };
+    apply_run(run, p, base, check, [&](std::uint64_t bits) { replies_.push_back(bits); });
   });
   ++batches_;
   std::uint64_t& applied = ++applied_[{origin, h.unit}];
   if (!replies_.empty()) {
+    // One run of replies, in the order of the requests.
     const BatchHeader back{static_cast<std::uint32_t>(replies_.size()), h.unit, 0};
-    const std::size_t bytes = kHeader + replies_.size() * sizeof(Record);
+    RunHeader run = kReplyRun;
+    run.count = static_cast<std::uint32_t>(replies_.size());
+    const std::size_t bytes = kHeader + sizeof run + replies_.size() * 8;
     MPI_Request* req = nullptr;
     char* buf = send_buffer(bytes, &req);
     std::memcpy(buf, &back, kHeader);
-    std::memcpy(buf + kHeader, replies_.data(), replies_.size() * sizeof(Record));
+    std::memcpy(buf + kHeader, &run, sizeof run);
+    std::memcpy(buf + kHeader + sizeof run, replies_.data(), replies_.size() * 8);
     MPI_Isend(buf, static_cast<int>(bytes), MPI_BYTE, origin, kBatchTag, comm_, req);
   }
   if (h.ask) {

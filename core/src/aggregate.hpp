@@ -33,15 +33,21 @@
 // for (and a reply batch the unit it answers for), so the origin keeps
 // one stream per destination unit either way.
 //
-// Records are 32 bytes: an update (accumulate with an op), a fetch (the
-// same, the old value returned), a compare-and-swap, a get of one element
-// of up to 8 bytes (index-gather), and a reply. Replies come back in the
-// order the requests were made (each origin-destination stream is applied
-// in order), so an origin matches them with a FIFO of destinations.
+// A batch is a header and runs. A run is `count` records of one kind on
+// one segment (updates and fetches: of one element type and op; gets: of
+// one size) after a 16-byte RunHeader; a record carries only what differs
+// between them, 8-byte fields: update and fetch {offset, operand},
+// compare-and-swap {offset, compare, new}, get {offset}, reply {value}. So
+// GUPS's updates travel as 16 bytes each, index-gather's requests and
+// replies as 8 (HPCC's buckets and an alltoallv carry 8). Records are
+// written straight into the batch that will be sent (a message batch is
+// handed to MPI_Isend as it is, no copy). Replies come back in the order
+// the requests were made (each origin-destination stream is applied in
+// order), so an origin matches them with a FIFO of destinations.
 //
 // Mailbox segment, unit X's part: acks[P] (acks[d]: X's batches unit d has
-// applied), then for each source s, `slots` slots of {seq, count,
-// records[cap]}.
+// applied), then for each source s, `slots` slots of {seq, count, runs
+// (room for `records` records)}.
 #include <mpi.h>
 
 #include <atomic>
@@ -64,14 +70,31 @@ namespace locus::detail {
 
 enum class RecordKind : std::uint8_t { update = 1, fetch = 2, cas = 3, get = 4, reply = 5 };
 
-struct Record {
+// A run's header; its first 8 bytes are the key that a record must match
+// to join the run.
+struct RunHeader {
   std::uint8_t kind = 0, type = 0, op = 0, size = 0;
   std::int32_t segment = 0;
-  std::uint64_t offset = 0;  // bytes into the destination's part
-  std::uint64_t a = 0;       // operand, compare value or reply value (bits)
-  std::uint64_t b = 0;       // compare-and-swap: the new value
+  std::uint32_t count = 0, reserved = 0;
 };
-static_assert(sizeof(Record) == 32);
+static_assert(sizeof(RunHeader) == 16);
+
+// Bytes of one record of `kind` after its run header (0: not a kind).
+constexpr std::size_t record_bytes(std::uint8_t kind) {
+  switch (static_cast<RecordKind>(kind)) {
+    case RecordKind::update:
+    case RecordKind::fetch:
+      return 16;
+    case RecordKind::cas:
+      return 24;
+    case RecordKind::get:
+    case RecordKind::reply:
+      return 8;
+  }
+  return 0;
+}
+// The most a record can take in a batch (a run of its own).
+constexpr std::size_t kMaxRecordBytes = sizeof(RunHeader) + 24;
 
 // A message batch's header: its records, the stream's unit (the
 // destination of requests; for replies from a progress process, the unit
@@ -87,10 +110,6 @@ static_assert(sizeof(BatchHeader) == 16);
 struct Ack {
   std::uint64_t unit = 0, applied = 0;
 };
-
-// Applies request R (update, fetch, compare-and-swap or get) at ADDR; a
-// request with an answer writes it into *reply and returns true.
-bool apply_request(const Record& r, char* addr, Record* reply);
 
 // The progress process's side of comm.aggregate.applier: progress: keeps
 // receives posted on `comm` (every rank: the apps first, in unit order,
@@ -111,7 +130,7 @@ class ServerApplier {
   std::uint64_t batches() const { return batches_; }
 
  private:
-  void apply(int origin, const BatchHeader& h, const Record* recs);
+  void apply(int origin, const BatchHeader& h, const char* body, const char* end);
   char* send_buffer(std::size_t bytes, MPI_Request** req);
   MPI_Comm comm_;
   std::size_t cap_, slot_bytes_;
@@ -121,7 +140,7 @@ class ServerApplier {
   std::size_t recv_head_ = 0;
   std::deque<std::pair<std::vector<char>, MPI_Request>> sends_;  // grows when every buffer is in flight
   std::map<std::pair<int, int>, std::uint64_t> applied_;         // (origin, unit) -> batches
-  std::vector<Record> replies_;
+  std::vector<std::uint64_t> replies_;
   std::uint64_t batches_ = 0;
   bool stopped_ = false;
 };
@@ -138,8 +157,13 @@ class Aggregator {
   Aggregator& operator=(const Aggregator&) = delete;
 
   // Non-blocking: complete at flush.
-  void update(const Target& t, const void* value, MPI_Datatype type, Op op);
-  void get(void* dst, const Target& t, std::size_t bytes);
+  void update(const Target& t, const void* value, MPI_Datatype type, Op op) {
+    update(t.unit, t.seg->id, t.offset, value, type, op);
+  }
+  void get(void* dst, const Target& t, std::size_t bytes) { get(dst, t.unit, t.seg->id, t.offset, bytes); }
+  // The same on a segment id (of this team), unit and offset in bounds.
+  void update(int unit, int segment, std::uint64_t offset, const void* value, MPI_Datatype type, Op op);
+  void get(void* dst, int unit, int segment, std::uint64_t offset, std::size_t bytes);
   // Blocking: the old value.
   void fetch(const Target& t, const void* operand, void* result, MPI_Datatype type, Op op);
   void compare_and_swap(const Target& t, const void* compare, const void* value, void* result,
@@ -156,21 +180,28 @@ class Aggregator {
   std::uint64_t records_sent() const { return records_sent_; }
 
  private:
+  // A batch being filled: room for the header, then runs. Its buffer holds
+  // `cap_` records of any kinds (slot_bytes_).
+  struct Batch {
+    std::vector<char> bytes;
+    std::size_t used = 0;      // bytes written, the header's included
+    std::size_t open_run = 0;  // offset of the run records join (0: none)
+    std::uint32_t records = 0;
+  };
   struct Out {
-    std::vector<Record> recs;  // buffered, from `head` on
-    std::size_t head = 0;
-    std::uint64_t sent = 0;  // batches sent
-    bool urgent = false;     // holds replies or requests someone waits for
+    std::deque<Batch> batches;  // the oldest first; records join the last
+    std::size_t buffered = 0;   // records in them
+    std::uint64_t sent = 0;     // batches sent
+    bool urgent = false;        // holds replies or requests someone waits for
     struct Pending {
       void* dst;
       std::uint32_t size;
     };
-    std::deque<Pending> replies;  // where the replies from this unit go, in order
+    std::vector<Pending> replies;  // where the replies from this unit go, in order, from reply_head on
+    std::size_t reply_head = 0;
     std::uint64_t asked = 0, answered = 0;
-    std::uint64_t ack_asked = 0;
-    std::size_t next_try = 0;  // buffered records at which push tries to send again  // message transport:
-                               // `sent` when a batch last asked for an acknowledgement
-    std::size_t buffered() const { return recs.size() - head; }
+    std::uint64_t ack_asked = 0;  // message transport: `sent` when a batch last asked for an acknowledgement
+    std::size_t next_try = 0;     // buffered records at which push tries to send again
   };
   class Lock {
    public:
@@ -188,12 +219,20 @@ class Aggregator {
     std::atomic<bool>& f_;
   };
 
-  void push(int dest, const Record& r);
-  void ask_and_wait(int unit, const Record& r, void* result, std::uint32_t size);
+  // Room for one record of run `key` in dest's last batch (a new batch
+  // when it is full, a new run when the key differs): where to write it.
+  char* append(Out& o, const RunHeader& key);
+  Batch new_batch();
+  void recycle(Batch& b);
+  // After a record for dest was appended: polls, sends full batches.
+  void pushed(int dest);
+  void expect_reply(Out& o, void* dst, std::uint32_t size);
+  void ask_and_wait(int unit, const RunHeader& key, const std::uint64_t* fields, void* result,
+                    std::uint32_t size);
   bool try_send(int dest);
   void drain();
-  void apply_batch(int source, const Record* recs, std::size_t count);
-  void take_reply(int source, const Record& r);
+  void apply_batch(int source, const char* body, const char* end, std::size_t records);
+  void take_replies(int source, const char* p, std::uint32_t count);
   std::uint64_t acked(int dest) const;
   std::size_t slot_offset(int source, std::uint64_t slot) const;
   bool quiet(int dest) const;
@@ -206,10 +245,10 @@ class Aggregator {
   int mailbox_ = 0;  // segment id
   SegmentInfo* box_ = nullptr;
   std::vector<Out> out_;
+  std::vector<std::vector<char>> spare_;   // batch buffers to reuse
   std::vector<std::uint64_t> applied_;     // source -> batches applied
   std::vector<std::uint64_t> ack_values_;  // put: source -> applied count written back
   std::vector<Ack> ack_out_;               // message: source -> acknowledgement being sent
-  std::vector<char> staging_;
   std::atomic<bool> lock_{false};
   bool draining_ = false;
   // message transport
@@ -221,7 +260,7 @@ class Aggregator {
   std::vector<std::vector<char>> recv_buf_;
   std::vector<MPI_Request> recv_req_;
   std::size_t recv_head_ = 0;                // the oldest posted receive
-  std::vector<std::vector<char>> send_buf_;  // the send pool
+  std::vector<std::vector<char>> send_buf_;  // the batches in flight (the send pool)
   std::vector<MPI_Request> send_req_;        // likewise
   std::size_t send_next_ = 0;                // where to look for a free buffer first
   std::vector<std::uint64_t> acked_;         // dest -> batches it has applied (from its messages)
@@ -231,8 +270,8 @@ class Aggregator {
   void post_receive(std::size_t i);
   void drain_messages();
   int free_send_buffer();
-  void send_message(int dest, Out& o, std::size_t n, int k);
-  void put_batch(int dest, Out& o, std::size_t n);
+  void send_message(int dest, Batch& b, int k);
+  void put_batch(int dest, Batch& b, std::uint64_t slot);
   static constexpr std::uint64_t kPollEvery = 64;  // records pushed between looks at the mailboxes
   std::uint64_t pushes_ = 0;
   bool flushing_ = false;   // message transport: a flush is sending

@@ -58,12 +58,13 @@ void add_transfer_keys(Schema& s) {
               "travel in per-destination batches that the target applies at its progress points). Teams on "
               "one node always use CPU atomics (comm.locality on)")
       .integer("comm.aggregate.records", 1024, 16, 1 << 20,
-               "aggregate: records (32 B: one update or get) per batch; a full batch is sent at once")
+               "aggregate: records (one update, get or reply: 8-24 B) per batch; a full batch is sent at "
+               "once")
       .integer(
           "comm.aggregate.slots", 8, 1, 64,
           "aggregate: transport put: batches one unit may have in flight to another (mailbox slots per "
-          "pair, units x slots x (16 + 32 x records) bytes per unit); message: 2 x slots receives and 2 x "
-          "slots send buffers of 16 + 32 x records bytes, shared by all destinations (a full batch waits "
+          "pair, units x slots x (16 + 40 x records) bytes per unit); message: 2 x slots receives and 2 x "
+          "slots send buffers of 16 + 40 x records bytes, shared by all destinations (a full batch waits "
           "for a free send buffer)")
       .choice("comm.aggregate.transport", "message", {"message", "put"},
               "aggregate: how a batch travels: message (one MPI_Isend into receives the destination keeps "

@@ -84,6 +84,8 @@ class SegmentTable {
   // The inline path reads this table from now on (g_direct's rows), with
   // these settings; unpublish empties g_direct.
   void publish(bool locality, bool check);
+  // The team's aggregator, as the inline path finds it (null: none).
+  void set_aggregator(int team, Aggregator* a);
   void unpublish();
 
  private:
@@ -92,6 +94,7 @@ class SegmentTable {
   std::vector<std::vector<SegmentInfo*>> rows_;      // team id -> segment id -> segment (null: free)
   std::vector<std::vector<DirectSegment>> direct_;   // the same, as the inline path reads it
   std::vector<DirectRow> index_;                     // over direct_
+  std::vector<Aggregator*> aggregators_;             // team id -> its aggregator
   std::vector<std::unique_ptr<SegmentInfo>> owned_;  // the live segments
   bool published_ = false;
 };

@@ -131,6 +131,7 @@ Team::~Team() {
   // Aggregated batches still in flight land in this team's segments.
   if (agg_) agg_->shutdown();
   if (Runtime::exists()) Runtime::current().release_segments(id_);
+  if (agg_ && Runtime::exists()) Runtime::current().state().segments.set_aggregator(id_, nullptr);
   agg_.reset();
   if (win_ != MPI_WIN_NULL && !served()) {
     MPI_Win_unlock_all(win_);
@@ -156,6 +157,7 @@ std::unique_ptr<Team> Team::split(int color) const {
 
 void Team::set_aggregator(std::unique_ptr<detail::Aggregator> a) {
   agg_ = std::move(a);
+  Runtime::current().state().segments.set_aggregator(id_, agg_.get());
 }
 
 int next_segment_id(Team& t) {
@@ -421,11 +423,19 @@ void SegmentTable::mirror(const SegmentInfo& s) {
 void SegmentTable::reindex() {
   index_.resize(direct_.size());
   for (std::size_t t = 0; t < direct_.size(); ++t)
-    index_[t] = DirectRow{direct_[t].data(), static_cast<std::uint32_t>(direct_[t].size())};
+    index_[t] = DirectRow{direct_[t].data(), static_cast<std::uint32_t>(direct_[t].size()),
+                          t < aggregators_.size() ? aggregators_[t] : nullptr};
   if (published_) {
     g_direct.rows = index_.data();
     g_direct.nrows = static_cast<std::uint32_t>(index_.size());
   }
+}
+
+void SegmentTable::set_aggregator(int team, Aggregator* a) {
+  const auto t = static_cast<std::size_t>(team);
+  if (aggregators_.size() <= t) aggregators_.resize(t + 1, nullptr);
+  aggregators_[t] = a;
+  reindex();
 }
 
 void SegmentTable::publish(bool locality, bool check) {

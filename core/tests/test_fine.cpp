@@ -369,6 +369,65 @@ TEST_P(Atomics, IndexGatherOfRandomWords) {
   locus::barrier(world());
 }
 
+// Requests of every kind, on two segments and of two sizes, interleaved
+// to the same destinations: an aggregated batch then holds many short runs
+// (a new one at every change of kind, segment, size or op), and the
+// replies must still reach their requests in order.
+TEST_P(Atomics, InterleavedKindsSegmentsAndSizes) {
+  const int me = world().rank(), n = world().size();
+  constexpr std::size_t kWords = 300, kOps = 4000;
+  locus::Array<std::uint64_t> wide(world(), kWords, locus::AsyncHint::follow, GetParam());
+  locus::Array<std::int32_t> narrow(world(), kWords, locus::AsyncHint::follow, GetParam());
+  locus::Array<std::int64_t> sums(world(), 1, locus::AsyncHint::follow, GetParam());
+  for (std::size_t i = 0; i < kWords; ++i) {
+    wide.data()[i] = mix(static_cast<std::uint64_t>(me) * kWords + i);
+    narrow.data()[i] = static_cast<std::int32_t>(me * 100000 + static_cast<int>(i));
+  }
+  sums.data()[0] = 0;
+  locus::barrier(world());
+  std::vector<std::uint64_t> got_wide(kOps, 0);
+  std::vector<std::int32_t> got_narrow(kOps, 0);
+  for (std::size_t k = 0; k < kOps; ++k) {
+    const int u =
+        static_cast<int>(mix(k * 13 + static_cast<std::size_t>(me)) % static_cast<std::uint64_t>(n));
+    const auto i = static_cast<std::ptrdiff_t>(mix(k * 7 + 1) % kWords);
+    switch (k % 4) {
+      case 0:
+        locus::get_nbi(&got_wide[k], wide.gptr(u) + i, 1);
+        break;
+      case 1:
+        locus::get_nbi(&got_narrow[k], narrow.gptr(u) + i, 1);
+        break;
+      case 2:
+        locus::atomic_update(sums.gptr(u), std::int64_t{1}, Op::sum);
+        locus::get_nbi(&got_narrow[k], narrow.gptr(u) + i, 1);
+        break;
+      default:
+        locus::get_nbi(&got_wide[k], wide.gptr(u) + i, 1);
+        locus::get_nbi(&got_narrow[k], narrow.gptr(u) + i, 1);
+        break;
+    }
+  }
+  locus::flush(world());
+  long bad = 0;
+  for (std::size_t k = 0; k < kOps; ++k) {
+    const int u =
+        static_cast<int>(mix(k * 13 + static_cast<std::size_t>(me)) % static_cast<std::uint64_t>(n));
+    const std::size_t i = mix(k * 7 + 1) % kWords;
+    if (k % 4 == 0 || k % 4 == 3) bad += got_wide[k] != mix(static_cast<std::uint64_t>(u) * kWords + i);
+    if (k % 4 != 0) bad += got_narrow[k] != static_cast<std::int32_t>(u * 100000 + static_cast<int>(i));
+  }
+  EXPECT_EQ(bad, 0);
+  locus::barrier(world());
+  std::int64_t mine = 0;
+  for (int from = 0; from < n; ++from)
+    for (std::size_t k = 2; k < kOps; k += 4)
+      mine += static_cast<int>(mix(k * 13 + static_cast<std::size_t>(from)) %
+                               static_cast<std::uint64_t>(n)) == me;
+  EXPECT_EQ(sums.data()[0], mine);
+  locus::barrier(world());
+}
+
 // A target that computes outside locus (here: sleeps) while others
 // aggregate to it. comm.aggregate.applier: progress: its progress process
 // applies and answers, so the origins' updates, fetch, get and flush

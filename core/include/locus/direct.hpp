@@ -42,10 +42,14 @@ struct DirectSegment {
   bool aggregate = false;
 };
 
-// One team's segments, slot[id] for id < n.
+class Aggregator;
+
+// One team's segments, slot[id] for id < n, and the team's aggregator (of
+// comm.atomics: aggregate; null without one).
 struct DirectRow {
   const DirectSegment* slot = nullptr;
   std::uint32_t n = 0;
+  Aggregator* aggregator = nullptr;
 };
 
 struct Direct {
