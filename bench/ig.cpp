@@ -15,6 +15,9 @@
 //   locus-aggregated  get_nbi on a table with aggregated atomics
 //                     (comm.atomics: aggregate): requests to other nodes
 //                     travel in batches, the owner answers in batches
+//   locus-gather      one locus::gather_nbi of every index on the same
+//                     table: the call buckets the indices itself (loads on
+//                     my node, requests in the same batches to others)
 // Every variant's result is checked word by word (table[g] is a function of
 // g). The rate is million indices gathered per second over all units.
 #include <cinttypes>
@@ -52,18 +55,20 @@ locus::AppInfo app_info() {
   app.name = "ig";
   app.description =
       "Index-gather (Bale's ig): every unit reads M random words of a distributed table; raw shared-memory\n"
-      "loads, MPI_Get per word, MPI_Alltoallv, locus get_nbi (direct) and locus aggregated, verified.";
+      "loads, MPI_Get per word, MPI_Alltoallv, locus get_nbi (direct), locus aggregated and\n"
+      "locus::gather_nbi, verified.";
   app.schema.integer("bench.log2_local", 18, 4, 30, "table words per unit, as a power of two")
       .integer("bench.log2_requests", 18, 4, 28, "indices each unit gathers, as a power of two")
       .integer("bench.lookahead", 1024, 1, 1 << 20, "gets in flight per unit before a flush (mpi-get, locus)")
       .integer("bench.repeats", 3, 1, 99, "timed runs per variant (interleaved); the median is reported")
-      .string("bench.variants", "raw,mpi-get,alltoallv,locus,locus-aggregated",
+      .string("bench.variants", "raw,mpi-get,alltoallv,locus,locus-aggregated,locus-gather",
               "comma-separated variants to run (raw needs every rank on one real node)");
   locus::add_common_keys(app.schema, "ig");
   return app;
 }
 
-const std::vector<std::string> kVariants = {"raw", "mpi-get", "alltoallv", "locus", "locus-aggregated"};
+const std::vector<std::string> kVariants = {"raw",   "mpi-get",          "alltoallv",
+                                            "locus", "locus-aggregated", "locus-gather"};
 
 // The table (its words a function of their global index) and my requests.
 struct Problem {
@@ -121,6 +126,11 @@ class Gathers {
     if (name == "mpi-get") return [this] { mpi_get(); };
     if (name == "alltoallv") return [this] { alltoallv(); };
     if (name == "locus") return [this] { locus_gather(t_.table, true); };
+    if (name == "locus-gather")
+      return [this] {
+        locus::gather_nbi(out_.data(), t_.agg.gptr(), s_.local, s_.index.data(), out_.size());
+        locus::flush(world_);
+      };
     return [this] { locus_gather(t_.agg, false); };
   }
 
@@ -274,15 +284,22 @@ int report(locus::Context& ctx, const Problem& s, const std::vector<std::string>
   r.table(t);
   r.paths();
   r.text("over_subscribed", over_subscribed ? "yes" : "no");
-  for (const char* v : {"locus", "locus-aggregated"})
+  for (const char* v : {"locus", "locus-aggregated", "locus-gather"})
     for (const char* b : {"raw", "alltoallv", "mpi-get"})
       if (rate.count(v) && rate.count(b)) r.figure(std::string(v) + "_over_" + b, bench::ratio(rate, v, b));
   if (!over_subscribed) {
     r.goals();
     if (same_node && rate.count("locus") && rate.count("raw"))
       r.goal("goal_locus_ge_half_raw", bench::ratio(rate, "locus", "raw") >= 0.5);
-    if (!same_node && rate.count("locus-aggregated") && rate.count("alltoallv"))
-      r.goal("goal_aggregated_ge_alltoallv", bench::ratio(rate, "locus-aggregated", "alltoallv") >= 1.0);
+    // Aggregated: the better of get_nbi per index and gather_nbi (both
+    // travel in the same batches), named.
+    std::string best;
+    for (const char* v : {"locus-aggregated", "locus-gather"})
+      if (rate.count(v) && (best.empty() || rate[v] > rate[best])) best = v;
+    if (!same_node && !best.empty() && rate.count("alltoallv")) {
+      r.text("aggregated_best", best);
+      r.goal("goal_aggregated_ge_alltoallv", bench::ratio(rate, best, "alltoallv") >= 1.0);
+    }
   }
   r.verification(!failed);
   r.finish();

@@ -170,35 +170,59 @@ void Aggregator::recycle(Batch& b) {
   if (b.bytes.size() == slot_bytes_) spare_.push_back(std::move(b.bytes));
 }
 
+void Aggregator::seal(Batch& b) {
+  if (b.open_run) std::memcpy(b.bytes.data() + b.open_run + offsetof(RunHeader, count), &b.open_count, 4);
+}
+
 char* Aggregator::append(Out& o, const RunHeader& key) {
   if (o.batches.empty() || o.batches.back().records == cap_) o.batches.push_back(new_batch());
   Batch& b = o.batches.back();
-  char* const base = b.bytes.data();
-  std::uint64_t want = 0, have = 0;
+  std::uint64_t want = 0;
   std::memcpy(&want, &key, 8);
-  if (b.open_run) std::memcpy(&have, base + b.open_run, 8);
-  if (!b.open_run || have != want) {
+  if (!b.open_run || b.open_key != want) {
+    seal(b);
     b.open_run = b.used;
-    std::memcpy(base + b.used, &key, sizeof key);
+    b.open_key = want;
+    b.open_count = 0;
+    std::memcpy(b.bytes.data() + b.used, &key, sizeof key);
     b.used += sizeof key;
   }
-  std::uint32_t count = 0;
-  std::memcpy(&count, base + b.open_run + offsetof(RunHeader, count), 4);
-  ++count;
-  std::memcpy(base + b.open_run + offsetof(RunHeader, count), &count, 4);
-  char* const at = base + b.used;
+  ++b.open_count;
+  char* const at = b.bytes.data() + b.used;
   b.used += record_bytes(key.kind);
   ++b.records;
   ++o.buffered;
   return at;
 }
 
-void Aggregator::pushed(int dest) {
+template <class Word>
+void Aggregator::append_words(Out& o, const RunHeader& key, std::size_t n, Word&& word) {
+  for (std::size_t i = 0; i < n;) {
+    const std::uint64_t w = word(i++);
+    std::memcpy(append(o, key), &w, 8);  // opens the run (or a new batch)
+    Batch& b = o.batches.back();
+    const std::size_t more = std::min<std::size_t>(n - i, cap_ - b.records);
+    char* p = b.bytes.data() + b.used;
+    for (std::size_t q = 0; q < more; ++q) {
+      const std::uint64_t v = word(i + q);
+      std::memcpy(p + 8 * q, &v, 8);
+    }
+    b.used += 8 * more;
+    b.open_count += static_cast<std::uint32_t>(more);
+    b.records += static_cast<std::uint32_t>(more);
+    o.buffered += more;
+    i += more;
+  }
+}
+
+void Aggregator::pushed(int dest, std::size_t count) {
   Out& o = out_[static_cast<std::size_t>(dest)];
   // Apply what others sent every so often (as HPCC's bucketed code tests
   // its receive every 16 updates): a destination that only sends would
   // otherwise hold its origins' credits until its own buffers fill.
-  if (++pushes_ % kPollEvery == 0 && !draining_) drain();
+  const std::uint64_t before = pushes_;
+  pushes_ += count;
+  if (before / kPollEvery != pushes_ / kPollEvery && !draining_) drain();
   // A full batch goes at once; when it cannot (every send buffer in
   // flight), the next try comes kPollEvery records later, not at every push.
   if (o.buffered < std::max(cap_, o.next_try)) return;
@@ -221,6 +245,7 @@ bool Aggregator::try_send(int dest) {
   Out& o = out_[static_cast<std::size_t>(dest)];
   if (o.buffered == 0) return false;
   Batch& b = o.batches.front();
+  seal(b);
   if (message_) {
     // No credits: MPI's own flow control bounds what is in flight (a pool
     // buffer is reused once its send completed, as HPCC reuses a bucket).
@@ -436,24 +461,26 @@ void Aggregator::apply_batch(int source, const char* body, const char* end, std:
     if (static_cast<RecordKind>(h.kind) == RecordKind::reply) return take_replies(source, p, h.count);
     const SegmentInfo* seg = state().segments.find(team, h.segment);
     if (!seg) throw Error(record_error(source, h.segment, "not allocated here (freed before a flush?)"));
-    Out& back = out_[static_cast<std::size_t>(source)];
+    answers_.clear();
     apply_run(
         h, p, seg->base, [](std::uint64_t, std::size_t) {},
-        [&](std::uint64_t bits) {
-          std::memcpy(append(back, kReplyRun), &bits, 8);
-          back.urgent = true;
-        });
+        [&](std::uint64_t bits) { answers_.push_back(bits); });
+    if (answers_.empty()) return;
+    Out& back = out_[static_cast<std::size_t>(source)];
+    append_words(back, kReplyRun, answers_.size(), [&](std::size_t i) { return answers_[i]; });
+    back.urgent = true;
   });
 }
 
 // The answers to my oldest open requests to `source`.
 void Aggregator::take_replies(int source, const char* p, std::uint32_t count) {
   Out& o = out_[static_cast<std::size_t>(source)];
-  if (o.replies.size() - o.reply_head < count)
+  if (o.asked - o.answered < count)
     throw Error("aggregated operations: a reply for unit " + std::to_string(source) +
                 " that nobody asked for");
+  const std::uint64_t mask = o.replies.size() - 1;
   for (std::uint32_t i = 0; i < count; ++i) {
-    const Out::Pending& d = o.replies[o.reply_head++];
+    const Out::Pending& d = o.replies[(o.answered + i) & mask];
     const char* v = p + 8 * static_cast<std::size_t>(i);
     if (d.size == 8)
       std::memcpy(d.dst, v, 8);  // the common case inline, not a call
@@ -461,13 +488,6 @@ void Aggregator::take_replies(int source, const char* p, std::uint32_t count) {
       std::memcpy(d.dst, v, d.size);
   }
   o.answered += count;
-  if (o.reply_head == o.replies.size()) {
-    o.replies.clear();
-    o.reply_head = 0;
-  } else if (o.reply_head > 4096 && o.reply_head > o.replies.size() / 2) {
-    o.replies.erase(o.replies.begin(), o.replies.begin() + static_cast<std::ptrdiff_t>(o.reply_head));
-    o.reply_head = 0;
-  }
 }
 
 void Aggregator::drain_messages() {
@@ -585,8 +605,18 @@ void Aggregator::update(int unit, int segment, std::uint64_t offset, const void*
   pushed(unit);
 }
 
+void Aggregator::reserve_replies(Out& o, std::size_t n) {
+  while (o.asked - o.answered + n > o.replies.size()) {  // twice the size, the same order
+    std::vector<Out::Pending> bigger(std::max<std::size_t>(64, 2 * o.replies.size()));
+    for (std::uint64_t t = o.answered; t < o.asked; ++t)
+      bigger[t & (bigger.size() - 1)] = o.replies[t & (o.replies.size() - 1)];
+    o.replies.swap(bigger);
+  }
+}
+
 void Aggregator::expect_reply(Out& o, void* dst, std::uint32_t size) {
-  o.replies.push_back({dst, size});
+  reserve_replies(o, 1);
+  o.replies[o.asked & (o.replies.size() - 1)] = {dst, size};
   ++o.asked;
 }
 
@@ -600,6 +630,77 @@ void Aggregator::get(void* dst, int unit, int segment, std::uint64_t offset, std
   expect_reply(o, dst, static_cast<std::uint32_t>(bytes));
   std::memcpy(append(o, key), &offset, 8);
   pushed(unit);
+}
+
+namespace {
+// Index-gather in bulk, a chunk of indices at a time: split (without a
+// branch per index) into same-node elements, loaded at once with their
+// lines prefetched ahead, and others, handed in index order to far(unit,
+// positions js[0..k) in the chunk, byte offsets at[j] in the unit's part,
+// the chunk's destination), a run of one unit at a time.
+template <class Far>
+void gather_chunks(char* dst, std::uint64_t offset, std::size_t esize, std::size_t per_unit,
+                   const std::uint64_t* index, std::size_t n, char* const* peer, Far&& far) {
+  constexpr std::size_t kChunk = 512, kAhead = 16;
+  const bool pow2 = (per_unit & (per_unit - 1)) == 0;
+  const int shift = pow2 ? __builtin_ctzll(per_unit) : 0;
+  std::uint32_t unit[kChunk], near[kChunk], other[kChunk];
+  std::uint64_t at[kChunk];  // byte offset in the unit's part
+  for (std::size_t b = 0; b < n; b += kChunk) {
+    const std::size_t m = std::min(kChunk, n - b);
+    std::size_t nn = 0, nf = 0;
+    for (std::size_t j = 0; j < m; ++j) {
+      const std::uint64_t g = index[b + j];
+      const std::uint64_t u = pow2 ? g >> shift : g / per_unit;
+      unit[j] = static_cast<std::uint32_t>(u);
+      at[j] = offset + (g - u * per_unit) * esize;
+      const bool here = peer[u] != nullptr;
+      near[nn] = static_cast<std::uint32_t>(j);
+      other[nf] = static_cast<std::uint32_t>(j);
+      nn += here;
+      nf += !here;
+    }
+    auto src = [&](std::size_t i) { return peer[unit[near[i]]] + at[near[i]]; };
+    for (std::size_t i = 0; i < std::min(kAhead, nn); ++i) __builtin_prefetch(src(i), 0, 3);
+    for (std::size_t i = 0; i < nn; ++i) {
+      if (i + kAhead < nn) __builtin_prefetch(src(i + kAhead), 0, 3);
+      char* out = dst + (b + near[i]) * esize;
+      if (esize == 8)
+        std::memcpy(out, src(i), 8);
+      else
+        std::memcpy(out, src(i), esize);
+    }
+    // Other nodes: runs of the same unit at once (one run for two units).
+    for (std::size_t i = 0; i < nf;) {
+      std::size_t e = i + 1;
+      while (e < nf && unit[other[e]] == unit[other[i]]) ++e;
+      far(unit[other[i]], other + i, e - i, at, dst + b * esize);
+      i = e;
+    }
+  }
+}
+}  // namespace
+
+// Other nodes' elements become get requests in their units' batches.
+void Aggregator::gather(char* dst, int segment, std::uint64_t offset, std::size_t esize, std::size_t per_unit,
+                        const std::uint64_t* index, std::size_t n, char* const* peer) {
+  RunHeader key;
+  key.kind = static_cast<std::uint8_t>(RecordKind::get);
+  key.size = static_cast<std::uint8_t>(esize);
+  key.segment = segment;
+  Lock lock(lock_);
+  gather_chunks(
+      dst, offset, esize, per_unit, index, n, peer,
+      [&](std::uint32_t u, const std::uint32_t* js, std::size_t k, const std::uint64_t* at, char* out) {
+        Out& o = out_[u];
+        reserve_replies(o, k);
+        const std::uint64_t mask = o.replies.size() - 1;
+        for (std::size_t i = 0; i < k; ++i)
+          o.replies[(o.asked + i) & mask] = {out + js[i] * esize, static_cast<std::uint32_t>(esize)};
+        o.asked += k;
+        append_words(o, key, k, [&](std::size_t i) { return at[js[i]]; });
+        pushed(static_cast<int>(u), k);
+      });
 }
 
 void Aggregator::fetch(const Target& t, const void* operand, void* result, MPI_Datatype type, Op op) {
@@ -727,6 +828,48 @@ bool aggregate_get(void* dst, int team, int segment, int unit, std::uint64_t off
   Aggregator* agg = short_path(team, segment, unit, offset, bytes);
   if (!agg) return false;
   agg->get(dst, unit, segment, offset, bytes);
+  return true;
+}
+
+void check_gather(int team, int segment, std::uint64_t offset, std::size_t esize, std::size_t per_unit,
+                  const std::uint64_t* index, std::size_t n) {
+  const SegmentInfo* seg = state().segments.find(team, segment);
+  if (!seg) throw Error("gather_nbi: segment " + std::to_string(segment) + " is not allocated (freed?)");
+  const auto units = static_cast<std::uint64_t>(seg->bytes.size());
+  if (per_unit == 0 || per_unit > UINT64_MAX / units || per_unit > SIZE_MAX / esize)
+    throw Error("gather_nbi: a table of " + std::to_string(per_unit) + " elements per unit");
+  for (std::size_t u = 0; u < seg->bytes.size(); ++u)
+    if (offset > seg->bytes[u] || per_unit * esize > seg->bytes[u] - offset)
+      throw Error("gather_nbi: unit " + std::to_string(u) + "'s part (" + std::to_string(seg->bytes[u]) +
+                  " bytes) does not hold " + std::to_string(per_unit) + " elements of " +
+                  std::to_string(esize) + " bytes from byte " + std::to_string(offset));
+  const std::uint64_t limit = units * per_unit;
+  bool past = false;
+  for (std::size_t k = 0; k < n; ++k) past |= index[k] >= limit;  // no early exit: vectorizes
+  if (!past) return;
+  for (std::size_t k = 0; k < n; ++k)
+    if (index[k] >= limit)
+      throw Error("gather_nbi: index[" + std::to_string(k) + "] = " + std::to_string(index[k]) +
+                  " is past the table (" + std::to_string(units) + " units x " + std::to_string(per_unit) +
+                  " elements)");
+}
+
+bool gather_bulk(void* dst, int team, int segment, std::uint64_t offset, std::size_t esize,
+                 std::size_t per_unit, const std::uint64_t* index, std::size_t n) {
+  const Direct& d = g_direct;
+  const DirectSegment* s = d.find(team, segment);
+  if (!d.locality || !s || g_measure_comm.load(std::memory_order_relaxed)) return false;
+  Aggregator* agg = s->aggregate ? d.rows[team].aggregator : nullptr;
+  const bool one_node = std::all_of(s->peer, s->peer + s->units, [](const char* p) { return p != nullptr; });
+  if (!one_node && !agg) return false;
+  check_gather(team, segment, offset, esize, per_unit, index, n);
+  complete_lookahead();  // this thread's queued accesses come first
+  if (agg)
+    agg->gather(static_cast<char*>(dst), segment, offset, esize, per_unit, index, n, s->peer);
+  else
+    gather_chunks(static_cast<char*>(dst), offset, esize, per_unit, index, n, s->peer,
+                  [](std::uint32_t, const std::uint32_t*, std::size_t, const std::uint64_t*, char*) {
+                  });  // every unit on my node
   return true;
 }
 

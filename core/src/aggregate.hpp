@@ -164,6 +164,10 @@ class Aggregator {
   // The same on a segment id (of this team), unit and offset in bounds.
   void update(int unit, int segment, std::uint64_t offset, const void* value, MPI_Datatype type, Op op);
   void get(void* dst, int unit, int segment, std::uint64_t offset, std::size_t bytes);
+  // gather_nbi's bulk path: every index in the table (checked), every
+  // unit's part holding it; peer[u] is unit u's part when on my node.
+  void gather(char* dst, int segment, std::uint64_t offset, std::size_t esize, std::size_t per_unit,
+              const std::uint64_t* index, std::size_t n, char* const* peer);
   // Blocking: the old value.
   void fetch(const Target& t, const void* operand, void* result, MPI_Datatype type, Op op);
   void compare_and_swap(const Target& t, const void* compare, const void* value, void* result,
@@ -184,8 +188,10 @@ class Aggregator {
   // `cap_` records of any kinds (slot_bytes_).
   struct Batch {
     std::vector<char> bytes;
-    std::size_t used = 0;      // bytes written, the header's included
-    std::size_t open_run = 0;  // offset of the run records join (0: none)
+    std::size_t used = 0;          // bytes written, the header's included
+    std::size_t open_run = 0;      // offset of the run records join (0: none)
+    std::uint64_t open_key = 0;    // its key (a RunHeader's first 8 bytes)
+    std::uint32_t open_count = 0;  // its records, written into its header by seal()
     std::uint32_t records = 0;
   };
   struct Out {
@@ -197,8 +203,10 @@ class Aggregator {
       void* dst;
       std::uint32_t size;
     };
-    std::vector<Pending> replies;  // where the replies from this unit go, in order, from reply_head on
-    std::size_t reply_head = 0;
+    // Where the replies from this unit go: request t (counted from 0) in
+    // replies[t % size], a ring of a power-of-two size holding the requests
+    // from `answered` to `asked`.
+    std::vector<Pending> replies;
     std::uint64_t asked = 0, answered = 0;
     std::uint64_t ack_asked = 0;  // message transport: `sent` when a batch last asked for an acknowledgement
     std::size_t next_try = 0;     // buffered records at which push tries to send again
@@ -222,10 +230,18 @@ class Aggregator {
   // Room for one record of run `key` in dest's last batch (a new batch
   // when it is full, a new run when the key differs): where to write it.
   char* append(Out& o, const RunHeader& key);
+  // Appends n records of 8 bytes, word(i) for i < n, with run key `key`,
+  // over as many batches as they need.
+  template <class Word>
+  void append_words(Out& o, const RunHeader& key, std::size_t n, Word&& word);
+  // Room in the reply ring for n more requests.
+  void reserve_replies(Out& o, std::size_t n);
+  // Writes the open run's count into its header (before the batch goes).
+  static void seal(Batch& b);
   Batch new_batch();
   void recycle(Batch& b);
   // After a record for dest was appended: polls, sends full batches.
-  void pushed(int dest);
+  void pushed(int dest, std::size_t count = 1);
   void expect_reply(Out& o, void* dst, std::uint32_t size);
   void ask_and_wait(int unit, const RunHeader& key, const std::uint64_t* fields, void* result,
                     std::uint32_t size);
@@ -246,6 +262,7 @@ class Aggregator {
   SegmentInfo* box_ = nullptr;
   std::vector<Out> out_;
   std::vector<std::vector<char>> spare_;   // batch buffers to reuse
+  std::vector<std::uint64_t> answers_;     // a batch's replies, appended at once
   std::vector<std::uint64_t> applied_;     // source -> batches applied
   std::vector<std::uint64_t> ack_values_;  // put: source -> applied count written back
   std::vector<Ack> ack_out_;               // message: source -> acknowledgement being sent

@@ -369,6 +369,65 @@ TEST_P(Atomics, IndexGatherOfRandomWords) {
   locus::barrier(world());
 }
 
+// gather_nbi: the same words as one get_nbi per index, for a table of a
+// power-of-two size per unit (shift) and of another (division), 8- and
+// 4-byte elements, indices in every unit and repeated; and a call with an
+// index past the table is an Error on that unit, before anything moves.
+template <class T>
+void gather_matches_get(AtomicMode mode, std::size_t per_unit, std::size_t reads) {
+  const int me = world().rank(), n = world().size();
+  locus::Array<T> a(world(), per_unit + 3, locus::AsyncHint::follow, mode);  // the table from element 3 on
+  for (std::size_t i = 0; i < per_unit + 3; ++i) a.data()[i] = static_cast<T>(mix(me * 1000003ull + i) >> 8);
+  locus::barrier(world());
+  const std::uint64_t total = per_unit * static_cast<std::uint64_t>(n);
+  std::vector<std::uint64_t> index(reads);
+  for (std::size_t k = 0; k < reads; ++k) index[k] = mix(k * 17 + static_cast<std::size_t>(me)) % total;
+  index[0] = total - 1;
+  if (reads > 1) index[1] = index[0];
+  std::vector<T> bulk(reads, T{}), each(reads, T{});
+  locus::gather_nbi(bulk.data(), a.gptr() + 3, per_unit, index.data(), reads);
+  for (std::size_t k = 0; k < reads; ++k)
+    locus::get_nbi(
+        &each[k],
+        a.gptr(static_cast<int>(index[k] / per_unit)) + 3 + static_cast<std::ptrdiff_t>(index[k] % per_unit),
+        1);
+  locus::flush(world());
+  long bad = 0;
+  for (std::size_t k = 0; k < reads; ++k) {
+    const int u = static_cast<int>(index[k] / per_unit);
+    const T want = static_cast<T>(mix(u * 1000003ull + 3 + index[k] % per_unit) >> 8);
+    bad += bulk[k] != want;
+    bad += each[k] != want;
+  }
+  EXPECT_EQ(bad, 0) << per_unit << " elements of " << sizeof(T) << " bytes per unit";
+  locus::barrier(world());
+}
+
+TEST_P(Atomics, GatherNbiMatchesGetNbi) {
+  gather_matches_get<std::uint64_t>(GetParam(), 1024, 5000);
+  gather_matches_get<std::uint64_t>(GetParam(), 1000, 3000);
+  gather_matches_get<std::int32_t>(GetParam(), 777, 3000);
+  gather_matches_get<double>(GetParam(), 64, 1);
+}
+
+TEST_P(Atomics, GatherNbiIndexPastTheTableIsAnError) {
+  const int n = world().size();
+  locus::Array<std::uint64_t> a(world(), 100, locus::AsyncHint::follow, GetParam());
+  std::uint64_t out[3] = {7, 7, 7};
+  const std::uint64_t past[3] = {0, 100 * static_cast<std::uint64_t>(n), 1};
+  try {
+    locus::gather_nbi(out, a.gptr(), 100, past, 3);
+    ADD_FAILURE() << "no error";
+  } catch (const locus::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("index[1]"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(out[0], 7u);  // checked before anything moved
+  const std::uint64_t fine[1] = {0};
+  EXPECT_THROW(locus::gather_nbi(out, a.gptr() + 1, 100, fine, 1), locus::Error);  // 100 from element 1
+  locus::flush(world());
+  locus::barrier(world());
+}
+
 // Requests of every kind, on two segments and of two sizes, interleaved
 // to the same destinations: an aggregated batch then holds many short runs
 // (a new one at every change of kind, segment, size or op), and the

@@ -284,6 +284,18 @@ namespace detail {
 bool aggregate_update(int team, int segment, int unit, std::uint64_t offset, const void* value,
                       MPI_Datatype type, Op op);
 bool aggregate_get(void* dst, int team, int segment, int unit, std::uint64_t offset, std::size_t bytes);
+// gather_nbi's bulk path (aggregate.cpp): true when it took the whole call
+// (comm.locality on, every unit on my node or a segment with aggregated
+// atomics, elements of at most 8 bytes, the profile not measuring); the
+// indices are checked first, an Error names the first one out of the
+// table.
+bool gather_bulk(void* dst, int team, int segment, std::uint64_t offset, std::size_t esize,
+                 std::size_t per_unit, const std::uint64_t* index, std::size_t n);
+// An Error when a unit's part of the segment does not hold `per_unit`
+// elements of `esize` bytes from byte `offset`, or naming the first index
+// past the table.
+void check_gather(int team, int segment, std::uint64_t offset, std::size_t esize, std::size_t per_unit,
+                  const std::uint64_t* index, std::size_t n);
 
 // The inline path of an element-wise accumulate: true when it applied the
 // values with CPU atomics on my node (direct.hpp), false when the general
@@ -407,6 +419,31 @@ void get_nbi(T* dst, GlobalPtr<T> src, std::size_t count) {
       detail::aggregate_get(dst, src.team, src.segment, src.unit, src.offset, count * sizeof(T)))
     return;
   detail::get_nbi(dst, detail::target(src, count, "get_nbi"));
+}
+
+// Index-gather (Bale's ig) in one call: dst[k] = element index[k] of a
+// table whose every unit holds `per_unit` elements from `table` on (global
+// element g is element g % per_unit of unit g / per_unit; table's own unit
+// is not used). Complete at flush, as get_nbi. When every unit is on my
+// node, or the segment aggregates its atomics (comm.atomics: aggregate),
+// the call buckets the indices itself: same-node elements are loaded at
+// once (prefetched ahead), the others become 8-byte requests in the
+// batches to their units, with no call, lock or lookup per element.
+// Elsewhere it is one get_nbi per element. An index past the table, or a
+// unit's part that does not hold the table, is an Error before anything
+// moves (always: it costs one compare per element).
+template <class T>
+void gather_nbi(T* dst, GlobalPtr<T> table, std::size_t per_unit, const std::uint64_t* index, std::size_t n) {
+  if (n == 0) return;
+  if (sizeof(T) <= 8 &&
+      detail::gather_bulk(dst, table.team, table.segment, table.offset, sizeof(T), per_unit, index, n))
+    return;
+  detail::check_gather(table.team, table.segment, table.offset, sizeof(T), per_unit, index, n);
+  for (std::size_t k = 0; k < n; ++k)
+    get_nbi(
+        dst + k,
+        table.at(static_cast<int>(index[k] / per_unit)) + static_cast<std::ptrdiff_t>(index[k] % per_unit),
+        1);
 }
 
 // Element-wise atomic accumulate of `count` values.
