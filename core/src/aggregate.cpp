@@ -195,19 +195,16 @@ char* Aggregator::append(Out& o, const RunHeader& key) {
   return at;
 }
 
-template <class Word>
-void Aggregator::append_words(Out& o, const RunHeader& key, std::size_t n, Word&& word) {
+template <class Fill>
+void Aggregator::append_records(Out& o, const RunHeader& key, std::size_t n, Fill&& fill) {
+  const std::size_t stride = record_bytes(key.kind);
   for (std::size_t i = 0; i < n;) {
-    const std::uint64_t w = word(i++);
-    std::memcpy(append(o, key), &w, 8);  // opens the run (or a new batch)
+    fill(i++, append(o, key));  // opens the run (or a new batch)
     Batch& b = o.batches.back();
     const std::size_t more = std::min<std::size_t>(n - i, cap_ - b.records);
     char* p = b.bytes.data() + b.used;
-    for (std::size_t q = 0; q < more; ++q) {
-      const std::uint64_t v = word(i + q);
-      std::memcpy(p + 8 * q, &v, 8);
-    }
-    b.used += 8 * more;
+    for (std::size_t q = 0; q < more; ++q) fill(i + q, p + q * stride);
+    b.used += stride * more;
     b.open_count += static_cast<std::uint32_t>(more);
     b.records += static_cast<std::uint32_t>(more);
     o.buffered += more;
@@ -467,7 +464,8 @@ void Aggregator::apply_batch(int source, const char* body, const char* end, std:
         [&](std::uint64_t bits) { answers_.push_back(bits); });
     if (answers_.empty()) return;
     Out& back = out_[static_cast<std::size_t>(source)];
-    append_words(back, kReplyRun, answers_.size(), [&](std::size_t i) { return answers_[i]; });
+    append_records(back, kReplyRun, answers_.size(),
+                   [&](std::size_t i, char* r) { std::memcpy(r, &answers_[i], 8); });
     back.urgent = true;
   });
 }
@@ -633,18 +631,20 @@ void Aggregator::get(void* dst, int unit, int segment, std::uint64_t offset, std
 }
 
 namespace {
-// Index-gather in bulk, a chunk of indices at a time: split (without a
-// branch per index) into same-node elements, loaded at once with their
-// lines prefetched ahead, and others, handed in index order to far(unit,
-// positions js[0..k) in the chunk, byte offsets at[j] in the unit's part,
-// the chunk's destination), a run of one unit at a time.
-template <class Far>
-void gather_chunks(char* dst, std::uint64_t offset, std::size_t esize, std::size_t per_unit,
-                   const std::uint64_t* index, std::size_t n, char* const* peer, Far&& far) {
+// The bulk calls (gather_nbi, update_nbi), a chunk of indices at a time:
+// split without a branch per index into same-node elements, handed in
+// index order to near(first index of the chunk, position j in the chunk,
+// the element's address) with each line prefetched kAhead elements before
+// (for writing when kWrite), and others, handed to far(unit, first index
+// of the chunk, positions js[0..k), byte offsets at[j] in the unit's
+// part), one run of a unit at a time.
+template <bool kWrite, class Near, class Far>
+void split_chunks(std::uint64_t offset, std::size_t esize, std::size_t per_unit, const std::uint64_t* index,
+                  std::size_t n, char* const* peer, Near&& near, Far&& far) {
   constexpr std::size_t kChunk = 512, kAhead = 16;
   const bool pow2 = (per_unit & (per_unit - 1)) == 0;
   const int shift = pow2 ? __builtin_ctzll(per_unit) : 0;
-  std::uint32_t unit[kChunk], near[kChunk], other[kChunk];
+  std::uint32_t unit[kChunk], here[kChunk], other[kChunk];
   std::uint64_t at[kChunk];  // byte offset in the unit's part
   for (std::size_t b = 0; b < n; b += kChunk) {
     const std::size_t m = std::min(kChunk, n - b);
@@ -654,31 +654,41 @@ void gather_chunks(char* dst, std::uint64_t offset, std::size_t esize, std::size
       const std::uint64_t u = pow2 ? g >> shift : g / per_unit;
       unit[j] = static_cast<std::uint32_t>(u);
       at[j] = offset + (g - u * per_unit) * esize;
-      const bool here = peer[u] != nullptr;
-      near[nn] = static_cast<std::uint32_t>(j);
+      const bool mine = peer[u] != nullptr;
+      here[nn] = static_cast<std::uint32_t>(j);
       other[nf] = static_cast<std::uint32_t>(j);
-      nn += here;
-      nf += !here;
+      nn += mine;
+      nf += !mine;
     }
-    auto src = [&](std::size_t i) { return peer[unit[near[i]]] + at[near[i]]; };
-    for (std::size_t i = 0; i < std::min(kAhead, nn); ++i) __builtin_prefetch(src(i), 0, 3);
+    auto addr = [&](std::size_t i) { return peer[unit[here[i]]] + at[here[i]]; };
+    auto ahead = [&](std::size_t i) { __builtin_prefetch(addr(i), kWrite ? 1 : 0, 3); };
+    for (std::size_t i = 0; i < std::min(kAhead, nn); ++i) ahead(i);
     for (std::size_t i = 0; i < nn; ++i) {
-      if (i + kAhead < nn) __builtin_prefetch(src(i + kAhead), 0, 3);
-      char* out = dst + (b + near[i]) * esize;
-      if (esize == 8)
-        std::memcpy(out, src(i), 8);
-      else
-        std::memcpy(out, src(i), esize);
+      if (i + kAhead < nn) ahead(i + kAhead);
+      near(b, here[i], addr(i));
     }
     // Other nodes: runs of the same unit at once (one run for two units).
     for (std::size_t i = 0; i < nf;) {
       std::size_t e = i + 1;
       while (e < nf && unit[other[e]] == unit[other[i]]) ++e;
-      far(unit[other[i]], other + i, e - i, at, dst + b * esize);
+      far(unit[other[i]], b, other + i, e - i, at);
       i = e;
     }
   }
 }
+
+// gather_nbi's same-node element: copied at once.
+struct GatherNear {
+  char* dst;
+  std::size_t esize;
+  void operator()(std::size_t b, std::size_t j, const char* src) const {
+    char* out = dst + (b + j) * esize;
+    if (esize == 8)
+      std::memcpy(out, src, 8);
+    else
+      std::memcpy(out, src, esize);
+  }
+};
 }  // namespace
 
 // Other nodes' elements become get requests in their units' batches.
@@ -689,18 +699,61 @@ void Aggregator::gather(char* dst, int segment, std::uint64_t offset, std::size_
   key.size = static_cast<std::uint8_t>(esize);
   key.segment = segment;
   Lock lock(lock_);
-  gather_chunks(
-      dst, offset, esize, per_unit, index, n, peer,
-      [&](std::uint32_t u, const std::uint32_t* js, std::size_t k, const std::uint64_t* at, char* out) {
+  split_chunks<false>(
+      offset, esize, per_unit, index, n, peer, GatherNear{dst, esize},
+      [&](std::uint32_t u, std::size_t b, const std::uint32_t* js, std::size_t k, const std::uint64_t* at) {
         Out& o = out_[u];
         reserve_replies(o, k);
         const std::uint64_t mask = o.replies.size() - 1;
         for (std::size_t i = 0; i < k; ++i)
-          o.replies[(o.asked + i) & mask] = {out + js[i] * esize, static_cast<std::uint32_t>(esize)};
+          o.replies[(o.asked + i) & mask] = {dst + (b + js[i]) * esize, static_cast<std::uint32_t>(esize)};
         o.asked += k;
-        append_words(o, key, k, [&](std::size_t i) { return at[js[i]]; });
+        append_records(o, key, k, [&](std::size_t i, char* r) { std::memcpy(r, &at[js[i]], 8); });
         pushed(static_cast<int>(u), k);
       });
+}
+
+// The same for update_nbi: same-node elements updated at once with relaxed
+// CPU atomics (the flush is the fence), others as update records.
+void Aggregator::update_many(const char* values, MPI_Datatype type, Op op, int segment, std::uint64_t offset,
+                             std::size_t per_unit, const std::uint64_t* index, std::size_t n,
+                             char* const* peer) {
+  const RunHeader key = op_key(RecordKind::update, segment, type, op);
+  const std::size_t esize = type_size(key.type);
+  Lock lock(lock_);
+  with_type(key.type, [&](auto zero) {
+    using T = decltype(zero);
+    auto value = [&](std::size_t i) {
+      T v;
+      std::memcpy(&v, values + i * sizeof(T), sizeof v);
+      return v;
+    };
+    auto far = [&](std::uint32_t u, std::size_t b, const std::uint32_t* js, std::size_t k,
+                   const std::uint64_t* at) {
+      append_records(out_[u], key, k, [&](std::size_t i, char* r) {
+        std::memcpy(r, &at[js[i]], 8);
+        std::uint64_t bits = 0;
+        const T v = value(b + js[i]);
+        std::memcpy(&bits, &v, sizeof v);
+        std::memcpy(r + 8, &bits, 8);
+      });
+      pushed(static_cast<int>(u), k);
+    };
+    // Same-node elements: the operation chosen once per call (GUPS's XOR a
+    // plain lock xor), relaxed (the flush is the fence).
+    auto run = [&](auto one) {
+      split_chunks<true>(
+          offset, esize, per_unit, index, n, peer,
+          [&](std::size_t b, std::size_t j, char* a) { one(reinterpret_cast<T*>(a), value(b + j)); }, far);
+    };
+    if constexpr (std::is_integral_v<T>) {
+      if (op == Op::bxor)
+        return run([](T* a, T v) { std::atomic_ref<T>(*a).fetch_xor(v, std::memory_order_relaxed); });
+      if (op == Op::sum)
+        return run([](T* a, T v) { std::atomic_ref<T>(*a).fetch_add(v, std::memory_order_relaxed); });
+    }
+    run([op](T* a, T v) { cpu_apply(a, v, op, std::memory_order_relaxed); });
+  });
 }
 
 void Aggregator::fetch(const Target& t, const void* operand, void* result, MPI_Datatype type, Op op) {
@@ -831,16 +884,17 @@ bool aggregate_get(void* dst, int team, int segment, int unit, std::uint64_t off
   return true;
 }
 
-void check_gather(int team, int segment, std::uint64_t offset, std::size_t esize, std::size_t per_unit,
-                  const std::uint64_t* index, std::size_t n) {
+void check_table(const char* what, int team, int segment, std::uint64_t offset, std::size_t esize,
+                 std::size_t per_unit, const std::uint64_t* index, std::size_t n) {
+  const std::string call = what;
   const SegmentInfo* seg = state().segments.find(team, segment);
-  if (!seg) throw Error("gather_nbi: segment " + std::to_string(segment) + " is not allocated (freed?)");
+  if (!seg) throw Error(call + ": segment " + std::to_string(segment) + " is not allocated (freed?)");
   const auto units = static_cast<std::uint64_t>(seg->bytes.size());
   if (per_unit == 0 || per_unit > UINT64_MAX / units || per_unit > SIZE_MAX / esize)
-    throw Error("gather_nbi: a table of " + std::to_string(per_unit) + " elements per unit");
+    throw Error(call + ": a table of " + std::to_string(per_unit) + " elements per unit");
   for (std::size_t u = 0; u < seg->bytes.size(); ++u)
     if (offset > seg->bytes[u] || per_unit * esize > seg->bytes[u] - offset)
-      throw Error("gather_nbi: unit " + std::to_string(u) + "'s part (" + std::to_string(seg->bytes[u]) +
+      throw Error(call + ": unit " + std::to_string(u) + "'s part (" + std::to_string(seg->bytes[u]) +
                   " bytes) does not hold " + std::to_string(per_unit) + " elements of " +
                   std::to_string(esize) + " bytes from byte " + std::to_string(offset));
   const std::uint64_t limit = units * per_unit;
@@ -849,7 +903,7 @@ void check_gather(int team, int segment, std::uint64_t offset, std::size_t esize
   if (!past) return;
   for (std::size_t k = 0; k < n; ++k)
     if (index[k] >= limit)
-      throw Error("gather_nbi: index[" + std::to_string(k) + "] = " + std::to_string(index[k]) +
+      throw Error(call + ": index[" + std::to_string(k) + "] = " + std::to_string(index[k]) +
                   " is past the table (" + std::to_string(units) + " units x " + std::to_string(per_unit) +
                   " elements)");
 }
@@ -862,14 +916,30 @@ bool gather_bulk(void* dst, int team, int segment, std::uint64_t offset, std::si
   Aggregator* agg = s->aggregate ? d.rows[team].aggregator : nullptr;
   const bool one_node = std::all_of(s->peer, s->peer + s->units, [](const char* p) { return p != nullptr; });
   if (!one_node && !agg) return false;
-  check_gather(team, segment, offset, esize, per_unit, index, n);
+  check_table("gather_nbi", team, segment, offset, esize, per_unit, index, n);
   complete_lookahead();  // this thread's queued accesses come first
   if (agg)
     agg->gather(static_cast<char*>(dst), segment, offset, esize, per_unit, index, n, s->peer);
   else
-    gather_chunks(static_cast<char*>(dst), offset, esize, per_unit, index, n, s->peer,
-                  [](std::uint32_t, const std::uint32_t*, std::size_t, const std::uint64_t*, char*) {
-                  });  // every unit on my node
+    split_chunks<false>(offset, esize, per_unit, index, n, s->peer,
+                        GatherNear{static_cast<char*>(dst), esize},
+                        [](std::uint32_t, std::size_t, const std::uint32_t*, std::size_t,
+                           const std::uint64_t*) {});  // every unit on my node
+  return true;
+}
+
+bool update_bulk(int team, int segment, std::uint64_t offset, const void* values, MPI_Datatype type, Op op,
+                 std::size_t per_unit, const std::uint64_t* index, std::size_t n) {
+  const Direct& d = g_direct;
+  const DirectSegment* s = d.find(team, segment);
+  if (!d.locality || !s || !s->aggregate || g_measure_comm.load(std::memory_order_relaxed)) return false;
+  Aggregator* agg = d.rows[team].aggregator;
+  const std::uint8_t code = type_code(type);
+  if (!agg || (op == Op::bxor && (code == 4 || code == 5)))
+    return false;  // the general route names the error
+  check_table("update_nbi", team, segment, offset, type_size(code), per_unit, index, n);
+  complete_lookahead();  // this thread's queued updates come first
+  agg->update_many(static_cast<const char*>(values), type, op, segment, offset, per_unit, index, n, s->peer);
   return true;
 }
 

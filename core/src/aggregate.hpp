@@ -168,6 +168,10 @@ class Aggregator {
   // unit's part holding it; peer[u] is unit u's part when on my node.
   void gather(char* dst, int segment, std::uint64_t offset, std::size_t esize, std::size_t per_unit,
               const std::uint64_t* index, std::size_t n, char* const* peer);
+  // update_nbi's bulk path, the same way: values[k] (of `type`) applied
+  // with op to element index[k].
+  void update_many(const char* values, MPI_Datatype type, Op op, int segment, std::uint64_t offset,
+                   std::size_t per_unit, const std::uint64_t* index, std::size_t n, char* const* peer);
   // Blocking: the old value.
   void fetch(const Target& t, const void* operand, void* result, MPI_Datatype type, Op op);
   void compare_and_swap(const Target& t, const void* compare, const void* value, void* result,
@@ -230,10 +234,10 @@ class Aggregator {
   // Room for one record of run `key` in dest's last batch (a new batch
   // when it is full, a new run when the key differs): where to write it.
   char* append(Out& o, const RunHeader& key);
-  // Appends n records of 8 bytes, word(i) for i < n, with run key `key`,
-  // over as many batches as they need.
-  template <class Word>
-  void append_words(Out& o, const RunHeader& key, std::size_t n, Word&& word);
+  // Appends n records with run key `key`, fill(i, record) writing record
+  // i < n, over as many batches as they need.
+  template <class Fill>
+  void append_records(Out& o, const RunHeader& key, std::size_t n, Fill&& fill);
   // Room in the reply ring for n more requests.
   void reserve_replies(Out& o, std::size_t n);
   // Writes the open run's count into its header (before the batch goes).

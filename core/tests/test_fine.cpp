@@ -410,6 +410,60 @@ TEST_P(Atomics, GatherNbiMatchesGetNbi) {
   gather_matches_get<double>(GetParam(), 64, 1);
 }
 
+// update_nbi: every unit scatters `reads` updates over a table of
+// per_unit elements per unit (power of two and not; repeated indices); the
+// totals come out exactly, as expected from every unit's stream.
+template <class T>
+void scatter_totals(AtomicMode mode, std::size_t per_unit, std::size_t count, Op op) {
+  const int me = world().rank(), n = world().size();
+  locus::Array<T> a(world(), per_unit + 1, locus::AsyncHint::follow, mode);  // the table from element 1 on
+  for (std::size_t i = 0; i <= per_unit; ++i) a.data()[i] = T(0);
+  locus::barrier(world());
+  const std::uint64_t total = per_unit * static_cast<std::uint64_t>(n);
+  auto index_of = [&](int from, std::size_t k) {
+    return mix(k * 29 + static_cast<std::size_t>(from) * 7) % total;
+  };
+  auto value_of = [&](int from, std::size_t k) { return static_cast<T>(mix(k + 1000u * from) % 1000); };
+  std::vector<std::uint64_t> index(count);
+  std::vector<T> value(count);
+  for (std::size_t k = 0; k < count; ++k) {
+    index[k] = index_of(me, k);
+    value[k] = value_of(me, k);
+  }
+  locus::update_nbi(a.gptr() + 1, per_unit, index.data(), value.data(), count, op);
+  locus::flush(world());
+  locus::barrier(world());
+  std::vector<T> expect(per_unit, T(0));
+  for (int from = 0; from < n; ++from)
+    for (std::size_t k = 0; k < count; ++k) {
+      const std::uint64_t g = index_of(from, k);
+      if (g / per_unit != static_cast<std::uint64_t>(me)) continue;
+      T& e = expect[g % per_unit];
+      if constexpr (std::is_integral_v<T>) {
+        if (op == Op::bxor) e ^= value_of(from, k);
+      }
+      if (op == Op::sum) e += value_of(from, k);
+    }
+  long bad = a.data()[0] != T(0);
+  for (std::size_t i = 0; i < per_unit; ++i) bad += a.data()[i + 1] != expect[i];
+  EXPECT_EQ(bad, 0) << per_unit << " elements of " << sizeof(T) << " bytes per unit";
+  locus::barrier(world());
+}
+
+TEST_P(Atomics, UpdateNbiGivesExactTotals) {
+  scatter_totals<std::uint64_t>(GetParam(), 1024, 6000, Op::bxor);
+  scatter_totals<std::int32_t>(GetParam(), 333, 4000, Op::sum);
+  scatter_totals<double>(GetParam(), 100, 3000, Op::sum);  // small integers: exact in any order
+  locus::Array<double> d(world(), 4, locus::AsyncHint::follow, GetParam());
+  const std::uint64_t at[1] = {0};
+  const double one[1] = {1.0};
+  EXPECT_THROW(locus::update_nbi(d.gptr(), 4, at, one, 1, Op::bxor), locus::Error);  // bxor on a double
+  const std::uint64_t past[1] = {4 * static_cast<std::uint64_t>(world().size())};
+  EXPECT_THROW(locus::update_nbi(d.gptr(), 4, past, one, 1, Op::sum), locus::Error);
+  locus::flush(world());
+  locus::barrier(world());
+}
+
 TEST_P(Atomics, GatherNbiIndexPastTheTableIsAnError) {
   const int n = world().size();
   locus::Array<std::uint64_t> a(world(), 100, locus::AsyncHint::follow, GetParam());

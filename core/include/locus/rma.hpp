@@ -291,11 +291,16 @@ bool aggregate_get(void* dst, int team, int segment, int unit, std::uint64_t off
 // table.
 bool gather_bulk(void* dst, int team, int segment, std::uint64_t offset, std::size_t esize,
                  std::size_t per_unit, const std::uint64_t* index, std::size_t n);
-// An Error when a unit's part of the segment does not hold `per_unit`
-// elements of `esize` bytes from byte `offset`, or naming the first index
-// past the table.
-void check_gather(int team, int segment, std::uint64_t offset, std::size_t esize, std::size_t per_unit,
-                  const std::uint64_t* index, std::size_t n);
+// update_nbi's bulk path: true when it took the whole call (a segment with
+// aggregated atomics, the profile not measuring, not bxor on a floating
+// type); the indices are checked first.
+bool update_bulk(int team, int segment, std::uint64_t offset, const void* values, MPI_Datatype type, Op op,
+                 std::size_t per_unit, const std::uint64_t* index, std::size_t n);
+// An Error (naming the call, `what`) when a unit's part of the segment
+// does not hold `per_unit` elements of `esize` bytes from byte `offset`,
+// or naming the first index past the table.
+void check_table(const char* what, int team, int segment, std::uint64_t offset, std::size_t esize,
+                 std::size_t per_unit, const std::uint64_t* index, std::size_t n);
 
 // The inline path of an element-wise accumulate: true when it applied the
 // values with CPU atomics on my node (direct.hpp), false when the general
@@ -432,18 +437,32 @@ void get_nbi(T* dst, GlobalPtr<T> src, std::size_t count) {
 // Elsewhere it is one get_nbi per element. An index past the table, or a
 // unit's part that does not hold the table, is an Error before anything
 // moves (always: it costs one compare per element).
+namespace detail {
+// Global element g of a table of per_unit elements per unit: its unit and
+// element (a shift and a mask when per_unit is a power of two, not a
+// 64-bit division per element).
+struct TableIndex {
+  explicit TableIndex(std::size_t n)
+      : per_unit(n), pow2(n && !(n & (n - 1))), shift(pow2 ? __builtin_ctzll(n) : 0) {}
+  int unit(std::uint64_t g) const { return static_cast<int>(pow2 ? g >> shift : g / per_unit); }
+  std::ptrdiff_t element(std::uint64_t g) const {
+    return static_cast<std::ptrdiff_t>(pow2 ? g & (per_unit - 1) : g % per_unit);
+  }
+  std::size_t per_unit;
+  bool pow2;
+  int shift;
+};
+}  // namespace detail
+
 template <class T>
 void gather_nbi(T* dst, GlobalPtr<T> table, std::size_t per_unit, const std::uint64_t* index, std::size_t n) {
   if (n == 0) return;
   if (sizeof(T) <= 8 &&
       detail::gather_bulk(dst, table.team, table.segment, table.offset, sizeof(T), per_unit, index, n))
     return;
-  detail::check_gather(table.team, table.segment, table.offset, sizeof(T), per_unit, index, n);
-  for (std::size_t k = 0; k < n; ++k)
-    get_nbi(
-        dst + k,
-        table.at(static_cast<int>(index[k] / per_unit)) + static_cast<std::ptrdiff_t>(index[k] % per_unit),
-        1);
+  detail::check_table("gather_nbi", table.team, table.segment, table.offset, sizeof(T), per_unit, index, n);
+  const detail::TableIndex at(per_unit);
+  for (std::size_t k = 0; k < n; ++k) get_nbi(dst + k, table.at(at.unit(index[k])) + at.element(index[k]), 1);
 }
 
 // Element-wise atomic accumulate of `count` values.
@@ -467,6 +486,28 @@ void atomic_update(GlobalPtr<T> dst, T value, Op op) {
       return;
   }
   detail::accumulate_nbi(detail::target(dst, 1, "atomic_update"), &value, 1, detail::mpi_type<T>(), op);
+}
+
+// Scatter-update in one call (Bale's histogram; GUPS in bulk): element
+// index[k] of the table (laid out as for gather_nbi) becomes op(element,
+// values[k]), atomically with respect to the segment's other atomics, for
+// every k. Complete at flush, as atomic_update; the values are copied. On
+// a segment with aggregated atomics the call buckets the indices itself:
+// same-node elements get relaxed CPU atomics at once (prefetched ahead),
+// the others become 16-byte update records in the batches to their
+// units. Elsewhere it is one atomic_update per element. The same checks
+// as gather_nbi, before anything moves.
+template <class T>
+void update_nbi(GlobalPtr<T> table, std::size_t per_unit, const std::uint64_t* index, const T* values,
+                std::size_t n, Op op) {
+  if (n == 0) return;
+  if (detail::update_bulk(table.team, table.segment, table.offset, values, detail::mpi_type<T>(), op,
+                          per_unit, index, n))
+    return;
+  detail::check_table("update_nbi", table.team, table.segment, table.offset, sizeof(T), per_unit, index, n);
+  const detail::TableIndex at(per_unit);
+  for (std::size_t k = 0; k < n; ++k)
+    atomic_update(table.at(at.unit(index[k])) + at.element(index[k]), values[k], op);
 }
 
 // Completes every handle-free operation this unit issued to `unit` of the
