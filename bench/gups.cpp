@@ -271,6 +271,29 @@ struct Tables {
   locus::Array<u64> table, agg;
 };
 
+// locus-scatter: each look-ahead batch of updates (indices and values)
+// in one update_nbi.
+Variant scatter_variant(locus::Team& world, Tables& t, u64 lookahead) {
+  return {"locus-scatter", t.agg.data(), [&t, &world, lookahead](const Table& tb) {
+            std::vector<u64> index, value;
+            index.reserve(lookahead);
+            value.reserve(lookahead);
+            auto scatter = [&] {
+              locus::update_nbi(t.agg.gptr(), tb.local, index.data(), value.data(), index.size(),
+                                locus::Op::bxor);
+              index.clear();
+              value.clear();
+            };
+            for_each_update(tb, [&](u64 g, u64 v) {
+              index.push_back(g);
+              value.push_back(v);
+              if (index.size() == lookahead) scatter();
+            });
+            scatter();
+            locus::flush(world);
+          }};
+}
+
 // One pass of my updates per variant, on its own table.
 std::vector<Variant> variants(locus::Team& world, Tables& t, u64 lookahead, bool cpu) {
   std::vector<Variant> all;
@@ -334,24 +357,7 @@ std::vector<Variant> variants(locus::Team& world, Tables& t, u64 lookahead, bool
                    });
                    locus::flush(world);
                  }});
-  all.push_back({"locus-scatter", t.agg.data(), [&t, &world, lookahead](const Table& tb) {
-                   std::vector<u64> index, value;
-                   index.reserve(lookahead);
-                   value.reserve(lookahead);
-                   auto scatter = [&] {
-                     locus::update_nbi(t.agg.gptr(), tb.local, index.data(), value.data(), index.size(),
-                                       locus::Op::bxor);
-                     index.clear();
-                     value.clear();
-                   };
-                   for_each_update(tb, [&](u64 g, u64 v) {
-                     index.push_back(g);
-                     value.push_back(v);
-                     if (index.size() == lookahead) scatter();
-                   });
-                   scatter();
-                   locus::flush(world);
-                 }});
+  all.push_back(scatter_variant(world, t, lookahead));
   all.push_back({"locus-getput", t.table.data(),
                  [&t](const Table& tb) {
                    for_each_update(tb, [&](u64 g, u64 v) {
