@@ -713,46 +713,53 @@ void Aggregator::gather(char* dst, int segment, std::uint64_t offset, std::size_
       });
 }
 
-// The same for update_nbi: same-node elements updated at once with relaxed
-// CPU atomics (the flush is the fence), others as update records.
+namespace {
+// update_nbi's split: same-node elements updated at once with relaxed CPU
+// atomics (the flush is the fence; the operation chosen once per call:
+// GUPS's XOR a plain lock xor), the others handed to far(unit, first index
+// of the chunk, positions, byte offsets) as split_chunks does.
+template <class T, class Far>
+void scatter_chunks(const char* values, Op op, std::uint64_t offset, std::size_t per_unit,
+                    const std::uint64_t* index, std::size_t n, char* const* peer, Far&& far) {
+  auto value = [&](std::size_t i) {
+    T v;
+    std::memcpy(&v, values + i * sizeof(T), sizeof v);
+    return v;
+  };
+  auto run = [&](auto one) {
+    split_chunks<true>(
+        offset, sizeof(T), per_unit, index, n, peer,
+        [&](std::size_t b, std::size_t j, char* a) { one(reinterpret_cast<T*>(a), value(b + j)); }, far);
+  };
+  if constexpr (std::is_integral_v<T>) {
+    if (op == Op::bxor)
+      return run([](T* a, T v) { std::atomic_ref<T>(*a).fetch_xor(v, std::memory_order_relaxed); });
+    if (op == Op::sum)
+      return run([](T* a, T v) { std::atomic_ref<T>(*a).fetch_add(v, std::memory_order_relaxed); });
+  }
+  run([op](T* a, T v) { cpu_apply(a, v, op, std::memory_order_relaxed); });
+}
+}  // namespace
+
+// Other nodes' elements become update records in their units' batches.
 void Aggregator::update_many(const char* values, MPI_Datatype type, Op op, int segment, std::uint64_t offset,
                              std::size_t per_unit, const std::uint64_t* index, std::size_t n,
                              char* const* peer) {
   const RunHeader key = op_key(RecordKind::update, segment, type, op);
-  const std::size_t esize = type_size(key.type);
   Lock lock(lock_);
   with_type(key.type, [&](auto zero) {
     using T = decltype(zero);
-    auto value = [&](std::size_t i) {
-      T v;
-      std::memcpy(&v, values + i * sizeof(T), sizeof v);
-      return v;
-    };
-    auto far = [&](std::uint32_t u, std::size_t b, const std::uint32_t* js, std::size_t k,
-                   const std::uint64_t* at) {
-      append_records(out_[u], key, k, [&](std::size_t i, char* r) {
-        std::memcpy(r, &at[js[i]], 8);
-        std::uint64_t bits = 0;
-        const T v = value(b + js[i]);
-        std::memcpy(&bits, &v, sizeof v);
-        std::memcpy(r + 8, &bits, 8);
-      });
-      pushed(static_cast<int>(u), k);
-    };
-    // Same-node elements: the operation chosen once per call (GUPS's XOR a
-    // plain lock xor), relaxed (the flush is the fence).
-    auto run = [&](auto one) {
-      split_chunks<true>(
-          offset, esize, per_unit, index, n, peer,
-          [&](std::size_t b, std::size_t j, char* a) { one(reinterpret_cast<T*>(a), value(b + j)); }, far);
-    };
-    if constexpr (std::is_integral_v<T>) {
-      if (op == Op::bxor)
-        return run([](T* a, T v) { std::atomic_ref<T>(*a).fetch_xor(v, std::memory_order_relaxed); });
-      if (op == Op::sum)
-        return run([](T* a, T v) { std::atomic_ref<T>(*a).fetch_add(v, std::memory_order_relaxed); });
-    }
-    run([op](T* a, T v) { cpu_apply(a, v, op, std::memory_order_relaxed); });
+    scatter_chunks<T>(
+        values, op, offset, per_unit, index, n, peer,
+        [&](std::uint32_t u, std::size_t b, const std::uint32_t* js, std::size_t k, const std::uint64_t* at) {
+          append_records(out_[u], key, k, [&](std::size_t i, char* r) {
+            std::memcpy(r, &at[js[i]], 8);
+            std::uint64_t bits = 0;
+            std::memcpy(&bits, values + (b + js[i]) * sizeof(T), sizeof(T));
+            std::memcpy(r + 8, &bits, 8);
+          });
+          pushed(static_cast<int>(u), k);
+        });
   });
 }
 
@@ -932,14 +939,24 @@ bool update_bulk(int team, int segment, std::uint64_t offset, const void* values
                  std::size_t per_unit, const std::uint64_t* index, std::size_t n) {
   const Direct& d = g_direct;
   const DirectSegment* s = d.find(team, segment);
-  if (!d.locality || !s || !s->aggregate || g_measure_comm.load(std::memory_order_relaxed)) return false;
-  Aggregator* agg = d.rows[team].aggregator;
+  if (!d.locality || !s || !s->cpu_atomics || g_measure_comm.load(std::memory_order_relaxed)) return false;
+  Aggregator* agg = s->aggregate ? d.rows[team].aggregator : nullptr;
+  const bool one_node = std::all_of(s->peer, s->peer + s->units, [](const char* p) { return p != nullptr; });
   const std::uint8_t code = type_code(type);
-  if (!agg || (op == Op::bxor && (code == 4 || code == 5)))
-    return false;  // the general route names the error
+  if ((!one_node && !agg) || (op == Op::bxor && (code == 4 || code == 5)))
+    return false;  // the general route (and its error for bxor on a floating type)
   check_table("update_nbi", team, segment, offset, type_size(code), per_unit, index, n);
   complete_lookahead();  // this thread's queued updates come first
-  agg->update_many(static_cast<const char*>(values), type, op, segment, offset, per_unit, index, n, s->peer);
+  const char* v = static_cast<const char*>(values);
+  if (agg) {
+    agg->update_many(v, type, op, segment, offset, per_unit, index, n, s->peer);
+    return true;
+  }
+  with_type(code, [&](auto zero) {  // every unit on my node
+    scatter_chunks<decltype(zero)>(
+        v, op, offset, per_unit, index, n, s->peer,
+        [](std::uint32_t, std::size_t, const std::uint32_t*, std::size_t, const std::uint64_t*) {});
+  });
   return true;
 }
 

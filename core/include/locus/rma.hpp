@@ -291,9 +291,10 @@ bool aggregate_get(void* dst, int team, int segment, int unit, std::uint64_t off
 // table.
 bool gather_bulk(void* dst, int team, int segment, std::uint64_t offset, std::size_t esize,
                  std::size_t per_unit, const std::uint64_t* index, std::size_t n);
-// update_nbi's bulk path: true when it took the whole call (a segment with
-// aggregated atomics, the profile not measuring, not bxor on a floating
-// type); the indices are checked first.
+// update_nbi's bulk path: true when it took the whole call (comm.locality
+// on, CPU atomics on the segment, every unit on my node or aggregated
+// atomics, the profile not measuring, not bxor on a floating type); the
+// indices are checked first.
 bool update_bulk(int team, int segment, std::uint64_t offset, const void* values, MPI_Datatype type, Op op,
                  std::size_t per_unit, const std::uint64_t* index, std::size_t n);
 // An Error (naming the call, `what`) when a unit's part of the segment
@@ -491,12 +492,13 @@ void atomic_update(GlobalPtr<T> dst, T value, Op op) {
 // Scatter-update in one call (Bale's histogram; GUPS in bulk): element
 // index[k] of the table (laid out as for gather_nbi) becomes op(element,
 // values[k]), atomically with respect to the segment's other atomics, for
-// every k. Complete at flush, as atomic_update; the values are copied. On
-// a segment with aggregated atomics the call buckets the indices itself:
-// same-node elements get relaxed CPU atomics at once (prefetched ahead),
-// the others become 16-byte update records in the batches to their
-// units. Elsewhere it is one atomic_update per element. The same checks
-// as gather_nbi, before anything moves.
+// every k. Complete at flush, as atomic_update; the values are copied.
+// When every unit is on my node (CPU atomics), or the segment aggregates
+// its atomics, the call buckets the indices itself: same-node elements
+// get relaxed CPU atomics at once (prefetched ahead), the others become
+// 16-byte update records in the batches to their units. Elsewhere it is
+// one atomic_update per element. The same checks as gather_nbi, before
+// anything moves.
 template <class T>
 void update_nbi(GlobalPtr<T> table, std::size_t per_unit, const std::uint64_t* index, const T* values,
                 std::size_t n, Op op) {
