@@ -491,9 +491,7 @@ int report(const locus::Context& ctx, const Table& tb, const std::vector<Variant
       r.goal("goal_locus_ge_3x_hpcc", bench::ratio(gups, "locus", "hpcc") >= 3.0);
     // Aggregated: the better of atomic_update per update and update_nbi
     // (both travel in the same batches), named.
-    std::string best;
-    for (const char* v : {"locus-aggregated", "locus-scatter"})
-      if (gups.count(v) && (best.empty() || gups[v] > gups[best])) best = v;
+    const std::string best = bench::best_of(gups, {"locus-aggregated", "locus-scatter"});
     if (!same_node && !best.empty() && gups.count("hpcc")) {
       r.text("aggregated_best", best);
       r.goal("goal_aggregated_ge_1_5x_hpcc", bench::ratio(gups, best, "hpcc") >= 1.5);

@@ -84,6 +84,15 @@ double ratio(const std::map<std::string, double>& value, const std::string& name
   return a->second / b->second;
 }
 
+std::string best_of(const std::map<std::string, double>& value, std::initializer_list<const char*> names) {
+  std::string best;
+  for (const char* n : names) {
+    const auto it = value.find(n);
+    if (it != value.end() && (best.empty() || it->second > value.at(best))) best = n;
+  }
+  return best;
+}
+
 std::string ratio_text(double r) {
   char buf[32] = "-";
   if (r > 0) std::snprintf(buf, sizeof buf, "%.2f", r);

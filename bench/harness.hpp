@@ -18,6 +18,7 @@
 
 #include <cstdio>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <string>
 #include <variant>
@@ -66,6 +67,9 @@ double spread(const std::vector<double>& v);
 // is 0 (a table shows "-").
 double ratio(const std::map<std::string, double>& value, const std::string& name,
              const std::string& baseline);
+
+// Of `names`, the one with the largest value that ran ("" if none did).
+std::string best_of(const std::map<std::string, double>& value, std::initializer_list<const char*> names);
 
 // A ratio for a table: "%.2f", "-" for 0 (no baseline in this run).
 std::string ratio_text(double r);

@@ -293,9 +293,7 @@ int report(locus::Context& ctx, const Problem& s, const std::vector<std::string>
       r.goal("goal_locus_ge_half_raw", bench::ratio(rate, "locus", "raw") >= 0.5);
     // Aggregated: the better of get_nbi per index and gather_nbi (both
     // travel in the same batches), named.
-    std::string best;
-    for (const char* v : {"locus-aggregated", "locus-gather"})
-      if (rate.count(v) && (best.empty() || rate[v] > rate[best])) best = v;
+    const std::string best = bench::best_of(rate, {"locus-aggregated", "locus-gather"});
     if (!same_node && !best.empty() && rate.count("alltoallv")) {
       r.text("aggregated_best", best);
       r.goal("goal_aggregated_ge_alltoallv", bench::ratio(rate, best, "alltoallv") >= 1.0);
