@@ -223,7 +223,10 @@ void Aggregator::pushed(int dest, std::size_t count) {
   // A full batch goes at once; when it cannot (every send buffer in
   // flight), the next try comes kPollEvery records later, not at every push.
   if (o.buffered < std::max(cap_, o.next_try)) return;
-  if (try_send(dest)) {
+  // Every full batch (a bulk call may have filled several).
+  while (o.buffered >= cap_ && try_send(dest)) {
+  }
+  if (o.buffered < cap_) {
     o.next_try = 0;
     return;
   }
@@ -637,15 +640,16 @@ namespace {
 // the element's address) with each line prefetched kAhead elements before
 // (for writing when kWrite), and others, handed to far(unit, first index
 // of the chunk, positions js[0..k), byte offsets at[j] in the unit's
-// part), one run of a unit at a time.
+// part), one run per unit the chunk sends to.
 template <bool kWrite, class Near, class Far>
 void split_chunks(std::uint64_t offset, std::size_t esize, std::size_t per_unit, const std::uint64_t* index,
-                  std::size_t n, char* const* peer, Near&& near, Far&& far) {
+                  std::size_t n, char* const* peer, std::size_t units, Near&& near, Far&& far) {
   constexpr std::size_t kChunk = 512, kAhead = 16;
   const bool pow2 = (per_unit & (per_unit - 1)) == 0;
   const int shift = pow2 ? __builtin_ctzll(per_unit) : 0;
-  std::uint32_t unit[kChunk], here[kChunk], other[kChunk];
-  std::uint64_t at[kChunk];  // byte offset in the unit's part
+  std::uint32_t unit[kChunk], here[kChunk], other[kChunk], sorted[kChunk];
+  std::vector<std::uint32_t> count, first, touched;  // per unit; the units a chunk sends to
+  std::uint64_t at[kChunk];                          // byte offset in the unit's part
   for (std::size_t b = 0; b < n; b += kChunk) {
     const std::size_t m = std::min(kChunk, n - b);
     std::size_t nn = 0, nf = 0;
@@ -667,12 +671,29 @@ void split_chunks(std::uint64_t offset, std::size_t esize, std::size_t per_unit,
       if (i + kAhead < nn) ahead(i + kAhead);
       near(b, here[i], addr(i));
     }
-    // Other nodes: runs of the same unit at once (one run for two units).
-    for (std::size_t i = 0; i < nf;) {
-      std::size_t e = i + 1;
-      while (e < nf && unit[other[e]] == unit[other[i]]) ++e;
-      far(unit[other[i]], b, other + i, e - i, at);
-      i = e;
+    if (nf == 0) continue;
+    if (units <= 2) {  // one other unit at most: already in order
+      far(unit[other[0]], b, other, nf, at);
+      continue;
+    }
+    // Other nodes: grouped by unit (a counting sort over the units this
+    // chunk touches, each unit's elements in index order), one run each.
+    if (count.empty()) count.assign(units, 0), first.assign(units, 0);
+    touched.clear();
+    for (std::size_t i = 0; i < nf; ++i)
+      if (count[unit[other[i]]]++ == 0) touched.push_back(unit[other[i]]);
+    if (touched.size() == 1) {  // the chunk sends to one unit only
+      far(touched[0], b, other, nf, at);
+      count[touched[0]] = 0;
+      continue;
+    }
+    std::uint32_t pos = 0;
+    for (const std::uint32_t u : touched) first[u] = pos, pos += count[u];
+    for (std::size_t i = 0; i < nf; ++i) sorted[first[unit[other[i]]]++] = other[i];
+    for (const std::uint32_t u : touched) {
+      const std::uint32_t k = count[u];
+      far(u, b, sorted + (first[u] - k), k, at);
+      count[u] = 0;
     }
   }
 }
@@ -700,7 +721,7 @@ void Aggregator::gather(char* dst, int segment, std::uint64_t offset, std::size_
   key.segment = segment;
   Lock lock(lock_);
   split_chunks<false>(
-      offset, esize, per_unit, index, n, peer, GatherNear{dst, esize},
+      offset, esize, per_unit, index, n, peer, out_.size(), GatherNear{dst, esize},
       [&](std::uint32_t u, std::size_t b, const std::uint32_t* js, std::size_t k, const std::uint64_t* at) {
         Out& o = out_[u];
         reserve_replies(o, k);
@@ -720,7 +741,8 @@ namespace {
 // of the chunk, positions, byte offsets) as split_chunks does.
 template <class T, class Far>
 void scatter_chunks(const char* values, Op op, std::uint64_t offset, std::size_t per_unit,
-                    const std::uint64_t* index, std::size_t n, char* const* peer, Far&& far) {
+                    const std::uint64_t* index, std::size_t n, char* const* peer, std::size_t units,
+                    Far&& far) {
   auto value = [&](std::size_t i) {
     T v;
     std::memcpy(&v, values + i * sizeof(T), sizeof v);
@@ -728,7 +750,7 @@ void scatter_chunks(const char* values, Op op, std::uint64_t offset, std::size_t
   };
   auto run = [&](auto one) {
     split_chunks<true>(
-        offset, sizeof(T), per_unit, index, n, peer,
+        offset, sizeof(T), per_unit, index, n, peer, units,
         [&](std::size_t b, std::size_t j, char* a) { one(reinterpret_cast<T*>(a), value(b + j)); }, far);
   };
   if constexpr (std::is_integral_v<T>) {
@@ -750,7 +772,7 @@ void Aggregator::update_many(const char* values, MPI_Datatype type, Op op, int s
   with_type(key.type, [&](auto zero) {
     using T = decltype(zero);
     scatter_chunks<T>(
-        values, op, offset, per_unit, index, n, peer,
+        values, op, offset, per_unit, index, n, peer, out_.size(),
         [&](std::uint32_t u, std::size_t b, const std::uint32_t* js, std::size_t k, const std::uint64_t* at) {
           append_records(out_[u], key, k, [&](std::size_t i, char* r) {
             std::memcpy(r, &at[js[i]], 8);
@@ -928,7 +950,7 @@ bool gather_bulk(void* dst, int team, int segment, std::uint64_t offset, std::si
   if (agg)
     agg->gather(static_cast<char*>(dst), segment, offset, esize, per_unit, index, n, s->peer);
   else
-    split_chunks<false>(offset, esize, per_unit, index, n, s->peer,
+    split_chunks<false>(offset, esize, per_unit, index, n, s->peer, s->units,
                         GatherNear{static_cast<char*>(dst), esize},
                         [](std::uint32_t, std::size_t, const std::uint32_t*, std::size_t,
                            const std::uint64_t*) {});  // every unit on my node
@@ -954,7 +976,7 @@ bool update_bulk(int team, int segment, std::uint64_t offset, const void* values
   }
   with_type(code, [&](auto zero) {  // every unit on my node
     scatter_chunks<decltype(zero)>(
-        v, op, offset, per_unit, index, n, s->peer,
+        v, op, offset, per_unit, index, n, s->peer, s->units,
         [](std::uint32_t, std::size_t, const std::uint32_t*, std::size_t, const std::uint64_t*) {});
   });
   return true;
