@@ -427,17 +427,6 @@ void get_nbi(T* dst, GlobalPtr<T> src, std::size_t count) {
   detail::get_nbi(dst, detail::target(src, count, "get_nbi"));
 }
 
-// Index-gather (Bale's ig) in one call: dst[k] = element index[k] of a
-// table whose every unit holds `per_unit` elements from `table` on (global
-// element g is element g % per_unit of unit g / per_unit; table's own unit
-// is not used). Complete at flush, as get_nbi. When every unit is on my
-// node, or the segment aggregates its atomics (comm.atomics: aggregate),
-// the call buckets the indices itself: same-node elements are loaded at
-// once (prefetched ahead), the others become 8-byte requests in the
-// batches to their units, with no call, lock or lookup per element.
-// Elsewhere it is one get_nbi per element. An index past the table, or a
-// unit's part that does not hold the table, is an Error before anything
-// moves (always: it costs one compare per element).
 namespace detail {
 // Global element g of a table of per_unit elements per unit: its unit and
 // element (a shift and a mask when per_unit is a power of two, not a
@@ -454,6 +443,18 @@ struct TableIndex {
   int shift;
 };
 }  // namespace detail
+
+// Index-gather (Bale's ig) in one call: dst[k] = element index[k] of a
+// table whose every unit holds `per_unit` elements from `table` on (global
+// element g is element g % per_unit of unit g / per_unit; table's own unit
+// is not used). Complete at flush, as get_nbi. When every unit is on my
+// node, or the segment aggregates its atomics (comm.atomics: aggregate),
+// the call buckets the indices itself: same-node elements are loaded at
+// once (prefetched ahead), the others become 8-byte requests in the
+// batches to their units, with no call, lock or lookup per element.
+// Elsewhere it is one get_nbi per element. An index past the table, or a
+// unit's part that does not hold the table, is an Error before anything
+// moves (always: it costs one compare per element).
 
 template <class T>
 void gather_nbi(T* dst, GlobalPtr<T> table, std::size_t per_unit, const std::uint64_t* index, std::size_t n) {
