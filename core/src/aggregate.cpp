@@ -363,6 +363,22 @@ struct Ahead {
   }
 };
 
+// Calls run(one), one(T* a, T v) applying op to *a with a relaxed CPU
+// atomic (complete at a flush, whose fence gives the visibility), the
+// operation chosen once for all the calls of one: XOR and sum of integers
+// (GUPS, histograms) are plain lock xor / lock add, not a call through
+// cpu_apply's switch.
+template <class T, class Run>
+void relaxed_update(Op op, Run&& run) {
+  if constexpr (std::is_integral_v<T>) {
+    if (op == Op::bxor)
+      return run([](T* a, T v) { std::atomic_ref<T>(*a).fetch_xor(v, std::memory_order_relaxed); });
+    if (op == Op::sum)
+      return run([](T* a, T v) { std::atomic_ref<T>(*a).fetch_add(v, std::memory_order_relaxed); });
+  }
+  run([op](T* a, T v) { cpu_apply(a, v, op, std::memory_order_relaxed); });
+}
+
 // Updates or fetches of element type T, the operation chosen once per run.
 template <class T, class Check, class Emit>
 void apply_ops(const RunHeader& h, const char* p, char* base, const Ahead& ahead, Check& check, Emit& emit) {
@@ -385,15 +401,7 @@ void apply_ops(const RunHeader& h, const char* p, char* base, const Ahead& ahead
       std::memcpy(&bits, &old, sizeof old);
       emit(bits);
     });
-  // Updates are relaxed: the flush that completes them at the origin
-  // synchronises.
-  if constexpr (std::is_integral_v<T>) {
-    if (op == Op::bxor)  // GUPS
-      return each([](T* a, T v) { std::atomic_ref<T>(*a).fetch_xor(v, std::memory_order_relaxed); });
-    if (op == Op::sum)
-      return each([](T* a, T v) { std::atomic_ref<T>(*a).fetch_add(v, std::memory_order_relaxed); });
-  }
-  each([&](T* a, T v) { cpu_apply(a, v, op, std::memory_order_relaxed); });
+  relaxed_update<T>(op, each);
 }
 
 template <class T, class Check, class Emit>
@@ -585,6 +593,15 @@ void Aggregator::drain() {
 }
 
 namespace {
+// The run key of a get of `bytes` bytes.
+RunHeader get_key(int segment, std::size_t bytes) {
+  RunHeader h;
+  h.kind = static_cast<std::uint8_t>(RecordKind::get);
+  h.size = static_cast<std::uint8_t>(bytes);
+  h.segment = segment;
+  return h;
+}
+
 // The run key of an update or fetch.
 RunHeader op_key(RecordKind kind, int segment, MPI_Datatype type, Op op) {
   RunHeader h;
@@ -622,10 +639,7 @@ void Aggregator::expect_reply(Out& o, void* dst, std::uint32_t size) {
 }
 
 void Aggregator::get(void* dst, int unit, int segment, std::uint64_t offset, std::size_t bytes) {
-  RunHeader key;
-  key.kind = static_cast<std::uint8_t>(RecordKind::get);
-  key.size = static_cast<std::uint8_t>(bytes);
-  key.segment = segment;
+  const RunHeader key = get_key(segment, bytes);
   Lock lock(lock_);
   Out& o = out_[static_cast<std::size_t>(unit)];
   expect_reply(o, dst, static_cast<std::uint32_t>(bytes));
@@ -645,8 +659,7 @@ template <bool kWrite, class Near, class Far>
 void split_chunks(std::uint64_t offset, std::size_t esize, std::size_t per_unit, const std::uint64_t* index,
                   std::size_t n, char* const* peer, std::size_t units, Near&& near, Far&& far) {
   constexpr std::size_t kChunk = 512, kAhead = 16;
-  const bool pow2 = (per_unit & (per_unit - 1)) == 0;
-  const int shift = pow2 ? __builtin_ctzll(per_unit) : 0;
+  const TableIndex table(per_unit);
   std::uint32_t unit[kChunk], here[kChunk], other[kChunk], sorted[kChunk];
   std::vector<std::uint32_t> count, first, touched;  // per unit; the units a chunk sends to
   std::uint64_t at[kChunk];                          // byte offset in the unit's part
@@ -655,9 +668,9 @@ void split_chunks(std::uint64_t offset, std::size_t esize, std::size_t per_unit,
     std::size_t nn = 0, nf = 0;
     for (std::size_t j = 0; j < m; ++j) {
       const std::uint64_t g = index[b + j];
-      const std::uint64_t u = pow2 ? g >> shift : g / per_unit;
-      unit[j] = static_cast<std::uint32_t>(u);
-      at[j] = offset + (g - u * per_unit) * esize;
+      const auto u = static_cast<std::uint32_t>(table.unit(g));
+      unit[j] = u;
+      at[j] = offset + static_cast<std::uint64_t>(table.element(g)) * esize;
       const bool mine = peer[u] != nullptr;
       here[nn] = static_cast<std::uint32_t>(j);
       other[nf] = static_cast<std::uint32_t>(j);
@@ -715,10 +728,7 @@ struct GatherNear {
 // Other nodes' elements become get requests in their units' batches.
 void Aggregator::gather(char* dst, int segment, std::uint64_t offset, std::size_t esize, std::size_t per_unit,
                         const std::uint64_t* index, std::size_t n, char* const* peer) {
-  RunHeader key;
-  key.kind = static_cast<std::uint8_t>(RecordKind::get);
-  key.size = static_cast<std::uint8_t>(esize);
-  key.segment = segment;
+  const RunHeader key = get_key(segment, esize);
   Lock lock(lock_);
   split_chunks<false>(
       offset, esize, per_unit, index, n, peer, out_.size(), GatherNear{dst, esize},
@@ -735,10 +745,9 @@ void Aggregator::gather(char* dst, int segment, std::uint64_t offset, std::size_
 }
 
 namespace {
-// update_nbi's split: same-node elements updated at once with relaxed CPU
-// atomics (the flush is the fence; the operation chosen once per call:
-// GUPS's XOR a plain lock xor), the others handed to far(unit, first index
-// of the chunk, positions, byte offsets) as split_chunks does.
+// update_nbi's split: same-node elements updated at once (relaxed_update:
+// the operation chosen once per call), the others handed to far(unit,
+// first index of the chunk, positions, byte offsets) as split_chunks does.
 template <class T, class Far>
 void scatter_chunks(const char* values, Op op, std::uint64_t offset, std::size_t per_unit,
                     const std::uint64_t* index, std::size_t n, char* const* peer, std::size_t units,
@@ -748,18 +757,11 @@ void scatter_chunks(const char* values, Op op, std::uint64_t offset, std::size_t
     std::memcpy(&v, values + i * sizeof(T), sizeof v);
     return v;
   };
-  auto run = [&](auto one) {
+  relaxed_update<T>(op, [&](auto one) {
     split_chunks<true>(
         offset, sizeof(T), per_unit, index, n, peer, units,
         [&](std::size_t b, std::size_t j, char* a) { one(reinterpret_cast<T*>(a), value(b + j)); }, far);
-  };
-  if constexpr (std::is_integral_v<T>) {
-    if (op == Op::bxor)
-      return run([](T* a, T v) { std::atomic_ref<T>(*a).fetch_xor(v, std::memory_order_relaxed); });
-    if (op == Op::sum)
-      return run([](T* a, T v) { std::atomic_ref<T>(*a).fetch_add(v, std::memory_order_relaxed); });
-  }
-  run([op](T* a, T v) { cpu_apply(a, v, op, std::memory_order_relaxed); });
+  });
 }
 }  // namespace
 
@@ -921,11 +923,11 @@ void check_table(const char* what, int team, int segment, std::uint64_t offset, 
   const auto units = static_cast<std::uint64_t>(seg->bytes.size());
   if (per_unit == 0 || per_unit > UINT64_MAX / units || per_unit > SIZE_MAX / esize)
     throw Error(call + ": a table of " + std::to_string(per_unit) + " elements per unit");
-  for (std::size_t u = 0; u < seg->bytes.size(); ++u)
-    if (offset > seg->bytes[u] || per_unit * esize > seg->bytes[u] - offset)
-      throw Error(call + ": unit " + std::to_string(u) + "'s part (" + std::to_string(seg->bytes[u]) +
-                  " bytes) does not hold " + std::to_string(per_unit) + " elements of " +
-                  std::to_string(esize) + " bytes from byte " + std::to_string(offset));
+  for (std::size_t u = 0; u < seg->bytes.size(); ++u)  // the core's one bounds rule, for the whole table
+    if (std::string problem =
+            bounds_problem(what, team, segment, static_cast<int>(u), offset, per_unit * esize, seg->bytes[u]);
+        !problem.empty())
+      throw Error(problem);
   const std::uint64_t limit = units * per_unit;
   bool past = false;
   for (std::size_t k = 0; k < n; ++k) past |= index[k] >= limit;  // no early exit: vectorizes
@@ -937,14 +939,25 @@ void check_table(const char* what, int team, int segment, std::uint64_t offset, 
                   " elements)");
 }
 
-bool gather_bulk(void* dst, int team, int segment, std::uint64_t offset, std::size_t esize,
-                 std::size_t per_unit, const std::uint64_t* index, std::size_t n) {
+namespace {
+// The segment a bulk call may take whole, with its aggregator (null: every
+// unit is on my node): comm.locality on, the profile not measuring, and
+// every unit on my node or aggregated atomics; else null.
+const DirectSegment* bulk_segment(int team, int segment, Aggregator** agg) {
   const Direct& d = g_direct;
   const DirectSegment* s = d.find(team, segment);
-  if (!d.locality || !s || g_measure_comm.load(std::memory_order_relaxed)) return false;
-  Aggregator* agg = s->aggregate ? d.rows[team].aggregator : nullptr;
+  if (!d.locality || !s || g_measure_comm.load(std::memory_order_relaxed)) return nullptr;
+  *agg = s->aggregate ? d.rows[team].aggregator : nullptr;
   const bool one_node = std::all_of(s->peer, s->peer + s->units, [](const char* p) { return p != nullptr; });
-  if (!one_node && !agg) return false;
+  return one_node || *agg ? s : nullptr;
+}
+}  // namespace
+
+bool gather_bulk(void* dst, int team, int segment, std::uint64_t offset, std::size_t esize,
+                 std::size_t per_unit, const std::uint64_t* index, std::size_t n) {
+  Aggregator* agg = nullptr;
+  const DirectSegment* s = bulk_segment(team, segment, &agg);
+  if (!s) return false;
   check_table("gather_nbi", team, segment, offset, esize, per_unit, index, n);
   complete_lookahead();  // this thread's queued accesses come first
   if (agg)
@@ -959,13 +972,10 @@ bool gather_bulk(void* dst, int team, int segment, std::uint64_t offset, std::si
 
 bool update_bulk(int team, int segment, std::uint64_t offset, const void* values, MPI_Datatype type, Op op,
                  std::size_t per_unit, const std::uint64_t* index, std::size_t n) {
-  const Direct& d = g_direct;
-  const DirectSegment* s = d.find(team, segment);
-  if (!d.locality || !s || !s->cpu_atomics || g_measure_comm.load(std::memory_order_relaxed)) return false;
-  Aggregator* agg = s->aggregate ? d.rows[team].aggregator : nullptr;
-  const bool one_node = std::all_of(s->peer, s->peer + s->units, [](const char* p) { return p != nullptr; });
+  Aggregator* agg = nullptr;
+  const DirectSegment* s = bulk_segment(team, segment, &agg);
   const std::uint8_t code = type_code(type);
-  if ((!one_node && !agg) || (op == Op::bxor && (code == 4 || code == 5)))
+  if (!s || !s->cpu_atomics || (op == Op::bxor && (code == 4 || code == 5)))
     return false;  // the general route (and its error for bxor on a floating type)
   check_table("update_nbi", team, segment, offset, type_size(code), per_unit, index, n);
   complete_lookahead();  // this thread's queued updates come first
