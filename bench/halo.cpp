@@ -124,7 +124,7 @@ Roofline measure_roofline(locus::Context& ctx, long n, long steps, long repeats)
   const double cells = double(ln[0]) * double(ln[1]) * double(ln[2]);
   Kokkos::View<double***, Kokkos::LayoutRight, Kokkos::HostSpace> ru("ru", ln[2] + 2, ln[1] + 2, ln[0] + 2),
       rv("rv", ln[2] + 2, ln[1] + 2, ln[0] + 2);
-  Kokkos::deep_copy(ru, solver.field());
+  Kokkos::deep_copy(ru, solver.field().view());
   const double rx = 1.0 / (p.h(0) * p.h(0)), ry = 1.0 / (p.h(1) * p.h(1)), rz = 1.0 / (p.h(2) * p.h(2));
   const long triad_n = std::max<long>(long(cells), 1L << 22);
   std::vector<double> kernel, reference, triad, scale;

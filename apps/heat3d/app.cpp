@@ -136,9 +136,12 @@ History read_checkpoint(const Context& ctx, Solver& solver, const std::string& p
                             path + ": residual must hold " + std::to_string(h.step) +
                                 " finite, non-negative values (one per step); it has " +
                                 std::to_string(h.residuals.size()) + (good ? "" : " or bad values"));
-  locus::GridField tmp(ctx.runtime().world(), solver.decomp());
-  in.read_field("temperature", tmp.view(), solver.decomp());
-  solver.load_interior(tmp.view());
+  const auto& n = solver.decomp().local();
+  Kokkos::View<double***, Kokkos::LayoutRight, Kokkos::HostSpace> tmp("heat3d::restart", n[2] + 2, n[1] + 2,
+                                                                      n[0] + 2);
+  locus::HostField3D file_block(tmp.data(), n[2] + 2, n[1] + 2, n[0] + 2);
+  in.read_field("temperature", file_block, solver.decomp());
+  solver.load_interior(file_block);
   // every value finite (a NaN would make every later figure meaningless)
   locus::collective_require(ctx.comm(), solver.all_finite(),
                             path + ": temperature holds NaN or infinite values");

@@ -45,12 +45,12 @@ class Solver {
   // boundary value.
   void initialize();
   // Replaces the interior with `f`'s (a restart); ghosts keep boundary values.
-  void load_interior(const locus::Field3D& f);
+  void load_interior(const locus::HostField3D& f);
   // One forward Euler step; returns the global max |T_new - T_old|, which
   // is the same on every rank and every decomposition.
   double step();
 
-  const locus::Field3D& field() const { return u_.view(); }
+  const locus::GridField& field() const { return u_; }
   const locus::CartDecomp& decomp() const { return decomp_; }
   const Problem& problem() const { return p_; }
   std::string halo_name() const { return halo_->name(); }
@@ -69,7 +69,7 @@ class Solver {
 
  private:
   double initial_value(long gi, long gj, long gk) const;
-  void check_against_reference(const locus::Field3D& ref, double ref_max, double opt_max);
+  void check_against_reference(const locus::HostField3D& ref, double ref_max, double opt_max);
   MPI_Comm comm_;
   Problem p_;
   locus::CartDecomp decomp_;
@@ -92,7 +92,7 @@ StencilCoefficients stencil_coefficients(double rx, double ry, double rz, double
 
 // The plain reference kernel (a scalar triple loop): writes u's update
 // into un's interior and returns the local max |T_new - T_old|.
-double reference_step(const locus::Field3D& u, const locus::Field3D& un, const std::array<long, 3>& n,
+double reference_step(const locus::HostField3D& u, const locus::HostField3D& un, const std::array<long, 3>& n,
                       double rx, double ry, double rz, double a);
 
 // The app: reads the context's config, runs, validates, writes output.

@@ -14,6 +14,7 @@
 namespace heat3d {
 
 using locus::Field3D;
+using locus::HostField3D;
 
 double Problem::dt_limit() const {
   double hmin = std::min({h(0), h(1), h(2)});
@@ -42,22 +43,28 @@ double Solver::initial_value(long gi, long gj, long gk) const {
 
 void Solver::initialize() {
   // Every cell first: the ghost layers keep the boundary value for good.
-  Kokkos::deep_copy(u_.view(), p_.t_boundary);
+  // The initial condition is evaluated on the host (a host view of the
+  // field: the field itself when the host can address its space).
   Kokkos::deep_copy(un_.view(), p_.t_boundary);
   const auto& n = decomp_.local();
   const auto& o = decomp_.offset();
-  Field3D u = u_.view();
-  for (long k = 1; k <= n[2]; ++k)
-    for (long j = 1; j <= n[1]; ++j)
-      for (long i = 1; i <= n[0]; ++i) u(k, j, i) = initial_value(o[0] + i - 1, o[1] + j - 1, o[2] + k - 1);
+  locus::host_fill(u_, [&](const auto& u) {
+    Kokkos::deep_copy(u, p_.t_boundary);
+    for (long k = 1; k <= n[2]; ++k)
+      for (long j = 1; j <= n[1]; ++j)
+        for (long i = 1; i <= n[0]; ++i) u(k, j, i) = initial_value(o[0] + i - 1, o[1] + j - 1, o[2] + k - 1);
+  });
 }
 
-void Solver::load_interior(const Field3D& f) {
+void Solver::load_interior(const HostField3D& f) {
   const auto& n = decomp_.local();
-  Kokkos::deep_copy(Kokkos::subview(u_.view(), std::make_pair(1L, n[2] + 1), std::make_pair(1L, n[1] + 1),
-                                    std::make_pair(1L, n[0] + 1)),
-                    Kokkos::subview(f, std::make_pair(1L, n[2] + 1), std::make_pair(1L, n[1] + 1),
-                                    std::make_pair(1L, n[0] + 1)));
+  locus::host_fill(u_, [&](const auto& u) {
+    Kokkos::deep_copy(u, p_.t_boundary);
+    Kokkos::deep_copy(Kokkos::subview(u, std::make_pair(1L, n[2] + 1), std::make_pair(1L, n[1] + 1),
+                                      std::make_pair(1L, n[0] + 1)),
+                      Kokkos::subview(f, std::make_pair(1L, n[2] + 1), std::make_pair(1L, n[1] + 1),
+                                      std::make_pair(1L, n[0] + 1)));
+  });
 }
 
 namespace {
@@ -203,8 +210,8 @@ StencilCoefficients stencil_coefficients(double rx, double ry, double rz, double
   return {1.0 - 2.0 * (cx + cy + cz), cx, cy, cz};
 }
 
-double reference_step(const Field3D& u, const Field3D& un, const std::array<long, 3>& n, double rx, double ry,
-                      double rz, double a) {
+double reference_step(const HostField3D& u, const HostField3D& un, const std::array<long, 3>& n, double rx,
+                      double ry, double rz, double a) {
   const StencilCoefficients k = stencil_coefficients(rx, ry, rz, a);
   double m = 0.0;
   for (long z = 1; z <= n[2]; ++z)
@@ -238,7 +245,7 @@ double Solver::step() {
     ref = Kokkos::View<double***, Kokkos::LayoutRight, Kokkos::HostSpace>(
         Kokkos::view_alloc("heat3d::reference", Kokkos::WithoutInitializing), nz + 2, ny + 2, nx + 2);
     locus::Region region("heat3d::reference");
-    ref_max = reference_step(u_.view(), ref, n, rx, ry, rz, a);
+    ref_max = reference_step(locus::host_copy(u_), ref, n, rx, ry, rz, a);
   };
   double local_max = 0.0;
   if (!halo_->split_phase()) {
@@ -287,9 +294,9 @@ double Solver::step() {
   return global_max;
 }
 
-void Solver::check_against_reference(const Field3D& ref, double ref_max, double opt_max) {
+void Solver::check_against_reference(const HostField3D& ref, double ref_max, double opt_max) {
   const auto& n = decomp_.local();
-  const Field3D un = un_.view();
+  const auto un = locus::host_copy(un_);
   long differ = 0;
   for (long k = 1; k <= n[2]; ++k)
     for (long j = 1; j <= n[1]; ++j)
@@ -305,7 +312,7 @@ void Solver::check_against_reference(const Field3D& ref, double ref_max, double 
 
 namespace {
 template <class F>
-double reduce_interior(const Field3D& u, const locus::CartDecomp& dc, double init, F f) {
+double reduce_interior(const HostField3D& u, const locus::CartDecomp& dc, double init, F f) {
   const auto& n = dc.local();
   double v = init;
   for (long k = 1; k <= n[2]; ++k)
@@ -316,14 +323,14 @@ double reduce_interior(const Field3D& u, const locus::CartDecomp& dc, double ini
 }  // namespace
 
 double Solver::global_min() const {
-  double v = reduce_interior(u_.view(), decomp_, std::numeric_limits<double>::infinity(),
+  double v = reduce_interior(locus::host_copy(u_), decomp_, std::numeric_limits<double>::infinity(),
                              [](double m, double x, long, long, long) { return std::min(m, x); });
   MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_DOUBLE, MPI_MIN, comm_);
   return v;
 }
 
 bool Solver::all_finite() const {
-  double bad = reduce_interior(u_.view(), decomp_, 0.0, [](double m, double x, long, long, long) {
+  double bad = reduce_interior(locus::host_copy(u_), decomp_, 0.0, [](double m, double x, long, long, long) {
     return std::isfinite(x) ? m : m + 1;
   });
   MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_DOUBLE, MPI_SUM, comm_);
@@ -331,7 +338,7 @@ bool Solver::all_finite() const {
 }
 
 double Solver::global_max() const {
-  double v = reduce_interior(u_.view(), decomp_, -std::numeric_limits<double>::infinity(),
+  double v = reduce_interior(locus::host_copy(u_), decomp_, -std::numeric_limits<double>::infinity(),
                              [](double m, double x, long, long, long) { return std::max(m, x); });
   MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_DOUBLE, MPI_MAX, comm_);
   return v;
@@ -347,17 +354,18 @@ double Solver::centre_value() const {
     c[d] = p_.n[d] / 2 - o[d] + 1;  // local index with ghosts
     mine = mine && c[d] >= 1 && c[d] <= n[d];
   }
-  if (mine) v = u_.view()(c[2], c[1], c[0]);
+  if (mine) Kokkos::deep_copy(v, Kokkos::subview(u_.view(), c[2], c[1], c[0]));
   MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_DOUBLE, MPI_MAX, comm_);
   return v;
 }
 
 double Solver::sine_relative_error(double amplitude) const {
   const auto& o = decomp_.offset();
-  double err = reduce_interior(u_.view(), decomp_, 0.0, [&](double m, double x, long i, long j, long k) {
-    double expect = amplitude * initial_value(o[0] + i - 1, o[1] + j - 1, o[2] + k - 1);
-    return std::max(m, std::fabs(x - expect));
-  });
+  double err =
+      reduce_interior(locus::host_copy(u_), decomp_, 0.0, [&](double m, double x, long i, long j, long k) {
+        double expect = amplitude * initial_value(o[0] + i - 1, o[1] + j - 1, o[2] + k - 1);
+        return std::max(m, std::fabs(x - expect));
+      });
   MPI_Allreduce(MPI_IN_PLACE, &err, 1, MPI_DOUBLE, MPI_MAX, comm_);
   // The largest |u0| on the grid: the product of the largest sine per axis.
   double peak = 1.0;

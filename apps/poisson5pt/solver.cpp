@@ -68,6 +68,10 @@ double optimal_omega(double h) {
 namespace {
 
 constexpr std::array<long, 3> kGhosts{1, 1, 0};
+// The solver's vectors (h^2 f, f, the split copy): Views in the apps'
+// memory space, as the fields are (locus::GridFieldT).
+template <class T>
+using Vector = Kokkos::View<T*, locus::MemSpace>;
 constexpr int kRed = 0, kBlack = 1;
 
 // The colour-split kernels. A row's points of one colour are one contiguous
@@ -232,31 +236,40 @@ class Solver final : public SolverBase {
 
   void initialize() override {
     const std::size_t cells = static_cast<std::size_t>((ny_ + 2) * rs_);
-    rhs_.assign(cells, T(0));
-    f_.assign(cells, 0.0);
+    // Set up on the host (host views: the data itself on a host build).
+    rhs_ = Vector<T>("poisson5pt::rhs", cells);  // zeroed
+    f_ = Vector<double>("poisson5pt::f", cells);
     const double h2 = p_.h() * p_.h();
     for (locus::GridFieldT<T>* g : {&a_, b_field_.get()}) {
       if (!g) continue;
-      T* u = g->data();
-      for (long j = 0; j <= ny_ + 1; ++j)
-        for (long i = 0; i <= nx_ + 1; ++i) {
-          const long gi = ox_ + i, gj = oy_ + j;
-          const bool edge = gi == 0 || gi == p_.n + 1 || gj == 0 || gj == p_.n + 1;
-          u[idx(i, j)] = edge ? T(p_.boundary(gi, gj)) : T(0);
-        }
+      locus::host_fill(*g, [&](const auto& v) {
+        T* u = v.data();
+        for (long j = 0; j <= ny_ + 1; ++j)
+          for (long i = 0; i <= nx_ + 1; ++i) {
+            const long gi = ox_ + i, gj = oy_ + j;
+            const bool edge = gi == 0 || gi == p_.n + 1 || gj == 0 || gj == p_.n + 1;
+            u[idx(i, j)] = edge ? T(p_.boundary(gi, gj)) : T(0);
+          }
+      });
     }
+    auto fh = Kokkos::create_mirror_view(f_);
+    auto rh = Kokkos::create_mirror_view(rhs_);
     for (long j = 1; j <= ny_; ++j)
       for (long i = 1; i <= nx_; ++i) {
         const double f = p_.f(ox_ + i, oy_ + j);
-        f_[cell(i, j)] = f;
-        rhs_[cell(i, j)] = static_cast<T>(h2 * f);
+        fh[cell(i, j)] = f;
+        rh[cell(i, j)] = static_cast<T>(h2 * f);
       }
+    Kokkos::deep_copy(f_, fh);
+    Kokkos::deep_copy(rhs_, rh);
     u_ = &a_;
     if (split_) {
-      w_.assign(rhs_.size(), T(0));
-      const T* u = a_.data();
+      w_ = Vector<T>("poisson5pt::w", rhs_.size());
+      auto wh = Kokkos::create_mirror_view(w_);
+      const auto uh = locus::host_copy(a_);
       for (long j = 0; j <= ny_ + 1; ++j)
-        for (long i = 0; i <= nx_ + 1; ++i) w_[cell(i, j)] = u[idx(i, j)];
+        for (long i = 0; i <= nx_ + 1; ++i) wh[cell(i, j)] = uh.data()[idx(i, j)];
+      Kokkos::deep_copy(w_, wh);
     }
     stale_ = true;
   }
@@ -669,9 +682,9 @@ class Solver final : public SolverBase {
   locus::GridFieldT<T> a_;
   std::unique_ptr<locus::GridFieldT<T>> b_field_;  // Jacobi's second field
   locus::GridFieldT<T>* u_ = nullptr;              // the current iterate
-  std::vector<T> rhs_;                             // h^2 f, in the solver's precision, at cell()
-  std::vector<T> w_;                               // split layout: the iterate the sweeps update
-  std::vector<double> f_;                          // f, for the residual, at cell()
+  Vector<T> rhs_;                                  // h^2 f, in the solver's precision, at cell()
+  Vector<T> w_;                                    // split layout: the iterate the sweeps update
+  Vector<double> f_;                               // f, for the residual, at cell()
   long nx_ = 0, ny_ = 0, sx_ = 0, ox_ = 0, oy_ = 0;
   bool nb_[2][2] = {};
   bool exchanges_ = false;

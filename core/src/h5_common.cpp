@@ -42,7 +42,7 @@ Id memory_space(const BlockShape& s) {
   return Id(H5Screate_simple(3, m, nullptr), H5Sclose, "H5Screate_simple");
 }
 
-BlockShape shape_of(const Field3D& f) {
+BlockShape shape_of(const HostField3D& f) {
   return BlockShape{{long(f.extent(2)) - 2, long(f.extent(1)) - 2, long(f.extent(0)) - 2}, {1, 1, 1}};
 }
 

@@ -44,6 +44,6 @@ void select_block(const CartDecomp& dc, const BlockShape& s, int ndims, hid_t fi
 // The stored 3D block (with ghosts) as a memory space.
 Id memory_space(const BlockShape& s);
 // The block shape of a field of ghost width 1.
-BlockShape shape_of(const Field3D& f);
+BlockShape shape_of(const HostField3D& f);
 
 }  // namespace locus::h5

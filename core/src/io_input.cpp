@@ -89,7 +89,7 @@ std::string float64_or_kind(hid_t dset) {
 }
 }  // namespace
 
-void H5Input::read_field(const std::string& name, Field3D& f, const CartDecomp& dc) {
+void H5Input::read_field(const std::string& name, HostField3D& f, const CartDecomp& dc) {
   collective_require(comm_, has(name), path_ + ": has no dataset " + name);
   Id dset(H5Dopen2(file_, name.c_str(), H5P_DEFAULT), H5Dclose, "opening " + name);
   {

@@ -32,7 +32,6 @@ using h5::memory_space;
 using h5::open_access;
 using h5::quiet_hdf5;
 using h5::select_block;
-using h5::shape_of;
 
 void remember(char* slot, const std::string& path) {
   if (path.size() < 4095) {
@@ -296,13 +295,10 @@ void H5Output::write_block(const std::string& name, const void* data, hid_t type
   written(H5Dwrite(dset, type, memspace, filespace, xfer_, data), name);
 }
 
-void H5Output::write_field(const std::string& name, const Field3D& f, const CartDecomp& dc) {
-  write_block(name, f.data(), H5T_NATIVE_DOUBLE, shape_of(f), dc, 3);
-}
-
 template <class T>
 void H5Output::write_field(const std::string& name, const GridFieldT<T>& f, const CartDecomp& dc, int ndims) {
-  write_block(name, f.data(), native_type<T>(), f.shape(), dc, ndims);
+  const auto h = host_copy(f);  // the field itself on a host build
+  write_block(name, h.data(), native_type<T>(), f.shape(), dc, ndims);
 }
 
 template void H5Output::write_field<float>(const std::string&, const GridFieldT<float>&, const CartDecomp&,

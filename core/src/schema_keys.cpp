@@ -124,7 +124,8 @@ void add_route_keys(Schema& s) {
           "how halo faces and spmv's x entries leave the app's Kokkos memory space: auto (straight from the "
           "field or vector when the core can address that space, i.e. host memory; through host segments "
           "otherwise) or always (through host segments in every build: pack kernel into a buffer in the "
-          "app's memory space, copy to a host segment, transfer, copy back, unpack; a host build then runs "
+          "app's memory space, copy to a host segment, transfer, copy back, unpack; fields and x then live "
+          "outside segments; a host build then runs "
           "the device data path)");
 }
 

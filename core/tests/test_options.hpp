@@ -13,6 +13,8 @@
 //   --aggregate-applier=owner|progress
 //                             who applies aggregated batches (comm.aggregate.applier;
 //                             progress needs progress processes)
+//   --staging=auto|always     comm.staging (always: fields outside segments,
+//                             halos through staging buffers)
 //   --fail-on-rank=R          Harness.FailureOnOneRankIsPrinted fails on rank R
 //   --expect-launcher-binding the launcher bound the ranks (mpiexec -bind-to core)
 #include <cstdlib>
@@ -86,6 +88,10 @@ inline const TestOptions& parse_test_options(int argc, char** argv, const CommSe
         throw std::invalid_argument(arg + ": must be owner or progress");
       o.settings.aggregate.applier =
           std::string(ap) == "progress" ? AggregateApplier::progress : AggregateApplier::owner;
+    } else if (const char* st = detail::option_value(arg, "--staging")) {
+      if (std::string(st) != "auto" && std::string(st) != "always")
+        throw std::invalid_argument(arg + ": must be auto or always");
+      o.settings.staging = std::string(st) == "always" ? Staging::always : Staging::automatic;
     } else if (const char* r = detail::option_value(arg, "--fail-on-rank")) {
       o.fail_on_rank = detail::option_int(r, arg, 0);
     } else if (arg == "--expect-launcher-binding") {

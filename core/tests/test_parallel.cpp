@@ -10,6 +10,7 @@
 #include "locus/halo.hpp"
 #include "locus/io.hpp"
 #include "locus/profile.hpp"
+#include "locus/staging.hpp"
 
 namespace fs = std::filesystem;
 using locus::CartDecomp;
@@ -45,7 +46,10 @@ std::string scratch(const std::string& name) {
   std::string dir = "locus_test_io";
   if (world_rank() == 0) fs::create_directories(dir);
   MPI_Barrier(MPI_COMM_WORLD);
-  return dir + "/" + name + "_np" + std::to_string(world_size()) + ".h5";
+  // registrations that run at once (node sizes, staging) write apart
+  const auto& s = locus::Runtime::current().settings();
+  return dir + "/" + name + "_np" + std::to_string(world_size()) + "_ns" + std::to_string(s.node_size) +
+         (locus::staging_active() ? "_staged" : "") + ".h5";
 }
 
 }  // namespace
@@ -97,6 +101,38 @@ TEST(CartDecomp, WrongProcessGridIsACollectiveError) {
   } catch (const locus::CollectiveError& e) {
     EXPECT_NE(std::string(e.what()).find("blocks in dimension z"), std::string::npos) << e.what();
   }
+}
+
+// A field is a View in the apps' memory space: in a segment (other units
+// reach it by gptr) on the direct path, a Kokkos allocation outside
+// segments when transfers stage (--staging=always), where a global pointer
+// is an error. Either way the view, data() and the HDF5 copy are the same
+// block.
+TEST(Field, InASegmentOnlyWhenTransfersAreDirect) {
+  locus::Team& world = locus::Runtime::current().world();
+  CartDecomp dc(world.comm(), {6, 5, 4}, {0, 0, 0}, "test.procs");
+  locus::GridField gf(world, dc);
+  const bool staged = locus::staging_active();
+  EXPECT_EQ(gf.in_segment(), !staged);
+  EXPECT_EQ(gf.view().data(), gf.data());
+  EXPECT_EQ(gf.view().extent(0), std::size_t(dc.local()[2] + 2));
+  EXPECT_EQ(gf.view().extent(2), std::size_t(dc.local()[0] + 2));
+  EXPECT_EQ(locus::host_copy(gf).data(), gf.data()) << "a host memory space needs no copy";
+  if (staged) {
+    try {
+      (void)gf.gptr(world.rank());
+      FAIL() << "a field outside segments gave a global pointer";
+    } catch (const locus::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("outside segments"), std::string::npos) << e.what();
+    }
+  } else {
+    EXPECT_EQ(gf.gptr(world.rank()).local(), gf.data());
+  }
+  // host_fill writes through the host view into the field.
+  locus::host_fill(gf, [&](const auto& h) { Kokkos::deep_copy(h, 2.5); });
+  long wrong = 0;
+  for (std::size_t c = 0; c < gf.shape().cells(); ++c) wrong += gf.data()[c] != 2.5;
+  EXPECT_EQ(wrong, 0);
 }
 
 class Halo : public ::testing::TestWithParam<std::string> {};
@@ -214,7 +250,7 @@ TEST(H5, FieldRoundTripsThroughAnotherDecomposition) {
     auto& f = gf.view();
     fill_interior(f, dc);
     locus::H5Output out(MPI_COMM_WORLD, path, true);
-    out.write_field("field", f, dc);
+    out.write_field("field", gf, dc);
     out.write_root_vector("history",
                           world_rank() == 0 ? std::vector<double>{1, 2, 3} : std::vector<double>{});
     out.write_rank_rows("rows", {double(world_rank()), 7.0});
@@ -254,7 +290,7 @@ TEST(H5, ReadingIntoAnotherGridIsACollectiveError) {
     CartDecomp dc(MPI_COMM_WORLD, {4, 4, 4}, {0, 0, 0}, "test.procs");
     locus::GridField f(locus::Runtime::current().world(), dc);
     locus::H5Output out(MPI_COMM_WORLD, path, true);
-    out.write_field("field", f.view(), dc);
+    out.write_field("field", f, dc);
     out.commit();
   }
   CartDecomp dc(MPI_COMM_WORLD, {4, 4, 5}, {0, 0, 0}, "test.procs");

@@ -53,11 +53,10 @@ class H5Output {
   void attribute(const std::string& object, const std::string& name, long value);
   void attribute(const std::string& object, const std::string& name, const std::vector<double>& v);
 
-  // The interior of every rank's block, into one global (nz, ny, nx) dataset.
-  void write_field(const std::string& name, const Field3D& f, const CartDecomp& dc);
-  // The same for a field of any ghost width and element type (float or
-  // double, stored as such); ndims 2 writes a (ny, nx) dataset of a grid
-  // whose z extent is 1.
+  // The interior of every rank's block, into one global (nz, ny, nx) dataset
+  // (any ghost width; float or double, stored as such); ndims 2 writes a
+  // (ny, nx) dataset of a grid whose z extent is 1. A field whose memory
+  // space the host cannot address is copied to the host first.
   template <class T>
   void write_field(const std::string& name, const GridFieldT<T>& f, const CartDecomp& dc, int ndims = 3);
   // A vector only rank 0 holds (other ranks pass anything; its size is taken
@@ -123,7 +122,7 @@ class H5Input {
   bool has(const std::string& name) const;
   // Collective. Throws CollectiveError when the dataset's shape differs from
   // the decomposition's global grid.
-  void read_field(const std::string& name, Field3D& f, const CartDecomp& dc);
+  void read_field(const std::string& name, HostField3D& f, const CartDecomp& dc);
   // Collective. A dataset that is not float64, or longer than
   // max_elements, is a CollectiveError (before anything is allocated).
   std::vector<double> read_vector(const std::string& name, std::size_t max_elements = std::size_t(1) << 26);
