@@ -173,9 +173,9 @@ struct PermuteRows {
       rest /= odims[d];
     }
     for (gidx row = r0; row < r1; ++row) {
-      const double* __restrict s = src + soff;
-      double* __restrict o = dst + doff;
-      for (gidx k = 0; k < inner; ++k) o[k] = s[k];
+      // libc's copy: one unrolled run of the widest vectors the CPU has
+      // for a row of 8-32 doubles (the loop it replaced was 16 B a turn)
+      std::memcpy(dst + doff, src + soff, static_cast<std::size_t>(inner) * sizeof(double));
       odometer_next(ctr, odims, static_cast<std::size_t>(outer), [&](std::size_t d, gidx delta) {
         soff += delta * osstep[d];
         doff += delta * odstep[d];
