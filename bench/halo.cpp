@@ -37,8 +37,10 @@ locus::AppInfo app_info() {
       .dims("bench.procs", "process grid [px, py, pz], or auto")
       .integer("bench.exchanges", 200, 1, big, "timed exchanges per measurement")
       .integer("bench.repeats", 7, 1, 99, "measurements per strategy (interleaved); the median is reported")
-      .integer("bench.roofline_n", 160, 0, big,
-               "heat3d step roofline: grid points per dimension per rank (out of cache); 0: skip")
+      .integer(
+          "bench.roofline_n", 256, 0, big,
+          "heat3d step roofline: grid points per dimension per rank (256: two fields of 134 MB, out of the "
+          "caches of the hosts seen here, whose last level holds up to about 128 MB); 0: skip")
       .integer("bench.roofline_steps", 10, 1, big, "roofline: timed steps per measurement")
       .integer("bench.roofline_repeats", 7, 1, 99,
                "roofline: measurements of the kernel, the reference kernel and STREAM triad and scale "
@@ -270,7 +272,13 @@ void report(const locus::Context& ctx, const locus::CartDecomp& dc, const std::v
     // between nodes (comm.remote): never slower than MPI two-sided
     r.goal("goal_le_p2p", vs_p2p >= 1.0);
   }
-  if (roof.n > 0) r.goal("goal_kernel_ge_0.8_triad_roofline", roof.fraction() >= 0.8);
+  // A step faster than STREAM scale (a sweep's exact traffic) read part of
+  // its fields from cache: the grid is too small for a memory figure.
+  if (roof.n > 0)
+    r.goal("goal_kernel_ge_0.8_triad_roofline", roof.fraction() >= 0.8,
+           roof.fraction_of_scale() > 1.0 ? "faster than STREAM scale: the fields are partly in cache (raise "
+                                            "bench.roofline_n)"
+                                          : "");
   r.finish();
 }
 

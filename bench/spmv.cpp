@@ -400,13 +400,17 @@ void spmv_matrix(Run& run, const std::string& mname, const std::vector<std::stri
     t.print();
     std::printf(
         "local part alone: %.1f us, %.2f GB/s; bandwidth next to it %.2f GB/s per rank; fraction (median of "
-        "rounds) %.0f%% (goal >= 80%%: %s)\n",
-        tl * 1e6, m.lbytes / tl / 1e9, mstream, 100 * lfrac, lfrac >= 0.8 ? "met" : "MISSED");
+        "rounds) %.0f%% (goal >= 80%%: %s)%s\n",
+        tl * 1e6, m.lbytes / tl / 1e9, mstream, 100 * lfrac, lfrac >= 0.8 ? "met" : "MISSED",
+        lfrac > 1.0 ? "; above the memory model: the matrix is partly in cache, not a memory figure (raise "
+                      "bench.nx or bench.banded_rows)"
+                    : "");
     std::printf("y bitwise identical in every mode: %s\n", everywhere ? "yes" : "NO");
   }
   run.tables.emplace_back("spmv_" + mname, t);
   run.figure("spmv", mname, "local-only", "stream_fraction", lfrac);
-  run.goals.emplace_back(mname + "_local_stream_fraction_ge_0.8", lfrac >= 0.8, "");
+  run.goals.emplace_back(mname + "_local_stream_fraction_ge_0.8", lfrac >= 0.8,
+                         lfrac > 1.0 ? "above 100 %: the matrix is partly in cache" : "");
   task_efficiency(run, mname, m, med);
   if (med.count("rma") && med.count("overlap") && !run.emulated)
     run.goals.emplace_back(mname + "_rma_no_slower_than_overlap_same_node", med["rma"] <= med["overlap"],
