@@ -184,6 +184,39 @@ struct PermuteRows {
   }
 };
 
+// Rows again, when the source's innermost outer index p and the
+// destination's q differ: the rows (p, q) of one plane (the other outer
+// indices fixed) in kB x kB blocks, q outer and p inner, so that reads run
+// along p (contiguous in the source) and a block's writes, contiguous
+// along q in the destination, fill whole cache lines while they stay in
+// L1. One plane per index.
+struct PermuteRowsBlocked {
+  static constexpr gidx kB = 8;
+  const double* src;
+  double* dst;
+  std::array<gidx, kMaxRank> odims{}, osstep{}, odstep{};  // the other outer indices
+  int outer = 0;
+  gidx inner = 0;
+  gidx np = 0, sp = 0, dp = 0, nq = 0, sq = 0, dq = 0;  // extent, source and destination stride of p, q
+  KOKKOS_INLINE_FUNCTION void operator()(gidx plane) const {
+    gidx soff = 0, doff = 0, rest = plane;
+    for (int d = outer; d-- > 0;) {
+      const gidx c = rest % odims[d];
+      rest /= odims[d];
+      soff += c * osstep[d];
+      doff += c * odstep[d];
+    }
+    const std::size_t bytes = static_cast<std::size_t>(inner) * sizeof(double);
+    for (gidx p0 = 0; p0 < np; p0 += kB)
+      for (gidx q0 = 0; q0 < nq; q0 += kB) {
+        const gidx p1 = p0 + kB < np ? p0 + kB : np, q1 = q0 + kB < nq ? q0 + kB : nq;
+        for (gidx q = q0; q < q1; ++q)
+          for (gidx p = p0; p < p1; ++p)
+            std::memcpy(dst + doff + p * dp + q * dq, src + soff + p * sp + q * sq, bytes);
+      }
+  }
+};
+
 struct PermuteTranspose {
   const double* src;
   double* dst;
@@ -252,8 +285,27 @@ void permute_kernel(const double* src, const std::string& sidx, const std::vecto
       f.osstep[q] = step[order[q]];
       f.odstep[q] = dstr[order[q]];
     }
-    const gidx chunks = (f.rows + PermuteRows::kChunk - 1) / PermuteRows::kChunk;
-    Kokkos::parallel_for("tensor::sort_rows", locus::Range<gidx>(0, chunks), f);
+    // p: the outer index of the smallest source stride, q: of the
+    // smallest destination stride
+    const std::size_t p = order[r - 2];
+    std::size_t q = order[0];
+    for (std::size_t j : order)
+      if (dstr[j] < dstr[q]) q = j;
+    if (r >= 3 && p != q) {
+      PermuteRowsBlocked b{src,      dst,     {},      {},       {},      0,      ddims[r - 1],
+                           ddims[p], step[p], dstr[p], ddims[q], step[q], dstr[q]};
+      for (std::size_t j : order) {
+        if (j == p || j == q) continue;
+        b.odims[b.outer] = ddims[j];
+        b.osstep[b.outer] = step[j];
+        b.odstep[b.outer] = dstr[j];
+        ++b.outer;
+      }
+      Kokkos::parallel_for("tensor::sort_rows", locus::Range<gidx>(0, total / (b.inner * b.np * b.nq)), b);
+    } else {
+      const gidx chunks = (f.rows + PermuteRows::kChunk - 1) / PermuteRows::kChunk;
+      Kokkos::parallel_for("tensor::sort_rows", locus::Range<gidx>(0, chunks), f);
+    }
   } else {
     const std::size_t pa = didx.find(sidx[r - 1]);  // source stride 1
     PermuteTranspose f{src, dst, {}, {}, {}, 0, ddims[pa], ddims[r - 1], dstr[pa], step[r - 1]};
