@@ -378,7 +378,11 @@ struct Exchange {
 using Protocols = std::map<std::string, std::function<void(u64)>>;
 
 // Microseconds per exchange by column (the median of interleaved repeats)
-// into ROW. STEP: per protocol, growing across sizes and repeats.
+// into ROW. STEP: per protocol, growing across sizes and repeats. Repeat r
+// starts at column r (mod the columns), so that no column always runs
+// after the same one: protocols that run the same code (locus-message and
+// locus-auto when auto picks messages) read 3-4 % apart at 8 B when the
+// order was fixed.
 void time_columns(const Protocols& op, std::map<std::string, u64>& step, long steps, long repeats, Row& row) {
   std::map<std::string, std::vector<double>> t;
   // Looked up once per measurement, not per exchange.
@@ -387,8 +391,10 @@ void time_columns(const Protocols& op, std::map<std::string, u64>& step, long st
     u64& st = step[col];
     for (int i = 0; i < 20; ++i) f(++st);
   }
+  const std::size_t ncol = std::size(kColumns);
   for (long r = 0; r < repeats; ++r)
-    for (const auto& col : kColumns) {
+    for (std::size_t c = 0; c < ncol; ++c) {
+      const auto& col = kColumns[(c + static_cast<std::size_t>(r)) % ncol];
       const auto& f = op.at(col);
       u64& st = step[col];
       double t0 = MPI_Wtime();
