@@ -184,6 +184,21 @@ struct PermuteRows {
   }
 };
 
+using Extents = std::array<gidx, kMaxRank>;
+
+// The source and destination offsets of `plane`, the plane's index over
+// the outer indices odims[0..outer) (the last fastest), whose strides are
+// osstep (source) and odstep (destination).
+KOKKOS_INLINE_FUNCTION void plane_offsets(gidx plane, int outer, const Extents& odims, const Extents& osstep,
+                                          const Extents& odstep, gidx& soff, gidx& doff) {
+  for (int d = outer; d-- > 0;) {
+    const gidx c = plane % odims[d];
+    plane /= odims[d];
+    soff += c * osstep[d];
+    doff += c * odstep[d];
+  }
+}
+
 // Rows again, when the source's innermost outer index p and the
 // destination's q differ: the rows (p, q) of one plane (the other outer
 // indices fixed) in kB x kB blocks, q outer and p inner, so that reads run
@@ -199,13 +214,8 @@ struct PermuteRowsBlocked {
   gidx inner = 0;
   gidx np = 0, sp = 0, dp = 0, nq = 0, sq = 0, dq = 0;  // extent, source and destination stride of p, q
   KOKKOS_INLINE_FUNCTION void operator()(gidx plane) const {
-    gidx soff = 0, doff = 0, rest = plane;
-    for (int d = outer; d-- > 0;) {
-      const gidx c = rest % odims[d];
-      rest /= odims[d];
-      soff += c * osstep[d];
-      doff += c * odstep[d];
-    }
+    gidx soff = 0, doff = 0;
+    plane_offsets(plane, outer, odims, osstep, odstep, soff, doff);
     const std::size_t bytes = static_cast<std::size_t>(inner) * sizeof(double);
     for (gidx p0 = 0; p0 < np; p0 += kB)
       for (gidx q0 = 0; q0 < nq; q0 += kB) {
@@ -226,13 +236,8 @@ struct PermuteTranspose {
   gidx na = 0, nb = 0;  // a: the destination dim with source stride 1; b: the destination's last dim
   gidx dstep_a = 0, sstep_b = 0;
   KOKKOS_INLINE_FUNCTION void operator()(gidx plane) const {
-    gidx soff = 0, doff = 0, rest = plane;
-    for (int d = outer; d-- > 0;) {
-      const gidx c = rest % odims[d];
-      rest /= odims[d];
-      soff += c * osstep[d];
-      doff += c * odstep[d];
-    }
+    gidx soff = 0, doff = 0;
+    plane_offsets(plane, outer, odims, osstep, odstep, soff, doff);
     constexpr gidx T = 8;
     for (gidx a0 = 0; a0 < na; a0 += T) {
       const gidx a1 = a0 + T < na ? a0 + T : na;
