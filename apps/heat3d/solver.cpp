@@ -169,12 +169,18 @@ struct Stencil {
   }
 };
 
-// Every interior cell (the non-split path): one row (k, j) per index.
+// Every interior cell (the non-split path): one row (k, j) per index,
+// in blocks of kRows rows of y: all planes k of one block, then the next
+// block. The rows a block's sweep reads again (kRows rows of three
+// planes: 192 KiB at nx = 256) stay in L2 while it moves up through k (256^3: 0.742-0.761 of triad against
+// 0.713-0.730 for plane after plane, alternated runs). Rows past ny (the last block) do nothing.
 struct FullStep {
+  static constexpr long kRows = 32;
   Stencil st;
   KOKKOS_INLINE_FUNCTION void operator()(long r, double& m) const {
-    const long k = r / st.ny + 1, j = r % st.ny + 1;
-    m = st.cells(k, j, 1, st.nx, m);
+    const long per = st.nz * kRows, b = r / per, q = r % per;
+    const long k = q / kRows + 1, j = b * kRows + q % kRows + 1;
+    if (j <= st.ny) m = st.cells(k, j, 1, st.nx, m);
   }
 };
 
@@ -255,8 +261,10 @@ double Solver::step() {
     }
     reference();
     auto t = timers_.scope("compute");
-    Kokkos::parallel_reduce("heat3d::step", locus::Range<long>(0, nz * ny), FullStep{st},
-                            Kokkos::Max<double>(local_max));
+    Kokkos::parallel_reduce(
+        "heat3d::step",
+        locus::Range<long>(0, (ny + FullStep::kRows - 1) / FullStep::kRows * FullStep::kRows * nz),
+        FullStep{st}, Kokkos::Max<double>(local_max));
   } else {
     // The paper's overlap: start the face transfers, update the cells that
     // read no ghost, complete the transfers, update the boundary shell.
