@@ -85,15 +85,21 @@ def heat3d():
     want = {"locus::halo_stage_pack", "locus::halo_stage_unpack"}
     for node_size in [2] if NP == 4 else [0, 1] if NP == 2 else [0]:
         sets = base + ["runtime.node_size=%d" % node_size]
-        path, seen = run("heat3d", "default.yaml", sets + ["comm.halo=p2p"], "heat3d_direct_node%d" % node_size)
+        path, seen, s = run("heat3d", "default.yaml", sets + ["comm.halo=p2p"], "heat3d_direct_node%d" % node_size,
+                            want_summary=True)
         staged_kernels("heat3d direct", seen, want, False, NP > 1)
+        fields = s["results"]["kernels"]["fields"]
+        check(fields.startswith("segments"), "heat3d direct: fields in %r, expected segments" % fields)
         ref = datasets(path, ["temperature"])
         check(np.ptp(ref["temperature"]) > 1.0, "heat3d: the field evolved")
         for halo in STRATEGIES:
             label = "heat3d %s node size %d" % (halo, node_size)
-            path, seen = run("heat3d", "default.yaml", sets + ["comm.halo=" + halo, "comm.staging=always"],
-                             "heat3d_%s_node%d" % (halo, node_size))
+            path, seen, s = run("heat3d", "default.yaml", sets + ["comm.halo=" + halo, "comm.staging=always"],
+                                "heat3d_%s_node%d" % (halo, node_size), want_summary=True)
             staged_kernels(label, seen, want, True, NP > 1)
+            fields = s["results"]["kernels"]["fields"]
+            check(fields.startswith("Kokkos allocations outside segments"),
+                  "%s: fields in %r, expected outside segments" % (label, fields))
             same(label, datasets(path, ["temperature"]), ref)
             print("%-34s staged: bitwise the direct p2p field" % label)
     if NP == 4:
@@ -121,12 +127,16 @@ def poisson5pt():
             "poisson5pt.decomposition=blocks" if NP == 4 else "poisson5pt.decomposition=rows",
             "runtime.node_size=%d" % (2 if NP == 4 else 1 if NP == 2 else 0)]
     want = {"locus::halo_stage_pack", "locus::halo_stage_unpack"}
-    path, seen = run("poisson5pt", "default.yaml", base + ["comm.halo=locus"], "poisson5pt_direct")
+    path, seen, s = run("poisson5pt", "default.yaml", base + ["comm.halo=locus"], "poisson5pt_direct",
+                        want_summary=True)
+    check(s["results"]["kernels"]["fields"].startswith("segments"), "poisson5pt direct: fields not in segments")
     staged_kernels("poisson5pt direct", seen, want, False, NP > 1)
     ref = datasets(path, ["solution", "residual"])
     for halo in STRATEGIES:
-        path, seen = run("poisson5pt", "default.yaml", base + ["comm.halo=" + halo, "comm.staging=always"],
-                         "poisson5pt_%s" % halo)
+        path, seen, s = run("poisson5pt", "default.yaml", base + ["comm.halo=" + halo, "comm.staging=always"],
+                            "poisson5pt_%s" % halo, want_summary=True)
+        check(s["results"]["kernels"]["fields"].startswith("Kokkos allocations outside segments"),
+              "poisson5pt %s staged: fields not outside segments" % halo)
         staged_kernels("poisson5pt " + halo, seen, want, True, NP > 1)
         same("poisson5pt " + halo, datasets(path, ["solution", "residual"]), ref)
         print("poisson5pt %-23s staged: bitwise the direct solution and residuals" % halo)

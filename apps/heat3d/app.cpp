@@ -301,6 +301,8 @@ void report_run(const Context& ctx, const Solver& solver, const locus::Timers& t
     YAML::Node k;
     k["space"] = locus::ExecSpace::name();
     k["concurrency"] = locus::ExecSpace().concurrency();
+    k["memory_space"] = locus::MemSpace::name();
+    k["fields"] = locus::field_storage();
     k["check"] =
         solver.kernel_checked() ? "step 1 bitwise equal to the reference kernel" : "not run (no step)";
     results["kernels"] = k;

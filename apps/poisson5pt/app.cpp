@@ -379,6 +379,8 @@ YAML::Node kernels(const SolverBase* solver) {
   YAML::Node k;
   k["space"] = locus::ExecSpace::name();
   k["concurrency"] = locus::ExecSpace().concurrency();
+  k["memory_space"] = locus::MemSpace::name();
+  k["fields"] = locus::field_storage();
   k["check"] = solver && solver->kernel_checked() ? "first iteration bitwise equal to the reference kernel"
                                                   : "not run (no iteration)";
   return k;

@@ -58,6 +58,16 @@ struct BlockShape {
   }
 };
 
+// Where GridFieldT<T, Space> keeps a field (the same rule as its
+// constructor), for run summaries.
+template <class Space = MemSpace>
+std::string field_storage() {
+  if (core_addressable<Space> && !staging_active())
+    return "segments (MPI windows): neighbours reach them in place";
+  return "Kokkos allocations outside segments (comm.staging: always, or a space the core cannot address): "
+         "halos stage";
+}
+
 template <class T, class Space = MemSpace>
 class GridFieldT {
  public:
@@ -69,7 +79,7 @@ class GridFieldT {
   GridFieldT(Team& team, const CartDecomp& d, const std::array<long, 3>& ghosts = {1, 1, 1})
       : shape_{d.local(), ghosts} {
     const std::size_t cells = shape_.cells();
-    if (core_addressable<Space> && !staging_active()) {
+    if (core_addressable<Space> && !staging_active()) {  // (field_storage says the same)
       storage_ = Array<T>(team, cells);
       view_ = View(storage_.data(), shape_.extent(2), shape_.extent(1), shape_.extent(0));
       return;
