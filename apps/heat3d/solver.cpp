@@ -58,8 +58,7 @@ void Solver::initialize() {
 
 void Solver::load_interior(const HostField3D& f) {
   const auto& n = decomp_.local();
-  locus::host_fill(u_, [&](const auto& u) {
-    Kokkos::deep_copy(u, p_.t_boundary);
+  locus::host_fill(u_, [&](const auto& u) {  // the ghosts keep their values
     Kokkos::deep_copy(Kokkos::subview(u, std::make_pair(1L, n[2] + 1), std::make_pair(1L, n[1] + 1),
                                       std::make_pair(1L, n[0] + 1)),
                       Kokkos::subview(f, std::make_pair(1L, n[2] + 1), std::make_pair(1L, n[1] + 1),

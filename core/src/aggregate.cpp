@@ -363,22 +363,6 @@ struct Ahead {
   }
 };
 
-// Calls run(one), one(T* a, T v) applying op to *a with a relaxed CPU
-// atomic (complete at a flush, whose fence gives the visibility), the
-// operation chosen once for all the calls of one: XOR and sum of integers
-// (GUPS, histograms) are plain lock xor / lock add, not a call through
-// cpu_apply's switch.
-template <class T, class Run>
-void relaxed_update(Op op, Run&& run) {
-  if constexpr (std::is_integral_v<T>) {
-    if (op == Op::bxor)
-      return run([](T* a, T v) { std::atomic_ref<T>(*a).fetch_xor(v, std::memory_order_relaxed); });
-    if (op == Op::sum)
-      return run([](T* a, T v) { std::atomic_ref<T>(*a).fetch_add(v, std::memory_order_relaxed); });
-  }
-  run([op](T* a, T v) { cpu_apply(a, v, op, std::memory_order_relaxed); });
-}
-
 // Updates or fetches of element type T, the operation chosen once per run.
 template <class T, class Check, class Emit>
 void apply_ops(const RunHeader& h, const char* p, char* base, const Ahead& ahead, Check& check, Emit& emit) {

@@ -450,16 +450,16 @@ Handle put_strided_async(const Target& t, const Layout& remote, const void* src,
 }
 
 namespace {
-// One run of n contiguous elements by CPU atomics, relaxed (the caller
-// fences once after all runs). A locked instruction waits for its line, so
-// an out-of-cache run would go one miss at a time: every line is
-// prefetched for writing 16 lines ahead.
-template <class T>
-void cpu_accumulate_run(T* dst, const T* v, std::size_t n, Op op) {
+// One run of n contiguous elements by one(dst + k, v[k]), a relaxed CPU
+// atomic (relaxed_update's; the caller fences once after all runs). A
+// locked instruction waits for its line, so an out-of-cache run would go
+// one miss at a time: every line is prefetched for writing 16 lines ahead.
+template <class T, class One>
+void cpu_accumulate_run(T* dst, const T* v, std::size_t n, const One& one) {
   constexpr std::size_t kLine = 64 / sizeof(T), kAhead = 16 * kLine;
   for (std::size_t k = 0; k < n; ++k) {
     if (k % kLine == 0 && k + kAhead < n) __builtin_prefetch(dst + k + kAhead, 1, 3);
-    cpu_apply(dst + k, v[k], op, std::memory_order_relaxed);
+    one(dst + k, v[k]);
   }
 }
 }  // namespace
@@ -492,12 +492,14 @@ Handle accumulate_async(const Target& t, const Layout& remote, const void* src, 
     const char* in = static_cast<const char*>(src);
     dispatch(type, [&](auto zero) {
       using T = decltype(zero);
-      for (std::size_t r = 0; r < local.rows; ++r)
-        for (std::size_t c = 0; c < local.count; ++c) {
-          T* dst = reinterpret_cast<T*>(base) + r * remote.row_stride + c * remote.stride;
-          const T* v = reinterpret_cast<const T*>(in) + r * local.row_stride + c * local.stride;
-          cpu_accumulate_run(dst, v, local.block, op);
-        }
+      relaxed_update<T>(op, [&](auto one) {
+        for (std::size_t r = 0; r < local.rows; ++r)
+          for (std::size_t c = 0; c < local.count; ++c) {
+            T* dst = reinterpret_cast<T*>(base) + r * remote.row_stride + c * remote.stride;
+            const T* v = reinterpret_cast<const T*>(in) + r * local.row_stride + c * local.stride;
+            cpu_accumulate_run(dst, v, local.block, one);
+          }
+      });
     });
     std::atomic_thread_fence(std::memory_order_release);
     return HandleAccess::ready();

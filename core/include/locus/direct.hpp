@@ -239,6 +239,22 @@ T cpu_apply(T* p, T v, Op op, std::memory_order order = std::memory_order_acq_re
   }
 }
 
+// Calls run(one), one(T* a, T v) applying op to *a with a relaxed CPU
+// atomic (complete at a flush or a fence of the caller's), the operation
+// chosen once for all the calls of one: XOR and sum of integers (GUPS,
+// histograms) are plain lock xor / lock add, not a call through
+// cpu_apply's switch.
+template <class T, class Run>
+void relaxed_update(Op op, Run&& run) {
+  if constexpr (std::is_integral_v<T>) {
+    if (op == Op::bxor)
+      return run([](T* a, T v) { std::atomic_ref<T>(*a).fetch_xor(v, std::memory_order_relaxed); });
+    if (op == Op::sum)
+      return run([](T* a, T v) { std::atomic_ref<T>(*a).fetch_add(v, std::memory_order_relaxed); });
+  }
+  run([op](T* a, T v) { cpu_apply(a, v, op, std::memory_order_relaxed); });
+}
+
 template <class T>
 void apply_update(const LookaheadOp& o) noexcept {
   T v;

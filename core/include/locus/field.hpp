@@ -58,12 +58,17 @@ struct BlockShape {
   }
 };
 
-// Where GridFieldT<T, Space> keeps a field (the same rule as its
-// constructor), for run summaries.
+// True when GridFieldT<T, Space> keeps its block in a segment: the core
+// can address the space and transfers do not stage.
+template <class Space = MemSpace>
+bool fields_in_segments() {
+  return core_addressable<Space> && !staging_active();
+}
+
+// Where GridFieldT<T, Space> keeps a field, for run summaries.
 template <class Space = MemSpace>
 std::string field_storage() {
-  if (core_addressable<Space> && !staging_active())
-    return "segments (MPI windows): neighbours reach them in place";
+  if (fields_in_segments<Space>()) return "segments (MPI windows): neighbours reach them in place";
   return "Kokkos allocations outside segments (comm.staging: always, or a space the core cannot address): "
          "halos stage";
 }
@@ -79,7 +84,7 @@ class GridFieldT {
   GridFieldT(Team& team, const CartDecomp& d, const std::array<long, 3>& ghosts = {1, 1, 1})
       : shape_{d.local(), ghosts} {
     const std::size_t cells = shape_.cells();
-    if (core_addressable<Space> && !staging_active()) {  // (field_storage says the same)
+    if (fields_in_segments<Space>()) {
       storage_ = Array<T>(team, cells);
       view_ = View(storage_.data(), shape_.extent(2), shape_.extent(1), shape_.extent(0));
       return;
@@ -134,11 +139,11 @@ auto host_copy(const GridFieldT<T, Space>& f) {
 }
 
 // Writes `f`'s block on the host: `fill(h)` gets a host view of the block
-// (the field's own where the host can address it), which is then copied
-// into the field's space.
+// holding its current values (the field's own where the host can address
+// it), which is then copied into the field's space.
 template <class T, class Space, class F>
 void host_fill(GridFieldT<T, Space>& f, F&& fill) {
-  auto h = Kokkos::create_mirror_view(f.view());
+  auto h = host_copy(f);
   fill(h);
   Kokkos::deep_copy(f.view(), h);
 }

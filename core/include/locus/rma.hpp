@@ -455,7 +455,6 @@ struct TableIndex {
 // Elsewhere it is one get_nbi per element. An index past the table, or a
 // unit's part that does not hold the table, is an Error before anything
 // moves (always: it costs one compare per element).
-
 template <class T>
 void gather_nbi(T* dst, GlobalPtr<T> table, std::size_t per_unit, const std::uint64_t* index, std::size_t n) {
   if (n == 0) return;
