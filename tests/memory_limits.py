@@ -111,6 +111,12 @@ for d, files in ((cg, {"memory.max": "1073741824", "memory.current": "0"}),
 refused("heat3d", DECK["heat3d"], ["heat3d.grid.nx=400", "heat3d.grid.ny=400", "heat3d.grid.nz=400"],
         "heat3d_cgroup", ["heat3d.grid.nx: a 400x400x400 grid: needs", "left under its control group's memory limit "
                           "of 1.0 GiB"], env=dict(os.environ, LOCUS_CGROUP_ROOT=cg))
+# with comm.staging: always the fields are private allocations, and the
+# check counts them so (not as shared memory)
+refused("heat3d", DECK["heat3d"], ["heat3d.grid.nx=400", "heat3d.grid.ny=400", "heat3d.grid.nz=400",
+                                   "comm.staging=always"],
+        "heat3d_cgroup_staged", ["a 400x400x400 grid: needs 1.0 GiB of memory (0.", "GiB shared, 1.0 GiB private), "
+                                 "but the node has"], env=dict(os.environ, LOCUS_CGROUP_ROOT=cg))
 
 # what fits runs under the same limit (at 4 ranks, over-subscribed on 2
 # cores, tensor_contract alone: the others take 15 s there)

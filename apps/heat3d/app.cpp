@@ -6,6 +6,7 @@
 
 #include "heat3d.hpp"
 #include "locus/console.hpp"
+#include "locus/field.hpp"
 #include "locus/io.hpp"
 #include "locus/kokkos.hpp"
 #include "locus/limits.hpp"
@@ -252,16 +253,20 @@ void check_settings(const Context& ctx, const Settings& s) {
   }
   {
     // Memory before anything is allocated (the order study's finest grid):
-    // two fields and the halo's face buffers in segments, received faces in
-    // private memory; under a job's limits a late failure would be an MPI
-    // error stack or a hang inside MPI_Win_allocate_shared.
+    // the halo's face buffers in segments, received faces in private
+    // memory, the two fields in segments or (comm.staging: always) private;
+    // under a job's limits a late failure would be an MPI error stack or a
+    // hang inside MPI_Win_allocate_shared.
     const locus::Dims pg = s.procs[0] == 0 ? locus::auto_process_grid(ctx.size(), 3) : s.procs;
     const double scale = s.mode == "order" ? 4.0 : 1.0;
     double b[3];
     for (int d = 0; d < 3; ++d)
       b[d] = std::ceil(double(s.problem.n[d] + 1) * scale / double(pg[d])) + 2.0;  // a block with ghosts
     const double faces = 2.0 * (b[0] * b[1] + b[1] * b[2] + b[0] * b[2]);
-    const double shared = 8.0 * (2.0 * b[0] * b[1] * b[2] + 2.0 * faces), priv = 8.0 * 2.0 * faces;
+    const double fields = 8.0 * 2.0 * b[0] * b[1] * b[2];
+    const bool in_segments = locus::fields_in_segments();
+    const double shared = 8.0 * 2.0 * faces + (in_segments ? fields : 0.0);
+    const double priv = 8.0 * 2.0 * faces + (in_segments ? 0.0 : fields);
     char grid[96];
     std::snprintf(grid, sizeof grid, ": a %ldx%ldx%ld grid%s", s.problem.n[0], s.problem.n[1], s.problem.n[2],
                   s.mode == "order" ? " (order study: the finest grid is 4x as fine)" : "");

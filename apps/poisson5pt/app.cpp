@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "locus/console.hpp"
+#include "locus/field.hpp"
 #include "locus/io.hpp"
 #include "locus/kokkos.hpp"
 #include "locus/limits.hpp"
@@ -282,7 +283,11 @@ void check_memory(const Context& ctx, const Settings& s) {
   char what[128];
   std::snprintf(what, sizeof what, ": a %.0fx%.0f grid%s", nf, nf,
                 levels > 1 ? " (the finest of poisson5pt.validation.levels)" : "");
-  locus::require_memory(ctx.runtime().world(), cells * 3.0 * t, cells * (2.0 * t + 40.0),
+  // The iterate and the second field live in segments unless transfers
+  // stage (comm.staging: always): then they are private allocations.
+  const double fields = cells * 2.0 * t, in_segments = locus::fields_in_segments() ? 1.0 : 0.0;
+  locus::require_memory(ctx.runtime().world(), cells * t + in_segments * fields,
+                        cells * (2.0 * t + 40.0) + (1.0 - in_segments) * fields,
                         cfg.locate(levels > 1 ? "poisson5pt.validation.levels" : "poisson5pt.grid.n") + what);
 }
 
