@@ -10,7 +10,9 @@ the results of 1 thread for the deterministic kernels:
     product and residual history; with comm.staging: always too.
 
 Each run's summary must report the OpenMP execution space and the
-concurrency asked for (OMP_NUM_THREADS), so a Serial Kokkos cannot pass.
+concurrency asked for (OMP_NUM_THREADS), so a Serial Kokkos cannot pass,
+and, exactly when ranks x threads exceed the cores (OMP_WAIT_POLICY
+unset), that locus started the ranks with OMP_WAIT_POLICY=passive.
 
     kokkos_openmp.py NP
 """
@@ -44,16 +46,20 @@ for mode in ("vector", "rma"):
 def run(app, sets, names, threads, tag):
     d = os.path.join(OUT, "%s_%d" % (tag, threads))
     env = dict(os.environ, OMP_NUM_THREADS=str(threads), OMP_PROC_BIND="false")
-    env.pop("KOKKOS_NUM_THREADS", None)
-    if NP * threads > (os.cpu_count() or 1):
-        # More threads than cores: OpenMP threads spinning at barriers would
-        # take the time slices the other rank's threads need.
-        env["OMP_WAIT_POLICY"] = "passive"
+    for name in ("KOKKOS_NUM_THREADS", "OMP_WAIT_POLICY", "LOCUS_SET_OMP_WAIT_POLICY"):
+        env.pop(name, None)
+    # More threads than cores: OpenMP threads spinning at barriers would take
+    # the time slices the other rank's threads need, so locus starts each
+    # rank again with OMP_WAIT_POLICY=passive (and says so); otherwise not.
+    over = NP * threads > (os.cpu_count() or 1)
     p, _ = run_app(app, os.path.join(SOURCE, "inputs", app, "default.yaml"), NP,
                    list(sets) + ["output.dir=" + d, "output.name=out", "output.xdmf=false"], extra=["-q"], env=env)
     s = summary(p.stdout)
     check(s["machine"]["kokkos_execution_space"] == "OpenMP", "%s: execution space %s" %
           (tag, s["machine"]["kokkos_execution_space"]))
+    binding = s["machine"]["kokkos_binding"]
+    check(("OMP_WAIT_POLICY=passive (set by locus" in binding) == over,
+          "%s: %d x %d threads on %d CPUs, binding: %s" % (tag, NP, threads, os.cpu_count() or 1, binding))
     k = s["results"]["kernels"]
     check(int(k["concurrency"]) == threads, "%s: concurrency %s, asked for %d" % (tag, k["concurrency"], threads))
     with h5py.File(os.path.join(d, "out.h5"), "r") as f:

@@ -36,18 +36,104 @@ bool has_option(const std::vector<std::string>& args, const std::string& name) {
   return false;
 }
 
+namespace {
+
+// Set (to "1") in the environment of a process that locus started again
+// with OMP_WAIT_POLICY=passive.
+constexpr const char* kPassiveMark = "LOCUS_SET_OMP_WAIT_POLICY";
+
+bool locus_set_passive() {
+  const char* m = std::getenv(kPassiveMark);
+  return m && std::strcmp(m, "1") == 0;
+}
+
+}  // namespace
+
+namespace detail {
+
+// The ranks the launcher put on this node, read before MPI_Init: MPICH's
+// Hydra, Open MPI, Slurm (SLURM_STEP_TASKS_PER_NODE "2(x3),1", this
+// node's entry by SLURM_NODEID). 1 when no launcher says.
+int launcher_ranks_on_node() {
+  for (const char* v : {"MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE"})
+    if (const char* s = std::getenv(v))
+      if (std::atoi(s) > 0) return std::atoi(s);
+  const char* list = std::getenv("SLURM_STEP_TASKS_PER_NODE");
+  const char* id = std::getenv("SLURM_NODEID");
+  if (!list || !id) return 1;
+  long node = std::atol(id);
+  for (const char* p = list; *p;) {
+    char* end = nullptr;
+    const long tasks = std::strtol(p, &end, 10);
+    if (end == p) break;
+    long repeat = 1;
+    if (std::strncmp(end, "(x", 2) == 0) {
+      repeat = std::strtol(end + 2, &end, 10);
+      if (*end == ')') ++end;
+    }
+    if (node < repeat) return tasks > 0 ? int(tasks) : 1;
+    node -= repeat;
+    p = *end == ',' ? end + 1 : end;
+  }
+  return 1;
+}
+
+// The threads per rank the user asked for: --kokkos-num-threads (or
+// --kokkos-threads), KOKKOS_NUM_THREADS, OMP_NUM_THREADS (its first
+// level); 0 when none (locus then fits the threads to the cores).
+long asked_threads(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i)
+    for (const char* name : {"--kokkos-num-threads", "--kokkos-threads"}) {
+      const std::size_t n = std::strlen(name);
+      if (std::strncmp(argv[i], name, n) != 0) continue;
+      if (argv[i][n] == '=') return std::atol(argv[i] + n + 1);
+      if (argv[i][n] == '\0' && i + 1 < argc) return std::atol(argv[i + 1]);
+    }
+  for (const char* v : {"KOKKOS_NUM_THREADS", "OMP_NUM_THREADS"})
+    if (const char* s = std::getenv(v)) return std::atol(s);
+  return 0;
+}
+
+bool oversubscribed_at_launch(int argc, char** argv, long cpus, long online) {
+  const long threads = asked_threads(argc, argv);
+  return threads > 1 && (threads > cpus || threads * launcher_ranks_on_node() > online);
+}
+
+}  // namespace detail
+
+void passive_wait_if_oversubscribed(int argc, char** argv) {
+#ifdef KOKKOS_ENABLE_OPENMP
+  if (std::getenv("OMP_WAIT_POLICY") || std::getenv(kPassiveMark)) return;
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  const long online = sysconf(_SC_NPROCESSORS_ONLN);
+  long cpus = online;
+  if (sched_getaffinity(0, sizeof mask, &mask) == 0) cpus = std::max(1, CPU_COUNT(&mask));
+  if (!detail::oversubscribed_at_launch(argc, argv, cpus, online)) return;
+  setenv("OMP_WAIT_POLICY", "passive", 1);
+  setenv(kPassiveMark, "1", 1);
+  execv("/proc/self/exe", argv);
+  // not replaced: go on as asked; the over-subscription warning names the remedy
+  unsetenv("OMP_WAIT_POLICY");
+  unsetenv(kPassiveMark);
+#else
+  (void)argc;
+  (void)argv;
+#endif
+}
+
 // One warning (rank 0) when threads x ranks exceed the node's CPUs.
 void warn_if_oversubscribed(const std::string& app_name, int ranks_on_node, long online) {
   if (ExecSpace().concurrency() <= 1 || long(ExecSpace().concurrency()) * ranks_on_node <= online) return;
-  // OpenMP runtimes read OMP_WAIT_POLICY when they load, before main:
-  // the remedy for spinning threads can only be named, not applied.
+  std::string remedy;
+  if (locus_set_passive())
+    remedy = "; waiting threads sleep: locus set OMP_WAIT_POLICY=passive";
+  else if (!std::getenv("OMP_WAIT_POLICY"))
+    remedy = ", or OMP_WAIT_POLICY=passive so that waiting threads leave the cores to the others";
   std::fprintf(stderr,
                "%s: warning: %d threads per rank x %d ranks on this node > %ld CPUs (over-subscribed: "
                "set --kokkos-num-threads or OMP_NUM_THREADS%s)\n",
-               app_name.c_str(), int(ExecSpace().concurrency()), ranks_on_node, online,
-               std::getenv("OMP_WAIT_POLICY") ? ""
-                                              : ", or OMP_WAIT_POLICY=passive so that waiting threads "
-                                                "leave the cores to the others");
+               app_name.c_str(), int(ExecSpace().concurrency()), ranks_on_node, online, remedy.c_str());
 }
 
 KokkosStart start_kokkos(const std::string& app_name, std::vector<std::string> args, int rank) {
@@ -91,6 +177,8 @@ KokkosStart start_kokkos(const std::string& app_name, std::vector<std::string> a
     if (own_cpus) setenv("OMP_PLACES", "threads", 0);
   }
   binding = std::string("OMP_PROC_BIND=") + std::getenv("OMP_PROC_BIND");
+  if (locus_set_passive())
+    binding += ", OMP_WAIT_POLICY=passive (set by locus: threads x ranks over-subscribe the node)";
 #endif
   (void)online;
   ks.help = has_option(args, "--kokkos-help");

@@ -395,6 +395,7 @@ int run(int argc, char** argv, const AppInfo& app, const std::function<int(Conte
   if (argc == 4 && std::strcmp(argv[1], "--locus-reap-output") == 0)
     return detail::reap_output(argv[2], argv[3]);
   detail::g_reaper_capable = true;
+  passive_wait_if_oversubscribed(argc, argv);
   int provided = 0;
   prepare_mpi_environment();
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
