@@ -103,6 +103,7 @@ long wrong_ghosts(const locus::GridField& f, const locus::CartDecomp& dc) {
 struct Roofline {
   long n = 0;
   double kernel_mcells = 0, reference_mcells = 0, triad_gbs = 0, scale_gbs = 0;
+  std::string stores;  // the kernel's stores, as the solver chose them (rank 0's)
   double fraction() const { return kernel_mcells * 16e6 / (triad_gbs * 1e9); }
   // STREAM scale moves what a sweep moves at best (read u, write u_new).
   double scale_fraction() const { return scale_gbs / triad_gbs; }
@@ -122,6 +123,8 @@ Roofline measure_roofline(locus::Context& ctx, long n, long steps, long repeats)
   heat3d::Solver solver(ctx.runtime().world(), p, {dims[0], dims[1], dims[2]}, "p2p", timers);
   solver.initialize();
   solver.step();  // the first step checks the kernel against the reference
+  // then heat3d.kernel.streaming_stores: auto times cached and streaming stores
+  for (int s = 0; s < heat3d::Solver::kTuneSteps; ++s) solver.step();
   const auto& ln = solver.decomp().local();
   const double cells = double(ln[0]) * double(ln[1]) * double(ln[2]);
   Kokkos::View<double***, Kokkos::LayoutRight, Kokkos::HostSpace> ru("ru", ln[2] + 2, ln[1] + 2, ln[0] + 2),
@@ -158,6 +161,7 @@ Roofline measure_roofline(locus::Context& ctx, long n, long steps, long repeats)
   rl.reference_mcells = cells / locus::median(reference) / 1e6;
   rl.triad_gbs = locus::median(triad);
   rl.scale_gbs = locus::median(scale);
+  rl.stores = solver.stores_report();
   return rl;
 }
 
@@ -200,6 +204,7 @@ void report_roofline(const Roofline& roof, bench::Report& r) {
   r.section("roofline");
   r.text("grid_per_rank", std::to_string(roof.n) + "^3");
   r.text("execution_space", locus::ExecSpace::name());
+  r.text("stores", roof.stores);
   r.figure("stream_triad_gbs_per_rank", roof.triad_gbs, "%.2f");
   r.figure("roofline_mcells_per_rank", roof.triad_gbs * 1e9 / 16 / 1e6, "%.1f", "triad at 16 B per update");
   r.figure("kernel_mcells_per_rank", roof.kernel_mcells, "%.1f");
@@ -209,11 +214,16 @@ void report_roofline(const Roofline& roof, bench::Report& r) {
   // The goal's convention counts 16 B per update and triad's 24 B per
   // element; with write-allocate the step really moves 24 B (u read, u_new
   // read for ownership and written back) and triad 32 B. A step at
-  // triad's real bandwidth is then 16/24 x 32/24 = 0.889 of the roofline.
-  r.figure("write_allocate_ceiling", (32.0 / 24.0) * (16.0 / 24.0), "%.3f",
-           "a step at triad's real bandwidth, both with write-allocate (24 B vs 32 B moved)");
-  r.figure("kernel_fraction_of_real_bandwidth", roof.fraction() / ((32.0 / 24.0) * (16.0 / 24.0)), "%.3f",
-           "24 B per update against triad at 32 B per element");
+  // triad's real bandwidth is then 16/24 x 32/24 = 0.889 of the roofline
+  // (with streaming stores the step moves 16 B and may reach 1.333).
+  const bool streaming = roof.stores.rfind("streaming", 0) == 0;
+  const double moved = streaming ? 16.0 : 24.0;  // bytes per update really moved
+  r.figure("real_bandwidth_ceiling", (32.0 / 24.0) * (16.0 / moved), "%.3f",
+           streaming ? "a step at triad's real bandwidth: 16 B moved (streaming stores) vs triad's 32 B"
+                     : "a step at triad's real bandwidth, both with write-allocate (24 B vs 32 B moved)");
+  r.figure("kernel_fraction_of_real_bandwidth", roof.fraction() / ((32.0 / 24.0) * (16.0 / moved)), "%.3f",
+           streaming ? "16 B per update against triad at 32 B per element"
+                     : "24 B per update against triad at 32 B per element");
   // The same limit measured: STREAM scale has a sweep's traffic exactly.
   r.figure("stream_scale_gbs_per_rank", roof.scale_gbs, "%.2f");
   r.figure("scale_fraction", roof.scale_fraction(), "%.3f",

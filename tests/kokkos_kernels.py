@@ -58,6 +58,26 @@ H = ["heat3d.grid.nx=20", "heat3d.grid.ny=18", "heat3d.grid.nz=17", "heat3d.time
 for halo in ["p2p", "locus-nb"]:
     kernels_checked("heat3d", H + ["comm.halo=" + halo])
 
+# heat3d's stores (heat3d.kernel.streaming_stores): streaming (checked on
+# step 1 beside the cached kernel), cached, and auto (steps 2-5 time both,
+# then the faster stays) give bitwise the same field, on both halo paths.
+import h5py  # noqa: E402
+import numpy as np  # noqa: E402
+H8 = H[:3] + ["heat3d.time.max_steps=8", "heat3d.time.tolerance=0", "heat3d.validation.mode=none"]
+for halo in ["p2p", "locus-nb"]:
+    fields = {}
+    for stores, expect in (("on", "streaming (heat3d"), ("off", "cached (heat3d"), ("auto", "(auto, this rank: 2 ")):
+        s = kernels_checked("heat3d", H8 + ["comm.halo=" + halo, "heat3d.kernel.streaming_stores=" + stores])
+        got = s["results"]["kernels"]["stores"]
+        check(expect in got or got == "cached (streaming stores need AVX2)",
+              "heat3d %s stores %s: summary says %r" % (halo, stores, got))
+        with h5py.File(s["output"], "r") as f:
+            fields[stores] = f["temperature"][...]
+    for stores in ("off", "auto"):
+        diff = np.count_nonzero(fields[stores].view(np.uint8) != fields["on"].view(np.uint8))
+        check(diff == 0, "heat3d %s: stores %s differ from streaming in %d bytes" % (halo, stores, diff))
+    print("heat3d %-9s streaming, cached and auto stores: bitwise the same field" % halo)
+
 P = ["poisson5pt.grid.n=61", "poisson5pt.solver.max_iterations=6", "poisson5pt.solver.tolerance=0"]
 for sets in (["poisson5pt.solver.layout=split"], ["poisson5pt.solver.layout=natural"],
              ["poisson5pt.solver.method=sor"], ["poisson5pt.solver.method=jacobi"],

@@ -34,6 +34,11 @@ struct Problem {
   double dt_limit() const;
 };
 
+// How the stencil writes the new field (heat3d.kernel.streaming_stores):
+// streaming stores (no read for ownership of un's lines), plain cached
+// stores, or the faster of the two as timed on the steps after the first.
+enum class Stores { automatic, streaming, cached };
+
 // The grid, its fields and the stepping on one rank.
 class Solver {
  public:
@@ -56,6 +61,13 @@ class Solver {
   std::string halo_name() const { return halo_->name(); }
   // True once the first step's optimized kernel matched the reference.
   bool kernel_checked() const { return checked_; }
+  // Streaming or cached stores (default automatic); before the first step.
+  void set_stores(Stores s) { stores_ = s; }
+  // automatic: the kTuneSteps steps after the first alternate cached and
+  // streaming stores, then the faster by summed compute time stays.
+  static constexpr int kTuneSteps = 4;
+  // Which stores this rank's kernel uses, and why (for the summary).
+  std::string stores_report() const;
 
   // Collective reductions over the interior.
   double global_min() const;
@@ -69,14 +81,21 @@ class Solver {
 
  private:
   double initial_value(long gi, long gj, long gk) const;
-  void check_against_reference(const locus::HostField3D& ref, double ref_max, double opt_max);
+  void check_against_reference(const locus::HostField3D& ref, double ref_max, double opt_max,
+                               const char* which);
   MPI_Comm comm_;
   Problem p_;
   locus::CartDecomp decomp_;
   std::unique_ptr<locus::HaloExchange<double>> halo_;
   locus::Timers& timers_;
+  bool streaming_now() const;
+  void tune(bool streaming, double seconds);
   locus::GridField u_, un_;
   bool checked_ = false;
+  Stores stores_ = Stores::automatic;
+  int tuned_steps_ = 0;
+  double tune_seconds_[2] = {0.0, 0.0};  // cached, streaming
+  bool streaming_ = false;
 };
 
 // The forward Euler 7-point update T' = T + a (rx (W - 2T + E) + ry (S -
