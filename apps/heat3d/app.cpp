@@ -46,7 +46,7 @@ locus::AppInfo app_info() {
             "steady: largest |T - t_boundary| allowed at the end", true)
       .choice("heat3d.kernel.streaming_stores", "auto", {"auto", "on", "off"},
               "stencil stores: on (streaming: no read for ownership of the new field, 16 B of traffic per "
-              "cell instead of 24; AVX2), off (cached), or auto (the faster, timed on steps 2-5)")
+              "cell instead of 24; AVX2), off (cached), or auto (the faster, timed on steps 2-9)")
       .choice(
           "comm.halo", "locus", locus::halo_strategies(),
           "halo exchange: p2p (MPI two-sided), rma (MPI RMA + barriers), locus (notified one-sided: each "

@@ -63,9 +63,10 @@ class Solver {
   bool kernel_checked() const { return checked_; }
   // Streaming or cached stores (default automatic); before the first step.
   void set_stores(Stores s) { stores_ = s; }
-  // automatic: the kTuneSteps steps after the first alternate cached and
-  // streaming stores, then the faster by summed compute time stays.
-  static constexpr int kTuneSteps = 4;
+  // automatic: the kTuneSteps steps after the first run in pairs, cached,
+  // streaming, cached, streaming; the second step of each pair is timed,
+  // and the stores with the smaller sum stay.
+  static constexpr int kTuneSteps = 8;
   // Which stores this rank's kernel uses, and why (for the summary).
   std::string stores_report() const;
 

@@ -351,13 +351,15 @@ bool Solver::streaming_now() const {
   if (stores_ == Stores::streaming) return true;
   // automatic: cached on the first (checked) step, then alternating
   if (!checked_) return false;
-  return tuned_steps_ < kTuneSteps ? tuned_steps_ % 2 == 1 : streaming_;
+  return tuned_steps_ < kTuneSteps ? tuned_steps_ / 2 % 2 == 1 : streaming_;
 }
 
 void Solver::tune(bool streaming, double seconds) {
   if (stores_ != Stores::automatic || !streaming_available() || !checked_ || tuned_steps_ >= kTuneSteps)
     return;
-  tune_seconds_[streaming ? 1 : 0] += seconds;
+  // the second step of each pair: the first one's stores decide what of
+  // both fields is still in cache, as in a run of that kind
+  if (tuned_steps_ % 2 == 1) tune_seconds_[streaming ? 1 : 0] += seconds;
   if (++tuned_steps_ == kTuneSteps) streaming_ = tune_seconds_[1] < tune_seconds_[0];
 }
 
@@ -368,8 +370,8 @@ std::string Solver::stores_report() const {
            " (heat3d.kernel.streaming_stores: " + (stores_ == Stores::streaming ? "on" : "off") + ")";
   if (tuned_steps_ < kTuneSteps) return "cached (auto: the run ended before both were timed)";
   char buf[160];
-  std::snprintf(buf, sizeof buf, "%s (auto, this rank: %d steps each, cached %.4g s, streaming %.4g s)",
-                streaming_ ? "streaming" : "cached", kTuneSteps / 2, tune_seconds_[0], tune_seconds_[1]);
+  std::snprintf(buf, sizeof buf, "%s (auto, this rank: %d steps each timed, cached %.4g s, streaming %.4g s)",
+                streaming_ ? "streaming" : "cached", kTuneSteps / 4, tune_seconds_[0], tune_seconds_[1]);
   return buf;
 }
 
