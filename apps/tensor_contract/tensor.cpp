@@ -4,10 +4,12 @@
 
 #include <cblas.h>
 #include <mpi.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <numeric>
 #include <set>
@@ -438,6 +440,42 @@ struct Pair {
   gidx a, b;
 };
 
+// The task loop's buffers (fetched blocks, sorted blocks, the product):
+// blocks of several MB whose sorts and products sweep them with strides,
+// so they ask for transparent huge pages (2 MiB: far fewer TLB misses);
+// smaller ones are plain allocations.
+template <class T>
+struct HugePageAllocator {
+  using value_type = T;
+  static constexpr std::size_t kHuge = std::size_t(2) << 20;
+  HugePageAllocator() = default;
+  template <class U>
+  HugePageAllocator(const HugePageAllocator<U>&) {}
+  T* allocate(std::size_t n) {
+    const std::size_t bytes = n * sizeof(T);
+    if (bytes < kHuge) return static_cast<T*>(::operator new(bytes));
+    void* p = std::aligned_alloc(kHuge, (bytes + kHuge - 1) / kHuge * kHuge);
+    if (!p) throw std::bad_alloc();
+    madvise(p, (bytes + kHuge - 1) / kHuge * kHuge, MADV_HUGEPAGE);  // a hint: no error if refused
+    return static_cast<T*>(p);
+  }
+  void deallocate(T* p, std::size_t n) {
+    if (n * sizeof(T) < kHuge)
+      ::operator delete(p);
+    else
+      std::free(p);
+  }
+  template <class U>
+  bool operator==(const HugePageAllocator<U>&) const {
+    return true;
+  }
+  template <class U>
+  bool operator!=(const HugePageAllocator<U>&) const {
+    return false;
+  }
+};
+using Buffer = std::vector<double, HugePageAllocator<double>>;
+
 class Loop {
  public:
   Loop(locus::Team& team, const Problem& p, const Schedule& s, TiledTensor& A, TiledTensor& B, TiledTensor& C,
@@ -593,7 +631,7 @@ class Loop {
     st_.get += MPI_Wtime() - t0;
   }
 
-  static const double* fetch(const TiledTensor& t, gidx block, std::vector<double>& buf, locus::Handle& h) {
+  static const double* fetch(const TiledTensor& t, gidx block, Buffer& buf, locus::Handle& h) {
     const locus::GlobalPtr<double> src = t.at(block);
     if (src.is_local()) return src.local();
     buf.resize(static_cast<std::size_t>(t.size(block)));
@@ -660,8 +698,8 @@ class Loop {
   std::vector<gidx> cntiles_;
   std::string a_dst_, b_dst_, c_mat_;
   std::vector<Pair> pairs_;
-  std::vector<double> abuf_[2], bbuf_[2], asort_, bsort_, cmat_, cblk_;
-  std::vector<double> cnext_;
+  Buffer abuf_[2], bbuf_[2], asort_, bsort_, cmat_, cblk_;
+  Buffer cnext_;
   std::vector<locus::Handle> accs_next_;
   const double* asrc_[2] = {nullptr, nullptr};
   const double* bsrc_[2] = {nullptr, nullptr};
