@@ -29,11 +29,15 @@
 //                  MPI_Irecv of the plan's datatypes between nodes, no flag; on
 //                  one node the plan copies from shared memory after the
 //                  flag, as locus-get)
-//   locus-auto     the same plan with comm.remote: auto (the route the
-//                  calibration picks for the face's size)
+//   locus-persistent  locus-message's plan with persistent requests
+//                  (MPI_Send_init/MPI_Recv_init once, MPI_Startall per
+//                  exchange; locus-message posts MPI_Isend/MPI_Irecv)
+//   locus-auto     the same plan with comm.remote: auto (the route and the
+//                  requests the calibration picks for the face's size)
 // Between nodes the run also writes a calibration file for comm.remote: auto
 // (output.dir/<output.name>-remote-<mpich|openmpi|other>.yaml: per size,
-// locus-message and locus-get, the two routes a plan can take).
+// locus-message and locus-get, the two routes a plan can take, and
+// locus-persistent, the message route's other way to post).
 // Plain MPI protocols use an MPI_Win_allocate window, locked once
 // (bench::WindowTable, shared_table.hpp); between
 // emulated nodes an MPI_Win_create window over MPI_Alloc_mem memory instead,
@@ -88,9 +92,9 @@ locus::AppInfo app_info() {
   return app;
 }
 
-const std::vector<std::string> kColumns = {"p2p",           "announce-get", "put-accflag", "put-putflag",
-                                           "tagged",        "tagged-put",   "locus",       "locus-get",
-                                           "locus-message", "locus-auto"};
+const std::vector<std::string> kColumns = {"p2p",           "announce-get",     "put-accflag", "put-putflag",
+                                           "tagged",        "tagged-put",       "locus",       "locus-get",
+                                           "locus-message", "locus-persistent", "locus-auto"};
 
 // Window layout (bytes), max face F: [0, 2F) receive buffers by parity,
 // [2F, 4F) send buffers by parity, [4F, 4F + 16F) tagged words by parity
@@ -121,14 +125,15 @@ std::string write_calibration(const Context& ctx, const std::vector<Row>& rows, 
                               .string();
   std::ofstream f(cal);
   f << "# comm.remote calibration: time per exchange (one face each way) by the two routes of a\n"
-    << "# transfer plan between nodes, written by ./locus bench exchange (median of " << repeats
+    << "# transfer plan between nodes, and by the message route with persistent requests\n"
+    << "# (comm.remote_requests), written by ./locus bench exchange (median of " << repeats
     << " interleaved repeats of " << steps << " exchanges)\n"
     << "library: \"" << locus::mpi_library() << "\"\n"
     << "placement: " << (ctx.runtime().node_map().emulated_size ? "emulated nodes" : "nodes") << "\n"
     << "points:\n";
   for (const auto& r : rows)
     f << "  - {bytes: " << r.size << ", message_us: " << r.us.at("locus-message")
-      << ", rma_us: " << r.us.at("locus-get") << "}\n";
+      << ", rma_us: " << r.us.at("locus-get") << ", persistent_us: " << r.us.at("locus-persistent") << "}\n";
   if (!f) throw locus::Error("exchange: cannot write " + cal);
   return cal;
 }
@@ -210,7 +215,7 @@ struct Exchange {
   MPI_Win win;
   // [0, 2F): put_notify targets by parity; [2F, 4F): packed faces by parity
   locus::Array<char> seg;
-  locus::Array<u64> flag;  // put_notify's, locus-get's, the plans' (message, auto)
+  locus::Array<u64> flag;  // put_notify's, locus-get's, the plans' (message, auto, persistent)
   std::vector<char> face, in;
   std::vector<u64> words;
   std::vector<MPI_Request> p2p_req = std::vector<MPI_Request>(2);
@@ -231,7 +236,7 @@ struct Exchange {
     std::memset(mem, 0, L.bytes());
     MPI_Win_sync(win);
     seg = locus::Array<char>(world, 4 * L.face);
-    flag = locus::Array<u64>(world, 4);
+    flag = locus::Array<u64>(world, 5);
     std::fill(flag.data(), flag.data() + 4, 0);
     locus::barrier(world);
   }
@@ -420,7 +425,14 @@ Row measure(Exchange& x, long size, std::map<std::string, u64>& step, long steps
                                         x.plan_of(locus::RemoteMode::message, n, 1)};
   locus::GetPlan<char> by_auto[2] = {x.plan_of(locus::RemoteMode::automatic, n, 0),
                                      x.plan_of(locus::RemoteMode::automatic, n, 1)};
+  locus::GetPlan<char> by_persistent[2] = {x.plan_of(locus::RemoteMode::message, n, 0),
+                                           x.plan_of(locus::RemoteMode::message, n, 1)};
+  for (int k = 0; k < 2; ++k) {
+    by_message[k].persistent_requests(false);
+    by_persistent[k].persistent_requests(true);
+  }
   op["locus-message"] = [&](u64 s) { x.planned(by_message, n, s, 2); };
+  op["locus-persistent"] = [&](u64 s) { x.planned(by_persistent, n, s, 4); };
   op["locus-auto"] = [&](u64 s) { x.planned(by_auto, n, s, 3); };
   Row row{size, {}};
   row.auto_message = by_auto[0].message(x.peer);

@@ -13,8 +13,13 @@ the route the summary reports is the one taken:
   * poisson5pt (in-place Gauss-Seidel: the notified halo with its done
     flags) and spmv's rma mode on emulated nodes of 1: identical to p2p /
     to the vector mode;
-  * a calibration file that cannot be read, or is malformed, is a clear
-    error naming the key and the file, on every rank.
+  * the message route with persistent requests (comm.remote_requests:
+    persistent; MPI_Send_init/MPI_Recv_init once per field, MPI_Startall
+    per exchange) and immediate ones: identical, and the summary counts
+    the plans that post each way;
+  * a calibration file that cannot be read, or is malformed (a time not
+    positive, persistent_us included), is a clear error naming the key and
+    the file, on every rank.
 
     remote_routes.py NP
 """
@@ -58,6 +63,16 @@ def check_routes(label, s, route, remote_pairs):
         check(m + q > 0, "%s: auto decided no pair" % label)
 
 
+def check_requests(label, s, sets):
+    """comm.remote_requests forced: unit 0's message plans all post that way."""
+    r = s["remote"]
+    for kind in ("persistent", "immediate"):
+        if "comm.remote_requests=" + kind in sets:
+            other = "immediate" if kind == "persistent" else "persistent"
+            check(r["requests"] == kind and r[kind + "_plans_unit0"] > 0 and r[other + "_plans_unit0"] == 0,
+                  "%s: summary says %s" % (label, r))
+
+
 def heat3d():
     p, _ = run_app("heat3d", HEAT, NP, HEAT_BASE + ["comm.halo=p2p", "output.dir=" + os.path.join(OUT, "ref")],
                    extra=["-q"])
@@ -84,6 +99,13 @@ def heat3d():
             cases.append(("%s node1 message packed" % halo, NP,
                           ["comm.halo=" + halo, "runtime.node_size=1", "comm.remote=message",
                            "comm.remote_faces=packed"], "message", True))
+            # persistent and immediate requests, direct and packed faces
+            # (at 2 ranks: 4 over-subscribe the 2 cores)
+            for req in ("persistent", "immediate") if NP == 2 else ():
+                for faces in ("direct", "packed"):
+                    cases.append(("%s node1 message %s %s" % (halo, req, faces), NP,
+                                  ["comm.halo=" + halo, "runtime.node_size=1", "comm.remote=message",
+                                   "comm.remote_faces=" + faces, "comm.remote_requests=" + req], "message", True))
     if NP == 4:
         for route in ("rma", "message"):
             # ranks 1 and 3 serve: units 0 and 1 sit on different nodes
@@ -96,6 +118,7 @@ def heat3d():
         p, _ = run_app("heat3d", HEAT, ranks, HEAT_BASE + sets + ["output.dir=" + d], extra=["-q"])
         s = summary(p.stdout)
         check_routes(label, s, route, remote)
+        check_requests(label, s, sets)
         faces = "packed" if "comm.remote_faces=packed" in sets else "direct"
         check(s["remote"]["faces"] == faces, "%s: summary says faces %s" % (label, s["remote"]["faces"]))
         t = dataset(os.path.join(d, "heat3d.h5"), "temperature")
@@ -112,13 +135,15 @@ def poisson5pt():
             extra=["-q"])
     ref = dataset(os.path.join(OUT, "pref", "default.h5"), "solution")
     for halo in ("locus", "locus-nb"):
-        for route in ROUTES:
+        for route in ROUTES + ["message persistent"]:
             label = "%s node1 %s" % (halo, route)
             d = os.path.join(OUT, "poisson_" + label.replace(" ", "_"))
+            sets = ["comm.remote=" + route.split()[0]] + (["comm.remote_requests=persistent"] if " " in route else [])
             p, _ = run_app("poisson5pt", POISSON, NP, base + ["comm.halo=" + halo, "runtime.node_size=1",
-                                                               "comm.remote=" + route, "output.dir=" + d],
-                           extra=["-q"])
-            check_routes("poisson5pt " + label, summary(p.stdout), route, NP > 1)
+                                                               "output.dir=" + d] + sets, extra=["-q"])
+            check_routes("poisson5pt " + label, summary(p.stdout), route.split()[0], NP > 1)
+            if NP > 1:
+                check_requests("poisson5pt " + label, summary(p.stdout), sets)
             diff = np.count_nonzero(dataset(os.path.join(d, "default.h5"), "solution") != ref)
             check(diff == 0, "poisson5pt %s: %d points differ from p2p" % (label, diff))
             print("poisson5pt %-24s identical to p2p" % label)
@@ -131,9 +156,12 @@ def spmv():
         p, _ = run_app("spmv", SPMV, NP, sets, extra=["--quiet"])
         return dataset(os.path.join(OUT, name + ".h5"), "y"), summary(p.stdout)
     ref, _ = run("spmv_vector", ["spmv.mode=vector"])
-    for route in ROUTES:
-        y, s = run("spmv_rma_" + route, ["spmv.mode=rma", "comm.remote=" + route])
-        check_routes("spmv rma " + route, s, route, NP > 1)
+    for route in ROUTES + ["message persistent"]:
+        sets = ["comm.remote=" + route.split()[0]] + (["comm.remote_requests=persistent"] if " " in route else [])
+        y, s = run("spmv_rma_" + route.replace(" ", "_"), ["spmv.mode=rma"] + sets)
+        check_routes("spmv rma " + route, s, route.split()[0], NP > 1)
+        if NP > 1:
+            check_requests("spmv rma " + route, s, sets)
         check(np.array_equal(y, ref), "spmv rma with comm.remote %s: y differs from the vector mode" % route)
         print("spmv rma %-7s identical to vector" % route)
 
@@ -142,7 +170,11 @@ def bad_calibration():
     bad = os.path.join(OUT, "bad.yaml")
     with open(bad, "w") as f:
         f.write("points:\n  - {bytes: 8, message_us: 1.0, rma_us: 2.0}\n  - {bytes: 4, message_us: x, rma_us: 2}\n")
-    for path, words in ((bad, ["points[1]", "line 3"]), (os.path.join(OUT, "missing.yaml"), ["cannot read"])):
+    negative = os.path.join(OUT, "negative.yaml")
+    with open(negative, "w") as f:
+        f.write("points:\n  - {bytes: 8, message_us: 1.0, rma_us: 2.0, persistent_us: -1}\n")
+    for path, words in ((bad, ["points[1]", "line 3"]), (negative, ["points[0]", "line 2", "must be positive"]),
+                        (os.path.join(OUT, "missing.yaml"), ["cannot read"])):
         p, _ = run_app("heat3d", HEAT, NP, HEAT_BASE + ["comm.remote=auto", "comm.remote_calibration=" + path,
                                                           "output.dir=" + os.path.join(OUT, "bad")],
                        extra=["-q"], expect_ok=False)

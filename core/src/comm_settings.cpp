@@ -3,6 +3,7 @@
 // the routes to other nodes with their calibration (comm.remote).
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -79,6 +80,10 @@ namespace {
 RemoteSettings remote_settings(const Config& c) {
   RemoteSettings r;
   r.faces = c.string("comm.remote_faces") == "packed" ? RemoteFaces::packed : RemoteFaces::direct;
+  const std::string requests = c.string("comm.remote_requests");
+  r.requests = requests == "immediate"    ? RemoteRequests::immediate
+               : requests == "persistent" ? RemoteRequests::persistent
+                                          : RemoteRequests::automatic;
   const std::string mode = c.string("comm.remote");
   r.mode = mode == "rma" ? RemoteMode::rma : mode == "message" ? RemoteMode::message : RemoteMode::automatic;
   if (r.mode != RemoteMode::automatic) {
@@ -121,12 +126,14 @@ RemoteSettings remote_settings(const Config& c) {
       p.bytes = points[i]["bytes"].as<double>();
       p.message_us = points[i]["message_us"].as<double>();
       p.rma_us = points[i]["rma_us"].as<double>();
+      if (points[i]["persistent_us"]) p.persistent_us = points[i]["persistent_us"].as<double>();
     } catch (const std::exception&) {
       throw CollectiveError(where + ": points[" + std::to_string(i) + "] (line " +
                             std::to_string(points[i].Mark().line + 1) +
-                            ") needs numbers bytes, message_us, rma_us");
+                            ") needs numbers bytes, message_us, rma_us (and persistent_us if given)");
     }
-    if (!(p.bytes > 0 && p.message_us > 0 && p.rma_us > 0))
+    if (!(p.bytes > 0 && p.message_us > 0 && p.rma_us > 0 &&
+          (p.persistent_us > 0 || !points[i]["persistent_us"])))
       throw CollectiveError(where + ": points[" + std::to_string(i) + "] (line " +
                             std::to_string(points[i].Mark().line + 1) +
                             "): bytes and times must be positive");
@@ -142,16 +149,32 @@ RemoteSettings remote_settings(const Config& c) {
 }
 }  // namespace
 
-bool RemoteSettings::message_for(double bytes) const {
-  if (points.empty()) return true;
-  if (bytes <= points.front().bytes) return points.front().message_us <= points.front().rma_us;
-  if (bytes >= points.back().bytes) return points.back().message_us <= points.back().rma_us;
+namespace {
+// Whether time X is at most time Y at `bytes`: the nearest calibrated
+// sizes, log-linear in between, the end points beyond the range.
+bool at_most(const std::vector<RemotePoint>& points, double bytes, double RemotePoint::*x,
+             double RemotePoint::*y) {
+  if (bytes <= points.front().bytes) return points.front().*x <= points.front().*y;
+  if (bytes >= points.back().bytes) return points.back().*x <= points.back().*y;
   std::size_t i = 1;
   while (points[i].bytes < bytes) ++i;
   const RemotePoint &a = points[i - 1], &b = points[i];
   const double w = std::log(bytes / a.bytes) / std::log(b.bytes / a.bytes);
-  const double m = a.message_us + w * (b.message_us - a.message_us), q = a.rma_us + w * (b.rma_us - a.rma_us);
-  return m <= q;
+  return a.*x + w * (b.*x - a.*x) <= a.*y + w * (b.*y - a.*y);
+}
+}  // namespace
+
+bool RemoteSettings::message_for(double bytes) const {
+  if (points.empty()) return true;
+  return at_most(points, bytes, &RemotePoint::message_us, &RemotePoint::rma_us);
+}
+
+bool RemoteSettings::persistent_for(double bytes) const {
+  if (requests != RemoteRequests::automatic) return requests == RemoteRequests::persistent;
+  if (points.empty() ||
+      std::any_of(points.begin(), points.end(), [](const RemotePoint& p) { return p.persistent_us <= 0; }))
+    return false;
+  return !at_most(points, bytes, &RemotePoint::message_us, &RemotePoint::persistent_us);
 }
 
 namespace {

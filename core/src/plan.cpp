@@ -103,6 +103,12 @@ class PlanImpl {
   bool messages_only = false;         // every entry a message: start() only posts
   MPI_Comm comm = MPI_COMM_NULL;      // the plan's own (duplicated) communicator
   std::vector<MPI_Request> messages;  // posted by start(), completed by wait()
+  // comm.remote_requests: the message entries and serves as persistent
+  // requests, one set per local buffer the plan has started with (a halo
+  // alternates two fields), in the order start() posts them
+  bool persistent = false;
+  std::vector<std::pair<char*, std::vector<MPI_Request>>> persistent_sets;
+  std::vector<MPI_Request>* started = nullptr;  // the set in flight
   std::vector<Entry> entries;
   int team = 0, segment = 0;
   const SegmentInfo* seg = nullptr;  // redirect, ghost and ghost_disp are read at each start
@@ -117,7 +123,14 @@ class PlanImpl {
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (finalized) return;
+    free_persistent();
     if (comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
+  }
+  void free_persistent() {
+    for (auto& set : persistent_sets)
+      for (MPI_Request& r : set.second)
+        if (r != MPI_REQUEST_NULL) MPI_Request_free(&r);
+    persistent_sets.clear();
   }
 };
 
@@ -242,6 +255,7 @@ void setup_messages(PlanImpl& p, Team& team, RemoteMode mode, const std::vector<
   // One route per pair, both directions alike (users skip their flags per
   // unit), decided by the larger direction: both sides see the same bytes.
   std::vector<char> message(static_cast<std::size_t>(n), 0);
+  double largest = 0;  // bytes of the largest message pair
   for (int u = 0; u < n; ++u) {
     const std::size_t k = static_cast<std::size_t>(u);
     const auto to = bytes_to.find(u);
@@ -252,7 +266,10 @@ void setup_messages(PlanImpl& p, Team& team, RemoteMode mode, const std::vector<
     message[k] = message_route(team.id(), u, bytes, mode);
     count_pair(message[k], bytes);
     if (message[k]) p.message_units.push_back(u);
+    if (message[k]) largest = std::max(largest, bytes);
   }
+  p.persistent = largest > 0 && rs.persistent_for(largest);
+  if (largest > 0) ++(p.persistent ? state().routes.persistent_plans : state().routes.immediate_plans);
   // My entries: the k-th candidate to a unit has tag k.
   std::vector<int> next_tag(static_cast<std::size_t>(n), 0);
   for (std::size_t i = 0; i < p.entries.size(); ++i) {
@@ -359,6 +376,54 @@ void copy_runs(char* dst_base, const Runs& dst, const char* src_base, const Runs
 }
 }  // namespace
 
+namespace {
+
+// The plan's message entries (from LOCAL) and serves (from my part) into
+// REQS, in that order: started at once, or (persistent) only initialised.
+void post_messages(PlanImpl& p, char* local, std::vector<MPI_Request>& reqs, bool persistent) {
+  char* part = p.seg->base;
+  auto post = [&](bool send, char* base, const WireType& w, int unit, int tag) {
+    MPI_Request r;
+    void* buf = base + w.first;
+    const int rc = persistent ? (send ? MPI_Send_init(buf, w.count, w.type(), unit, tag, p.comm, &r)
+                                      : MPI_Recv_init(buf, w.count, w.type(), unit, tag, p.comm, &r))
+                              : (send ? MPI_Isend(buf, w.count, w.type(), unit, tag, p.comm, &r)
+                                      : MPI_Irecv(buf, w.count, w.type(), unit, tag, p.comm, &r));
+    if (rc != MPI_SUCCESS) throw Error("transfer plan: posting a message failed");
+    reqs.push_back(r);
+  };
+  for (const auto& e : p.entries)
+    if (e.message) post(!p.get, local, e.ltype, e.unit, e.tag);
+  for (const auto& sv : p.serves) post(p.get, part, sv.type, sv.unit, sv.tag);
+}
+
+// Persistent requests: the set for LOCAL (made on its first use), started.
+void start_persistent(PlanImpl& p, char* local) {
+  auto set = std::find_if(p.persistent_sets.begin(), p.persistent_sets.end(),
+                          [&](const auto& s) { return s.first == local; });
+  if (set == p.persistent_sets.end()) {
+    p.persistent_sets.emplace_back(local, std::vector<MPI_Request>{});
+    set = std::prev(p.persistent_sets.end());
+    post_messages(p, local, set->second, true);
+  }
+  if (!set->second.empty() &&
+      MPI_Startall(static_cast<int>(set->second.size()), set->second.data()) != MPI_SUCCESS)
+    throw Error("transfer plan: MPI_Startall failed");
+  p.started = &set->second;
+}
+
+}  // namespace
+
+void plan_set_persistent(PlanImpl& p, bool on) {
+  if (p.started) throw Error("transfer plan: persistent requests switched between start() and wait()");
+  if (!on) p.free_persistent();
+  p.persistent = on;
+}
+
+bool plan_persistent(const PlanImpl& p) {
+  return p.persistent && !p.message_units.empty();
+}
+
 void plan_start(PlanImpl& p, void* local_base) {
   if (p.entries.empty() && p.serves.empty()) return;  // nothing of mine moves (a halo's idle plan)
   CommScope timed;
@@ -370,17 +435,10 @@ void plan_start(PlanImpl& p, void* local_base) {
     // slower per 8-128 B exchange (a partner request per start), and the
     // matching needs nothing they would keep.
     if (!p.get) std::atomic_thread_fence(std::memory_order_release);
-    char* part = p.seg->base;
-    auto post = [&](bool send, char* base, const WireType& w, int unit, int tag) {
-      MPI_Request r;
-      const int rc = send ? MPI_Isend(base + w.first, w.count, w.type(), unit, tag, p.comm, &r)
-                          : MPI_Irecv(base + w.first, w.count, w.type(), unit, tag, p.comm, &r);
-      if (rc != MPI_SUCCESS) throw Error("transfer plan: MPI_Isend/MPI_Irecv failed");
-      p.messages.push_back(r);
-    };
-    for (const auto& e : p.entries)
-      if (e.message) post(!p.get, local, e.ltype, e.unit, e.tag);
-    for (const auto& sv : p.serves) post(p.get, part, sv.type, sv.unit, sv.tag);
+    if (p.persistent)
+      start_persistent(p, local);
+    else
+      post_messages(p, local, p.messages, false);
     if (p.messages_only) return;  // (a put's release fence came before the sends)
   }
   // Redirection (async.hpp) is switched only at collective points with
@@ -446,6 +504,8 @@ void plan_wait(PlanImpl& p) {
   p.requests.clear();
   if (!p.messages.empty()) wait_all_yielding(p.messages);
   p.messages.clear();
+  if (p.started && !p.started->empty()) wait_all_yielding(*p.started);  // (they stay, inactive)
+  p.started = nullptr;
   for (const auto& [win, unit] : p.in_flight) MPI_Win_flush(unit, win);
   p.in_flight.clear();
 }

@@ -161,6 +161,13 @@ Summary::Summary(const Context& ctx, const std::vector<TimerStats>& timers) {
     remote["rma_pairs_unit0"] = r.rma_pairs;
     if (r.message_pairs) remote["message_max_bytes"] = r.message_max_bytes;
     if (r.rma_pairs) remote["rma_max_bytes"] = r.rma_max_bytes;
+    remote["requests"] = rs.requests == RemoteRequests::immediate    ? "immediate"
+                         : rs.requests == RemoteRequests::persistent ? "persistent"
+                                                                     : "auto";
+    if (r.message_pairs) {
+      remote["persistent_plans_unit0"] = r.persistent_plans;
+      remote["immediate_plans_unit0"] = r.immediate_plans;
+    }
     setup_["remote"] = remote;
   }
   YAML::Node machine;

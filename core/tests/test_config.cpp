@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "locus/config.hpp"
+#include "locus/settings.hpp"
 
 using locus::ConfigError;
 using locus::Schema;
@@ -188,4 +189,29 @@ TEST(Config, LocateNamesWhereAValueCameFrom) {
   EXPECT_EQ(cfg.locate("a.m"), "--set a.m=9: a.m");
   EXPECT_EQ(cfg.locate("a.k"), "a.k (default)");
   EXPECT_THROW(cfg.locate("a.zz"), locus::Error);
+}
+
+// comm.remote: auto's choices from a calibration: the route (message or
+// RMA) and, on the message route, persistent or immediate requests, by the
+// nearest calibrated sizes (log-linear in between, the ends beyond).
+TEST(RemoteCalibration, RouteAndRequestsBySize) {
+  locus::RemoteSettings r;
+  EXPECT_TRUE(r.message_for(100));      // no calibration: message
+  EXPECT_FALSE(r.persistent_for(100));  // and immediate requests
+  r.points = {{8, 1.0, 2.0, 1.5}, {512, 2.0, 3.0, 1.0}, {8192, 5.0, 4.0, 4.0}};
+  EXPECT_TRUE(r.message_for(4));
+  EXPECT_TRUE(r.message_for(512));
+  EXPECT_FALSE(r.message_for(8192));
+  EXPECT_FALSE(r.message_for(1e6));
+  EXPECT_FALSE(r.persistent_for(8));   // 1.5 against 1.0
+  EXPECT_TRUE(r.persistent_for(512));  // 1.0 against 2.0
+  EXPECT_TRUE(r.persistent_for(1e6));
+  // halfway (log) between 8 and 512: message 1.5, persistent 1.25
+  EXPECT_TRUE(r.persistent_for(64));
+  r.points[1].persistent_us = 0;  // a file without the persistent figures
+  EXPECT_FALSE(r.persistent_for(512));
+  r.requests = locus::RemoteRequests::persistent;  // comm.remote_requests forced
+  EXPECT_TRUE(r.persistent_for(8));
+  r.requests = locus::RemoteRequests::immediate;
+  EXPECT_FALSE(r.persistent_for(512));
 }

@@ -101,9 +101,17 @@ enum class RemoteMode { rma, message, automatic, deck };
 // straight between the fields. Faces of one run always go direct.
 enum class RemoteFaces { packed, direct };
 
-// One calibrated message size: time per exchange by each route.
+// comm.remote_requests: how a plan's message pairs are posted: immediate
+// (MPI_Isend/MPI_Irecv at every start), persistent (MPI_Send_init/
+// MPI_Recv_init once per local buffer, MPI_Startall at every start), or
+// automatic (persistent where the calibration's persistent_us beats its
+// message_us at the plan's size; immediate without those figures).
+enum class RemoteRequests { immediate, persistent, automatic };
+
+// One calibrated message size: time per exchange by each route (and by
+// the message route with persistent requests; 0 when not measured).
 struct RemotePoint {
-  double bytes = 0, message_us = 0, rma_us = 0;
+  double bytes = 0, message_us = 0, rma_us = 0, persistent_us = 0;
 };
 struct RemoteSettings {
   RemoteMode mode = RemoteMode::automatic;
@@ -112,11 +120,16 @@ struct RemoteSettings {
   std::vector<RemotePoint> points;          // by growing size
   std::string why;                          // how the calibration was found, or why there is none
   RemoteFaces faces = RemoteFaces::direct;  // comm.remote_faces
+  RemoteRequests requests = RemoteRequests::automatic;  // comm.remote_requests
   // The route of a pair exchanging `bytes` in one plan execution (mode
   // automatic): the faster at the nearest calibrated sizes (log-linear
   // interpolation; the end points beyond the range), or message without a
   // calibration.
   bool message_for(double bytes) const;
+  // Whether a plan whose message pairs exchange up to `bytes` posts
+  // persistent requests (comm.remote_requests; automatic: the calibration's
+  // persistent_us against message_us, interpolated as above).
+  bool persistent_for(double bytes) const;
 };
 
 struct CommSettings {
