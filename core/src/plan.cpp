@@ -402,6 +402,13 @@ void start_persistent(PlanImpl& p, char* local) {
   auto set = std::find_if(p.persistent_sets.begin(), p.persistent_sets.end(),
                           [&](const auto& s) { return s.first == local; });
   if (set == p.persistent_sets.end()) {
+    // a few buffers at most (a halo alternates two fields); a caller that
+    // starts from ever new buffers recycles the oldest set (inactive here)
+    constexpr std::size_t kSets = 4;
+    if (p.persistent_sets.size() == kSets) {
+      for (MPI_Request& r : p.persistent_sets.front().second) MPI_Request_free(&r);
+      p.persistent_sets.erase(p.persistent_sets.begin());
+    }
     p.persistent_sets.emplace_back(local, std::vector<MPI_Request>{});
     set = std::prev(p.persistent_sets.end());
     post_messages(p, local, set->second, true);

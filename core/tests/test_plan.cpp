@@ -151,6 +151,42 @@ TEST(Plans, MessageRouteMovesWhatRmaMoves) {
   }
 }
 
+// Persistent requests on the message route: the same data as a one-sided
+// plan, each unit posting its own way (unit 0 persistent, the others
+// immediate: a persistent send matches any receive), from more local
+// buffers than a plan keeps request sets for (the oldest is recycled), and
+// after switching back to immediate requests.
+TEST(Plans, PersistentRequestsMoveWhatRmaMoves) {
+  const int me = world().rank(), n = world().size();
+  const std::size_t part = 32;
+  locus::Array<double> x(world(), part);
+  std::vector<PlanEntry> gets;
+  std::size_t at = 0;
+  for (int u = 0; u < n; ++u) {
+    gets.push_back(PlanEntry{u, Side::contiguous(at, 5), Side::strided(1, Layout{1, 5, 6, 1, 0})});
+    at += 5;
+  }
+  locus::GetPlan<double> rma(x.gptr(), gets),
+      plan(x.gptr(), gets, locus::Route::automatic, locus::RemoteMode::message);
+  plan.persistent_requests(me == 0);
+  bool remote = false;
+  for (int u = 0; u < n; ++u) remote = remote || !world().same_node(u);
+  EXPECT_EQ(plan.persistent_requests(), me == 0 && remote);
+  std::vector<std::vector<double>> bufs(7, std::vector<double>(at, -1.0));
+  std::vector<double> want(at);
+  for (int step = 0; step < 16; ++step) {
+    if (step == 12) plan.persistent_requests(false);
+    for (std::size_t i = 0; i < part; ++i) x.data()[i] = value(me, i, step);
+    locus::barrier(world());
+    rma.execute(want.data());
+    std::vector<double>& got = bufs[static_cast<std::size_t>(step) % bufs.size()];
+    plan.execute(got.data());
+    locus::barrier(world());
+    EXPECT_EQ(got, want) << "step " << step;
+  }
+  EXPECT_FALSE(plan.persistent_requests());
+}
+
 // Units that build one collective plan with different routes get an error
 // together (not a hang).
 TEST(Plans, DisagreeingRoutesAreAnErrorOnEveryUnit) {
