@@ -437,10 +437,9 @@ void plan_start(PlanImpl& p, void* local_base) {
   char* local = static_cast<char*>(local_base);
   if (p.get) std::atomic_thread_fence(std::memory_order_acquire);
   if (!p.message_units.empty()) {
-    // Non-blocking sends and receives, posted afresh each start: MPICH
-    // 4.0's persistent requests (MPI_Send_init + MPI_Startall) measured 4-8 %
-    // slower per 8-128 B exchange (a partner request per start), and the
-    // matching needs nothing they would keep.
+    // Non-blocking sends and receives, posted afresh each start, or the
+    // plan's persistent requests started (comm.remote_requests: which is
+    // faster depends on the library and the size; see setup_messages).
     if (!p.get) std::atomic_thread_fence(std::memory_order_release);
     if (p.persistent)
       start_persistent(p, local);
