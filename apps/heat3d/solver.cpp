@@ -250,7 +250,7 @@ bool streaming_available() {
 // else the SSE2 one (cached).
 RowKernel row_kernel(bool streaming) {
 #if HEAT3D_AVX2
-  if (__builtin_cpu_supports("avx2")) return streaming ? stencil_row_avx2<true> : stencil_row_avx2<false>;
+  if (streaming_available()) return streaming ? stencil_row_avx2<true> : stencil_row_avx2<false>;
 #endif
   (void)streaming;
   return stencil_row;

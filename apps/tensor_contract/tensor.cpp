@@ -454,9 +454,10 @@ struct HugePageAllocator {
   T* allocate(std::size_t n) {
     const std::size_t bytes = n * sizeof(T);
     if (bytes < kHuge) return static_cast<T*>(::operator new(bytes));
-    void* p = std::aligned_alloc(kHuge, (bytes + kHuge - 1) / kHuge * kHuge);
+    const std::size_t whole = (bytes + kHuge - 1) / kHuge * kHuge;  // aligned_alloc wants a multiple
+    void* p = std::aligned_alloc(kHuge, whole);
     if (!p) throw std::bad_alloc();
-    madvise(p, (bytes + kHuge - 1) / kHuge * kHuge, MADV_HUGEPAGE);  // a hint: no error if refused
+    madvise(p, whole, MADV_HUGEPAGE);  // a hint: no error if refused
     return static_cast<T*>(p);
   }
   void deallocate(T* p, std::size_t n) {

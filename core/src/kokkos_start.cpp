@@ -38,6 +38,14 @@ bool has_option(const std::vector<std::string>& args, const std::string& name) {
 
 namespace {
 
+// The CPUs this process may run on (its affinity mask), FALLBACK when the
+// mask cannot be read.
+long affinity_cpus(long fallback) {
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  return sched_getaffinity(0, sizeof mask, &mask) == 0 ? std::max(1, CPU_COUNT(&mask)) : fallback;
+}
+
 // Set (to "1") in the environment of a process that locus started again
 // with OMP_WAIT_POLICY=passive.
 constexpr const char* kPassiveMark = "LOCUS_SET_OMP_WAIT_POLICY";
@@ -104,12 +112,8 @@ bool oversubscribed_at_launch(int argc, char** argv, long cpus, long online) {
 void passive_wait_if_oversubscribed(int argc, char** argv) {
 #ifdef KOKKOS_ENABLE_OPENMP
   if (std::getenv("OMP_WAIT_POLICY") || std::getenv(kPassiveMark)) return;
-  cpu_set_t mask;
-  CPU_ZERO(&mask);
   const long online = sysconf(_SC_NPROCESSORS_ONLN);
-  long cpus = online;
-  if (sched_getaffinity(0, sizeof mask, &mask) == 0) cpus = std::max(1, CPU_COUNT(&mask));
-  if (!detail::oversubscribed_at_launch(argc, argv, cpus, online)) return;
+  if (!detail::oversubscribed_at_launch(argc, argv, affinity_cpus(online), online)) return;
   setenv("OMP_WAIT_POLICY", "passive", 1);
   setenv(kPassiveMark, "1", 1);
   execv("/proc/self/exe", argv);
@@ -143,10 +147,7 @@ KokkosStart start_kokkos(const std::string& app_name, std::vector<std::string> a
   int ranks_on_node = 1;
   MPI_Comm_size(node, &ranks_on_node);
   MPI_Comm_free(&node);
-  cpu_set_t mask;
-  CPU_ZERO(&mask);
-  int cpus = 1;
-  if (sched_getaffinity(0, sizeof mask, &mask) == 0) cpus = std::max(1, CPU_COUNT(&mask));
+  const int cpus = static_cast<int>(affinity_cpus(1));
   const long online = sysconf(_SC_NPROCESSORS_ONLN);
 
 #if KOKKOS_VERSION >= 30700

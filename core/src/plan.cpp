@@ -265,8 +265,10 @@ void setup_messages(PlanImpl& p, Team& team, RemoteMode mode, const std::vector<
     if (bytes == 0) continue;
     message[k] = message_route(team.id(), u, bytes, mode);
     count_pair(message[k], bytes);
-    if (message[k]) p.message_units.push_back(u);
-    if (message[k]) largest = std::max(largest, bytes);
+    if (message[k]) {
+      p.message_units.push_back(u);
+      largest = std::max(largest, bytes);
+    }
   }
   p.persistent = largest > 0 && rs.persistent_for(largest);
   if (largest > 0) ++(p.persistent ? state().routes.persistent_plans : state().routes.immediate_plans);
