@@ -17,9 +17,9 @@ the route the summary reports is the one taken:
     persistent; MPI_Send_init/MPI_Recv_init once per field, MPI_Startall
     per exchange) and immediate ones: identical, and the summary counts
     the plans that post each way;
-  * a calibration file that cannot be read, or is malformed (a time not
-    positive, persistent_us included), is a clear error naming the key and
-    the file, on every rank.
+  * a calibration file that cannot be read, is malformed (a time not
+    positive, persistent_us included), a FIFO or a directory is a clear
+    error naming the key and the file, on every rank, without a hang.
 
     remote_routes.py NP
 """
@@ -173,8 +173,12 @@ def bad_calibration():
     negative = os.path.join(OUT, "negative.yaml")
     with open(negative, "w") as f:
         f.write("points:\n  - {bytes: 8, message_us: 1.0, rma_us: 2.0, persistent_us: -1}\n")
+    fifo = os.path.join(OUT, "calibration.fifo")  # opening it would block: refused before
+    if not os.path.exists(fifo):
+        os.mkfifo(fifo)
     for path, words in ((bad, ["points[1]", "line 3"]), (negative, ["points[0]", "line 2", "must be positive"]),
-                        (os.path.join(OUT, "missing.yaml"), ["cannot read"])):
+                        (os.path.join(OUT, "missing.yaml"), ["cannot read"]),
+                        (fifo, ["not a regular file (a FIFO"]), (OUT, ["not a regular file (a directory)"])):
         p, _ = run_app("heat3d", HEAT, NP, HEAT_BASE + ["comm.remote=auto", "comm.remote_calibration=" + path,
                                                           "output.dir=" + os.path.join(OUT, "bad")],
                        extra=["-q"], expect_ok=False)

@@ -18,6 +18,23 @@
 namespace locus {
 
 namespace {
+// A settings file (thresholds, calibration) read as YAML; every rank reads
+// it, so the errors are collective and name WHERE (key and path). Stat
+// first: opening a FIFO would block, a directory is no file.
+YAML::Node load_settings_file(const std::string& path, const std::string& where, const std::string& what) {
+  std::error_code ec;
+  const std::filesystem::file_status st = std::filesystem::status(path, ec);
+  if (!ec && std::filesystem::exists(st) && !std::filesystem::is_regular_file(st))
+    throw CollectiveError(where + ": not a regular file (" +
+                          (std::filesystem::is_directory(st) ? "a directory" : "a FIFO, device or socket") +
+                          "); give the " + what + " (a YAML file)");
+  try {
+    return YAML::LoadFile(path);
+  } catch (const std::exception& e) {
+    throw CollectiveError(where + ": cannot read the " + what + " (" + e.what() + ")");
+  }
+}
+
 // comm.async and comm.adapt.*, checked (the same on every rank: the error
 // is collective).
 AsyncSettings async_settings(const Config& c, const CommSettings& cs) {
@@ -45,12 +62,7 @@ AsyncSettings async_settings(const Config& c, const CommSettings& cs) {
   a.thresholds = c.string("comm.adapt.thresholds");
   if (!a.thresholds.empty()) {
     const std::string at = c.locate("comm.adapt.thresholds") + ": " + a.thresholds;
-    YAML::Node t;
-    try {
-      t = YAML::LoadFile(a.thresholds);
-    } catch (const std::exception& e) {
-      throw CollectiveError(at + ": cannot read the thresholds file (" + e.what() + ")");
-    }
+    const YAML::Node t = load_settings_file(a.thresholds, at, "thresholds file");
     try {
       a.low = t["low"].as<double>();
       a.high = t["high"].as<double>();
@@ -109,12 +121,7 @@ RemoteSettings remote_settings(const Config& c) {
     at = "calibration shipped for " + std::string(LOCUS_MPI_FLAVOUR);
   }
   const std::string where = at + ": " + file;
-  YAML::Node t;
-  try {
-    t = YAML::LoadFile(file);
-  } catch (const std::exception& e) {
-    throw CollectiveError(where + ": cannot read the calibration file (" + e.what() + ")");
-  }
+  const YAML::Node t = load_settings_file(file, where, "calibration file");
   const YAML::Node points = t["points"];
   if (!points.IsSequence() || points.size() == 0)
     throw CollectiveError(where +
