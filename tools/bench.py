@@ -101,7 +101,12 @@ one run, with their ratio; tables on stdout, CSV in output/bench/.
             expected table and HPCC's replay; atomics: exact; locus
             get+put, not atomic: HPCC's rule, at most 1 % of the table
             wrong, said under the table; exit 1 on failure). Real
-            nodes, then emulated nodes of one rank. Default 2 ranks.
+            nodes, then emulated nodes of one rank. Then locus against
+            the peer users run: HPCC 1.5.0's MPIRandomAccess loop in its
+            own MPI job (bench/hpcc_ra, no locus in the process),
+            alternating with bench/gups 5 times on the same table, medians
+            and the goals judged against it (tools/bench_gups_peer.py).
+            Default 2 ranks.
   ig        index-gather (Bale's ig): raw shared-memory loads, MPI_Get per
             word, MPI_Alltoallv, locus get_nbi, locus aggregated; every word
             checked. Real nodes, then emulated nodes of one rank. Default
@@ -322,6 +327,9 @@ def real_then_node1(r, name):
 
 def gups(r):
     real_then_node1(r, "gups")
+    n = r.inv.n(2)
+    say("gups against HPCC 1.5.0's own loop in its own MPI job (bench/hpcc_ra), %d ranks, alternating" % n)
+    r.call([PYTHON, os.path.join(ROOT, "tools", "bench_gups_peer.py"), "--ranks", str(n)] + r.inv.args)
 
 
 def ig(r):
