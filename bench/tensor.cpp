@@ -51,6 +51,10 @@ locus::AppInfo bench_app_info() {
                "eighth)")
       .integer("bench.sparse_tile", 8, 1, big, "NXTASK vs static: its tile size")
       .integer("bench.sparse_irreps", 2, 1, 8, "NXTASK vs static: irreps (block sparsity)")
+      .integer(
+          "bench.sort_cache_mb", 128, 0, 1 << 20,
+          "DGEMM efficiency: sorted operand blocks kept per rank, MiB (tensor_contract.sort_cache_mb; 0: "
+          "every operand sorted for every pair)")
       .string("bench.parts", "dgemm,nxtask,balance", "which parts to run")
       .string("bench.label", "", "label for the CSV rows (default: real or emulated nodes)");
   locus::add_common_keys(s, "bench");
@@ -171,6 +175,7 @@ struct TileResult {
 TileResult time_tile(Run& run, LargeDgemm& large, long tile) {
   Problem p = ccsd(2 * tile, tile, 1);
   Schedule sched;
+  sched.sort_cache_bytes = static_cast<std::size_t>(run.ctx.config().integer("bench.sort_cache_mb")) << 20;
   std::vector<double> rates, overheads, fractions, sort_fracs, sort_fracs_cached, sort_gbs;
   TileResult out{};
   const std::size_t block = std::size_t(tile) * tile * tile * tile;
@@ -215,6 +220,7 @@ bench::Table dgemm_table() {
       .column("sort_fraction", "sort", " %10s")
       .column("accumulate_fraction", "acc", " %10s")
       .column("nxtask_fraction", "nxtask", " %10s")
+      .column("sorts_kept_fraction", "kept", " %7s")
       .column("sort_gb_per_s", "sort_GB/s", " %12.2f")
       .column("sort_fraction_of_memcpy", "of_memcpy", " %10s")
       .column("sort_fraction_of_cached_memcpy", "of_cached", " %10s");
@@ -255,8 +261,9 @@ bench::Table dgemm_part(Run& run) {
     const LoopStats& k = x.keep;
     t.row({tile, tile * tile, x.rate, percent(x.frac, "%11.0f%%"), percent(x.ov, "%9.1f%%"),
            percent((k.get + k.wait) / k.total, "%9.1f%%"), percent(k.sort / k.total, "%9.1f%%"),
-           percent(k.accumulate / k.total, "%9.1f%%"), percent(k.nxtask / k.total, "%9.1f%%"), x.sort_rate,
-           percent(x.sort_frac, "%9.0f%%"), percent(x.sort_frac_cached, "%9.0f%%")});
+           percent(k.accumulate / k.total, "%9.1f%%"), percent(k.nxtask / k.total, "%9.1f%%"),
+           percent(double(k.sorts_kept) / double(std::max<gidx>(1, k.sorts + k.sorts_kept)), "%6.0f%%"),
+           x.sort_rate, percent(x.sort_frac, "%9.0f%%"), percent(x.sort_frac_cached, "%9.0f%%")});
     if (run.root) t.print_row(t.rows() - 1);
     run.figure("dgemm", ts, "gflop_per_s_per_rank", x.rate);
     run.figure("dgemm", ts, "fraction_of_large", x.frac);

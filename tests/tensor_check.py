@@ -92,6 +92,10 @@ variants = [
     ["tensor_contract.distribution=block-cyclic", "tensor_contract.cyclic_block=3"],
     # emulated nodes: gets, accumulates and the counter through MPI on the segment windows
     ["runtime.node_size=1", "tensor_contract.counter.chunk=2"],
+    # every operand sorted for every pair (no kept blocks); the same-node
+    # accumulates one CPU atomic per element (no hardware transactions)
+    ["tensor_contract.sort_cache_mb=0"],
+    ["comm.htm=off"],
     # the result added by strided accumulates straight from the matrix layout
     ["tensor_contract.accumulate=strided"],
     ["tensor_contract.accumulate=strided", "runtime.node_size=1", "tensor_contract.tiles=a=5,b=7"],
@@ -107,6 +111,27 @@ for v in variants:
         check(ph["counter_final"] == want, "%s: counter %d, formula %d" % (v, ph["counter_final"], want))
     check(ph["every_task_once"], "%s: tasks not done exactly once" % v)
     print("%-60s C bitwise equal; counter %s" % (" ".join(v), ph.get("counter_final", "-")))
+
+# kept sorted blocks: C bitwise the same with none kept, with a budget of
+# 12 blocks that evicts (2 MiB, blocks of 12^4), and with every block kept;
+# the summary counts the sorts done and saved (static scheduling: the same
+# tasks on every rank in each run, so that the least-recently-used blocks
+# kept by 12 slots are a subset of those kept by all)
+kept = {}
+for mb in (0, 2, 128):
+    f, s = run(base + ["tensor_contract.extent=24", "tensor_contract.tile=12", "tensor_contract.scheduling=static",
+                       "tensor_contract.sort_cache_mb=%d" % mb])
+    kept[mb] = (np.array(f["C"]), s["results"]["sorts"])
+for mb in (2, 128):
+    check(np.array_equal(kept[mb][0].view(np.uint64), kept[0][0].view(np.uint64)),
+          "C differs with tensor_contract.sort_cache_mb=%d" % mb)
+total = kept[0][1]["done"]
+check(kept[0][1]["kept"] == 0, "sorts kept without a budget: %s" % kept[0][1])
+for mb in (2, 128):
+    check(kept[mb][1]["done"] + kept[mb][1]["kept"] == total, "sorts done + kept != %d: %s" % (total, kept[mb][1]))
+check(0 < kept[2][1]["kept"] <= kept[128][1]["kept"], "kept sorts: 2 MiB %s, 128 MiB %s" % (kept[2][1], kept[128][1]))
+print("kept sorted blocks: C bitwise equal; sorts done/kept %d/0, %d/%d (2 MiB), %d/%d (128 MiB)"
+      % (total, kept[2][1]["done"], kept[2][1]["kept"], kept[128][1]["done"], kept[128][1]["kept"]))
 
 # with a progress process (2 units + 1 server): large gets offloaded
 if NP == 2:

@@ -78,6 +78,11 @@ locus::AppInfo app_info() {
               "(TCE's); "
               "strided: added straight from the DGEMM's matrix layout by strided accumulates, one per "
               "combination of C's outer indices (no sort; many small strided operations)")
+      .integer("tensor_contract.sort_cache_mb", 128, 0, 1 << 20,
+               "operand blocks of this node kept sorted in matrix layout for the tasks that need them again, "
+               "MiB per rank (slots allocated and touched before the task loop, no more than the node's "
+               "blocks of A and B; least recently used out first; blocks of other nodes are fetched and "
+               "sorted each time, as in TCE); 0: every operand sorted for every pair")
       .string(
           "tensor_contract.phases", "",
           "multiphase run: a sequence of comp and comm, e.g. \"comp comp comm comm comp comp comm comm\" "
@@ -179,8 +184,12 @@ Problem read_problem(const Context& ctx, const std::string& base) {
     locus::collective_require(comm, combos[t] <= double(1 << 26), c.locate(base + ".tile") + ": " + buf);
   }
   const double bytes = 8.0 * (elems[0] + elems[1] + elems[2]) / double(p.irreps);
-  locus::require_node_memory(ctx.runtime().world(), bytes / ctx.size(),
-                             c.locate(base + ".extent") + ": tensors of " + p.con.text());
+  // and per rank the kept sorted blocks: at most the budget, at most A and B
+  const double kept = std::min(double(c.integer("tensor_contract.sort_cache_mb")) * 1048576.0,
+                               8.0 * (elems[0] + elems[1]) / double(p.irreps));
+  locus::require_node_memory(ctx.runtime().world(), bytes / ctx.size() + kept,
+                             c.locate(base + ".extent") + ": tensors of " + p.con.text() +
+                                 " and the kept sorted blocks (tensor_contract.sort_cache_mb)");
   return p;
 }
 
@@ -198,6 +207,7 @@ Schedule read_schedule(const Context& ctx) {
   locus::require_threads(ctx.comm(), s.blas_threads, c.locate("tensor_contract.blas_threads"));
   s.accumulate =
       c.string("tensor_contract.accumulate") == "strided" ? AccumulateKind::strided : AccumulateKind::sorted;
+  s.sort_cache_bytes = static_cast<std::size_t>(c.integer("tensor_contract.sort_cache_mb")) << 20;
   return s;
 }
 
@@ -277,6 +287,8 @@ void add_stats(LoopStats& sum, const LoopStats& st) {
   sum.nxtask += st.nxtask;
   sum.tasks += st.tasks;
   sum.flops += st.flops;
+  sum.sorts += st.sorts;
+  sum.sorts_kept += st.sorts_kept;
 }
 
 // C against the serial reference (rank 0 computes it; the verdict is
@@ -429,6 +441,16 @@ YAML::Node results_of(const Context& ctx, const Schedule& sched, const Run& run,
   k["check"] = "every sort kind bitwise equal to the reference kernel on first use (" +
                (kinds.empty() ? std::string("none needed") : kinds) + ")";
   results["kernels"] = k;
+  {
+    // sorts done and operand sorts saved by the kept blocks, all ranks
+    long long counts[2] = {static_cast<long long>(run.sum.sorts), static_cast<long long>(run.sum.sorts_kept)};
+    MPI_Allreduce(MPI_IN_PLACE, counts, 2, MPI_LONG_LONG, MPI_SUM, comm);
+    YAML::Node sorts;
+    sorts["cache_mb_per_rank"] = cfg.integer("tensor_contract.sort_cache_mb");
+    sorts["done"] = counts[0];
+    sorts["kept"] = counts[1];
+    results["sorts"] = sorts;
+  }
   results["phases"] = static_cast<long>(phases);
   results["tasks"] = static_cast<long>(tasks);
   results["tasks_per_rank_min_max"] = locus::yaml_flow_list(std::vector<long>{long(tmin), long(tmax)});

@@ -5,10 +5,14 @@
 #include <cblas.h>
 #include <mpi.h>
 #include <sys/mman.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <numeric>
@@ -201,12 +205,39 @@ KOKKOS_INLINE_FUNCTION void plane_offsets(gidx plane, int outer, const Extents& 
   }
 }
 
+// A row of n doubles by non-temporal stores (16 bytes each; an element
+// before the first 16-byte boundary and an odd last one by plain stores),
+// and the fence that orders them before later stores; plain copies where
+// SSE2 is missing.
+KOKKOS_INLINE_FUNCTION void stream_row(double* dst, const double* src, gidx n) {
+#if defined(__SSE2__)
+  gidx k = 0;
+  if (n > 0 && (reinterpret_cast<std::uintptr_t>(dst) & 15) != 0) dst[k] = src[k], ++k;
+  for (; k + 2 <= n; k += 2) _mm_stream_pd(dst + k, _mm_loadu_pd(src + k));
+  if (k < n) dst[k] = src[k];
+#else
+  std::memcpy(dst, src, static_cast<std::size_t>(n) * sizeof(double));
+#endif
+}
+KOKKOS_INLINE_FUNCTION void stream_fence() {
+#if defined(__SSE2__)
+  _mm_sfence();
+#endif
+}
+
 // Rows again, when the source's innermost outer index p and the
 // destination's q differ: the rows (p, q) of one plane (the other outer
 // indices fixed) in kB x kB blocks, q outer and p inner, so that reads run
 // along p (contiguous in the source) and a block's writes, contiguous
 // along q in the destination, fill whole cache lines while they stay in
 // L1. One plane per index.
+//
+// `stream`: for a destination that is not read again soon from cache (a
+// kept sorted block, SortedBlocks): the block is walked p outer, q inner,
+// so that consecutive rows are consecutive in the destination, and the
+// rows are written by non-temporal stores: whole lines go to memory
+// without being read first (a cold destination otherwise costs a read of
+// every line: 11-12 against 16 GB/s on the Intel host).
 struct PermuteRowsBlocked {
   static constexpr gidx kB = 8;
   const double* src;
@@ -215,6 +246,7 @@ struct PermuteRowsBlocked {
   int outer = 0;
   gidx inner = 0;
   gidx np = 0, sp = 0, dp = 0, nq = 0, sq = 0, dq = 0;  // extent, source and destination stride of p, q
+  bool stream = false;
   KOKKOS_INLINE_FUNCTION void operator()(gidx plane) const {
     gidx soff = 0, doff = 0;
     plane_offsets(plane, outer, odims, osstep, odstep, soff, doff);
@@ -222,10 +254,17 @@ struct PermuteRowsBlocked {
     for (gidx p0 = 0; p0 < np; p0 += kB)
       for (gidx q0 = 0; q0 < nq; q0 += kB) {
         const gidx p1 = p0 + kB < np ? p0 + kB : np, q1 = q0 + kB < nq ? q0 + kB : nq;
+        if (stream) {
+          for (gidx p = p0; p < p1; ++p)
+            for (gidx q = q0; q < q1; ++q)
+              stream_row(dst + doff + p * dp + q * dq, src + soff + p * sp + q * sq, inner);
+          continue;
+        }
         for (gidx q = q0; q < q1; ++q)
           for (gidx p = p0; p < p1; ++p)
             std::memcpy(dst + doff + p * dp + q * dq, src + soff + p * sp + q * sq, bytes);
       }
+    if (stream) stream_fence();
   }
 };
 
@@ -262,7 +301,7 @@ struct Copy {
 };
 
 void permute_kernel(const double* src, const std::string& sidx, const std::vector<gidx>& sdims, double* dst,
-                    const std::string& didx) {
+                    const std::string& didx, bool stream) {
   const std::size_t r = sidx.size();
   const gidx total = product(sdims);
   if (total == 0) return;
@@ -299,8 +338,8 @@ void permute_kernel(const double* src, const std::string& sidx, const std::vecto
     for (std::size_t j : order)
       if (dstr[j] < dstr[q]) q = j;
     if (r >= 3 && p != q) {
-      PermuteRowsBlocked b{src,      dst,     {},      {},       {},      0,      ddims[r - 1],
-                           ddims[p], step[p], dstr[p], ddims[q], step[q], dstr[q]};
+      PermuteRowsBlocked b{src,      dst,     {},      {},       {},      0,       ddims[r - 1],
+                           ddims[p], step[p], dstr[p], ddims[q], step[q], dstr[q], stream};
       for (std::size_t j : order) {
         if (j == p || j == q) continue;
         b.odims[b.outer] = ddims[j];
@@ -338,8 +377,8 @@ std::set<std::string>& permute_checked() {
 // The sort the task loop calls: the kernel, checked bitwise against the
 // reference the first time each permutation is seen (outside the timers).
 void permute(const double* src, const std::string& sidx, const std::vector<gidx>& sdims, double* dst,
-             const std::string& didx) {
-  permute_kernel(src, sidx, sdims, dst, didx);
+             const std::string& didx, bool stream) {
+  permute_kernel(src, sidx, sdims, dst, didx, stream);
   std::set<std::string>& checked = permute_checked();
   const std::string key = sidx + ">" + didx;
   if (checked.count(key)) return;
@@ -477,11 +516,67 @@ struct HugePageAllocator {
 };
 using Buffer = std::vector<double, HugePageAllocator<double>>;
 
+// Operand blocks of this node, sorted into matrix layout, kept for the
+// tasks that need them again: a block of A serves every task with the same
+// external tiles of A (4 tasks of 16 in the CCSD term with 2 tiles per
+// index). Only blocks read in place from shared memory are kept (a block
+// of another node is fetched and sorted each time, so the communication
+// stays TCE's); A and B do not change during a phase. The least recently
+// used block leaves first. The slots (as many as the byte budget holds,
+// and no more than there are blocks to keep) are allocated and touched
+// when the loop is built, so that no sort writes into unmapped memory.
+class SortedBlocks {
+ public:
+  SortedBlocks(std::size_t budget_bytes, std::size_t slot_elements, std::size_t wanted) {
+    const std::size_t bytes = slot_elements * sizeof(double);
+    const std::size_t n = bytes ? std::min(wanted, budget_bytes / bytes) : 0;
+    slots_.resize(n);
+    for (Slot& s : slots_) s.data.assign(slot_elements, 0.0);
+  }
+  // The sorted block (tensor `which`, block id), or nullptr.
+  const double* find(int which, gidx block) {
+    for (Slot& s : slots_)
+      if (s.block == block && s.which == which) {
+        s.used = ++clock_;
+        return s.data.data();
+      }
+    return nullptr;
+  }
+  // The slot to sort block (which, block) into (the least recently used),
+  // kept afterwards; nullptr when there are no slots or n does not fit.
+  double* make(int which, gidx block, std::size_t n) {
+    if (slots_.empty() || n > slots_.front().data.size()) return nullptr;
+    Slot& s = *std::min_element(slots_.begin(), slots_.end(),
+                                [](const Slot& x, const Slot& y) { return x.used < y.used; });
+    s.which = which;
+    s.block = block;
+    s.used = ++clock_;
+    return s.data.data();
+  }
+
+ private:
+  struct Slot {
+    int which = -1;
+    gidx block = -1;
+    std::uint64_t used = 0;
+    Buffer data;
+  };
+  std::uint64_t clock_ = 0;
+  std::vector<Slot> slots_;
+};
+
 class Loop {
  public:
   Loop(locus::Team& team, const Problem& p, const Schedule& s, TiledTensor& A, TiledTensor& B, TiledTensor& C,
        LoopStats& st)
-      : team_(team), p_(p), strided_(s.accumulate == AccumulateKind::strided), A_(A), B_(B), C_(C), st_(st) {
+      : team_(team),
+        p_(p),
+        strided_(s.accumulate == AccumulateKind::strided),
+        A_(A),
+        B_(B),
+        C_(C),
+        st_(st),
+        cache_(s.sort_cache_bytes, std::max(largest_block(A), largest_block(B)), in_place_blocks(A, B)) {
     const Contraction& k = p.con;
     for (char ch : k.contracted) cntiles_.push_back(p.index.at(ch).tiles());
     a_dst_ = k.ext_a + k.contracted;
@@ -577,18 +672,8 @@ class Loop {
       // the sort: skipped when the block already is in matrix layout
       const double* amat = asrc_[cur];
       const double* bmat = bsrc_[cur];
-      if (k.a != a_dst_) {
-        asort_.resize(static_cast<std::size_t>(A_.size(pr.a)));
-        permute(asrc_[cur], k.a, ad, asort_.data(), a_dst_);
-        st_.sort_bytes += 16.0 * double(asort_.size());
-        amat = asort_.data();
-      }
-      if (k.b != b_dst_) {
-        bsort_.resize(static_cast<std::size_t>(B_.size(pr.b)));
-        permute(bsrc_[cur], k.b, bd, bsort_.data(), b_dst_);
-        st_.sort_bytes += 16.0 * double(bsort_.size());
-        bmat = bsort_.data();
-      }
+      if (k.a != a_dst_) amat = sorted(0, A_, pr.a, ad, a_dst_, asrc_[cur], ain_[cur], asort_);
+      if (k.b != b_dst_) bmat = sorted(1, B_, pr.b, bd, b_dst_, bsrc_[cur], bin_[cur], bsort_);
       double t2 = MPI_Wtime();
       st_.sort += t2 - t1;
       cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m), static_cast<int>(nn),
@@ -598,6 +683,43 @@ class Loop {
       st_.flops += 2.0 * double(m) * double(nn) * double(kk);
       ++st_.pairs;
     }
+  }
+
+  static std::size_t largest_block(const TiledTensor& t) {
+    gidx n = 0;
+    for (gidx b = 0; b < t.blocks(); ++b) n = std::max(n, t.size(b));
+    return static_cast<std::size_t>(n);
+  }
+  // Blocks of A and B this unit reads in place (its node's, comm.locality on).
+  static std::size_t in_place_blocks(const TiledTensor& A, const TiledTensor& B) {
+    std::size_t n = 0;
+    for (const TiledTensor* t : {&A, &B})
+      for (gidx b = 0; b < t->blocks(); ++b) n += t->at(b).is_local() ? 1 : 0;
+    return n;
+  }
+
+  // Block `block` of operand `which` (0: A, 1: B) sorted into layout `to`:
+  // from the kept blocks when it was read in place (`in_place`) and is
+  // there, else sorted from `src` into a kept buffer or `scratch`.
+  const double* sorted(int which, const TiledTensor& t, gidx block, const std::vector<gidx>& dims,
+                       const std::string& to, const double* src, bool in_place, Buffer& scratch) {
+    const std::size_t n = static_cast<std::size_t>(t.size(block));
+    double* dst = nullptr;
+    if (in_place) {
+      if (const double* kept = cache_.find(which, block)) {
+        ++st_.sorts_kept;
+        return kept;
+      }
+      dst = cache_.make(which, block, n);
+    }
+    if (!dst) {
+      scratch.resize(n);
+      dst = scratch.data();
+    }
+    permute(src, t.indices(), dims, dst, to, dst != scratch.data());
+    st_.sort_bytes += 16.0 * double(n);
+    ++st_.sorts;
+    return dst;
   }
 
   // The result sorted into C's layout (unless it already is), then one
@@ -612,6 +734,7 @@ class Loop {
       for (char ch : c_mat_) mdims.push_back(cd[k.c.find(ch)]);
       permute(cmat_.data(), c_mat_, mdims, cblk_.data(), k.c);
       st_.sort_bytes += 16.0 * double(cblk_.size());
+      ++st_.sorts;
     }
     double t5 = MPI_Wtime();
     st_.sort += t5 - t4;
@@ -629,6 +752,8 @@ class Loop {
     const Pair& pr = pairs_[i];
     asrc_[slot] = fetch(A_, pr.a, abuf_[slot], ha_[slot]);
     bsrc_[slot] = fetch(B_, pr.b, bbuf_[slot], hb_[slot]);
+    ain_[slot] = asrc_[slot] != abuf_[slot].data();
+    bin_[slot] = bsrc_[slot] != bbuf_[slot].data();
     st_.get += MPI_Wtime() - t0;
   }
 
@@ -696,12 +821,14 @@ class Loop {
   std::vector<locus::Handle> accs_;  // strided accumulates in flight (from cmat_)
   TiledTensor &A_, &B_, &C_;
   LoopStats& st_;
+  SortedBlocks cache_;
   std::vector<gidx> cntiles_;
   std::string a_dst_, b_dst_, c_mat_;
   std::vector<Pair> pairs_;
   Buffer abuf_[2], bbuf_[2], asort_, bsort_, cmat_, cblk_;
   Buffer cnext_;
   std::vector<locus::Handle> accs_next_;
+  bool ain_[2] = {false, false}, bin_[2] = {false, false};  // read in place (not fetched)
   const double* asrc_[2] = {nullptr, nullptr};
   const double* bsrc_[2] = {nullptr, nullptr};
   locus::Handle ha_[2], hb_[2], acc_;

@@ -117,12 +117,14 @@ struct Schedule {
   gidx chunk = 1;
   bool skip_first = false;
   int blas_threads = 1;
+  std::size_t sort_cache_bytes = 0;  // sorted operand blocks kept per rank (0: none)
 };
 
 // Per-rank timers of the task loop (seconds) and counts.
 struct LoopStats {
   double get = 0, wait = 0, sort = 0, dgemm = 0, accumulate = 0, nxtask = 0, total = 0;
   gidx tasks = 0, pairs = 0, counter_hits = 0, accumulates = 0;
+  gidx sorts = 0, sorts_kept = 0;  // sorts done; operand sorts saved (the block was kept sorted)
   double flops = 0;
   double sort_bytes = 0;  // bytes the sorts read and wrote (16 per element)
 };
@@ -137,11 +139,11 @@ struct PhaseResult {
 };
 
 // The sort: dst (index order didx) = src (index order sidx, extents
-// sdims) as a Kokkos kernel, checked bitwise against permute_reference the
-// first time each (sidx, didx) is seen; permute_reference is the plain
-// odometer loop.
+// sdims) as a Kokkos kernel (`stream`: by non-temporal stores where the
+// kernel moves rows in blocks, for a destination not read again soon), checked bitwise against
+// permute_reference the first time each (sidx, didx) is seen; permute_reference is the plain odometer loop.
 void permute(const double* src, const std::string& sidx, const std::vector<gidx>& sdims, double* dst,
-             const std::string& didx);
+             const std::string& didx, bool stream = false);
 // The permutations (sidx>didx) checked so far by this process.
 std::set<std::string>& permute_checked();
 void permute_reference(const double* src, const std::string& sidx, const std::vector<gidx>& sdims,

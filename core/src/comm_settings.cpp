@@ -12,6 +12,7 @@
 #include <string>
 
 #include "build_info.hpp"
+#include "htm.hpp"
 #include "locus/app.hpp"
 #include "locus/async.hpp"
 
@@ -223,6 +224,12 @@ CommSettings comm_settings(const Config& c) {
   s.async = async_settings(c, s);
   s.remote = remote_settings(c);
   s.staging = c.string("comm.staging") == "always" ? Staging::always : Staging::automatic;
+  if (c.string("comm.htm") == "off") {
+    s.htm_why = "off (comm.htm)";
+  } else {
+    s.htm = detail::cpu_has_rtm();
+    s.htm_why = s.htm ? "on (auto: the CPU has RTM)" : "off (auto: the CPU has no RTM)";
+  }
 #ifndef NDEBUG
   s.check = true;
 #endif

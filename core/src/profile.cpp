@@ -170,6 +170,7 @@ Summary::Summary(const Context& ctx, const std::vector<TimerStats>& timers) {
     }
     setup_["remote"] = remote;
   }
+  setup_["htm"] = rt.settings().htm_why;  // comm.htm: same-node accumulate runs as transactions
   YAML::Node machine;
   for (const auto& [k, v] : machine_description()) machine[k] = v;
   setup_["machine"] = machine;

@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "aggregate.hpp"
+#include "htm.hpp"
 #include "locus/datatype.hpp"
 #include "locus/wait.hpp"
 #include "progress_engine.hpp"
@@ -454,6 +455,11 @@ namespace {
 // atomic (relaxed_update's; the caller fences once after all runs). A
 // locked instruction waits for its line, so an out-of-cache run would go
 // one miss at a time: every line is prefetched for writing 16 lines ahead.
+// Runs shorter than this take the per-element atomics even with comm.htm:
+// a transaction pays off from a few elements on, and a run of one or two
+// is an atomic_update's job.
+constexpr std::size_t kHtmMinRun = 4;
+
 template <class T, class One>
 void cpu_accumulate_run(T* dst, const T* v, std::size_t n, const One& one) {
   constexpr std::size_t kLine = 64 / sizeof(T), kAhead = 16 * kLine;
@@ -490,15 +496,22 @@ Handle accumulate_async(const Target& t, const Layout& remote, const void* src, 
   if (path == AtomicPath::cpu) {
     char* base = cpu_address(t);
     const char* in = static_cast<const char*>(src);
+    const bool htm = Runtime::current().settings().htm && local.block >= kHtmMinRun;
     dispatch(type, [&](auto zero) {
       using T = decltype(zero);
       relaxed_update<T>(op, [&](auto one) {
-        for (std::size_t r = 0; r < local.rows; ++r)
-          for (std::size_t c = 0; c < local.count; ++c) {
-            T* dst = reinterpret_cast<T*>(base) + r * remote.row_stride + c * remote.stride;
-            const T* v = reinterpret_cast<const T*>(in) + r * local.row_stride + c * local.stride;
-            cpu_accumulate_run(dst, v, local.block, one);
-          }
+        auto runs = [&](auto&& run) {
+          for (std::size_t r = 0; r < local.rows; ++r)
+            for (std::size_t c = 0; c < local.count; ++c)
+              run(reinterpret_cast<T*>(base) + r * remote.row_stride + c * remote.stride,
+                  reinterpret_cast<const T*>(in) + r * local.row_stride + c * local.stride);
+        };
+        if (htm)
+          plain_update<T>(op, [&](auto plain) {
+            runs([&](T* dst, const T* v) { transactional_run(dst, v, local.block, plain, one); });
+          });
+        else
+          runs([&](T* dst, const T* v) { cpu_accumulate_run(dst, v, local.block, one); });
       });
     });
     std::atomic_thread_fence(std::memory_order_release);

@@ -143,6 +143,8 @@ struct CommSettings {
   AggregateSettings aggregate;              // comm.aggregate: batching of fine-grained traffic to other nodes
   RemoteSettings remote;                    // comm.remote: plans' route to other nodes
   Staging staging = Staging::automatic;     // comm.staging
+  bool htm = false;     // comm.htm: same-node accumulate runs as RTM transactions (htm.hpp)
+  std::string htm_why;  // what comm.htm decided and why (the summary)
 };
 
 }  // namespace locus

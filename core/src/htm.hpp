@@ -1,0 +1,108 @@
+#pragma once
+// Same-node accumulates of contiguous runs by hardware transactions (Intel
+// RTM: xbegin/xend). A locked instruction costs ~20 cycles and waits for its
+// line, and a sum of doubles is a compare-and-swap loop on top: an
+// accumulate of a tensor block went at 5.8 ns per element on the Intel
+// host, against 0.8 for plain adds. A transaction over a chunk of
+// kChunkBytes applies plain operations and commits them at once: it is
+// atomic with respect to every other access to those lines (any conflict
+// aborts it), so the run stays atomic per element as MPI_Accumulate is.
+// A chunk whose transaction aborts (a conflict, a page fault, an
+// interrupt) is applied by the per-element CPU atomics instead; after
+// kGiveUp aborts in a row the rest of the run takes the atomics (a CPU
+// whose RTM always aborts costs one attempt per run, not per chunk).
+// comm.htm: auto uses it where the CPU has RTM; off never.
+#include <cstddef>
+#include <cstdint>
+
+#include "locus/direct.hpp"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+#include <immintrin.h>
+#define LOCUS_HTM_X86 1
+#else
+#define LOCUS_HTM_X86 0
+#endif
+
+namespace locus::detail {
+
+// Whether the CPU offers RTM (CPUID leaf 7, EBX bit 11).
+inline bool cpu_has_rtm() noexcept {
+#if LOCUS_HTM_X86
+  static const bool yes = [] {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    return __get_cpuid_count(7, 0, &a, &b, &c, &d) && ((b >> 11) & 1u);
+  }();
+  return yes;
+#else
+  return false;
+#endif
+}
+
+// Calls run(plain), plain(T& a, T v) applying op to a without atomics (the
+// body of a transaction).
+template <class T, class Run>
+void plain_update(Op op, Run&& run) {
+  switch (op) {
+    case Op::sum:
+      return run([](T& a, T v) { a = static_cast<T>(a + v); });
+    case Op::min:
+      return run([](T& a, T v) { a = v < a ? v : a; });
+    case Op::max:
+      return run([](T& a, T v) { a = v > a ? v : a; });
+    case Op::replace:
+      return run([](T& a, T v) { a = v; });
+    case Op::bxor:
+      if constexpr (std::is_integral_v<T>) return run([](T& a, T v) { a ^= v; });
+      return;
+  }
+}
+
+#if LOCUS_HTM_X86
+// One chunk in one transaction; false when it aborted (nothing applied).
+template <class T, class Plain>
+__attribute__((target("rtm"))) bool transaction(T* dst, const T* v, std::size_t n, const Plain& plain) {
+  if (_xbegin() != _XBEGIN_STARTED) return false;
+  for (std::size_t k = 0; k < n; ++k) plain(dst[k], v[k]);
+  _xend();
+  return true;
+}
+#endif
+
+struct HtmCounts {
+  std::uint64_t commits = 0, aborts = 0;
+};
+// This thread's transactions (for tests and the benchmark).
+inline HtmCounts& htm_counts() noexcept {
+  thread_local HtmCounts c;
+  return c;
+}
+
+// A run of n elements: chunks by transactions, atomic(dst + k, v[k]) for
+// the chunks that abort and after kGiveUp aborts in a row.
+template <class T, class Plain, class Atomic>
+void transactional_run(T* dst, const T* v, std::size_t n, const Plain& plain, const Atomic& atomic) {
+  constexpr std::size_t kChunk = 512 / sizeof(T);
+  constexpr int kGiveUp = 4;
+  std::size_t k = 0;
+#if LOCUS_HTM_X86
+  HtmCounts& counts = htm_counts();
+  int failed = 0;
+  while (k < n && failed < kGiveUp) {
+    const std::size_t m = n - k < kChunk ? n - k : kChunk;
+    if (transaction(dst + k, v + k, m, plain)) {
+      ++counts.commits;
+      failed = 0;
+    } else {
+      ++counts.aborts;
+      ++failed;
+      for (std::size_t i = 0; i < m; ++i) atomic(dst + k + i, v[k + i]);
+    }
+    k += m;
+  }
+#endif
+  for (; k < n; ++k) atomic(dst + k, v[k]);
+}
+
+}  // namespace locus::detail

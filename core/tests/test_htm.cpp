@@ -1,0 +1,95 @@
+// Same-node accumulate runs by hardware transactions (core/src/htm.hpp):
+// the same values as one CPU atomic per element, and atomic per element
+// when threads apply runs to the same elements at once, with transactions
+// and with plain CPU atomics mixed. On a CPU without RTM every run takes the
+// atomics and the same checks hold.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdint>
+#include <thread>
+#include <vector>
+
+#include "../src/htm.hpp"
+
+using locus::Op;
+using locus::detail::cpu_apply;
+using locus::detail::cpu_has_rtm;
+using locus::detail::htm_counts;
+using locus::detail::plain_update;
+using locus::detail::transactional_run;
+
+namespace {
+
+// One run of `dst` op= `v` by transactions (atomics where they abort).
+template <class T>
+void run(Op op, T* dst, const T* v, std::size_t n) {
+  plain_update<T>(op, [&](auto plain) {
+    transactional_run(dst, v, n, plain, [op](T* a, T x) { cpu_apply(a, x, op, std::memory_order_relaxed); });
+  });
+}
+
+TEST(Htm, SameValuesAsCpuAtomics) {
+  const std::size_t n = 1000;  // 15 chunks of 64 doubles and a partial one
+  for (Op op : {Op::sum, Op::min, Op::max, Op::replace}) {
+    std::vector<double> a(n), b(n), v(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      a[i] = b[i] = 0.25 * double(i % 13) - 1.0;
+      v[i] = 0.5 * double(i % 7) - 1.5;
+    }
+    run(op, a.data(), v.data(), n);
+    for (std::size_t i = 0; i < n; ++i) cpu_apply(&b[i], v[i], op);
+    EXPECT_EQ(a, b) << "op " << int(op);
+  }
+  std::vector<std::uint64_t> x(300, 0x5555), y(300, 0x5555), w(300);
+  for (std::size_t i = 0; i < w.size(); ++i) w[i] = i * 0x9e3779b97f4a7c15ULL;
+  run(Op::bxor, x.data(), w.data(), x.size());
+  for (std::size_t i = 0; i < y.size(); ++i) cpu_apply(&y[i], w[i], Op::bxor);
+  EXPECT_EQ(x, y);
+}
+
+TEST(Htm, CommitsWhereTheCpuHasRtm) {
+  std::vector<double> a(4096, 0.0), v(4096, 1.0);
+  const auto before = htm_counts();
+  for (int r = 0; r < 10; ++r) run(Op::sum, a.data(), v.data(), a.size());
+  const auto after = htm_counts();
+  for (double x : a) ASSERT_EQ(x, 10.0);
+  if (cpu_has_rtm())
+    EXPECT_GT(after.commits, before.commits) << "RTM reported but no transaction committed";
+  else
+    EXPECT_EQ(after.commits, before.commits);
+  std::printf("RTM %s: %llu transactions committed, %llu aborted\n", cpu_has_rtm() ? "present" : "absent",
+              static_cast<unsigned long long>(after.commits - before.commits),
+              static_cast<unsigned long long>(after.aborts - before.aborts));
+}
+
+// Three threads add to the same 1024 doubles at once: two by runs
+// (transactions), one by one CPU atomic per element. Every addition of 1
+// must survive: a lost update leaves an element short.
+TEST(Htm, AtomicAgainstTransactionsAndAtomics) {
+  const std::size_t n = 1024;
+  const int rounds = 3000;
+  std::vector<double> a(n, 0.0), ones(n, 1.0);
+  std::atomic<int> go{0};
+  auto by_runs = [&] {
+    while (go.load() == 0) {
+    }
+    for (int r = 0; r < rounds; ++r) run(Op::sum, a.data(), ones.data(), n);
+  };
+  auto by_atomics = [&] {
+    while (go.load() == 0) {
+    }
+    for (int r = 0; r < rounds; ++r)
+      for (std::size_t i = 0; i < n; ++i) cpu_apply(&a[i], 1.0, Op::sum, std::memory_order_relaxed);
+  };
+  std::thread t1(by_runs), t2(by_runs), t3(by_atomics);
+  go.store(1);
+  t1.join();
+  t2.join();
+  t3.join();
+  std::size_t short_ = 0;
+  for (double x : a) short_ += x != 3.0 * rounds;
+  EXPECT_EQ(short_, 0u) << "elements that lost an update";
+}
+
+}  // namespace
