@@ -75,7 +75,9 @@ one run, with their ratio; tables on stdout, CSV in output/bench/.
             processes: same number of units, and same number of ranks
             (tools/bench_heat3d_async.py; --set overrides heat3d keys).
   spmv      spmv modes (vector = two-sided baseline, overlap, task, thread,
-            rma) on HPCG's 27-point operator and a random banded matrix:
+            rma; the progress thread of the deck runs only for the thread
+            mode and variant, paused for the others) on HPCG's 27-point
+            operator and a random banded matrix:
             time per product, GFLOP/s, GB/s by the traffic model against the
             memory bandwidth measured in the same run (STREAM triad and a
             read-only kernel), the local product alone, task mode's overlap

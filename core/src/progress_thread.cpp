@@ -25,7 +25,11 @@ ProgressThread::ProgressThread(int interval_us, MPI_Comm comm) : interval_us_(in
 }
 
 ProgressThread::~ProgressThread() {
-  stop_.store(true);
+  {
+    std::lock_guard<std::mutex> lock(pause_m_);
+    stop_.store(true);
+  }
+  resumed_.notify_all();
   thread_.join();
   MPI_Comm_free(&probe_comm_);
 }
@@ -33,6 +37,11 @@ ProgressThread::~ProgressThread() {
 void ProgressThread::loop() {
   const timespec pause{0, static_cast<long>(interval_us_) * 1000};
   while (!stop_.load(std::memory_order_relaxed)) {
+    {
+      std::unique_lock<std::mutex> lock(pause_m_);
+      resumed_.wait(lock, [this] { return !paused_ || stop_.load(); });
+      if (stop_.load()) break;
+    }
     if (active_.load(std::memory_order_acquire) == 0) {
       // Nothing of ours outstanding: still drive MPI's progress engine, so
       // that one-sided operations other units aim at this one (an NXTASK
@@ -59,6 +68,14 @@ void ProgressThread::loop() {
     else
       sched_yield();
   }
+}
+
+void ProgressThread::pause(bool on) {
+  {
+    std::lock_guard<std::mutex> lock(pause_m_);
+    paused_ = on;
+  }
+  resumed_.notify_all();
 }
 
 int ProgressThread::add(MPI_Request req) {

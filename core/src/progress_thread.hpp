@@ -11,6 +11,7 @@
 #include <mpi.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <mutex>
 #include <thread>
@@ -33,6 +34,8 @@ class ProgressThread {
   void wait(int entry);
   // Requests the thread completed / times it tested (statistics).
   std::uint64_t completed_by_thread() const { return by_thread_.load(std::memory_order_relaxed); }
+  // Sleeps (pause) until resumed, or resumes.
+  void pause(bool on);
 
  private:
   enum State : char { free_entry, active, completed };
@@ -43,6 +46,9 @@ class ProgressThread {
   std::vector<int> free_;
   std::atomic<int> active_{0};
   std::atomic<bool> stop_{false};
+  std::mutex pause_m_;
+  std::condition_variable resumed_;
+  bool paused_ = false;  // under pause_m_
   std::atomic<std::uint64_t> by_thread_{0};
   int interval_us_;
   MPI_Comm probe_comm_ = MPI_COMM_NULL;

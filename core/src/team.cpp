@@ -269,6 +269,10 @@ std::uint64_t Runtime::thread_completions() const {
   return state_->thread ? state_->thread->completed_by_thread() : 0;
 }
 
+void Runtime::pause_progress_thread(bool pause) {
+  if (state_->thread) state_->thread->pause(pause);
+}
+
 std::uint64_t Runtime::offloaded() const {
   return state_->engine && !server_ ? state_->engine->submitted() : 0;
 }

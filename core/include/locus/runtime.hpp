@@ -56,6 +56,11 @@ class Runtime {
   std::uint64_t offloaded() const;
   // Requests the progress thread (if on) has completed so far.
   std::uint64_t thread_completions() const;
+  // Pauses this unit's progress thread (runtime.progress.thread: it sleeps
+  // until resumed, and the application's own waits complete its requests)
+  // or resumes it; nothing without one. Local. For comparisons inside one
+  // run: a benchmark's variants without the thread beside those with it.
+  void pause_progress_thread(bool pause);
   // "progress processes: ranks 1, 3 (1 per node; threshold 4096 B, idle
   // yield); progress thread: off" for summaries and provenance.
   std::string progress_description() const;
