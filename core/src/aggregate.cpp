@@ -7,6 +7,7 @@
 #include <string>
 #include <type_traits>
 
+#include "htm.hpp"
 #include "locus/app.hpp"
 #include "locus/segment.hpp"
 #include "locus/wait.hpp"
@@ -730,7 +731,8 @@ void Aggregator::gather(char* dst, int segment, std::uint64_t offset, std::size_
 
 namespace {
 // update_nbi's split: same-node elements updated at once (relaxed_update:
-// the operation chosen once per call), the others handed to far(unit,
+// the operation chosen once per call; with comm.htm in transactions of 16),
+// the others handed to far(unit,
 // first index of the chunk, positions, byte offsets) as split_chunks does.
 template <class T, class Far>
 void scatter_chunks(const char* values, Op op, std::uint64_t offset, std::size_t per_unit,
@@ -742,9 +744,20 @@ void scatter_chunks(const char* values, Op op, std::uint64_t offset, std::size_t
     return v;
   };
   relaxed_update<T>(op, [&](auto one) {
-    split_chunks<true>(
-        offset, sizeof(T), per_unit, index, n, peer, units,
-        [&](std::size_t b, std::size_t j, char* a) { one(reinterpret_cast<T*>(a), value(b + j)); }, far);
+    if (!Runtime::current().settings().htm) {
+      split_chunks<true>(
+          offset, sizeof(T), per_unit, index, n, peer, units,
+          [&](std::size_t b, std::size_t j, char* a) { one(reinterpret_cast<T*>(a), value(b + j)); }, far);
+      return;
+    }
+    // comm.htm: the same-node elements in transactions of 16 (htm.hpp)
+    plain_update<T>(op, [&](auto plain) {
+      TransactionalBatch<T, decltype(plain), decltype(one)> batch(plain, one);
+      split_chunks<true>(
+          offset, sizeof(T), per_unit, index, n, peer, units,
+          [&](std::size_t b, std::size_t j, char* a) { batch.add(reinterpret_cast<T*>(a), value(b + j)); },
+          far);
+    });
   });
 }
 }  // namespace

@@ -11,7 +11,9 @@
 // interrupt) is applied by the per-element CPU atomics instead; after
 // kGiveUp aborts in a row the rest of the run takes the atomics (a CPU
 // whose RTM always aborts costs one attempt per run, not per chunk).
-// comm.htm: auto uses it where the CPU has RTM; off never.
+// TransactionalBatch does the same for single elements at scattered
+// addresses (update_nbi). comm.htm: auto uses both where the CPU has RTM;
+// off never.
 #include <cstddef>
 #include <cstdint>
 
@@ -104,5 +106,66 @@ void transactional_run(T* dst, const T* v, std::size_t n, const Plain& plain, co
 #endif
   for (; k < n; ++k) atomic(dst + k, v[k]);
 }
+
+#if LOCUS_HTM_X86
+// Elements at scattered addresses in one transaction; false when it
+// aborted (nothing applied).
+template <class T, class Plain>
+__attribute__((target("rtm"))) bool scattered_transaction(T* const* dst, const T* v, std::size_t n,
+                                                          const Plain& plain) {
+  if (_xbegin() != _XBEGIN_STARTED) return false;
+  for (std::size_t k = 0; k < n; ++k) plain(*dst[k], v[k]);
+  _xend();
+  return true;
+}
+#endif
+
+// Single elements at scattered addresses (update_nbi's same-node part),
+// applied kBatch at a time in one transaction: a locked instruction waits
+// for its line, so random updates go one miss at a time, while a
+// transaction's loads are in flight together (random XOR on a 2 MB table,
+// one core: 0.168 GUPS by lock xor, 0.299 by transactions of 16, 0.343
+// plain). A batch that aborts takes the atomics, and so does every batch
+// after kGiveUp aborts in a row.
+template <class T, class Plain, class Atomic>
+class TransactionalBatch {
+ public:
+  static constexpr std::size_t kBatch = 16;
+  TransactionalBatch(const Plain& plain, const Atomic& atomic) : plain_(plain), atomic_(atomic) {}
+  ~TransactionalBatch() { flush(); }
+  TransactionalBatch(const TransactionalBatch&) = delete;
+  TransactionalBatch& operator=(const TransactionalBatch&) = delete;
+  void add(T* dst, T v) {
+    dst_[n_] = dst;
+    v_[n_] = v;
+    if (++n_ == kBatch) flush();
+  }
+  void flush() {
+    if (n_ == 0) return;
+#if LOCUS_HTM_X86
+    if (failed_ < kGiveUp) {
+      if (scattered_transaction(dst_, v_, n_, plain_)) {
+        ++htm_counts().commits;
+        failed_ = 0;
+        n_ = 0;
+        return;
+      }
+      ++htm_counts().aborts;
+      ++failed_;
+    }
+#endif
+    for (std::size_t k = 0; k < n_; ++k) atomic_(dst_[k], v_[k]);
+    n_ = 0;
+  }
+
+ private:
+  static constexpr int kGiveUp = 4;
+  const Plain& plain_;
+  const Atomic& atomic_;
+  T* dst_[kBatch];
+  T v_[kBatch];
+  std::size_t n_ = 0;
+  int failed_ = 0;
+};
 
 }  // namespace locus::detail

@@ -60,8 +60,8 @@ void add_transfer_keys(Schema& s) {
       .choice("comm.htm", "auto", {"auto", "off"},
               "same-node accumulates of contiguous runs (accumulate and accumulate_async of 4 elements and "
               "more, on CPU atomics): auto applies them in hardware transactions of 512 bytes where the CPU "
-              "has Intel RTM (atomic per element as before, chunks that abort take the CPU atomics); off: "
-              "one CPU atomic per element")
+              "has Intel RTM (atomic per element as before, chunks that abort take the CPU atomics), and "
+              "update_nbi's same-node elements in transactions of 16; off: one CPU atomic per element")
       .integer("comm.aggregate.records", 1024, 16, 1 << 20,
                "aggregate: records (one update, get or reply: 8-24 B) per batch; a full batch is sent at "
                "once")
