@@ -71,6 +71,12 @@ sparse_c, _ = einsum_check("ccsd 12, tiles 3, 4 irreps", base + ["tensor_contrac
                                                                 "tensor_contract.tile=3",
                                                                 "tensor_contract.symmetry.irreps=4"])
 check(np.count_nonzero(sparse_c) < np.count_nonzero(ref_c), "block sparsity left C as dense as without it")
+# a budget of one block (3 MiB, a block of 24^4 doubles is 2.65 MB): no
+# slot at all, since a pair needs two (with one, B overwrote A: C wrong)
+_, one_slot = einsum_check("ccsd 24, one tile, 3 MiB kept", base + ["tensor_contract.extent=24",
+                                                                   "tensor_contract.tile=24",
+                                                                   "tensor_contract.sort_cache_mb=3"])
+check(one_slot["results"]["sorts"]["kept"] == 0, "kept sorts with room for one block: %s" % one_slot["results"]["sorts"])
 einsum_check("triples 6, tiles 2, 2 irreps", base + ["tensor_contract.contraction=triples",
                                                      "tensor_contract.extent=6", "tensor_contract.tile=2",
                                                      "tensor_contract.symmetry.irreps=2"])

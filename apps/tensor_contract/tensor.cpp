@@ -523,13 +523,17 @@ using Buffer = std::vector<double, HugePageAllocator<double>>;
 // of another node is fetched and sorted each time, so the communication
 // stays TCE's); A and B do not change during a phase. The least recently
 // used block leaves first. The slots (as many as the byte budget holds,
-// and no more than there are blocks to keep) are allocated and touched
+// no more than there are blocks to keep, none unless two fit) are allocated and touched
 // when the loop is built, so that no sort writes into unmapped memory.
 class SortedBlocks {
  public:
   SortedBlocks(std::size_t budget_bytes, std::size_t slot_elements, std::size_t wanted) {
     const std::size_t bytes = slot_elements * sizeof(double);
-    const std::size_t n = bytes ? std::min(wanted, budget_bytes / bytes) : 0;
+    std::size_t n = bytes ? std::min(wanted, budget_bytes / bytes) : 0;
+    // Two at least: a pair's A sits in the most recently used slot while
+    // its B takes the least recently used one; with one slot B would
+    // overwrite A before the DGEMM.
+    if (n < 2) n = 0;
     slots_.resize(n);
     for (Slot& s : slots_) s.data.assign(slot_elements, 0.0);
   }
