@@ -95,9 +95,10 @@ one run, with their ratio; tables on stdout, CSV in output/bench/.
             (without, then with the progress thread), then the strong scaling of NXTASK vs static on 1, 2 and 4 ranks
             (4: over-subscribed, marked).
   gups      HPCC RandomAccess: the raw limit (CPU atomics on one MPI
-            shared-memory table), MPI_Accumulate(BXOR), HPCC's bucketed
-            two-sided algorithm, locus atomic_update (handle-free: inline
-            CPU atomics on one node, else MPI on the segment window), locus
+            shared-memory table), MPI_Accumulate(BXOR), HPCC's buckets
+            with less MPI in the loop (a tuned floor), locus
+            atomic_update (handle-free: inline CPU atomics on one node,
+            else MPI on the segment window), locus
             with a handle per update, locus aggregated (comm.atomics:
             aggregate) and locus get+put; every variant verified (exact
             expected table and HPCC's replay; atomics: exact; locus
