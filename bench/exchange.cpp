@@ -1,7 +1,9 @@
 // The floor of a neighbour exchange: unit 0 and the last unit each send one
 // face of `bytes` to the other every step and wait for the other's, as a
 // halo exchange does, by every protocol MPI offers:
-//   p2p            MPI_Irecv + MPI_Isend + wait (the baseline)
+//   p2p            MPI_Irecv + MPI_Isend + MPI_Waitall (the baseline, as an
+//                  application or osu_bibw writes it; MPI_Waitall polls
+//                  inside the library, faster here than a loop of tests)
 //   announce-get   the owner packs its face, announces it with an
 //                  MPI_Accumulate (replace) on the reader's flag; the reader
 //                  fetches it with one MPI_Rget (locus's notified halo
@@ -32,12 +34,15 @@
 //   locus-persistent  locus-message's plan with persistent requests
 //                  (MPI_Send_init/MPI_Recv_init once, MPI_Startall per
 //                  exchange; locus-message posts MPI_Isend/MPI_Irecv)
+//   locus-eager    locus-message's plan with eager sends (MPI_Irecv, then a
+//                  blocking MPI_Send, which returns at once below the
+//                  library's eager limit: no send request to complete)
 //   locus-auto     the same plan with comm.remote: auto (the route and the
 //                  requests the calibration picks for the face's size)
 // Between nodes the run also writes a calibration file for comm.remote: auto
 // (output.dir/<output.name>-remote-<mpich|openmpi|other>.yaml: per size,
 // locus-message and locus-get, the two routes a plan can take, and
-// locus-persistent, the message route's other way to post).
+// locus-persistent and locus-eager, the message route's other ways to post).
 // Plain MPI protocols use an MPI_Win_allocate window, locked once
 // (bench::WindowTable, shared_table.hpp); between
 // emulated nodes an MPI_Win_create window over MPI_Alloc_mem memory instead,
@@ -94,7 +99,7 @@ locus::AppInfo app_info() {
 
 const std::vector<std::string> kColumns = {"p2p",           "announce-get",     "put-accflag", "put-putflag",
                                            "tagged",        "tagged-put",       "locus",       "locus-get",
-                                           "locus-message", "locus-persistent", "locus-auto"};
+                                           "locus-message", "locus-persistent", "locus-eager", "locus-auto"};
 
 // Window layout (bytes), max face F: [0, 2F) receive buffers by parity,
 // [2F, 4F) send buffers by parity, [4F, 4F + 16F) tagged words by parity
@@ -125,15 +130,16 @@ std::string write_calibration(const Context& ctx, const std::vector<Row>& rows, 
                               .string();
   std::ofstream f(cal);
   f << "# comm.remote calibration: time per exchange (one face each way) by the two routes of a\n"
-    << "# transfer plan between nodes, and by the message route with persistent requests\n"
-    << "# (comm.remote_requests), written by ./locus bench exchange (median of " << repeats
+    << "# transfer plan between nodes, and by the message route with persistent requests and with\n"
+    << "# eager sends (comm.remote_requests), written by ./locus bench exchange (median of " << repeats
     << " interleaved repeats of " << steps << " exchanges)\n"
     << "library: \"" << locus::mpi_library() << "\"\n"
     << "placement: " << (ctx.runtime().node_map().emulated_size ? "emulated nodes" : "nodes") << "\n"
     << "points:\n";
   for (const auto& r : rows)
     f << "  - {bytes: " << r.size << ", message_us: " << r.us.at("locus-message")
-      << ", rma_us: " << r.us.at("locus-get") << ", persistent_us: " << r.us.at("locus-persistent") << "}\n";
+      << ", rma_us: " << r.us.at("locus-get") << ", persistent_us: " << r.us.at("locus-persistent")
+      << ", eager_us: " << r.us.at("locus-eager") << "}\n";
   if (!f) throw locus::Error("exchange: cannot write " + cal);
   return cal;
 }
@@ -215,7 +221,7 @@ struct Exchange {
   MPI_Win win;
   // [0, 2F): put_notify targets by parity; [2F, 4F): packed faces by parity
   locus::Array<char> seg;
-  locus::Array<u64> flag;  // put_notify's, locus-get's, the plans' (message, auto, persistent)
+  locus::Array<u64> flag;  // put_notify's, locus-get's, the plans' (message, auto, persistent, eager)
   std::vector<char> face, in;
   std::vector<u64> words;
   std::vector<MPI_Request> p2p_req = std::vector<MPI_Request>(2);
@@ -236,8 +242,8 @@ struct Exchange {
     std::memset(mem, 0, L.bytes());
     MPI_Win_sync(win);
     seg = locus::Array<char>(world, 4 * L.face);
-    flag = locus::Array<u64>(world, 5);
-    std::fill(flag.data(), flag.data() + 4, 0);
+    flag = locus::Array<u64>(world, 6);
+    std::fill(flag.data(), flag.data() + 6, 0);
     locus::barrier(world);
   }
 
@@ -270,7 +276,7 @@ struct Exchange {
     fill(n, s);
     MPI_Irecv(in.data(), size, MPI_BYTE, peer, 7, world.comm(), &p2p_req[0]);
     MPI_Isend(face.data(), size, MPI_BYTE, peer, 7, world.comm(), &p2p_req[1]);
-    locus::wait_all_yielding(p2p_req);
+    MPI_Waitall(2, p2p_req.data(), MPI_STATUSES_IGNORE);
     verify(in.data(), n, s);
   }
 
@@ -427,12 +433,16 @@ Row measure(Exchange& x, long size, std::map<std::string, u64>& step, long steps
                                      x.plan_of(locus::RemoteMode::automatic, n, 1)};
   locus::GetPlan<char> by_persistent[2] = {x.plan_of(locus::RemoteMode::message, n, 0),
                                            x.plan_of(locus::RemoteMode::message, n, 1)};
+  locus::GetPlan<char> by_eager[2] = {x.plan_of(locus::RemoteMode::message, n, 0),
+                                      x.plan_of(locus::RemoteMode::message, n, 1)};
   for (int k = 0; k < 2; ++k) {
-    by_message[k].persistent_requests(false);
-    by_persistent[k].persistent_requests(true);
+    by_message[k].requests(locus::RemoteRequests::immediate);
+    by_persistent[k].requests(locus::RemoteRequests::persistent);
+    by_eager[k].requests(locus::RemoteRequests::eager);
   }
   op["locus-message"] = [&](u64 s) { x.planned(by_message, n, s, 2); };
   op["locus-persistent"] = [&](u64 s) { x.planned(by_persistent, n, s, 4); };
+  op["locus-eager"] = [&](u64 s) { x.planned(by_eager, n, s, 5); };
   op["locus-auto"] = [&](u64 s) { x.planned(by_auto, n, s, 3); };
   Row row{size, {}};
   row.auto_message = by_auto[0].message(x.peer);

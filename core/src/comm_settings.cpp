@@ -96,6 +96,7 @@ RemoteSettings remote_settings(const Config& c) {
   const std::string requests = c.string("comm.remote_requests");
   r.requests = requests == "immediate"    ? RemoteRequests::immediate
                : requests == "persistent" ? RemoteRequests::persistent
+               : requests == "eager"      ? RemoteRequests::eager
                                           : RemoteRequests::automatic;
   const std::string mode = c.string("comm.remote");
   r.mode = mode == "rma" ? RemoteMode::rma : mode == "message" ? RemoteMode::message : RemoteMode::automatic;
@@ -135,13 +136,14 @@ RemoteSettings remote_settings(const Config& c) {
       p.message_us = points[i]["message_us"].as<double>();
       p.rma_us = points[i]["rma_us"].as<double>();
       if (points[i]["persistent_us"]) p.persistent_us = points[i]["persistent_us"].as<double>();
+      if (points[i]["eager_us"]) p.eager_us = points[i]["eager_us"].as<double>();
     } catch (const std::exception&) {
-      throw CollectiveError(where + ": points[" + std::to_string(i) + "] (line " +
-                            std::to_string(points[i].Mark().line + 1) +
-                            ") needs numbers bytes, message_us, rma_us (and persistent_us if given)");
+      throw CollectiveError(
+          where + ": points[" + std::to_string(i) + "] (line " + std::to_string(points[i].Mark().line + 1) +
+          ") needs numbers bytes, message_us, rma_us (and persistent_us, eager_us if given)");
     }
     if (!(p.bytes > 0 && p.message_us > 0 && p.rma_us > 0 &&
-          (p.persistent_us > 0 || !points[i]["persistent_us"])))
+          (p.persistent_us > 0 || !points[i]["persistent_us"]) && (p.eager_us > 0 || !points[i]["eager_us"])))
       throw CollectiveError(where + ": points[" + std::to_string(i) + "] (line " +
                             std::to_string(points[i].Mark().line + 1) +
                             "): bytes and times must be positive");
@@ -177,12 +179,24 @@ bool RemoteSettings::message_for(double bytes) const {
   return at_most(points, bytes, &RemotePoint::message_us, &RemotePoint::rma_us);
 }
 
-bool RemoteSettings::persistent_for(double bytes) const {
-  if (requests != RemoteRequests::automatic) return requests == RemoteRequests::persistent;
-  if (points.empty() ||
-      std::any_of(points.begin(), points.end(), [](const RemotePoint& p) { return p.persistent_us <= 0; }))
-    return false;
-  return !at_most(points, bytes, &RemotePoint::message_us, &RemotePoint::persistent_us);
+RemoteRequests RemoteSettings::requests_for(double bytes) const {
+  const bool eager_fits = bytes <= kEagerMaxBytes;
+  if (requests == RemoteRequests::eager)
+    return eager_fits ? RemoteRequests::eager : RemoteRequests::immediate;
+  if (requests != RemoteRequests::automatic) return requests;
+  // A way counts only when the calibration measured it at every size.
+  auto measured = [&](double RemotePoint::*t) {
+    return !points.empty() &&
+           std::all_of(points.begin(), points.end(), [t](const RemotePoint& p) { return p.*t > 0; });
+  };
+  RemoteRequests best = RemoteRequests::immediate;
+  double RemotePoint::*best_us = &RemotePoint::message_us;
+  if (measured(&RemotePoint::persistent_us) && !at_most(points, bytes, best_us, &RemotePoint::persistent_us))
+    best = RemoteRequests::persistent, best_us = &RemotePoint::persistent_us;
+  if (eager_fits && measured(&RemotePoint::eager_us) &&
+      !at_most(points, bytes, best_us, &RemotePoint::eager_us))
+    best = RemoteRequests::eager;
+  return best;
 }
 
 namespace {

@@ -103,10 +103,12 @@ class PlanImpl {
   bool messages_only = false;         // every entry a message: start() only posts
   MPI_Comm comm = MPI_COMM_NULL;      // the plan's own (duplicated) communicator
   std::vector<MPI_Request> messages;  // posted by start(), completed by wait()
-  // comm.remote_requests: the message entries and serves as persistent
-  // requests, one set per local buffer the plan has started with (a halo
-  // alternates two fields), in the order start() posts them
-  bool persistent = false;
+  // comm.remote_requests: how start() posts the messages (never
+  // automatic); persistent: one set of requests per local buffer the plan
+  // has started with (a halo alternates two fields), in the order start()
+  // posts them
+  RemoteRequests way = RemoteRequests::immediate;
+  double largest = 0;  // bytes of my largest message pair (eager only up to kEagerMaxBytes)
   std::vector<std::pair<char*, std::vector<MPI_Request>>> persistent_sets;
   std::vector<MPI_Request>* started = nullptr;  // the set in flight
   std::vector<Entry> entries;
@@ -255,7 +257,7 @@ void setup_messages(PlanImpl& p, Team& team, RemoteMode mode, const std::vector<
   // One route per pair, both directions alike (users skip their flags per
   // unit), decided by the larger direction: both sides see the same bytes.
   std::vector<char> message(static_cast<std::size_t>(n), 0);
-  double largest = 0;  // bytes of the largest message pair
+  double& largest = p.largest;
   for (int u = 0; u < n; ++u) {
     const std::size_t k = static_cast<std::size_t>(u);
     const auto to = bytes_to.find(u);
@@ -270,8 +272,13 @@ void setup_messages(PlanImpl& p, Team& team, RemoteMode mode, const std::vector<
       largest = std::max(largest, bytes);
     }
   }
-  p.persistent = largest > 0 && rs.persistent_for(largest);
-  if (largest > 0) ++(p.persistent ? state().routes.persistent_plans : state().routes.immediate_plans);
+  if (largest > 0) {
+    p.way = rs.requests_for(largest);
+    RemoteRoutes& r = state().routes;
+    ++(p.way == RemoteRequests::persistent ? r.persistent_plans
+       : p.way == RemoteRequests::eager    ? r.eager_plans
+                                           : r.immediate_plans);
+  }
   // My entries: the k-th candidate to a unit has tag k.
   std::vector<int> next_tag(static_cast<std::size_t>(n), 0);
   for (std::size_t i = 0; i < p.entries.size(); ++i) {
@@ -380,23 +387,46 @@ void copy_runs(char* dst_base, const Runs& dst, const char* src_base, const Runs
 
 namespace {
 
-// The plan's message entries (from LOCAL) and serves (from my part) into
-// REQS, in that order: started at once, or (persistent) only initialised.
-void post_messages(PlanImpl& p, char* local, std::vector<MPI_Request>& reqs, bool persistent) {
+// The plan's messages: my message entries (over LOCAL; a get plan's
+// receives, a put plan's sends) and serves (over my part; the other way).
+// The sends go first, so that they leave as early as they can (worth up to
+// a fifth of an 8-byte exchange on Open MPI), then the receives, into REQS:
+// started at once, or (persistent) only initialised. Eager: the receives
+// first, then each send by a blocking MPI_Send (no request), so that every
+// receive is posted before this unit can wait in a send.
+void post_messages(PlanImpl& p, char* local, std::vector<MPI_Request>& reqs, RemoteRequests way) {
   char* part = p.seg->base;
+  const bool init = way == RemoteRequests::persistent;
   auto post = [&](bool send, char* base, const WireType& w, int unit, int tag) {
     MPI_Request r;
     void* buf = base + w.first;
-    const int rc = persistent ? (send ? MPI_Send_init(buf, w.count, w.type(), unit, tag, p.comm, &r)
-                                      : MPI_Recv_init(buf, w.count, w.type(), unit, tag, p.comm, &r))
-                              : (send ? MPI_Isend(buf, w.count, w.type(), unit, tag, p.comm, &r)
-                                      : MPI_Irecv(buf, w.count, w.type(), unit, tag, p.comm, &r));
+    int rc;
+    if (send && way == RemoteRequests::eager) {
+      if (MPI_Send(buf, w.count, w.type(), unit, tag, p.comm) != MPI_SUCCESS)
+        throw Error("transfer plan: MPI_Send failed");
+      return;
+    }
+    if (send)
+      rc = init ? MPI_Send_init(buf, w.count, w.type(), unit, tag, p.comm, &r)
+                : MPI_Isend(buf, w.count, w.type(), unit, tag, p.comm, &r);
+    else
+      rc = init ? MPI_Recv_init(buf, w.count, w.type(), unit, tag, p.comm, &r)
+                : MPI_Irecv(buf, w.count, w.type(), unit, tag, p.comm, &r);
     if (rc != MPI_SUCCESS) throw Error("transfer plan: posting a message failed");
     reqs.push_back(r);
   };
-  for (const auto& e : p.entries)
-    if (e.message) post(!p.get, local, e.ltype, e.unit, e.tag);
-  for (const auto& sv : p.serves) post(p.get, part, sv.type, sv.unit, sv.tag);
+  // entries send in a put plan, serves in a get plan
+  auto post_all = [&](bool send) {
+    if (send != p.get)
+      for (const auto& e : p.entries) {
+        if (e.message) post(send, local, e.ltype, e.unit, e.tag);
+      }
+    else
+      for (const auto& sv : p.serves) post(send, part, sv.type, sv.unit, sv.tag);
+  };
+  const bool sends_first = way != RemoteRequests::eager;
+  post_all(sends_first);
+  post_all(!sends_first);
 }
 
 // Persistent requests: the set for LOCAL (made on its first use), started.
@@ -413,7 +443,7 @@ void start_persistent(PlanImpl& p, char* local) {
     }
     p.persistent_sets.emplace_back(local, std::vector<MPI_Request>{});
     set = std::prev(p.persistent_sets.end());
-    post_messages(p, local, set->second, true);
+    post_messages(p, local, set->second, RemoteRequests::persistent);
   }
   if (!set->second.empty() &&
       MPI_Startall(static_cast<int>(set->second.size()), set->second.data()) != MPI_SUCCESS)
@@ -423,14 +453,17 @@ void start_persistent(PlanImpl& p, char* local) {
 
 }  // namespace
 
-void plan_set_persistent(PlanImpl& p, bool on) {
-  if (p.started) throw Error("transfer plan: persistent requests switched between start() and wait()");
-  if (!on) p.free_persistent();
-  p.persistent = on;
+void plan_set_requests(PlanImpl& p, RemoteRequests way) {
+  if (p.started || !p.messages.empty())
+    throw Error("transfer plan: the way of posting messages switched between start() and wait()");
+  if (way == RemoteRequests::automatic) way = Runtime::current().settings().remote.requests_for(p.largest);
+  if (way == RemoteRequests::eager && p.largest > kEagerMaxBytes) way = RemoteRequests::immediate;
+  if (way != RemoteRequests::persistent) p.free_persistent();
+  p.way = way;
 }
 
-bool plan_persistent(const PlanImpl& p) {
-  return p.persistent && !p.message_units.empty();
+RemoteRequests plan_requests(const PlanImpl& p) {
+  return p.message_units.empty() ? RemoteRequests::immediate : p.way;
 }
 
 void plan_start(PlanImpl& p, void* local_base) {
@@ -443,10 +476,10 @@ void plan_start(PlanImpl& p, void* local_base) {
     // plan's persistent requests started (comm.remote_requests: which is
     // faster depends on the library and the size; see setup_messages).
     if (!p.get) std::atomic_thread_fence(std::memory_order_release);
-    if (p.persistent)
+    if (p.way == RemoteRequests::persistent)
       start_persistent(p, local);
     else
-      post_messages(p, local, p.messages, false);
+      post_messages(p, local, p.messages, p.way);
     if (p.messages_only) return;  // (a put's release fence came before the sends)
   }
   // Redirection (async.hpp) is switched only at collective points with

@@ -163,10 +163,12 @@ Summary::Summary(const Context& ctx, const std::vector<TimerStats>& timers) {
     if (r.rma_pairs) remote["rma_max_bytes"] = r.rma_max_bytes;
     remote["requests"] = rs.requests == RemoteRequests::immediate    ? "immediate"
                          : rs.requests == RemoteRequests::persistent ? "persistent"
+                         : rs.requests == RemoteRequests::eager      ? "eager"
                                                                      : "auto";
     if (r.message_pairs) {
       remote["persistent_plans_unit0"] = r.persistent_plans;
       remote["immediate_plans_unit0"] = r.immediate_plans;
+      remote["eager_plans_unit0"] = r.eager_plans;
     }
     setup_["remote"] = remote;
   }

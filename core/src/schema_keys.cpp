@@ -121,11 +121,13 @@ void add_route_keys(Schema& s) {
               "under 64 bytes are packed) or packed (a kernel packs it, one contiguous message, a kernel "
               "unpacks; faster where the MPI library's datatype path is slow); a face of one row always "
               "goes direct")
-      .choice("comm.remote_requests", "auto", {"auto", "immediate", "persistent"},
+      .choice("comm.remote_requests", "auto", {"auto", "immediate", "persistent", "eager"},
               "how a transfer plan posts its messages to other nodes: immediate (MPI_Isend/MPI_Irecv at "
               "every execution), persistent (MPI_Send_init/MPI_Recv_init once, MPI_Startall at every "
-              "execution) or auto (persistent where the calibration's persistent_us beats message_us at "
-              "the plan's size; immediate without those figures, e.g. with comm.remote: message)")
+              "execution), eager (MPI_Irecv, then a blocking MPI_Send that returns at once below the "
+              "library's eager limit; plans of at most 4096 bytes per pair, larger ones immediate) or auto "
+              "(the fastest of the three at the plan's size by the calibration's message_us, persistent_us "
+              "and eager_us; immediate without those figures, e.g. with comm.remote: message)")
       .string("comm.remote_calibration", "",
               "auto: the calibration file (written by ./locus bench exchange on nodes); empty: "
               "remote-<mpich|openmpi>.yaml shipped in inputs/calibration (no file: message)")

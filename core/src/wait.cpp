@@ -29,11 +29,17 @@ void wait_yielding(MPI_Request& req) {
   }
 }
 
+// One request at a time: with MPICH 4.0 (ch4:ucx, MPI_THREAD_MULTIPLE) an
+// MPI_Test per poll costs less than an MPI_Testall of the whole set, and
+// an 8-byte exchange finishes 5-10 % sooner (bench/exchange).
 void wait_all_yielding(std::vector<MPI_Request>& reqs) {
-  int flag = 0;
-  for (unsigned spins = 0;; relax(spins)) {
-    MPI_Testall(static_cast<int>(reqs.size()), reqs.data(), &flag, MPI_STATUSES_IGNORE);
-    if (flag) return;
+  unsigned spins = 0;
+  for (MPI_Request& r : reqs) {
+    int flag = 0;
+    for (;; relax(spins)) {
+      MPI_Test(&r, &flag, MPI_STATUS_IGNORE);
+      if (flag) break;
+    }
   }
 }
 

@@ -192,26 +192,45 @@ TEST(Config, LocateNamesWhereAValueCameFrom) {
 }
 
 // comm.remote: auto's choices from a calibration: the route (message or
-// RMA) and, on the message route, persistent or immediate requests, by the
-// nearest calibrated sizes (log-linear in between, the ends beyond).
+// RMA) and, on the message route, immediate, persistent or eager posting,
+// by the nearest calibrated sizes (log-linear in between, the ends beyond).
 TEST(RemoteCalibration, RouteAndRequestsBySize) {
+  using locus::RemoteRequests;
   locus::RemoteSettings r;
-  EXPECT_TRUE(r.message_for(100));      // no calibration: message
-  EXPECT_FALSE(r.persistent_for(100));  // and immediate requests
+  EXPECT_TRUE(r.message_for(100));                            // no calibration: message
+  EXPECT_EQ(r.requests_for(100), RemoteRequests::immediate);  // and immediate requests
   r.points = {{8, 1.0, 2.0, 1.5}, {512, 2.0, 3.0, 1.0}, {8192, 5.0, 4.0, 4.0}};
   EXPECT_TRUE(r.message_for(4));
   EXPECT_TRUE(r.message_for(512));
   EXPECT_FALSE(r.message_for(8192));
   EXPECT_FALSE(r.message_for(1e6));
-  EXPECT_FALSE(r.persistent_for(8));   // 1.5 against 1.0
-  EXPECT_TRUE(r.persistent_for(512));  // 1.0 against 2.0
-  EXPECT_TRUE(r.persistent_for(1e6));
+  EXPECT_EQ(r.requests_for(8), RemoteRequests::immediate);     // persistent 1.5 against 1.0
+  EXPECT_EQ(r.requests_for(512), RemoteRequests::persistent);  // 1.0 against 2.0
+  EXPECT_EQ(r.requests_for(1e6), RemoteRequests::persistent);
   // halfway (log) between 8 and 512: message 1.5, persistent 1.25
-  EXPECT_TRUE(r.persistent_for(64));
-  r.points[1].persistent_us = 0;  // a file without the persistent figures
-  EXPECT_FALSE(r.persistent_for(512));
-  r.requests = locus::RemoteRequests::persistent;  // comm.remote_requests forced
-  EXPECT_TRUE(r.persistent_for(8));
-  r.requests = locus::RemoteRequests::immediate;
-  EXPECT_FALSE(r.persistent_for(512));
+  EXPECT_EQ(r.requests_for(64), RemoteRequests::persistent);
+  // eager sends: 0.9 at 8 B (the fastest), 1.2 at 512 B (persistent's 1.0
+  // wins there), 3.0 at 8 KiB, past the eager bound (immediate's 5.0 loses
+  // to persistent's 4.0)
+  for (auto& [p, e] : {std::pair{&r.points[0], 0.9}, {&r.points[1], 1.2}, {&r.points[2], 3.0}})
+    p->eager_us = e;
+  EXPECT_EQ(r.requests_for(8), RemoteRequests::eager);
+  EXPECT_EQ(r.requests_for(512), RemoteRequests::persistent);
+  EXPECT_EQ(r.requests_for(8192), RemoteRequests::persistent);
+  r.points[1].eager_us = 0.5;
+  EXPECT_EQ(r.requests_for(512), RemoteRequests::eager);
+  EXPECT_EQ(r.requests_for(locus::kEagerMaxBytes), RemoteRequests::eager);  // 0.5 to 3.0 by log: < 2.5
+  EXPECT_EQ(r.requests_for(locus::kEagerMaxBytes + 1), RemoteRequests::persistent);
+  r.points[1].persistent_us = 0;  // a file without the persistent figures: eager against immediate
+  EXPECT_EQ(r.requests_for(8192), RemoteRequests::immediate);
+  EXPECT_EQ(r.requests_for(512), RemoteRequests::eager);
+  r.points[1].eager_us = 0;  // nor the eager ones
+  EXPECT_EQ(r.requests_for(512), RemoteRequests::immediate);
+  r.requests = RemoteRequests::persistent;  // comm.remote_requests forced
+  EXPECT_EQ(r.requests_for(8), RemoteRequests::persistent);
+  r.requests = RemoteRequests::immediate;
+  EXPECT_EQ(r.requests_for(512), RemoteRequests::immediate);
+  r.requests = RemoteRequests::eager;  // forced, but only up to the bound
+  EXPECT_EQ(r.requests_for(8), RemoteRequests::eager);
+  EXPECT_EQ(r.requests_for(locus::kEagerMaxBytes + 1), RemoteRequests::immediate);
 }

@@ -187,6 +187,66 @@ TEST(Plans, PersistentRequestsMoveWhatRmaMoves) {
   EXPECT_FALSE(plan.persistent_requests());
 }
 
+// Eager sends on the message route, in get and put plans: each unit posts
+// its own way (unit 0 eager, unit 1 persistent, the others immediate: any
+// send matches any receive), and every way moves what RMA moves. A plan
+// whose pairs move more than kEagerMaxBytes takes immediate requests when
+// asked for eager ones.
+TEST(Plans, EagerSendsMoveWhatRmaMoves) {
+  using locus::RemoteRequests;
+  const int me = world().rank(), n = world().size();
+  const std::size_t part = 32;
+  locus::Array<double> x(world(), part), y(world(), part);
+  std::vector<PlanEntry> gets, puts;
+  std::size_t at = 0;
+  for (int u = 0; u < n; ++u) {
+    gets.push_back(PlanEntry{u, Side::contiguous(at, 5), Side::strided(1, Layout{1, 5, 6, 1, 0})});
+    // my five elements into my slot of every unit's y (slot me * 6)
+    puts.push_back(
+        PlanEntry{u, Side::contiguous(at, 5), Side::contiguous(static_cast<std::size_t>(me) * 6, 5)});
+    at += 5;
+  }
+  if (n > 5) GTEST_SKIP() << "the put slots fit 5 units";
+  const auto mode = locus::RemoteMode::message;
+  locus::GetPlan<double> rma(x.gptr(), gets), get(x.gptr(), gets, locus::Route::automatic, mode);
+  locus::PutPlan<double> put(y.gptr(), puts, locus::Route::automatic, mode);
+  const RemoteRequests way = me == 0   ? RemoteRequests::eager
+                             : me == 1 ? RemoteRequests::persistent
+                                       : RemoteRequests::immediate;
+  get.requests(way);
+  put.requests(way);
+  bool remote = false;
+  for (int u = 0; u < n; ++u) remote = remote || !world().same_node(u);
+  EXPECT_EQ(get.requests(), remote ? way : RemoteRequests::immediate);
+  std::vector<double> want(at), got(at), mine(at);
+  for (int step = 0; step < 8; ++step) {
+    for (std::size_t i = 0; i < part; ++i) x.data()[i] = value(me, i, step);
+    std::fill(y.data(), y.data() + part, -1.0);
+    for (std::size_t i = 0; i < at; ++i) mine[i] = value(me, i, step + 100);
+    locus::barrier(world());
+    rma.execute(want.data());
+    get.execute(got.data());
+    put.execute(mine.data());
+    locus::barrier(world());
+    EXPECT_EQ(got, want) << "step " << step;
+    for (int u = 0; u < n; ++u)
+      for (std::size_t k = 0; k < 5; ++k)
+        EXPECT_EQ(y.data()[static_cast<std::size_t>(u) * 6 + k],
+                  value(u, static_cast<std::size_t>(me) * 5 + k, step + 100))
+            << "step " << step << " from unit " << u;
+  }
+  // more than kEagerMaxBytes per pair: eager is not taken
+  locus::Array<char> big(world(), 8192);
+  std::vector<PlanEntry> whole;
+  for (int u = 0; u < n; ++u)
+    whole.push_back(PlanEntry{u, Side::contiguous(0, 8192), Side::contiguous(0, 8192)});
+  locus::GetPlan<char> large(big.gptr(), {whole[static_cast<std::size_t>((me + 1) % n)]},
+                             locus::Route::automatic, mode);
+  large.requests(RemoteRequests::eager);
+  EXPECT_NE(large.requests(), RemoteRequests::eager);
+  locus::barrier(world());
+}
+
 // Units that build one collective plan with different routes get an error
 // together (not a hang).
 TEST(Plans, DisagreeingRoutesAreAnErrorOnEveryUnit) {

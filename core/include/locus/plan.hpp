@@ -74,8 +74,8 @@ void plan_start(PlanImpl& p, void* local_base);
 void plan_wait(PlanImpl& p);
 std::size_t plan_remote_entries(const PlanImpl& p);
 bool plan_message(const PlanImpl& p, int unit);
-void plan_set_persistent(PlanImpl& p, bool on);
-bool plan_persistent(const PlanImpl& p);
+void plan_set_requests(PlanImpl& p, RemoteRequests way);
+RemoteRequests plan_requests(const PlanImpl& p);
 void destroy_plan(PlanImpl* p);
 struct PlanDeleter {
   void operator()(PlanImpl* p) const { destroy_plan(p); }
@@ -114,12 +114,17 @@ class TransferPlan {
   // Transfers between this unit and `unit` travel as messages, in either
   // direction (my entries to it, or its entries to me): no flags needed.
   bool message(int unit) const { return detail::plan_message(*impl_, unit); }
-  // Whether this unit posts its messages as persistent requests
-  // (MPI_Send_init/MPI_Recv_init once per local buffer, MPI_Startall at each
-  // start; comm.remote_requests decides at construction). Local to the
-  // unit (a persistent send matches any receive); set between executions.
-  bool persistent_requests() const { return detail::plan_persistent(*impl_); }
-  void persistent_requests(bool on) { detail::plan_set_persistent(*impl_, on); }
+  // How this unit posts its messages (comm.remote_requests decides at
+  // construction; never automatic): immediate requests, persistent ones
+  // (MPI_Send_init/MPI_Recv_init once per local buffer, MPI_Startall at
+  // each start) or eager sends (MPI_Irecv, then blocking MPI_Send). Local
+  // to the unit (any send matches any receive); set between executions.
+  // Asking for eager on a plan whose pairs move more than kEagerMaxBytes
+  // gives immediate. Without message pairs: immediate.
+  RemoteRequests requests() const { return detail::plan_requests(*impl_); }
+  void requests(RemoteRequests way) { detail::plan_set_requests(*impl_, way); }
+  bool persistent_requests() const { return requests() == RemoteRequests::persistent; }
+  void persistent_requests(bool on) { requests(on ? RemoteRequests::persistent : RemoteRequests::immediate); }
 
  private:
   std::unique_ptr<detail::PlanImpl, detail::PlanDeleter> impl_;
@@ -138,7 +143,8 @@ bool message_route(int team, int unit, double bytes, RemoteMode mode = RemoteMod
 // largest bytes per execution of each (for the run summary).
 struct RemoteRoutes {
   long message_pairs = 0, rma_pairs = 0;
-  long persistent_plans = 0, immediate_plans = 0;  // plans with message pairs, by how they post
+  long persistent_plans = 0, immediate_plans = 0,
+       eager_plans = 0;  // plans with message pairs, by how they post
   double message_max_bytes = 0, rma_max_bytes = 0;
 };
 RemoteRoutes remote_routes();

@@ -103,15 +103,26 @@ enum class RemoteFaces { packed, direct };
 
 // comm.remote_requests: how a plan's message pairs are posted: immediate
 // (MPI_Isend/MPI_Irecv at every start), persistent (MPI_Send_init/
-// MPI_Recv_init once per local buffer, MPI_Startall at every start), or
-// automatic (persistent where the calibration's persistent_us beats its
-// message_us at the plan's size; immediate without those figures).
-enum class RemoteRequests { immediate, persistent, automatic };
+// MPI_Recv_init once per local buffer, MPI_Startall at every start), eager
+// (MPI_Irecv of every receive, then each send by a blocking MPI_Send:
+// below the library's eager limit it returns at once and needs no request;
+// only for plans whose message pairs move at most kEagerMaxBytes, larger
+// ones post immediate requests), or automatic (the fastest of the three at
+// the plan's size by the calibration's message_us, persistent_us and
+// eager_us; immediate without those figures).
+enum class RemoteRequests { immediate, persistent, eager, automatic };
+
+// The largest message pair (bytes per execution) a plan sends by blocking
+// MPI_Send: under the smallest eager limit of the libraries locus runs on
+// (Open MPI's shared-memory transport: 4 KiB), so that the send completes
+// without the receiver.
+constexpr double kEagerMaxBytes = 4096;
 
 // One calibrated message size: time per exchange by each route (and by
-// the message route with persistent requests; 0 when not measured).
+// the message route with persistent requests and with eager sends; 0 when
+// not measured).
 struct RemotePoint {
-  double bytes = 0, message_us = 0, rma_us = 0, persistent_us = 0;
+  double bytes = 0, message_us = 0, rma_us = 0, persistent_us = 0, eager_us = 0;
 };
 struct RemoteSettings {
   RemoteMode mode = RemoteMode::automatic;
@@ -126,10 +137,11 @@ struct RemoteSettings {
   // interpolation; the end points beyond the range), or message without a
   // calibration.
   bool message_for(double bytes) const;
-  // Whether a plan whose message pairs exchange up to `bytes` posts
-  // persistent requests (comm.remote_requests; automatic: the calibration's
-  // persistent_us against message_us, interpolated as above).
-  bool persistent_for(double bytes) const;
+  // How a plan whose message pairs exchange up to `bytes` posts them
+  // (comm.remote_requests; automatic: the least of the calibration's
+  // message_us, persistent_us and eager_us, interpolated as above, eager
+  // only up to kEagerMaxBytes). Never automatic.
+  RemoteRequests requests_for(double bytes) const;
 };
 
 struct CommSettings {
