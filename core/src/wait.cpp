@@ -29,17 +29,17 @@ void wait_yielding(MPI_Request& req) {
   }
 }
 
-// One request at a time: with MPICH 4.0 (ch4:ucx, MPI_THREAD_MULTIPLE) an
-// MPI_Test per poll costs less than an MPI_Testall of the whole set, and
-// an 8-byte exchange finishes 5-10 % sooner (bench/exchange).
+// One request alone is tested by MPI_Test: with MPICH 4.0 (ch4:ucx,
+// MPI_THREAD_MULTIPLE) a poll by MPI_Testall of one request costs 20 ns
+// more, 5 % of an 8-byte exchange. Several are tested together: testing
+// them one by one is slower when the first is a receive (a two-rank
+// exchange of 8 bytes: 0.437 against 0.406 us).
 void wait_all_yielding(std::vector<MPI_Request>& reqs) {
-  unsigned spins = 0;
-  for (MPI_Request& r : reqs) {
-    int flag = 0;
-    for (;; relax(spins)) {
-      MPI_Test(&r, &flag, MPI_STATUS_IGNORE);
-      if (flag) break;
-    }
+  if (reqs.size() == 1) return wait_yielding(reqs.front());
+  int flag = 0;
+  for (unsigned spins = 0;; relax(spins)) {
+    MPI_Testall(static_cast<int>(reqs.size()), reqs.data(), &flag, MPI_STATUSES_IGNORE);
+    if (flag) return;
   }
 }
 
