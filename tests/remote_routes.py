@@ -15,10 +15,12 @@ the route the summary reports is the one taken:
     to the vector mode;
   * the message route with persistent requests (comm.remote_requests:
     persistent; MPI_Send_init/MPI_Recv_init once per field, MPI_Startall
-    per exchange) and immediate ones: identical, and the summary counts
-    the plans that post each way;
+    per exchange), immediate ones and eager sends (MPI_Irecv, then a
+    blocking MPI_Send; plans of at most 4096 B per pair, larger ones
+    immediate): identical, and the summary counts the plans that post
+    each way;
   * a calibration file that cannot be read, is malformed (a time not
-    positive, persistent_us included), a FIFO or a directory is a clear
+    positive, persistent_us and eager_us included), a FIFO or a directory is a clear
     error naming the key and the file, on every rank, without a hang.
 
     remote_routes.py NP
@@ -63,14 +65,23 @@ def check_routes(label, s, route, remote_pairs):
         check(m + q > 0, "%s: auto decided no pair" % label)
 
 
+KINDS = ("persistent", "immediate", "eager")
+EAGER_MAX_BYTES = 4096  # locus::kEagerMaxBytes
+
+
 def check_requests(label, s, sets):
-    """comm.remote_requests forced: unit 0's message plans all post that way."""
+    """comm.remote_requests forced: unit 0's message plans all post that way
+    (eager: those of at most EAGER_MAX_BYTES per pair; larger ones
+    immediate)."""
     r = s["remote"]
-    for kind in ("persistent", "immediate"):
-        if "comm.remote_requests=" + kind in sets:
-            other = "immediate" if kind == "persistent" else "persistent"
-            check(r["requests"] == kind and r[kind + "_plans_unit0"] > 0 and r[other + "_plans_unit0"] == 0,
-                  "%s: summary says %s" % (label, r))
+    for kind in KINDS:
+        if "comm.remote_requests=" + kind not in sets:
+            continue
+        plans = {k: r[k + "_plans_unit0"] for k in KINDS}
+        fallback = kind == "eager" and r["message_max_bytes"] > EAGER_MAX_BYTES
+        ok = r["requests"] == kind and plans[kind] + (plans["immediate"] if fallback else 0) > 0
+        ok = ok and all(n == 0 for k, n in plans.items() if k != kind and not (fallback and k == "immediate"))
+        check(ok, "%s: summary says %s" % (label, r))
 
 
 def heat3d():
@@ -101,7 +112,7 @@ def heat3d():
                            "comm.remote_faces=packed"], "message", True))
             # persistent and immediate requests, direct and packed faces
             # (at 2 ranks: 4 over-subscribe the 2 cores)
-            for req in ("persistent", "immediate") if NP == 2 else ():
+            for req in KINDS if NP == 2 else ():
                 for faces in ("direct", "packed"):
                     cases.append(("%s node1 message %s %s" % (halo, req, faces), NP,
                                   ["comm.halo=" + halo, "runtime.node_size=1", "comm.remote=message",
@@ -135,10 +146,10 @@ def poisson5pt():
             extra=["-q"])
     ref = dataset(os.path.join(OUT, "pref", "default.h5"), "solution")
     for halo in ("locus", "locus-nb"):
-        for route in ROUTES + ["message persistent"]:
+        for route in ROUTES + ["message persistent", "message eager"]:
             label = "%s node1 %s" % (halo, route)
             d = os.path.join(OUT, "poisson_" + label.replace(" ", "_"))
-            sets = ["comm.remote=" + route.split()[0]] + (["comm.remote_requests=persistent"] if " " in route else [])
+            sets = ["comm.remote=" + route.split()[0]] + ["comm.remote_requests=" + w for w in route.split()[1:]]
             p, _ = run_app("poisson5pt", POISSON, NP, base + ["comm.halo=" + halo, "runtime.node_size=1",
                                                                "output.dir=" + d] + sets, extra=["-q"])
             check_routes("poisson5pt " + label, summary(p.stdout), route.split()[0], NP > 1)
@@ -156,8 +167,8 @@ def spmv():
         p, _ = run_app("spmv", SPMV, NP, sets, extra=["--quiet"])
         return dataset(os.path.join(OUT, name + ".h5"), "y"), summary(p.stdout)
     ref, _ = run("spmv_vector", ["spmv.mode=vector"])
-    for route in ROUTES + ["message persistent"]:
-        sets = ["comm.remote=" + route.split()[0]] + (["comm.remote_requests=persistent"] if " " in route else [])
+    for route in ROUTES + ["message persistent", "message eager"]:
+        sets = ["comm.remote=" + route.split()[0]] + ["comm.remote_requests=" + w for w in route.split()[1:]]
         y, s = run("spmv_rma_" + route.replace(" ", "_"), ["spmv.mode=rma"] + sets)
         check_routes("spmv rma " + route, s, route.split()[0], NP > 1)
         if NP > 1:
@@ -173,10 +184,15 @@ def bad_calibration():
     negative = os.path.join(OUT, "negative.yaml")
     with open(negative, "w") as f:
         f.write("points:\n  - {bytes: 8, message_us: 1.0, rma_us: 2.0, persistent_us: -1}\n")
+    eager_zero = os.path.join(OUT, "eager_zero.yaml")
+    with open(eager_zero, "w") as f:
+        f.write("points:\n  - {bytes: 8, message_us: 1.0, rma_us: 2.0}\n  - {bytes: 64, message_us: 1.0, rma_us: 2.0, "
+                "eager_us: 0}\n")
     fifo = os.path.join(OUT, "calibration.fifo")  # opening it would block: refused before
     if not os.path.exists(fifo):
         os.mkfifo(fifo)
     for path, words in ((bad, ["points[1]", "line 3"]), (negative, ["points[0]", "line 2", "must be positive"]),
+                        (eager_zero, ["points[1]", "line 3", "must be positive"]),
                         (os.path.join(OUT, "missing.yaml"), ["cannot read"]),
                         (fifo, ["not a regular file (a FIFO"]), (OUT, ["not a regular file (a directory)"])):
         p, _ = run_app("heat3d", HEAT, NP, HEAT_BASE + ["comm.remote=auto", "comm.remote_calibration=" + path,
