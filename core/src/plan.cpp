@@ -543,9 +543,10 @@ void plan_wait(PlanImpl& p) {
   p.handles.clear();
   if (!p.requests.empty()) wait_all_yielding(p.requests);
   p.requests.clear();
-  if (!p.messages.empty()) wait_all_yielding(p.messages);
+  // (sends first: wait_each_yielding)
+  if (!p.messages.empty()) wait_each_yielding(p.messages);
   p.messages.clear();
-  if (p.started && !p.started->empty()) wait_all_yielding(*p.started);  // (they stay, inactive)
+  if (p.started && !p.started->empty()) wait_each_yielding(*p.started);  // (they stay, inactive)
   p.started = nullptr;
   for (const auto& [win, unit] : p.in_flight) MPI_Win_flush(unit, win);
   p.in_flight.clear();

@@ -43,6 +43,15 @@ void wait_all_yielding(std::vector<MPI_Request>& reqs) {
   }
 }
 
+void wait_each_yielding(std::vector<MPI_Request>& reqs) {
+  unsigned spins = 0;
+  for (MPI_Request& r : reqs)
+    for (int flag = 0;; relax(spins)) {
+      MPI_Test(&r, &flag, MPI_STATUS_IGNORE);
+      if (flag) break;
+    }
+}
+
 void barrier_yielding(MPI_Comm comm) {
   MPI_Request req;
   MPI_Ibarrier(comm, &req);

@@ -23,6 +23,12 @@ void relax_with_progress(unsigned& spins, MPI_Comm comm);
 
 void wait_yielding(MPI_Request& req);
 void wait_all_yielding(std::vector<MPI_Request>& reqs);
+// The same, one request after the other, each polled by MPI_Test: cheaper
+// per poll than MPI_Testall, and as fast as MPI_Waitall when the requests
+// that complete first come first (sends before receives: a transfer
+// plan's order). With a receive first it is slower (MPICH, 8 KiB: 2.4
+// against 1.9 us per exchange).
+void wait_each_yielding(std::vector<MPI_Request>& reqs);
 
 // MPI_Barrier and MPI_Allreduce done with their non-blocking forms and a
 // yielding wait.
