@@ -160,23 +160,23 @@ RemoteSettings remote_settings(const Config& c) {
 }  // namespace
 
 namespace {
-// Whether time X is at most time Y at `bytes`: the nearest calibrated
-// sizes, log-linear in between, the end points beyond the range.
+// Whether time X, times `scale`, is at most time Y at `bytes`: the nearest
+// calibrated sizes, log-linear in between, the end points beyond the range.
 bool at_most(const std::vector<RemotePoint>& points, double bytes, double RemotePoint::*x,
-             double RemotePoint::*y) {
-  if (bytes <= points.front().bytes) return points.front().*x <= points.front().*y;
-  if (bytes >= points.back().bytes) return points.back().*x <= points.back().*y;
+             double RemotePoint::*y, double scale = 1.0) {
+  if (bytes <= points.front().bytes) return scale * points.front().*x <= points.front().*y;
+  if (bytes >= points.back().bytes) return scale * points.back().*x <= points.back().*y;
   std::size_t i = 1;
   while (points[i].bytes < bytes) ++i;
   const RemotePoint &a = points[i - 1], &b = points[i];
   const double w = std::log(bytes / a.bytes) / std::log(b.bytes / a.bytes);
-  return a.*x + w * (b.*x - a.*x) <= a.*y + w * (b.*y - a.*y);
+  return scale * (a.*x + w * (b.*x - a.*x)) <= a.*y + w * (b.*y - a.*y);
 }
 }  // namespace
 
 bool RemoteSettings::message_for(double bytes) const {
   if (points.empty()) return true;
-  return at_most(points, bytes, &RemotePoint::message_us, &RemotePoint::rma_us);
+  return at_most(points, bytes, &RemotePoint::message_us, &RemotePoint::rma_us, 1.0 - kRmaMargin);
 }
 
 RemoteRequests RemoteSettings::requests_for(double bytes) const {

@@ -204,6 +204,12 @@ TEST(RemoteCalibration, RouteAndRequestsBySize) {
   EXPECT_TRUE(r.message_for(512));
   EXPECT_FALSE(r.message_for(8192));
   EXPECT_FALSE(r.message_for(1e6));
+  // RMA only where it beats messages by more than kRmaMargin: 4 % is a tie
+  r.points[2].rma_us = 4.8;
+  EXPECT_TRUE(r.message_for(8192));
+  r.points[2].rma_us = 5.0 * (1.0 - locus::kRmaMargin) - 0.01;
+  EXPECT_FALSE(r.message_for(8192));
+  r.points[2].rma_us = 4.0;
   EXPECT_EQ(r.requests_for(8), RemoteRequests::immediate);     // persistent 1.5 against 1.0
   EXPECT_EQ(r.requests_for(512), RemoteRequests::persistent);  // 1.0 against 2.0
   EXPECT_EQ(r.requests_for(1e6), RemoteRequests::persistent);

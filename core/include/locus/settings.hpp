@@ -118,6 +118,13 @@ enum class RemoteRequests { immediate, persistent, eager, automatic };
 // without the receiver.
 constexpr double kEagerMaxBytes = 4096;
 
+// comm.remote: auto takes RMA for a pair only where the calibration's
+// rma_us is this fraction below message_us. Nearer, the two are level
+// within the calibration's run-to-run noise (5 %: one route won 32 KiB
+// and 128 KiB in one run and lost them in the next), and messages are the
+// safe side: a notified get also waits for the owner's flag.
+constexpr double kRmaMargin = 0.05;
+
 // One calibrated message size: time per exchange by each route (and by
 // the message route with persistent requests and with eager sends; 0 when
 // not measured).
@@ -133,9 +140,9 @@ struct RemoteSettings {
   RemoteFaces faces = RemoteFaces::direct;  // comm.remote_faces
   RemoteRequests requests = RemoteRequests::automatic;  // comm.remote_requests
   // The route of a pair exchanging `bytes` in one plan execution (mode
-  // automatic): the faster at the nearest calibrated sizes (log-linear
-  // interpolation; the end points beyond the range), or message without a
-  // calibration.
+  // automatic): by the nearest calibrated sizes (log-linear interpolation;
+  // the end points beyond the range), RMA only where it beats messages by
+  // more than kRmaMargin, else message (also without a calibration).
   bool message_for(double bytes) const;
   // How a plan whose message pairs exchange up to `bytes` posts them
   // (comm.remote_requests; automatic: the least of the calibration's
