@@ -65,8 +65,12 @@ bool all_same_node(const locus::Team& team) {
 Samples interleave(long repeats, const std::vector<std::string>& names,
                    const std::function<double(const std::string& name, long repeat)>& run) {
   Samples out;
+  const std::size_t n = names.size();
   for (long rep = 0; rep < repeats; ++rep)
-    for (const std::string& name : names) out[name].push_back(run(name, rep));
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::string& name = names[(i + static_cast<std::size_t>(rep)) % n];
+      out[name].push_back(run(name, rep));
+    }
   return out;
 }
 

@@ -54,7 +54,10 @@ bool all_same_node(const locus::Team& team);
 // Seconds of every run of every variant, by variant name.
 using Samples = std::map<std::string, std::vector<double>>;
 
-// Repeat r (0 .. repeats-1) runs every variant of `names` once, in order;
+// Repeat r (0 .. repeats-1) runs every variant of `names` once, starting at
+// variant r (mod their number), so that no variant always runs first or
+// after the same one (spmv: the mode listed first in bench.modes read 2-4 %
+// faster than the same product listed second, rounds in a fixed order);
 // run(name, r) does one timed run and returns its seconds.
 Samples interleave(long repeats, const std::vector<std::string>& names,
                    const std::function<double(const std::string& name, long repeat)>& run);
