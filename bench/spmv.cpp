@@ -64,6 +64,9 @@ locus::AppInfo app_info() {
       .real("bench.work_factor", 2.0, 0.1, 100.0,
             "ghost-cell: the workload takes about this many times the exchange alone (calibrated)")
       .boolean("bench.spmv", true, "run the spmv part")
+      .boolean("bench.two_copies", true,
+               "build every mode's operator twice, in opposite orders, and use the copies in turn "
+               "(the copy built later ran its local product 1-4 % slower); false: one copy each")
       .string("bench.label", "", "label for the CSV rows (default: real or emulated nodes)");
   locus::add_common_keys(s, "bench");
   return app;
@@ -244,10 +247,14 @@ spmv::GeneratorSpec generator(const Config& c, MPI_Comm comm, const std::string&
 }
 
 // One matrix in every mode: its operators, vectors and the figures of the
-// interleaved rounds.
+// interleaved rounds. ops[k] is mode k's operator; with bench.two_copies,
+// ops[modes + k] is its second copy, the copies built in opposite orders
+// (the copy built later reads a few percent slower, whichever mode it
+// belongs to), and round r uses copy r % 2. ys: one y per operator.
 struct MatrixRun {
   std::vector<std::string> modes;
   std::vector<std::unique_ptr<spmv::Operator>> ops;
+  std::size_t copies = 1;
   std::vector<std::vector<double>> ys;
   std::vector<ModeFigures> fig;
   std::vector<double> local_only, local_fraction, round_stream;
@@ -261,13 +268,20 @@ void set_up(Run& run, const std::string& mname, MatrixRun& m) {
   const std::vector<gidx> starts = spmv::partition(run.comm, raw, true);
   const spmv::RowBlock rows = spmv::redistribute(run.comm, raw, starts);
   raw = spmv::RowBlock{};
-  for (const auto& mode : m.modes)
-    m.ops.push_back(std::make_unique<spmv::Operator>(run.world, rows, starts, spmv::parse_mode(mode), 1));
+  m.copies = c.boolean("bench.two_copies") ? 2 : 1;
+  const std::size_t nm = m.modes.size();
+  m.ops.resize(m.copies * nm);
+  for (std::size_t k = 0; k < nm; ++k)
+    m.ops[k] = std::make_unique<spmv::Operator>(run.world, rows, starts, spmv::parse_mode(m.modes[k]), 1);
+  if (m.copies == 2)
+    for (std::size_t k = nm; k-- > 0;)
+      m.ops[nm + k] =
+          std::make_unique<spmv::Operator>(run.world, rows, starts, spmv::parse_mode(m.modes[k]), 1);
   const gidx n = m.ops[0]->rows();
   std::vector<double> xin(static_cast<std::size_t>(n));
   for (gidx i = 0; i < n; ++i)
     xin[i] = spmv::hash_uniform(7, static_cast<std::uint64_t>(m.ops[0]->first() + i));
-  m.ys.assign(m.modes.size(), std::vector<double>(static_cast<std::size_t>(n)));
+  m.ys.assign(m.ops.size(), std::vector<double>(static_cast<std::size_t>(n)));
   m.fig.assign(m.modes.size(), {});
   double b = m.ops[0]->model_bytes(), lb = m.ops[0]->local_model_bytes(), z = double(m.ops[0]->nnz());
   MPI_Allreduce(&b, &m.bytes, 1, MPI_DOUBLE, MPI_SUM, run.comm);
@@ -286,7 +300,7 @@ void time_modes(Run& run, MatrixRun& m) {
   const std::size_t bw_mib = static_cast<std::size_t>(c.integer("bench.stream_mib"));
   std::vector<std::string> names = m.modes;
   names.push_back("local-only");
-  bench::interleave(c.integer("bench.repeats"), names, [&](const std::string& name, long) {
+  bench::interleave(c.integer("bench.repeats"), names, [&](const std::string& name, long rep) {
     // The progress thread (runtime.progress.thread) runs only for the
     // thread mode: with 2 ranks on 2 cores it takes CPU time from every
     // other mode's products (1.5x at 48^3 on the Intel host).
@@ -303,8 +317,9 @@ void time_modes(Run& run, MatrixRun& m) {
       m.ops[0]->apply(m.ys[0].data());  // leave the baseline's y complete
       return tl;
     }
-    const std::size_t k =
+    const std::size_t mode =
         static_cast<std::size_t>(std::find(m.modes.begin(), m.modes.end(), name) - m.modes.begin());
+    const std::size_t k = mode + static_cast<std::size_t>(rep) % m.copies * m.modes.size();
     spmv::Operator& op = *m.ops[k];
     op.reset_times();
     locus::barrier(run.world);
@@ -315,11 +330,11 @@ void time_modes(Run& run, MatrixRun& m) {
     }
     const double t = max_over_ranks(run.comm, MPI_Wtime() - t0) / double(products);
     const spmv::ModeTimes& mt = op.times();
-    m.fig[k].per_product.push_back(t);
-    m.fig[k].local.push_back(max_over_ranks(run.comm, mt.local) / double(products));
-    m.fig[k].remote.push_back(max_over_ranks(run.comm, mt.remote) / double(products));
-    m.fig[k].post.push_back(max_over_ranks(run.comm, mt.post) / double(products));
-    m.fig[k].wait.push_back(max_over_ranks(run.comm, mt.wait) / double(products));
+    m.fig[mode].per_product.push_back(t);
+    m.fig[mode].local.push_back(max_over_ranks(run.comm, mt.local) / double(products));
+    m.fig[mode].remote.push_back(max_over_ranks(run.comm, mt.remote) / double(products));
+    m.fig[mode].post.push_back(max_over_ranks(run.comm, mt.post) / double(products));
+    m.fig[mode].wait.push_back(max_over_ranks(run.comm, mt.wait) / double(products));
     return t;
   });
   run.ctx.runtime().pause_progress_thread(false);
