@@ -271,12 +271,13 @@ void set_up(Run& run, const std::string& mname, MatrixRun& m) {
   m.copies = c.boolean("bench.two_copies") ? 2 : 1;
   const std::size_t nm = m.modes.size();
   m.ops.resize(m.copies * nm);
-  for (std::size_t k = 0; k < nm; ++k)
-    m.ops[k] = std::make_unique<spmv::Operator>(run.world, rows, starts, spmv::parse_mode(m.modes[k]), 1);
+  auto build = [&](std::size_t i) {  // operator i: mode i % nm
+    m.ops[i] =
+        std::make_unique<spmv::Operator>(run.world, rows, starts, spmv::parse_mode(m.modes[i % nm]), 1);
+  };
+  for (std::size_t k = 0; k < nm; ++k) build(k);
   if (m.copies == 2)
-    for (std::size_t k = nm; k-- > 0;)
-      m.ops[nm + k] =
-          std::make_unique<spmv::Operator>(run.world, rows, starts, spmv::parse_mode(m.modes[k]), 1);
+    for (std::size_t k = nm; k-- > 0;) build(nm + k);
   const gidx n = m.ops[0]->rows();
   std::vector<double> xin(static_cast<std::size_t>(n));
   for (gidx i = 0; i < n; ++i)

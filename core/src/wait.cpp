@@ -21,12 +21,20 @@ void relax_with_progress(unsigned& spins, MPI_Comm comm) {
   relax(spins);
 }
 
-void wait_yielding(MPI_Request& req) {
-  int flag = 0;
-  for (unsigned spins = 0;; relax(spins)) {
+namespace {
+// Polls one request by MPI_Test until it completes; `spins` carries over
+// between the requests of one wait.
+void test_until_done(MPI_Request& req, unsigned& spins) {
+  for (int flag = 0;; relax(spins)) {
     MPI_Test(&req, &flag, MPI_STATUS_IGNORE);
     if (flag) return;
   }
+}
+}  // namespace
+
+void wait_yielding(MPI_Request& req) {
+  unsigned spins = 0;
+  test_until_done(req, spins);
 }
 
 // One request alone is tested by MPI_Test: with MPICH 4.0 (ch4:ucx,
@@ -45,11 +53,7 @@ void wait_all_yielding(std::vector<MPI_Request>& reqs) {
 
 void wait_each_yielding(std::vector<MPI_Request>& reqs) {
   unsigned spins = 0;
-  for (MPI_Request& r : reqs)
-    for (int flag = 0;; relax(spins)) {
-      MPI_Test(&r, &flag, MPI_STATUS_IGNORE);
-      if (flag) break;
-    }
+  for (MPI_Request& r : reqs) test_until_done(r, spins);
 }
 
 void barrier_yielding(MPI_Comm comm) {
