@@ -54,6 +54,10 @@ locus::AppInfo app_info() {
       .string("bench.modes", "vector,overlap,task,thread,rma",
               "comma list of spmv modes (thread needs runtime.progress.thread: true)")
       .integer("bench.products", 20, 1, big, "products per measurement")
+      .integer("bench.warmup", 3, 0, big, "untimed products before each measurement")
+      .real("bench.settle_ms", 200.0, 0.0, 1e6,
+            "after each STREAM measurement, run the local product untimed this long (the products "
+            "after a STREAM sweep ran up to 2x slower for about 100 ms on this project's host)")
       .integer("bench.repeats", 5, 1, big, "interleaved rounds (medians reported)")
       .integer("bench.stream_mib", 64, 1, 1 << 20, "STREAM: MiB per array per rank")
       .boolean("bench.ghost", true, "run the ghost-cell benchmark")
@@ -64,9 +68,6 @@ locus::AppInfo app_info() {
       .real("bench.work_factor", 2.0, 0.1, 100.0,
             "ghost-cell: the workload takes about this many times the exchange alone (calibrated)")
       .boolean("bench.spmv", true, "run the spmv part")
-      .boolean("bench.two_copies", true,
-               "build every mode's operator twice, in opposite orders, and use the copies in turn "
-               "(the copy built later ran its local product 1-4 % slower); false: one copy each")
       .string("bench.label", "", "label for the CSV rows (default: real or emulated nodes)");
   locus::add_common_keys(s, "bench");
   return app;
@@ -247,14 +248,13 @@ spmv::GeneratorSpec generator(const Config& c, MPI_Comm comm, const std::string&
 }
 
 // One matrix in every mode: its operators, vectors and the figures of the
-// interleaved rounds. ops[k] is mode k's operator; with bench.two_copies,
-// ops[modes + k] is its second copy, the copies built in opposite orders
-// (the copy built later reads a few percent slower, whichever mode it
-// belongs to), and round r uses copy r % 2. ys: one y per operator.
+// interleaved rounds. ops[k] is mode k's operator. All of them share one
+// copy of the matrix (the first operator's), so that the modes differ in
+// their communication only, not in where their matrix lies in memory.
+// ys: one y per operator.
 struct MatrixRun {
   std::vector<std::string> modes;
   std::vector<std::unique_ptr<spmv::Operator>> ops;
-  std::size_t copies = 1;
   std::vector<std::vector<double>> ys;
   std::vector<ModeFigures> fig;
   std::vector<double> local_only, local_fraction, round_stream;
@@ -268,16 +268,9 @@ void set_up(Run& run, const std::string& mname, MatrixRun& m) {
   const std::vector<gidx> starts = spmv::partition(run.comm, raw, true);
   const spmv::RowBlock rows = spmv::redistribute(run.comm, raw, starts);
   raw = spmv::RowBlock{};
-  m.copies = c.boolean("bench.two_copies") ? 2 : 1;
-  const std::size_t nm = m.modes.size();
-  m.ops.resize(m.copies * nm);
-  auto build = [&](std::size_t i) {  // operator i: mode i % nm
-    m.ops[i] =
-        std::make_unique<spmv::Operator>(run.world, rows, starts, spmv::parse_mode(m.modes[i % nm]), 1);
-  };
-  for (std::size_t k = 0; k < nm; ++k) build(k);
-  if (m.copies == 2)
-    for (std::size_t k = nm; k-- > 0;) build(nm + k);
+  m.ops.push_back(std::make_unique<spmv::Operator>(run.world, rows, starts, spmv::parse_mode(m.modes[0]), 1));
+  for (std::size_t k = 1; k < m.modes.size(); ++k)
+    m.ops.push_back(std::make_unique<spmv::Operator>(*m.ops[0], spmv::parse_mode(m.modes[k])));
   const gidx n = m.ops[0]->rows();
   std::vector<double> xin(static_cast<std::size_t>(n));
   for (gidx i = 0; i < n; ++i)
@@ -292,21 +285,40 @@ void set_up(Run& run, const std::string& mname, MatrixRun& m) {
   for (std::size_t k = 0; k < m.ops.size(); ++k) m.ops[k]->apply(m.ys[k].data());  // warm-up
 }
 
+// The local product, untimed, for `seconds` (every rank stops together).
+// After a STREAM sweep of 3 x 64 MiB on both ranks, the products on this
+// project's host started up to 2x slower and took about 100 ms to recover
+// (hpcg27 64^3 and banded, two ranks; one process alone showed no
+// such thing): before settling was added, the mode whose round followed
+// the sweep read 10-18 % slower than the others.
+void settle(Run& run, MatrixRun& m, double seconds) {
+  const double t0 = MPI_Wtime();
+  for (int go = seconds > 0; go;) {
+    m.ops[0]->apply_local(m.ys[0].data());
+    go = MPI_Wtime() - t0 < seconds;
+    MPI_Allreduce(MPI_IN_PLACE, &go, 1, MPI_INT, MPI_MIN, run.comm);
+  }
+}
+
 // Interleaved rounds: every mode's products, then the local part alone
 // (same data, no communication) and the memory bandwidth right next to it
-// (the host's drifts).
+// (the host's drifts), then settle(). Each round first runs bench.warmup
+// products untimed.
 void time_modes(Run& run, MatrixRun& m) {
   const Config& c = run.ctx.config();
-  const long products = c.integer("bench.products");
+  const long products = c.integer("bench.products"), warmup = c.integer("bench.warmup");
   const std::size_t bw_mib = static_cast<std::size_t>(c.integer("bench.stream_mib"));
+  const double settle_s = c.real("bench.settle_ms") / 1e3;
+  settle(run, m, settle_s);  // the STREAM measurement at the start
   std::vector<std::string> names = m.modes;
   names.push_back("local-only");
-  bench::interleave(c.integer("bench.repeats"), names, [&](const std::string& name, long rep) {
+  bench::interleave(c.integer("bench.repeats"), names, [&](const std::string& name, long) {
     // The progress thread (runtime.progress.thread) runs only for the
     // thread mode: with 2 ranks on 2 cores it takes CPU time from every
     // other mode's products (1.5x at 48^3 on the Intel host).
     run.ctx.runtime().pause_progress_thread(name != "thread");
     if (name == "local-only") {
+      for (long p = 0; p < warmup; ++p) m.ops[0]->apply_local(m.ys[0].data());
       locus::barrier(run.world);
       const double t0 = MPI_Wtime();
       for (long p = 0; p < products; ++p) m.ops[0]->apply_local(m.ys[0].data());
@@ -315,13 +327,17 @@ void time_modes(Run& run, MatrixRun& m) {
       const double round_bw = measure_bandwidth(run.comm, bw_mib).best();
       m.local_fraction.push_back(m.lbytes / tl / 1e9 / (round_bw * run.ctx.size()));
       m.round_stream.push_back(round_bw);
+      settle(run, m, settle_s);
       m.ops[0]->apply(m.ys[0].data());  // leave the baseline's y complete
       return tl;
     }
-    const std::size_t mode =
+    const std::size_t k =
         static_cast<std::size_t>(std::find(m.modes.begin(), m.modes.end(), name) - m.modes.begin());
-    const std::size_t k = mode + static_cast<std::size_t>(rep) % m.copies * m.modes.size();
     spmv::Operator& op = *m.ops[k];
+    for (long p = 0; p < warmup; ++p) {
+      op.x();
+      op.apply(m.ys[k].data());
+    }
     op.reset_times();
     locus::barrier(run.world);
     const double t0 = MPI_Wtime();
@@ -331,11 +347,11 @@ void time_modes(Run& run, MatrixRun& m) {
     }
     const double t = max_over_ranks(run.comm, MPI_Wtime() - t0) / double(products);
     const spmv::ModeTimes& mt = op.times();
-    m.fig[mode].per_product.push_back(t);
-    m.fig[mode].local.push_back(max_over_ranks(run.comm, mt.local) / double(products));
-    m.fig[mode].remote.push_back(max_over_ranks(run.comm, mt.remote) / double(products));
-    m.fig[mode].post.push_back(max_over_ranks(run.comm, mt.post) / double(products));
-    m.fig[mode].wait.push_back(max_over_ranks(run.comm, mt.wait) / double(products));
+    m.fig[k].per_product.push_back(t);
+    m.fig[k].local.push_back(max_over_ranks(run.comm, mt.local) / double(products));
+    m.fig[k].remote.push_back(max_over_ranks(run.comm, mt.remote) / double(products));
+    m.fig[k].post.push_back(max_over_ranks(run.comm, mt.post) / double(products));
+    m.fig[k].wait.push_back(max_over_ranks(run.comm, mt.wait) / double(products));
     return t;
   });
   run.ctx.runtime().pause_progress_thread(false);

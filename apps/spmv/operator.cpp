@@ -69,6 +69,22 @@ struct Operator::TaskThread {
   std::thread thread;
 };
 
+// The split storage, built once from the rows: the local part (all rows,
+// columns < rows) and the remote part (only rows with halo entries; its
+// columns index x after the owned part), the thread ranges by nonzeros
+// over both, and what the rma plan is built from.
+struct Operator::Matrix {
+  std::vector<gidx> lptr;
+  std::vector<std::int32_t> lcol;
+  std::vector<double> lval;
+  std::vector<gidx> rrow, rptr;
+  std::vector<std::int32_t> rcol;
+  std::vector<double> rval;
+  std::vector<gidx> lsplit, rsplit;
+  std::vector<gidx> halo;    // the global columns of the halo, ascending
+  std::vector<gidx> starts;  // the partition: first row of every rank
+};
+
 namespace {
 
 constexpr int kTag = 7301;
@@ -108,17 +124,46 @@ Operator::Operator(locus::Team& team, RowBlock rows, const std::vector<gidx>& st
   first_ = rows.first;
   nrows_ = rows.rows();
 
-  const std::vector<gidx> halo = halo_columns(rows, first_, nrows_);
+  std::vector<gidx> halo = halo_columns(rows, first_, nrows_);
   const gidx nhalo = static_cast<gidx>(halo.size());
   locus::collective_require(
       comm, nrows_ + nhalo < INT_MAX,
       "spmv: rank " + std::to_string(me) + " would hold " + std::to_string(nrows_ + nhalo) +
           " entries of x (owned + halo), more than 32-bit local indices address; use more ranks");
   exchange_wish_lists(halo, starts);
-  split_storage(rows, halo);
+  split_storage(rows, std::move(halo), starts);
   rows = RowBlock{};  // the assembled copy is no longer needed
-  allocate_x(nhalo);
-  if (mode_ == Mode::rma) build_rma_plan(halo, starts);
+  set_up_mode();
+}
+
+// Everything but the matrix is the operator's own: the exchange lists are
+// copied (small), x and the mode's state are made anew.
+Operator::Operator(const Operator& like, Mode mode)
+    : team_(like.team_),
+      mode_(mode),
+      threads_(like.threads_),
+      n_(like.n_),
+      first_(like.first_),
+      nrows_(like.nrows_),
+      nnz_local_(like.nnz_local_),
+      nnz_remote_(like.nnz_remote_),
+      row_abs_max_(like.row_abs_max_),
+      a_(like.a_),
+      recv_rank_(like.recv_rank_),
+      send_rank_(like.send_rank_),
+      recv_off_(like.recv_off_),
+      recv_cnt_(like.recv_cnt_),
+      send_off_(like.send_off_),
+      send_idx_(like.send_idx_),
+      send_buf_(like.send_buf_.size()),
+      halo_(like.halo_) {
+  set_up_mode();
+}
+
+// x, then what the mode needs: the rma plan and flags, task's thread.
+void Operator::set_up_mode() {
+  allocate_x(static_cast<gidx>(a_->halo.size()));
+  if (mode_ == Mode::rma) build_rma_plan();
   if (mode_ == Mode::task) {
     locus::require_thread_level(MPI_THREAD_MULTIPLE, "spmv.mode: task");
     task_ = std::make_unique<TaskThread>();
@@ -171,9 +216,10 @@ void Operator::exchange_wish_lists(const std::vector<gidx>& halo, const std::vec
 
 // Split storage: the local part (my columns) of every row, the remote part
 // (halo columns, indexing x after the owned part) of the rows that have one.
-void Operator::split_storage(const RowBlock& rows, const std::vector<gidx>& halo) {
-  lptr_.assign(static_cast<std::size_t>(nrows_) + 1, 0);
-  rptr_.push_back(0);
+void Operator::split_storage(const RowBlock& rows, std::vector<gidx> halo, const std::vector<gidx>& starts) {
+  auto a = std::make_shared<Matrix>();
+  a->lptr.assign(static_cast<std::size_t>(nrows_) + 1, 0);
+  a->rptr.push_back(0);
   for (gidx r = 0; r < nrows_; ++r) {
     bool has_remote = false;
     double abs_sum = 0;
@@ -181,26 +227,29 @@ void Operator::split_storage(const RowBlock& rows, const std::vector<gidx>& halo
       const gidx c = rows.col[k];
       abs_sum += std::fabs(rows.val[k]);
       if (c >= first_ && c < first_ + nrows_) {
-        lcol_.push_back(static_cast<std::int32_t>(c - first_));
-        lval_.push_back(rows.val[k]);
+        a->lcol.push_back(static_cast<std::int32_t>(c - first_));
+        a->lval.push_back(rows.val[k]);
       } else {
         const gidx pos = std::lower_bound(halo.begin(), halo.end(), c) - halo.begin();
-        rcol_.push_back(static_cast<std::int32_t>(nrows_ + pos));
-        rval_.push_back(rows.val[k]);
+        a->rcol.push_back(static_cast<std::int32_t>(nrows_ + pos));
+        a->rval.push_back(rows.val[k]);
         has_remote = true;
       }
     }
     row_abs_max_ = std::max(row_abs_max_, abs_sum);
-    lptr_[r + 1] = static_cast<gidx>(lcol_.size());
+    a->lptr[r + 1] = static_cast<gidx>(a->lcol.size());
     if (has_remote) {
-      rrow_.push_back(r);
-      rptr_.push_back(static_cast<gidx>(rcol_.size()));
+      a->rrow.push_back(r);
+      a->rptr.push_back(static_cast<gidx>(a->rcol.size()));
     }
   }
-  nnz_local_ = static_cast<gidx>(lcol_.size());
-  nnz_remote_ = static_cast<gidx>(rcol_.size());
-  lsplit_ = split_by_nonzeros(lptr_, nrows_, threads_);
-  rsplit_ = split_by_nonzeros(rptr_, static_cast<gidx>(rrow_.size()), threads_);
+  nnz_local_ = static_cast<gidx>(a->lcol.size());
+  nnz_remote_ = static_cast<gidx>(a->rcol.size());
+  a->lsplit = split_by_nonzeros(a->lptr, nrows_, threads_);
+  a->rsplit = split_by_nonzeros(a->rptr, static_cast<gidx>(a->rrow.size()), threads_);
+  a->halo = std::move(halo);
+  a->starts = starts;
+  a_ = std::move(a);
 }
 
 // x lives in a segment: owned part, then the halo. On the staging path
@@ -223,7 +272,8 @@ void Operator::allocate_x(gidx nhalo) {
 
 // rma: the notification flags and one get plan from the owners' x (index
 // lists), or from their packed buffers on the staging path.
-void Operator::build_rma_plan(const std::vector<gidx>& halo, const std::vector<gidx>& starts) {
+void Operator::build_rma_plan() {
+  const std::vector<gidx>&halo = a_->halo, &starts = a_->starts;
   MPI_Comm comm = team_.comm();
   const int p = team_.size();
   rma_ = std::make_unique<RmaState>();
@@ -277,7 +327,7 @@ Operator::~Operator() {
 double Operator::model_bytes() const {
   const double nnz = static_cast<double>(nnz_local_ + nnz_remote_);
   const double rows = static_cast<double>(nrows_), halo = static_cast<double>(halo_.halo_entries);
-  const double rrows = static_cast<double>(rrow_.size());
+  const double rrows = static_cast<double>(a_->rrow.size());
   // values + 32-bit indices, row pointers, x owned + halo, y written; the
   // remote part re-reads and re-writes y on its rows and reads its row list
   return 12.0 * nnz + 8.0 * (rows + 1) + 8.0 * (rows + halo) + 8.0 * rows + rrows * (8.0 + 8.0 + 16.0);
@@ -301,9 +351,9 @@ double* Operator::x() {
 
 void Operator::local_rows(double* y, gidx r0, gidx r1) const {
   const double* x = xext_;
-  const gidx* ptr = lptr_.data();
-  const std::int32_t* col = lcol_.data();
-  const double* val = lval_.data();
+  const gidx* ptr = a_->lptr.data();
+  const std::int32_t* col = a_->lcol.data();
+  const double* val = a_->lval.data();
   // Four partial sums per row: a single chain of dependent adds makes a
   // 27-entry row latency-bound (4 cycles per add) instead of memory-bound.
   // The order is fixed by the row alone, so y is the same in every mode.
@@ -326,8 +376,8 @@ void Operator::remote_rows(double* y, gidx k0, gidx k1) const {
   const double* x = xext_;
   for (gidx kk = k0; kk < k1; ++kk) {
     double s = 0;
-    for (gidx k = rptr_[kk]; k < rptr_[kk + 1]; ++k) s += rval_[k] * x[rcol_[k]];
-    y[rrow_[kk]] += s;
+    for (gidx k = a_->rptr[kk]; k < a_->rptr[kk + 1]; ++k) s += a_->rval[k] * x[a_->rcol[k]];
+    y[a_->rrow[kk]] += s;
   }
 }
 
@@ -442,12 +492,12 @@ bool Operator::openmp_threads() const {
 }
 
 void Operator::compute_local(double* y) {
-  const LocalProduct f{lptr_.data(), lcol_.data(), lval_.data(), xext_, y, nrows_};
+  const LocalProduct f{a_->lptr.data(), a_->lcol.data(), a_->lval.data(), xext_, y, nrows_};
   if (openmp_threads()) {
 #pragma omp parallel num_threads(threads_)
     {
       const int t = omp_get_thread_num();
-      local_range(f.ptr, f.col, f.val, f.x, f.y, lsplit_[t], lsplit_[t + 1]);
+      local_range(f.ptr, f.col, f.val, f.x, f.y, a_->lsplit[t], a_->lsplit[t + 1]);
     }
     return;
   }
@@ -456,13 +506,13 @@ void Operator::compute_local(double* y) {
 }
 
 void Operator::compute_remote(double* y) {
-  const RemoteProduct f{rrow_.data(), rptr_.data(), rcol_.data(), rval_.data(), xext_, y};
-  const gidx nr = static_cast<gidx>(rrow_.size());
+  const RemoteProduct f{a_->rrow.data(), a_->rptr.data(), a_->rcol.data(), a_->rval.data(), xext_, y};
+  const gidx nr = static_cast<gidx>(a_->rrow.size());
   if (openmp_threads()) {
 #pragma omp parallel num_threads(threads_)
     {
       const int t = omp_get_thread_num();
-      for (gidx kk = rsplit_[t]; kk < rsplit_[t + 1]; ++kk) f(kk);
+      for (gidx kk = a_->rsplit[t]; kk < a_->rsplit[t + 1]; ++kk) f(kk);
     }
     return;
   }
@@ -479,7 +529,7 @@ void Operator::check_against_reference(const double* y) {
   {
     locus::Region region("spmv::reference");
     local_rows(ref.data(), 0, nrows_);
-    remote_rows(ref.data(), 0, static_cast<gidx>(rrow_.size()));
+    remote_rows(ref.data(), 0, static_cast<gidx>(a_->rrow.size()));
   }
   gidx differ = 0;
   for (gidx i = 0; i < nrows_; ++i) differ += std::memcmp(&ref[i], &y[i], sizeof(double)) != 0;

@@ -118,6 +118,10 @@ class Operator {
   // halo plan (wish lists exchanged explicitly) and, for rma, the transfer
   // plan and the notification flags.
   Operator(locus::Team& team, RowBlock rows, const std::vector<gidx>& starts, Mode mode, int threads);
+  // Collective: an operator in `mode` over the matrix of `like`, whose
+  // split storage it shares (not copied; x and the mode's communication
+  // are its own). The benchmark runs every mode on the same memory.
+  Operator(const Operator& like, Mode mode);
   ~Operator();
   Operator(const Operator&) = delete;
   Operator& operator=(const Operator&) = delete;
@@ -158,9 +162,9 @@ class Operator {
  private:
   // the constructor's steps
   void exchange_wish_lists(const std::vector<gidx>& halo, const std::vector<gidx>& starts);
-  void split_storage(const RowBlock& rows, const std::vector<gidx>& halo);
+  void split_storage(const RowBlock& rows, std::vector<gidx> halo, const std::vector<gidx>& starts);
   void allocate_x(gidx nhalo);
-  void build_rma_plan(const std::vector<gidx>& halo, const std::vector<gidx>& starts);
+  void build_rma_plan();
 
   void local_rows(double* y, gidx r0, gidx r1) const;
   void remote_rows(double* y, gidx k0, gidx k1) const;
@@ -179,16 +183,10 @@ class Operator {
   gidx n_ = 0, first_ = 0, nrows_ = 0;
   gidx nnz_local_ = 0, nnz_remote_ = 0;
   double row_abs_max_ = 0;
-  // local part: all rows, columns < nrows_
-  std::vector<gidx> lptr_;
-  std::vector<std::int32_t> lcol_;
-  std::vector<double> lval_;
-  // remote part: only rows with halo entries; columns index x_ext
-  std::vector<gidx> rrow_, rptr_;
-  std::vector<std::int32_t> rcol_;
-  std::vector<double> rval_;
-  // thread ranges (by nonzeros) over local rows and remote rows
-  std::vector<gidx> lsplit_, rsplit_;
+  // the split storage (operators made from another share it)
+  struct Matrix;
+  std::shared_ptr<const Matrix> a_;
+  void set_up_mode();
   // x: owned part then halo, in a locus segment (rma reads it in place);
   // on the staging path (comm.staging) in a View of the memory space
   // instead, which only kernels and copies touch
