@@ -296,7 +296,7 @@ void settle(Run& run, MatrixRun& m, double seconds) {
   for (int go = seconds > 0; go;) {
     m.ops[0]->apply_local(m.ys[0].data());
     go = MPI_Wtime() - t0 < seconds;
-    MPI_Allreduce(MPI_IN_PLACE, &go, 1, MPI_INT, MPI_MIN, run.comm);
+    locus::allreduce_yielding(MPI_IN_PLACE, &go, 1, MPI_INT, MPI_MIN, run.comm);
   }
 }
 
@@ -309,7 +309,7 @@ void time_modes(Run& run, MatrixRun& m) {
   const long products = c.integer("bench.products"), warmup = c.integer("bench.warmup");
   const std::size_t bw_mib = static_cast<std::size_t>(c.integer("bench.stream_mib"));
   const double settle_s = c.real("bench.settle_ms") / 1e3;
-  settle(run, m, settle_s);  // the STREAM measurement at the start
+  settle(run, m, settle_s);  // after the run's first STREAM measurement or the last matrix's rounds
   std::vector<std::string> names = m.modes;
   names.push_back("local-only");
   bench::interleave(c.integer("bench.repeats"), names, [&](const std::string& name, long) {

@@ -165,6 +165,7 @@ class Operator {
   void split_storage(const RowBlock& rows, std::vector<gidx> halo, const std::vector<gidx>& starts);
   void allocate_x(gidx nhalo);
   void build_rma_plan();
+  void set_up_mode();  // x and the mode's state (both constructors end here)
 
   void local_rows(double* y, gidx r0, gidx r1) const;
   void remote_rows(double* y, gidx k0, gidx k1) const;
@@ -186,7 +187,6 @@ class Operator {
   // the split storage (operators made from another share it)
   struct Matrix;
   std::shared_ptr<const Matrix> a_;
-  void set_up_mode();
   // x: owned part then halo, in a locus segment (rma reads it in place);
   // on the staging path (comm.staging) in a View of the memory space
   // instead, which only kernels and copies touch
