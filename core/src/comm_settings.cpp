@@ -242,7 +242,10 @@ CommSettings comm_settings(const Config& c) {
     s.htm_why = "off (comm.htm)";
   } else {
     s.htm = detail::cpu_has_rtm();
-    s.htm_why = s.htm ? "on (auto: the CPU has RTM)" : "off (auto: the CPU has no RTM)";
+    const bool hidden = cpu::features().hidden.find("rtm") != std::string::npos;
+    s.htm_why = s.htm      ? "on (auto: the CPU has RTM)"
+                : hidden ? "off (auto: RTM hidden by LOCUS_CPU_HIDE)"
+                         : "off (auto: the CPU has no RTM)";
   }
 #ifndef NDEBUG
   s.check = true;

@@ -13,14 +13,17 @@
 // whose RTM always aborts costs one attempt per run, not per chunk).
 // TransactionalBatch does the same for single elements at scattered
 // addresses (update_nbi). comm.htm: auto uses both where the CPU has RTM;
-// off never.
+// off never. Both check cpu_has_rtm() (locus/cpu.hpp: read once, hidden by
+// LOCUS_CPU_HIDE=rtm) before any XBEGIN, so on a CPU without RTM (every AMD
+// EPYC, Intel parts with TSX disabled) they take the atomics and never
+// issue the instruction.
 #include <cstddef>
 #include <cstdint>
 
+#include "locus/cpu.hpp"
 #include "locus/direct.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <cpuid.h>
 #include <immintrin.h>
 #define LOCUS_HTM_X86 1
 #else
@@ -29,18 +32,8 @@
 
 namespace locus::detail {
 
-// Whether the CPU offers RTM (CPUID leaf 7, EBX bit 11).
-inline bool cpu_has_rtm() noexcept {
-#if LOCUS_HTM_X86
-  static const bool yes = [] {
-    unsigned a = 0, b = 0, c = 0, d = 0;
-    return __get_cpuid_count(7, 0, &a, &b, &c, &d) && ((b >> 11) & 1u);
-  }();
-  return yes;
-#else
-  return false;
-#endif
-}
+// Whether the CPU offers RTM and it is not hidden (locus/cpu.hpp).
+inline bool cpu_has_rtm() noexcept { return LOCUS_HTM_X86 && cpu::features().rtm; }
 
 // Calls run(plain), plain(T& a, T v) applying op to a without atomics (the
 // body of a transaction).
@@ -90,7 +83,7 @@ void transactional_run(T* dst, const T* v, std::size_t n, const Plain& plain, co
   std::size_t k = 0;
 #if LOCUS_HTM_X86
   HtmCounts& counts = htm_counts();
-  int failed = 0;
+  int failed = cpu_has_rtm() ? 0 : kGiveUp;  // no RTM: straight to the atomics
   while (k < n && failed < kGiveUp) {
     const std::size_t m = n - k < kChunk ? n - k : kChunk;
     if (transaction(dst + k, v + k, m, plain)) {
@@ -131,7 +124,8 @@ template <class T, class Plain, class Atomic>
 class TransactionalBatch {
  public:
   static constexpr std::size_t kBatch = 16;
-  TransactionalBatch(const Plain& plain, const Atomic& atomic) : plain_(plain), atomic_(atomic) {}
+  TransactionalBatch(const Plain& plain, const Atomic& atomic)
+      : plain_(plain), atomic_(atomic), failed_(cpu_has_rtm() ? 0 : kGiveUp) {}
   ~TransactionalBatch() { flush(); }
   TransactionalBatch(const TransactionalBatch&) = delete;
   TransactionalBatch& operator=(const TransactionalBatch&) = delete;
@@ -165,7 +159,7 @@ class TransactionalBatch {
   T* dst_[kBatch];
   T v_[kBatch];
   std::size_t n_ = 0;
-  int failed_ = 0;
+  int failed_;  // aborts in a row; kGiveUp from the start without RTM
 };
 
 }  // namespace locus::detail

@@ -1,12 +1,15 @@
 // Same-node accumulate runs by hardware transactions (core/src/htm.hpp):
 // the same values as one CPU atomic per element, and atomic per element
 // when threads apply runs to the same elements at once, with transactions
-// and with plain CPU atomics mixed. On a CPU without RTM every run takes the
-// atomics and the same checks hold.
+// and with plain CPU atomics mixed. On a CPU without RTM (or with it hidden
+// by LOCUS_CPU_HIDE=rtm, as one CTest registration runs this) every run takes
+// the atomics and the same checks hold; no XBEGIN is issued. The fallback is
+// also tested in every run by hiding RTM inside the test.
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
 #include <thread>
 #include <vector>
 
@@ -22,6 +25,11 @@ using locus::detail::TransactionalBatch;
 
 namespace {
 
+struct HtmCountsDelta {
+  std::uint64_t commits = 0, aborts = 0;
+};
+void scattered_xor(std::vector<std::uint64_t>& t, std::uint64_t seed, std::size_t n);
+
 // One run of `dst` op= `v` by transactions (atomics where they abort).
 template <class T>
 void run(Op op, T* dst, const T* v, std::size_t n) {
@@ -30,7 +38,10 @@ void run(Op op, T* dst, const T* v, std::size_t n) {
   });
 }
 
-TEST(Htm, SameValuesAsCpuAtomics) {
+void same_values_as_cpu_atomics();
+TEST(Htm, SameValuesAsCpuAtomics) { same_values_as_cpu_atomics(); }
+
+void same_values_as_cpu_atomics() {
   const std::size_t n = 1000;  // 15 chunks of 64 doubles and a partial one
   for (Op op : {Op::sum, Op::min, Op::max, Op::replace}) {
     std::vector<double> a(n), b(n), v(n);
@@ -49,19 +60,73 @@ TEST(Htm, SameValuesAsCpuAtomics) {
   EXPECT_EQ(x, y);
 }
 
-TEST(Htm, CommitsWhereTheCpuHasRtm) {
+// Hides RTM for the scope (LOCUS_CPU_HIDE=rtm), restoring the variable after.
+class HiddenRtm {
+ public:
+  HiddenRtm() {
+    const char* old = std::getenv("LOCUS_CPU_HIDE");
+    had_ = old != nullptr;
+    if (had_) old_ = old;
+    setenv("LOCUS_CPU_HIDE", "rtm", 1);
+    locus::cpu::reset_for_tests();
+  }
+  ~HiddenRtm() {
+    if (had_)
+      setenv("LOCUS_CPU_HIDE", old_.c_str(), 1);
+    else
+      unsetenv("LOCUS_CPU_HIDE");
+    locus::cpu::reset_for_tests();
+  }
+
+ private:
+  bool had_ = false;
+  std::string old_;
+};
+
+// Runs of sums: the values, and the transactions counted.
+HtmCountsDelta sum_runs() {
   std::vector<double> a(4096, 0.0), v(4096, 1.0);
   const auto before = htm_counts();
   for (int r = 0; r < 10; ++r) run(Op::sum, a.data(), v.data(), a.size());
   const auto after = htm_counts();
-  for (double x : a) ASSERT_EQ(x, 10.0);
-  if (cpu_has_rtm())
-    EXPECT_GT(after.commits, before.commits) << "RTM reported but no transaction committed";
-  else
-    EXPECT_EQ(after.commits, before.commits);
-  std::printf("RTM %s: %llu transactions committed, %llu aborted\n", cpu_has_rtm() ? "present" : "absent",
-              static_cast<unsigned long long>(after.commits - before.commits),
-              static_cast<unsigned long long>(after.aborts - before.aborts));
+  for (double x : a) EXPECT_EQ(x, 10.0);
+  return {after.commits - before.commits, after.aborts - before.aborts};
+}
+
+TEST(Htm, CommitsWhereTheCpuHasRtm) {
+  if (!cpu_has_rtm())
+    GTEST_SKIP() << "this CPU has no RTM" << (locus::cpu::features().hidden.empty() ? "" : " (hidden by LOCUS_CPU_HIDE)")
+                 << ": the transactional path cannot run; the fallback is tested by the other Htm tests";
+  const HtmCountsDelta d = sum_runs();
+  EXPECT_GT(d.commits, 0u) << "RTM reported but no transaction committed";
+  std::printf("RTM present: %llu transactions committed, %llu aborted\n",
+              static_cast<unsigned long long>(d.commits), static_cast<unsigned long long>(d.aborts));
+}
+
+// The fallback on any CPU: with RTM hidden, no transaction is attempted
+// (none committed, none aborted) and the values are the same.
+TEST(Htm, HiddenRtmTakesTheAtomics) {
+  HiddenRtm hide;
+  ASSERT_FALSE(cpu_has_rtm());
+  const HtmCountsDelta d = sum_runs();
+  EXPECT_EQ(d.commits, 0u);
+  EXPECT_EQ(d.aborts, 0u) << "a transaction was attempted with RTM hidden";
+  std::vector<std::uint64_t> a(500, 3), b(500, 3);
+  const auto before = htm_counts();
+  scattered_xor(a, 9, 4000);
+  EXPECT_EQ(htm_counts().commits, before.commits);
+  EXPECT_EQ(htm_counts().aborts, before.aborts) << "a batch transaction was attempted with RTM hidden";
+  std::uint64_t r = 9;
+  for (std::size_t i = 0; i < 4000; ++i) {
+    r = r * 6364136223846793005ULL + 1442695040888963407ULL;
+    b[(r >> 33) % b.size()] ^= r;
+  }
+  EXPECT_EQ(a, b);
+}
+
+TEST(Htm, SameValuesWithRtmHidden) {
+  HiddenRtm hide;
+  same_values_as_cpu_atomics();
 }
 
 // Three threads add to the same 1024 doubles at once: two by runs

@@ -1,0 +1,58 @@
+#pragma once
+// What this CPU offers, read once per process: the instruction-set features
+// a host-only fast path relies on, and the cache sizes kernels block for.
+// Every path that uses one of them asks here, at run time, and has a
+// portable fallback; nothing is decided by the build machine's CPU.
+//
+// LOCUS_CPU_HIDE=rtm,avx2,avx512,stream (or "all") hides features from
+// every caller, so that a developer on any CPU runs the fallbacks (the test
+// suite registers runs with each hidden). LOCUS_CPU_CACHE=l1d:48k,l2:1m,l3:32m
+// replaces detected cache sizes (to try another CPU's blocking). A hidden
+// feature is reported as hidden in the summary's machine block.
+#include <cstddef>
+#include <string>
+
+namespace locus::cpu {
+
+struct Features {
+  bool rtm = false;               // Intel TSX restricted transactional memory (xbegin/xend)
+  bool avx2 = false;              // 256-bit integer/float vectors
+  bool avx512f = false;           // 512-bit vectors (foundation)
+  bool streaming_stores = false;  // 256-bit non-temporal stores (vmovntpd; needs AVX)
+  std::size_t l1d = 0;            // data cache per core, bytes (0: unknown)
+  std::size_t l2 = 0;             // per core (as the OS reports one instance), bytes
+  std::size_t l3 = 0;             // one instance (shared), bytes
+  std::string vendor;             // CPUID vendor string (GenuineIntel, AuthenticAMD, ...)
+  std::string hidden;             // features hidden by LOCUS_CPU_HIDE, comma-separated
+  std::string caches_from;        // "sysfs", "sysconf", "LOCUS_CPU_CACHE", "default"
+};
+
+// The features of this process's CPU after LOCUS_CPU_HIDE / LOCUS_CPU_CACHE
+// (read once, on first call; thread-safe).
+const Features& features();
+
+// Reads the features again (tests that change the environment variables).
+void reset_for_tests();
+
+// Detection pieces, exposed for tests.
+namespace detail {
+// Parses a LOCUS_CPU_HIDE value into f (hides what it names); throws
+// locus::Error naming the unknown word.
+void apply_hide(Features& f, const std::string& spec);
+// Parses a LOCUS_CPU_CACHE value ("l2:1m,l3:32m"); throws on a bad one.
+void apply_cache_override(Features& f, const std::string& spec);
+// A sysfs size string ("48K", "2048K", "32M") in bytes; 0 when unreadable.
+std::size_t parse_cache_size(const std::string& s);
+}  // namespace detail
+
+// "rtm avx2 avx512f streaming_stores" (what is present and not hidden).
+std::string feature_list();
+// "l1d 48 KiB, l2 2 MiB, l3 260 MiB (sysfs)".
+std::string cache_list();
+
+// Rows of a 3-plane stencil block (rows of `row_bytes` bytes, three planes
+// reread) that fit a share of L2: the cache blocking of heat3d's sweep.
+// Never below 4 or above `rows`.
+long stencil_block_rows(std::size_t row_bytes, long rows);
+
+}  // namespace locus::cpu
