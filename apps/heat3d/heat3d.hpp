@@ -69,6 +69,9 @@ class Solver {
   static constexpr int kTuneSteps = 8;
   // Which stores this rank's kernel uses, and why (for the summary).
   std::string stores_report() const;
+  // Rows of y per cache block of the sweep (from this CPU's L2; 0 before
+  // the first step).
+  long block_rows() const { return block_rows_; }
 
   // Collective reductions over the interior.
   double global_min() const;
@@ -97,6 +100,7 @@ class Solver {
   int tuned_steps_ = 0;
   double tune_seconds_[2] = {0.0, 0.0};  // cached, streaming
   bool streaming_ = false;
+  long block_rows_ = 0;
 };
 
 // The forward Euler 7-point update T' = T + a (rx (W - 2T + E) + ry (S -

@@ -5,15 +5,15 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
-#if defined(__x86_64__) && defined(__GNUC__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__CUDA_ARCH__)
 #include <immintrin.h>
-#define HEAT3D_AVX2 1
+#define HEAT3D_AVX2 1  // the host-only streaming-store refinement can be compiled
+#else
+#define HEAT3D_AVX2 0
 #endif
 
 #include "heat3d.hpp"
+#include "locus/cpu.hpp"
 #include "locus/error.hpp"
 #include "locus/kokkos.hpp"
 #include "locus/wait.hpp"
@@ -78,102 +78,47 @@ namespace {
 // The 7-point update of cells i0..i1 of one row into o; returns the
 // largest of m and |T_new - T_old| over them. Every cell is the same
 // expression, term for term, as in reference_step (no contraction into
-// fused multiply-adds: ISO C++ leaves it off, and no clone enables FMA),
-// so the fields are bitwise equal. The maximum is kept per vector lane and
-// folded at the end: max is exact and order-independent, so it equals the
-// reference's running maximum (|d| by clearing the sign bit, so -0.0 never
-// appears).
+// fused multiply-adds: ISO C++ leaves it off, and the CUDA build turns it
+// off), so the fields are bitwise equal. The maximum is exact and
+// order-independent, so the vectorised reduction equals the reference's
+// running maximum.
 //
-// SSE2 (every x86-64): two cells per register, four per iteration. The
-// west and east neighbours are not loaded: they are shuffled out of the
-// registers that hold the row's cells, so an iteration loads 2 row vectors
-// and 8 of the other four rows (10 loads, not 14 as with unaligned
-// west/east loads; on cores with two 128-bit load ports such as this
-// machine's, loads bound the in-cache update). Only the plane above (t)
-// comes from memory in a sweep, the other rows being re-read from cache:
-// it is prefetched kPrefetch bytes ahead, which the hardware prefetcher
-// alone does not sustain (measured +10-20 % out of cache). Where the CPU
-// has AVX2 the solver runs stencil_row_avx2 instead; this is the fallback.
-// Reads reach c[i0 - 2] and c[i1 + 2]: ghost cells, or for i0 = 1 and
-// i1 = nx the last cell of the row before and the first of the row after,
-// all inside the field.
-inline double scalar_cells(const double* __restrict c, const double* __restrict s, const double* __restrict n,
-                           const double* __restrict b, const double* __restrict t, double* __restrict o,
-                           long i0, long i1, const StencilCoefficients& k, double m) {
-  for (long i = i0; i <= i1; ++i) {
-    const double cc = c[i];
-    const double v =
-        (k.c0 * cc + k.cx * (c[i - 1] + c[i + 1])) + (k.cy * (s[i] + n[i]) + k.cz * (b[i] + t[i]));
-    o[i] = v;
-    const double d = std::fabs(v - cc);
-    m = d > m ? d : m;
-  }
-  return m;
-}
-
-#if defined(__SSE2__)
-constexpr long kPrefetch = 4096 / sizeof(double);
-
-inline __m128d cell_pair(__m128d w, __m128d cc, __m128d e, const double* s, const double* n, const double* b,
-                         const double* t, const StencilCoefficients& k) {
-  const __m128d x =
-      _mm_add_pd(_mm_mul_pd(_mm_set1_pd(k.c0), cc), _mm_mul_pd(_mm_set1_pd(k.cx), _mm_add_pd(w, e)));
-  const __m128d y = _mm_add_pd(_mm_mul_pd(_mm_set1_pd(k.cy), _mm_add_pd(_mm_loadu_pd(s), _mm_loadu_pd(n))),
-                               _mm_mul_pd(_mm_set1_pd(k.cz), _mm_add_pd(_mm_loadu_pd(b), _mm_loadu_pd(t))));
-  return _mm_add_pd(x, y);
-}
-
-#if defined(__GNUC__) && !defined(__clang__)
-__attribute__((target_clones("avx2", "default")))
-#endif
-double
-stencil_row(const double* __restrict c, const double* __restrict s, const double* __restrict n,
-            const double* __restrict b, const double* __restrict t, double* __restrict o, long i0, long i1,
-            StencilCoefficients k, double m) {
-  const __m128d mask = _mm_castsi128_pd(_mm_set1_epi64x(0x7fffffffffffffffLL));
-  long i = i0;
-  if (i1 - i0 >= 3) {
-    __m128d m0 = _mm_set1_pd(m), m1 = m0;
-    __m128d prev = _mm_loadu_pd(c + i - 2), cur = _mm_loadu_pd(c + i);
-    for (; i + 3 <= i1; i += 4) {
-      __builtin_prefetch(t + i + kPrefetch);
-      const __m128d next = _mm_loadu_pd(c + i + 2), after = _mm_loadu_pd(c + i + 4);
-      const __m128d mid = _mm_shuffle_pd(cur, next, 1);  // c[i+1], c[i+2]
-      const __m128d a0 = cell_pair(_mm_shuffle_pd(prev, cur, 1), cur, mid, s + i, n + i, b + i, t + i, k);
-      const __m128d a1 =
-          cell_pair(mid, next, _mm_shuffle_pd(next, after, 1), s + i + 2, n + i + 2, b + i + 2, t + i + 2, k);
-      _mm_storeu_pd(o + i, a0);
-      _mm_storeu_pd(o + i + 2, a1);
-      m0 = _mm_max_pd(m0, _mm_and_pd(_mm_sub_pd(a0, cur), mask));
-      m1 = _mm_max_pd(m1, _mm_and_pd(_mm_sub_pd(a1, next), mask));
-      prev = next;
-      cur = after;
+// This is the kernel of every execution space: plain C++ over the row,
+// vectorised by the compiler (LOCUS_SIMD_MAX), no intrinsic, no function
+// pointer. Reads reach c[i0 - 1] and c[i1 + 1]: ghost cells, all inside
+// the field.
+struct PortableRow {
+  KOKKOS_INLINE_FUNCTION static double cells(const double* __restrict c, const double* __restrict s,
+                                             const double* __restrict n, const double* __restrict b,
+                                             const double* __restrict t, double* __restrict o, long i0, long i1,
+                                             const StencilCoefficients& k, double m) {
+    LOCUS_SIMD_MAX(m)
+    for (long i = i0; i <= i1; ++i) {
+      const double cc = c[i];
+      const double v =
+          (k.c0 * cc + k.cx * (c[i - 1] + c[i + 1])) + (k.cy * (s[i] + n[i]) + k.cz * (b[i] + t[i]));
+      o[i] = v;
+      const double d = v > cc ? v - cc : cc - v;
+      m = d > m ? d : m;
     }
-    m0 = _mm_max_pd(m0, m1);
-    const double lo = _mm_cvtsd_f64(m0), hi = _mm_cvtsd_f64(_mm_unpackhi_pd(m0, m0));
-    m = lo > m ? lo : m;
-    m = hi > m ? hi : m;
+    return m;
   }
-  return scalar_cells(c, s, n, b, t, o, i, i1, k, m);
-}
-#else
-double stencil_row(const double* __restrict c, const double* __restrict s, const double* __restrict n,
-                   const double* __restrict b, const double* __restrict t, double* __restrict o, long i0,
-                   long i1, StencilCoefficients k, double m) {
-  return scalar_cells(c, s, n, b, t, o, i0, i1, k, m);
-}
-#endif
+};
 
 #if HEAT3D_AVX2
-// AVX2: four cells per register, eight (one cache line of o) per
-// iteration, the same operations in the same order as scalar_cells (no
-// FMA), so every kernel gives the same bits. With kStream the row's whole
-// lines of o are written with streaming stores (vmovntpd) and no line of
-// un is read for ownership: 16 bytes of memory traffic per cell instead of
-// 24; the cells before the first whole line and after the last take plain
-// stores. The caller fences once after the sweep (heat3d::store_fence), not
-// per row (a fence per row measured 0.68 against 0.87 of triad). Reads
-// reach c[i0 - 1] and c[i1 + 1].
+// The host-only refinement: AVX2 with streaming stores. The row's whole
+// lines of o are written with vmovntpd and no line of un is read for
+// ownership: 16 bytes of memory traffic per cell instead of 24; the cells
+// before the first whole line and after the last take the portable
+// kernel. The same operations in the same order as PortableRow (no FMA),
+// so it gives the same bits. Chosen at run time only where the CPU has
+// AVX2 (locus/cpu.hpp: not hidden) and the kernels run on the host. The
+// caller fences once after the sweep (store_fence), not per row (a fence
+// per row measured 0.68 against 0.87 of triad). The plane above (t) is
+// prefetched kPrefetch bytes ahead (+10-20 % out of cache on the Intel
+// host).
+constexpr long kPrefetch = 4096 / sizeof(double);
+
 __attribute__((target("avx2"), always_inline)) inline __m256d cell_quad(const double* c, const double* s,
                                                                         const double* n, const double* b,
                                                                         const double* t,
@@ -187,73 +132,49 @@ __attribute__((target("avx2"), always_inline)) inline __m256d cell_quad(const do
   return _mm256_add_pd(x, y);
 }
 
-template <bool kStream>
-__attribute__((target("avx2"))) double stencil_row_avx2(const double* __restrict c,
-                                                        const double* __restrict s,
-                                                        const double* __restrict n,
-                                                        const double* __restrict b,
-                                                        const double* __restrict t, double* __restrict o,
-                                                        long i0, long i1, StencilCoefficients k, double m) {
+__attribute__((target("avx2"))) double streaming_row_avx2(const double* __restrict c,
+                                                          const double* __restrict s,
+                                                          const double* __restrict n,
+                                                          const double* __restrict b,
+                                                          const double* __restrict t, double* __restrict o,
+                                                          long i0, long i1, const StencilCoefficients& k,
+                                                          double m) {
   long i = i0;
-  if (kStream) {  // up to the first whole line of o
-    while (i <= i1 && (reinterpret_cast<std::uintptr_t>(o + i) & 63) != 0) ++i;
-    m = scalar_cells(c, s, n, b, t, o, i0, std::min(i, i1 + 1) - 1, k, m);
-  }
+  while (i <= i1 && (reinterpret_cast<std::uintptr_t>(o + i) & 63) != 0) ++i;  // to the first whole line
+  m = PortableRow::cells(c, s, n, b, t, o, i0, std::min(i, i1 + 1) - 1, k, m);
   const __m256d mask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffLL));
   __m256d m0 = _mm256_set1_pd(m), m1 = m0;
   for (; i + 7 <= i1; i += 8) {
     __builtin_prefetch(t + i + kPrefetch);
     const __m256d a0 = cell_quad(c + i, s + i, n + i, b + i, t + i, k);
     const __m256d a1 = cell_quad(c + i + 4, s + i + 4, n + i + 4, b + i + 4, t + i + 4, k);
-    if (kStream) {
-      _mm256_stream_pd(o + i, a0);
-      _mm256_stream_pd(o + i + 4, a1);
-    } else {
-      _mm256_storeu_pd(o + i, a0);
-      _mm256_storeu_pd(o + i + 4, a1);
-    }
+    _mm256_stream_pd(o + i, a0);
+    _mm256_stream_pd(o + i + 4, a1);
     m0 = _mm256_max_pd(m0, _mm256_and_pd(_mm256_sub_pd(a0, _mm256_loadu_pd(c + i)), mask));
     m1 = _mm256_max_pd(m1, _mm256_and_pd(_mm256_sub_pd(a1, _mm256_loadu_pd(c + i + 4)), mask));
   }
   alignas(32) double lanes[4];
   _mm256_store_pd(lanes, _mm256_max_pd(m0, m1));
   for (double x : lanes) m = x > m ? x : m;
-  return scalar_cells(c, s, n, b, t, o, i, i1, k, m);
+  return PortableRow::cells(c, s, n, b, t, o, i, i1, k, m);
 }
-#endif
 
-// One row of the update: the kernel the solver chose (row_kernel).
-using RowKernel = double (*)(const double*, const double*, const double*, const double*, const double*,
-                             double*, long, long, StencilCoefficients, double);
-
-struct Stencil {
-  Field3D u, un;
-  StencilCoefficients co;
-  long nx, ny, nz;
-  RowKernel row;
-
-  KOKKOS_INLINE_FUNCTION double cells(long k, long j, long i0, long i1, double m) const {
-    return row(&u(k, j, 0), &u(k, j - 1, 0), &u(k, j + 1, 0), &u(k - 1, j, 0), &u(k + 1, j, 0), &un(k, j, 0),
-               i0, i1, co, m);
+struct StreamingRow {
+  static double cells(const double* c, const double* s, const double* n, const double* b, const double* t,
+                      double* o, long i0, long i1, const StencilCoefficients& k, double m) {
+    return streaming_row_avx2(c, s, n, b, t, o, i0, i1, k, m);
   }
 };
+#endif
 
+// Whether the host refinement may run: AVX2 streaming stores on this CPU
+// (not hidden by LOCUS_CPU_HIDE) and kernels on the host.
 bool streaming_available() {
 #if HEAT3D_AVX2
-  return __builtin_cpu_supports("avx2");
+  return locus::kHostExec && locus::cpu::features().streaming_stores;
 #else
   return false;
 #endif
-}
-
-// The row kernel: AVX2 (streaming or cached stores) where the CPU has it,
-// else the SSE2 one (cached).
-RowKernel row_kernel(bool streaming) {
-#if HEAT3D_AVX2
-  if (streaming_available()) return streaming ? stencil_row_avx2<true> : stencil_row_avx2<false>;
-#endif
-  (void)streaming;
-  return stencil_row;
 }
 
 // After a sweep with streaming stores: they are weakly ordered, so this
@@ -266,51 +187,56 @@ void store_fence() {
 #endif
 }
 
-// One sweep of STEP over ROWS row indices: the local max |T_new - T_old|;
-// *SECONDS its time, the fence after streaming stores included.
-template <class Step>
-double sweep(const char* name, long rows, const Step& step, double* seconds = nullptr) {
-  double m = 0.0;
-  const double t0 = MPI_Wtime();
-  Kokkos::parallel_reduce(name, locus::Range<long>(0, rows), step, Kokkos::Max<double>(m));
-  if (step.st.row != row_kernel(false)) store_fence();
-  if (seconds) *seconds = MPI_Wtime() - t0;
-  return m;
-}
+// The fields and coefficients of one sweep; Row is the row kernel
+// (PortableRow, or the host-only StreamingRow).
+template <class Row>
+struct Stencil {
+  Field3D u, un;
+  StencilCoefficients co;
+  long nx, ny, nz;
+  long block;  // rows of y per cache block (locus::cpu::stencil_block_rows)
 
-// Every interior cell (the non-split path): one row (k, j) per index,
-// in blocks of kRows rows of y: all planes k of one block, then the next
-// block. The rows a block's sweep reads again (kRows rows of three
-// planes: 192 KiB at nx = 256) stay in L2 while it moves up through k
-// (256^3: 0.742-0.779 of triad against 0.713-0.752 plane after plane,
-// alternated runs). Rows past ny (the last block) do nothing.
-struct FullStep {
-  static constexpr long kRows = 32;
-  Stencil st;
-  KOKKOS_INLINE_FUNCTION void operator()(long r, double& m) const {
-    const long per = st.nz * kRows, b = r / per, q = r % per;
-    const long k = q / kRows + 1, j = b * kRows + q % kRows + 1;
-    if (j <= st.ny) m = st.cells(k, j, 1, st.nx, m);
+  KOKKOS_INLINE_FUNCTION double cells(long k, long j, long i0, long i1, double m) const {
+    return Row::cells(&u(k, j, 0), &u(k, j - 1, 0), &u(k, j + 1, 0), &u(k - 1, j, 0), &u(k + 1, j, 0),
+                      &un(k, j, 0), i0, i1, co, m);
   }
 };
 
-// The cells that read no ghost (split path, while the faces travel):
-// rows k in 2..nz-1, j in 2..ny-1, cells 2..nx-1, y in blocks of kRows
-// rows as FullStep.
-struct InnerStep {
-  static constexpr long kRows = FullStep::kRows;
-  Stencil st;
+// Every interior cell (the non-split path): one row (k, j) per index, in
+// blocks of st.block rows of y: all planes k of one block, then the next
+// block. The rows a block's sweep reads again (three planes of st.block
+// rows) stay in L2 while it moves up through k; the block is sized from
+// this CPU's L2 (a constant 32, tuned to a 2 MiB L2, measured 0.742-0.779
+// of triad at 256^3 against 0.713-0.752 plane after plane). Rows past ny
+// (the last block) do nothing.
+template <class Row>
+struct FullStep {
+  Stencil<Row> st;
   KOKKOS_INLINE_FUNCTION void operator()(long r, double& m) const {
-    const long per = (st.nz - 2) * kRows, b = r / per, q = r % per;
-    const long k = q / kRows + 2, j = b * kRows + q % kRows + 2;
+    const long per = st.nz * st.block, b = r / per, q = r % per;
+    const long k = q / st.block + 1, j = b * st.block + q % st.block + 1;
+    if (j <= st.ny) m = st.cells(k, j, 1, st.nx, m);
+  }
+  long rows() const { return (st.ny + st.block - 1) / st.block * st.block * st.nz; }
+};
+
+// The cells that read no ghost (split path, while the faces travel):
+// rows k in 2..nz-1, j in 2..ny-1, cells 2..nx-1, blocked as FullStep.
+template <class Row>
+struct InnerStep {
+  Stencil<Row> st;
+  KOKKOS_INLINE_FUNCTION void operator()(long r, double& m) const {
+    const long per = (st.nz - 2) * st.block, b = r / per, q = r % per;
+    const long k = q / st.block + 2, j = b * st.block + q % st.block + 2;
     if (j <= st.ny - 1) m = st.cells(k, j, 2, st.nx - 1, m);
   }
+  long rows() const { return (st.ny - 2 + st.block - 1) / st.block * st.block * (st.nz - 2); }
 };
 
 // The boundary shell (split path, after the faces arrived): whole rows on
 // the first and last planes and rows, the two end cells elsewhere.
 struct ShellStep {
-  Stencil st;
+  Stencil<PortableRow> st;
   KOKKOS_INLINE_FUNCTION void operator()(long r, double& m) const {
     const long k = r / st.ny + 1, j = r % st.ny + 1;
     if (k == 1 || k == st.nz || j == 1 || j == st.ny) {
@@ -320,7 +246,36 @@ struct ShellStep {
       if (st.nx > 1) m = st.cells(k, j, st.nx, st.nx, m);
     }
   }
+  long rows() const { return st.nz * st.ny; }
 };
+
+// One sweep of STEP: the local max |T_new - T_old|; *SECONDS its time,
+// the fence after streaming stores included.
+template <class Step>
+double sweep(const char* name, const Step& step, bool streamed, double* seconds = nullptr) {
+  double m = 0.0;
+  const double t0 = MPI_Wtime();
+  Kokkos::parallel_reduce(name, locus::Range<long>(0, step.rows()), step, Kokkos::Max<double>(m));
+  if (streamed) store_fence();
+  if (seconds) *seconds = MPI_Wtime() - t0;
+  return m;
+}
+
+// A sweep of Step<Row> with the portable row kernel, or with the host
+// refinement when `streaming` (only ever true where streaming_available()).
+template <template <class> class Step>
+double sweep_rows(const char* name, const Stencil<PortableRow>& st, bool streaming, double* seconds = nullptr) {
+#if HEAT3D_AVX2
+  if constexpr (locus::kHostExec) {
+    if (streaming) {
+      const Stencil<StreamingRow> ss{st.u, st.un, st.co, st.nx, st.ny, st.nz, st.block};
+      return sweep(name, Step<StreamingRow>{ss}, true, seconds);
+    }
+  }
+#endif
+  (void)streaming;
+  return sweep(name, Step<PortableRow>{st}, false, seconds);
+}
 
 }  // namespace
 
@@ -364,7 +319,10 @@ void Solver::tune(bool streaming, double seconds) {
 }
 
 std::string Solver::stores_report() const {
-  if (!streaming_available()) return "cached (streaming stores need AVX2)";
+  if (!streaming_available())
+    return locus::cpu::features().hidden.find("stream") != std::string::npos
+               ? "cached (portable kernel; streaming stores hidden by LOCUS_CPU_HIDE)"
+               : "cached (portable kernel; the host refinement needs AVX2 streaming stores on a host execution space)";
   if (stores_ != Stores::automatic)
     return std::string(stores_ == Stores::streaming ? "streaming" : "cached") +
            " (heat3d.kernel.streaming_stores: " + (stores_ == Stores::streaming ? "on" : "off") + ")";
@@ -382,8 +340,9 @@ double Solver::step() {
   const double a = p_.dt * p_.k0;
   const bool streaming = streaming_now();
   const StencilCoefficients co = stencil_coefficients(rx, ry, rz, a);
-  const Stencil st{u_.view(), un_.view(), co, nx, ny, nz, row_kernel(streaming)};
-  const long full_rows = (ny + FullStep::kRows - 1) / FullStep::kRows * FullStep::kRows * nz;
+  const long block = locus::cpu::stencil_block_rows(std::size_t(nx + 2) * sizeof(double), ny);
+  const Stencil<PortableRow> st{u_.view(), un_.view(), co, nx, ny, nz, block};
+  block_rows_ = block;
   // The first step also runs the reference kernel (untimed, once the ghosts
   // are in) into a scratch field; the optimized result must equal it bit
   // for bit, and so must the streaming-store kernel's when it may run.
@@ -404,7 +363,7 @@ double Solver::step() {
     }
     reference();
     auto t = timers_.scope("compute");
-    local_max = sweep("heat3d::step", full_rows, FullStep{st}, &kernel_seconds);
+    local_max = sweep_rows<FullStep>("heat3d::step", st, streaming, &kernel_seconds);
   } else {
     // The paper's overlap: start the face transfers, update the cells that
     // read no ghost, complete the transfers, update the boundary shell.
@@ -417,9 +376,7 @@ double Solver::step() {
     double inner_max = 0.0, shell_max = 0.0;
     if (nz > 2 && ny > 2 && nx > 2) {
       auto t = timers_.scope("compute");
-      const long blocks = (ny - 2 + InnerStep::kRows - 1) / InnerStep::kRows;
-      inner_max =
-          sweep("heat3d::step_inner", blocks * InnerStep::kRows * (nz - 2), InnerStep{st}, &kernel_seconds);
+      inner_max = sweep_rows<InnerStep>("heat3d::step_inner", st, streaming, &kernel_seconds);
     }
     {
       auto t = timers_.scope("halo");
@@ -428,18 +385,15 @@ double Solver::step() {
     reference();
     {
       auto t = timers_.scope("compute");
-      Stencil shell = st;  // a few cells per row: cached stores
-      shell.row = row_kernel(false);
-      shell_max = sweep("heat3d::step_shell", nz * ny, ShellStep{shell});
+      shell_max = sweep("heat3d::step_shell", ShellStep{st}, false);  // a few cells per row: portable
     }
     local_max = std::max(inner_max, shell_max);
   }
   if (!checked_) {
     check_against_reference(ref, ref_max, local_max, "");
     if (streaming_available() && stores_ != Stores::cached) {
-      Stencil again = st;  // the streaming kernel over every cell again, into the same field
-      again.row = row_kernel(true);
-      const double again_max = sweep("heat3d::step_streaming_check", full_rows, FullStep{again});
+      // the streaming kernel over every cell again, into the same field
+      const double again_max = sweep_rows<FullStep>("heat3d::step_streaming_check", st, true);
       check_against_reference(ref, ref_max, again_max, " with streaming stores");
     }
     checked_ = true;

@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "locus/console.hpp"
+#include "locus/cpu.hpp"
 #include "locus/error.hpp"
 #include "locus/io.hpp"
 #include "locus/kokkos.hpp"
@@ -708,7 +709,7 @@ bool sweeps_split(const Options& o) {
 std::string sweep_vector(const Options& o) {
   if (!sweeps_split(o)) return "none";
 #ifdef POISSON5PT_HAVE_AVX2
-  if (o.vector_auto && __builtin_cpu_supports("avx2")) return "avx2";
+  if (o.vector_auto && locus::cpu::features().avx2) return "avx2";  // run time; LOCUS_CPU_HIDE=avx2 hides it
 #endif
   return "baseline";
 }

@@ -114,8 +114,12 @@ Features detect() {
   Features f;
   detect_isa(f);
   detect_caches(f);
-  if (const char* h = std::getenv("LOCUS_CPU_HIDE"); h && *h) detail::apply_hide(f, h);
-  if (const char* c = std::getenv("LOCUS_CPU_CACHE"); c && *c) detail::apply_cache_override(f, c);
+  try {
+    if (const char* h = std::getenv("LOCUS_CPU_HIDE"); h && *h) detail::apply_hide(f, h);
+    if (const char* c = std::getenv("LOCUS_CPU_CACHE"); c && *c) detail::apply_cache_override(f, c);
+  } catch (const Error& e) {
+    f.error = e.what();  // locus::run ends every rank with it (callers here may be noexcept)
+  }
   return f;
 }
 

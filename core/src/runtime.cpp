@@ -21,6 +21,7 @@
 #include "kokkos_start.hpp"
 #include "locus/app.hpp"
 #include "locus/async.hpp"
+#include "locus/cpu.hpp"
 #include "locus/io.hpp"
 #include "locus/kokkos.hpp"
 #include "locus/version.hpp"
@@ -403,6 +404,20 @@ int run(int argc, char** argv, const AppInfo& app, const std::function<int(Conte
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   install_signal_handlers(app.name, rank);
+  // A bad LOCUS_CPU_HIDE / LOCUS_CPU_CACHE (locus/cpu.hpp): one message, every
+  // rank ends (the variables may differ between ranks: agree first).
+  {
+    const std::string& cpu_error = cpu::features().error;
+    int bad = cpu_error.empty() ? 0 : 1, any = 0;
+    MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (any) {
+      int first = bad ? rank : size, who = 0;
+      MPI_Allreduce(&first, &who, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+      if (rank == who) std::fprintf(stderr, "%s: error: %s\n", app.name.c_str(), cpu_error.c_str());
+      MPI_Finalize();
+      return 2;
+    }
+  }
 
   SplitArgs split = split_kokkos_args(argc, argv);
   CommandLine cl = parse_args(static_cast<int>(split.rest.size()) - 1, split.rest.data());

@@ -1,3 +1,4 @@
+#include "locus/cpu.hpp"
 #include "locus/version.hpp"
 
 #include <hdf5.h>
@@ -151,6 +152,11 @@ std::vector<std::pair<std::string, std::string>> machine_description() {
   gethostname(host, sizeof host - 1);
   m.emplace_back("host", host);
   m.emplace_back("cpu_model", cpu_model());
+  // what the run-time paths were allowed to use (locus/cpu.hpp), after
+  // LOCUS_CPU_HIDE / LOCUS_CPU_CACHE
+  m.emplace_back("cpu_vendor", cpu::features().vendor);
+  m.emplace_back("cpu_features", cpu::feature_list());
+  m.emplace_back("cpu_caches", cpu::cache_list());
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   m.emplace_back("cores", std::to_string(cores));
   double mem = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));

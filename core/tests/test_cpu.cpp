@@ -88,6 +88,10 @@ TEST(Cpu, ProcessReadingHonoursTheSwitches) {
   EXPECT_EQ(f.l2, 1u << 20);
   EXPECT_NE(cpu::feature_list().find("hidden by LOCUS_CPU_HIDE"), std::string::npos);
   EXPECT_NE(cpu::cache_list().find("l2 1 MiB"), std::string::npos) << cpu::cache_list();
+  EXPECT_TRUE(f.error.empty());
+  setenv("LOCUS_CPU_HIDE", "avx3", 1);  // an error to report, not an exception here
+  cpu::reset_for_tests();
+  EXPECT_NE(cpu::features().error.find("'avx3'"), std::string::npos) << cpu::features().error;
   unsetenv("LOCUS_CPU_HIDE");
   unsetenv("LOCUS_CPU_CACHE");
   cpu::reset_for_tests();

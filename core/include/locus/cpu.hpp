@@ -25,6 +25,7 @@ struct Features {
   std::string vendor;             // CPUID vendor string (GenuineIntel, AuthenticAMD, ...)
   std::string hidden;             // features hidden by LOCUS_CPU_HIDE, comma-separated
   std::string caches_from;        // "sysfs", "sysconf", "LOCUS_CPU_CACHE", "default"
+  std::string error;              // a bad LOCUS_CPU_HIDE / LOCUS_CPU_CACHE (locus::run reports it)
 };
 
 // The features of this process's CPU after LOCUS_CPU_HIDE / LOCUS_CPU_CACHE

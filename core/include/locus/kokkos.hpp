@@ -19,6 +19,22 @@ using ExecSpace = std::conditional_t<
 using MemSpace = Kokkos::HostSpace;
 
 // A 1D index range in ExecSpace.
+// A loop whose only dependence between iterations is a max reduction into
+// VAR (a stencil's residual): vectorised by the host compiler through
+// OpenMP SIMD (-fopenmp-simd, no OpenMP runtime), a plain loop in device
+// code. max is exact and order-independent, so the result is bitwise the
+// loop's. The same source is every execution space's kernel.
+#define LOCUS_PRAGMA(x) _Pragma(#x)
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__) || !(defined(__GNUC__) || defined(__clang__))
+#define LOCUS_SIMD_MAX(var)
+#else
+#define LOCUS_SIMD_MAX(var) LOCUS_PRAGMA(omp simd reduction(max : var))
+#endif
+
+// True when kernels of ExecSpace run on the host (host-only refinements,
+// such as streaming stores, may then replace the portable kernel).
+inline constexpr bool kHostExec = Kokkos::SpaceAccessibility<ExecSpace, Kokkos::HostSpace>::accessible;
+
 template <class I = long>
 using Range = Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<I>>;
 
