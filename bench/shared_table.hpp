@@ -80,6 +80,14 @@ class NodeTable {
   bool available() const { return win_ != MPI_WIN_NULL; }
   T* data() const { return base_; }                        // my part
   const std::vector<T*>& parts() const { return parts_; }  // every rank's part, by rank
+  // The whole table as one array when the parts follow each other in rank
+  // order (MPI_Win_allocate_shared's default, contiguous), else nullptr.
+  T* contiguous(std::size_t n) const {
+    if (parts_.empty()) return nullptr;
+    for (std::size_t r = 0; r < parts_.size(); ++r)
+      if (parts_[r] != parts_[0] + r * n) return nullptr;
+    return parts_[0];
+  }
   // Memory synchronisation before others read what this rank wrote.
   void sync() const {
     if (win_ != MPI_WIN_NULL) MPI_Win_sync(win_);

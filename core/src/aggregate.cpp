@@ -731,7 +731,8 @@ void Aggregator::gather(char* dst, int segment, std::uint64_t offset, std::size_
 
 namespace {
 // update_nbi's split: same-node elements updated at once (relaxed_update:
-// the operation chosen once per call; with comm.htm in transactions of 16),
+// the operation chosen once per call; with comm.htm in transactions of 16,
+// else by atomics prefetched 16 ahead),
 // the others handed to far(unit,
 // first index of the chunk, positions, byte offsets) as split_chunks does.
 template <class T, class Far>
@@ -745,9 +746,13 @@ void scatter_chunks(const char* values, Op op, std::uint64_t offset, std::size_t
   };
   relaxed_update<T>(op, [&](auto one) {
     if (!Runtime::current().settings().htm) {
+      // no RTM (or comm.htm: off): CPU atomics, their lines prefetched a
+      // batch ahead (htm.hpp: PrefetchedBatch)
+      PrefetchedBatch<T, decltype(one)> batch(one);
       split_chunks<true>(
           offset, sizeof(T), per_unit, index, n, peer, units,
-          [&](std::size_t b, std::size_t j, char* a) { one(reinterpret_cast<T*>(a), value(b + j)); }, far);
+          [&](std::size_t b, std::size_t j, char* a) { batch.add(reinterpret_cast<T*>(a), value(b + j)); },
+          far);
       return;
     }
     // comm.htm: the same-node elements in transactions of 16 (htm.hpp)

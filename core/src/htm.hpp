@@ -162,4 +162,39 @@ class TransactionalBatch {
   int failed_;  // aborts in a row; kGiveUp from the start without RTM
 };
 
+// The same batches without transactions, for CPUs without RTM (and
+// comm.htm: off): each address is prefetched for writing when it is added
+// and the batch's atomics run when kBatch are pending. A locked
+// instruction waits for its line, so random updates one by one go one
+// miss at a time; with the batch's lines requested ahead, the misses
+// overlap and the atomics find their lines in cache. The values and the
+// per-element atomicity are the atomics' own.
+template <class T, class Atomic>
+class PrefetchedBatch {
+ public:
+  static constexpr std::size_t kBatch = 16;
+  explicit PrefetchedBatch(const Atomic& atomic) : atomic_(atomic) {}
+  ~PrefetchedBatch() { flush(); }
+  PrefetchedBatch(const PrefetchedBatch&) = delete;
+  PrefetchedBatch& operator=(const PrefetchedBatch&) = delete;
+  void add(T* dst, T v) {
+#if defined(__GNUC__) || defined(__clang__)
+    __builtin_prefetch(dst, 1);
+#endif
+    dst_[n_] = dst;
+    v_[n_] = v;
+    if (++n_ == kBatch) flush();
+  }
+  void flush() {
+    for (std::size_t k = 0; k < n_; ++k) atomic_(dst_[k], v_[k]);
+    n_ = 0;
+  }
+
+ private:
+  const Atomic& atomic_;
+  T* dst_[kBatch];
+  T v_[kBatch];
+  std::size_t n_ = 0;
+};
+
 }  // namespace locus::detail
