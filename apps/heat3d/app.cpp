@@ -318,6 +318,7 @@ void report_run(const Context& ctx, const Solver& solver, const locus::Timers& t
     k["check"] =
         solver.kernel_checked() ? "step 1 bitwise equal to the reference kernel" : "not run (no step)";
     k["stores"] = solver.stores_report();
+    k["row_kernel"] = solver.row_kernel();
     k["block_rows"] = solver.block_rows();  // rows of y per cache block, from this CPU's L2
     results["kernels"] = k;
   }

@@ -72,6 +72,9 @@ class Solver {
   // Rows of y per cache block of the sweep (from this CPU's L2; 0 before
   // the first step).
   long block_rows() const { return block_rows_; }
+  // The row kernel of the last step (portable, its AVX2 compilation, or
+  // the streaming-store refinement) for the summary.
+  const std::string& row_kernel() const { return row_kernel_; }
 
   // Collective reductions over the interior.
   double global_min() const;
@@ -101,6 +104,7 @@ class Solver {
   double tune_seconds_[2] = {0.0, 0.0};  // cached, streaming
   bool streaming_ = false;
   long block_rows_ = 0;
+  std::string row_kernel_ = "none (no step)";
 };
 
 // The forward Euler 7-point update T' = T + a (rx (W - 2T + E) + ry (S -

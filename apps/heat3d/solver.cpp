@@ -83,27 +83,54 @@ namespace {
 // order-independent, so the vectorised reduction equals the reference's
 // running maximum.
 //
-// This is the kernel of every execution space: plain C++ over the row,
-// vectorised by the compiler (LOCUS_SIMD_MAX), no intrinsic, no function
-// pointer. Reads reach c[i0 - 1] and c[i1 + 1]: ghost cells, all inside
-// the field.
-struct PortableRow {
-  KOKKOS_INLINE_FUNCTION static double cells(const double* __restrict c, const double* __restrict s,
+// row_cells is the kernel of every execution space: plain C++ over the
+// row, vectorised by the compiler (LOCUS_SIMD_MAX), no intrinsic, no
+// function pointer. Reads reach c[i0 - 1] and c[i1 + 1]: ghost cells, all
+// inside the field.
+KOKKOS_FORCEINLINE_FUNCTION double row_cells(const double* __restrict c, const double* __restrict s,
                                              const double* __restrict n, const double* __restrict b,
                                              const double* __restrict t, double* __restrict o, long i0, long i1,
                                              const StencilCoefficients& k, double m) {
-    LOCUS_SIMD_MAX(m)
-    for (long i = i0; i <= i1; ++i) {
-      const double cc = c[i];
-      const double v =
-          (k.c0 * cc + k.cx * (c[i - 1] + c[i + 1])) + (k.cy * (s[i] + n[i]) + k.cz * (b[i] + t[i]));
-      o[i] = v;
-      const double d = v > cc ? v - cc : cc - v;
-      m = d > m ? d : m;
-    }
-    return m;
+  LOCUS_SIMD_MAX(m)
+  for (long i = i0; i <= i1; ++i) {
+    const double cc = c[i];
+    const double v =
+        (k.c0 * cc + k.cx * (c[i - 1] + c[i + 1])) + (k.cy * (s[i] + n[i]) + k.cz * (b[i] + t[i]));
+    o[i] = v;
+    const double d = std::fabs(v - cc);
+    m = d > m ? d : m;
+  }
+  return m;
+}
+
+struct PortableRow {
+  KOKKOS_INLINE_FUNCTION static double cells(const double* c, const double* s, const double* n, const double* b,
+                                             const double* t, double* o, long i0, long i1,
+                                             const StencilCoefficients& k, double m) {
+    return row_cells(c, s, n, b, t, o, i0, i1, k, m);
   }
 };
+
+#if HEAT3D_AVX2
+// The same source compiled for AVX2 (a host specialisation: the build's
+// baseline ISA is SSE2, two cells per vector, and the sweep is then bound
+// by instructions rather than memory). Chosen at run time where the CPU
+// has AVX2 (locus/cpu.hpp: LOCUS_CPU_HIDE=avx2 hides it); a direct call
+// per row, no function pointer.
+__attribute__((target("avx2"))) double row_cells_avx2(const double* __restrict c, const double* __restrict s,
+                                                      const double* __restrict n, const double* __restrict b,
+                                                      const double* __restrict t, double* __restrict o,
+                                                      long i0, long i1, const StencilCoefficients& k, double m) {
+  return row_cells(c, s, n, b, t, o, i0, i1, k, m);
+}
+
+struct Avx2Row {
+  static double cells(const double* c, const double* s, const double* n, const double* b, const double* t,
+                      double* o, long i0, long i1, const StencilCoefficients& k, double m) {
+    return row_cells_avx2(c, s, n, b, t, o, i0, i1, k, m);
+  }
+};
+#endif
 
 #if HEAT3D_AVX2
 // The host-only refinement: AVX2 with streaming stores. The row's whole
@@ -141,7 +168,7 @@ __attribute__((target("avx2"))) double streaming_row_avx2(const double* __restri
                                                           double m) {
   long i = i0;
   while (i <= i1 && (reinterpret_cast<std::uintptr_t>(o + i) & 63) != 0) ++i;  // to the first whole line
-  m = PortableRow::cells(c, s, n, b, t, o, i0, std::min(i, i1 + 1) - 1, k, m);
+  m = row_cells(c, s, n, b, t, o, i0, std::min(i, i1 + 1) - 1, k, m);
   const __m256d mask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffLL));
   __m256d m0 = _mm256_set1_pd(m), m1 = m0;
   for (; i + 7 <= i1; i += 8) {
@@ -156,7 +183,7 @@ __attribute__((target("avx2"))) double streaming_row_avx2(const double* __restri
   alignas(32) double lanes[4];
   _mm256_store_pd(lanes, _mm256_max_pd(m0, m1));
   for (double x : lanes) m = x > m ? x : m;
-  return PortableRow::cells(c, s, n, b, t, o, i, i1, k, m);
+  return row_cells(c, s, n, b, t, o, i, i1, k, m);
 }
 
 struct StreamingRow {
@@ -261,19 +288,34 @@ double sweep(const char* name, const Step& step, bool streamed, double* seconds 
   return m;
 }
 
-// A sweep of Step<Row> with the portable row kernel, or with the host
-// refinement when `streaming` (only ever true where streaming_available()).
+// Which compilation of the row kernel a sweep runs.
+enum class RowVariant { portable, avx2, streaming };
+
+RowVariant row_variant(bool streaming) {
+#if HEAT3D_AVX2
+  if (locus::kHostExec && streaming) return RowVariant::streaming;  // only where streaming_available()
+  if (locus::kHostExec && locus::cpu::features().avx2) return RowVariant::avx2;
+#endif
+  (void)streaming;
+  return RowVariant::portable;
+}
+
+// A sweep of Step<Row> with the row kernel row_variant chose.
 template <template <class> class Step>
 double sweep_rows(const char* name, const Stencil<PortableRow>& st, bool streaming, double* seconds = nullptr) {
 #if HEAT3D_AVX2
   if constexpr (locus::kHostExec) {
-    if (streaming) {
-      const Stencil<StreamingRow> ss{st.u, st.un, st.co, st.nx, st.ny, st.nz, st.block};
-      return sweep(name, Step<StreamingRow>{ss}, true, seconds);
+    switch (row_variant(streaming)) {
+      case RowVariant::streaming:
+        return sweep(name, Step<StreamingRow>{{st.u, st.un, st.co, st.nx, st.ny, st.nz, st.block}}, true,
+                     seconds);
+      case RowVariant::avx2:
+        return sweep(name, Step<Avx2Row>{{st.u, st.un, st.co, st.nx, st.ny, st.nz, st.block}}, false, seconds);
+      case RowVariant::portable:
+        break;
     }
   }
 #endif
-  (void)streaming;
   return sweep(name, Step<PortableRow>{st}, false, seconds);
 }
 
@@ -321,8 +363,8 @@ void Solver::tune(bool streaming, double seconds) {
 std::string Solver::stores_report() const {
   if (!streaming_available())
     return locus::cpu::features().hidden.find("stream") != std::string::npos
-               ? "cached (portable kernel; streaming stores hidden by LOCUS_CPU_HIDE)"
-               : "cached (portable kernel; the host refinement needs AVX2 streaming stores on a host execution space)";
+               ? "cached (streaming stores hidden by LOCUS_CPU_HIDE)"
+               : "cached (streaming stores need AVX2 and a host execution space)";
   if (stores_ != Stores::automatic)
     return std::string(stores_ == Stores::streaming ? "streaming" : "cached") +
            " (heat3d.kernel.streaming_stores: " + (stores_ == Stores::streaming ? "on" : "off") + ")";
@@ -343,6 +385,17 @@ double Solver::step() {
   const long block = locus::cpu::stencil_block_rows(std::size_t(nx + 2) * sizeof(double), ny);
   const Stencil<PortableRow> st{u_.view(), un_.view(), co, nx, ny, nz, block};
   block_rows_ = block;
+  switch (row_variant(streaming)) {
+    case RowVariant::portable:
+      row_kernel_ = "portable (the one source, the build's baseline ISA)";
+      break;
+    case RowVariant::avx2:
+      row_kernel_ = "portable compiled for AVX2 (host specialisation, chosen at run time)";
+      break;
+    case RowVariant::streaming:
+      row_kernel_ = "AVX2 streaming stores (host refinement, chosen at run time)";
+      break;
+  }
   // The first step also runs the reference kernel (untimed, once the ghosts
   // are in) into a scratch field; the optimized result must equal it bit
   // for bit, and so must the streaming-store kernel's when it may run.
