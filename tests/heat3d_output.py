@@ -73,6 +73,11 @@ def main():
             check(key in a and len(a[key]) > 0, "provenance attribute %s" % key)
         check(int(a["ranks"]) == ranks, "ranks attribute")
         check("MPICH" in a["mpi_library"] or "MPI" in a["mpi_library"], "MPI library string")
+        mach = yaml.safe_load(a["machine"]) if "machine" in a else {}
+        for key in ("cpu_vendor", "cpu_features", "cpu_caches"):  # what the run-time paths used
+            check(key in mach and str(mach[key]), "machine block has %s" % key)
+        if a["mpi_library"].startswith("MPICH"):  # the device decides results (ch4:ucx, ch4:ofi, ...)
+            check(", device ch" in a["mpi_library"], "MPICH's device in %r" % a["mpi_library"])
         units = sorted(int(u) for line in a["node_map"].strip().splitlines()
                        for u in line.split("units", 1)[1].split("(")[0].split())
         check(units == list(range(ranks)), "node map lists every unit once: %r" % a["node_map"])
