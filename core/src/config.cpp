@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cctype>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -148,20 +149,26 @@ std::string node_text(const YAML::Node& n) {
   return "a mapping";
 }
 
+// Decimal integers only: no hex (0x10), no negative zero (-0).
 bool parse_long(const std::string& s, long& out) {
   const char* b = s.data();
   const char* e = b + s.size();
   if (b != e && *b == '+') ++b;
   auto res = std::from_chars(b, e, out);
-  return res.ec == std::errc() && res.ptr == e && b != e;
+  const bool minus_zero = out == 0 && b != e && *b == '-';
+  return res.ec == std::errc() && res.ptr == e && b != e && !minus_zero;
 }
 
+// Decimal reals only: no hex floats (0x1p3, 0x10), no negative zero (-0,
+// -0.0), nothing strtod would skip or spell out (leading blanks, inf, nan).
 bool parse_double(const std::string& s, double& out) {
-  if (s.empty()) return false;
+  if (s.empty() || s.find_first_of("xXpP") != std::string::npos ||
+      std::isspace(static_cast<unsigned char>(s[0])))
+    return false;
   char* end = nullptr;
   errno = 0;
   out = std::strtod(s.c_str(), &end);
-  return end == s.c_str() + s.size() && errno == 0 && std::isfinite(out);
+  return end == s.c_str() + s.size() && errno == 0 && std::isfinite(out) && !(out == 0.0 && std::signbit(out));
 }
 
 bool parse_bool(const std::string& s, bool& out) {
