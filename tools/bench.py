@@ -8,6 +8,7 @@ where a run is over-subscribed: one function per benchmark. The driver
 this with LOCUS_BUILD_DIR and LOCUS_MPI set. Status lines go to stderr,
 the benchmarks' tables to stdout.
 """
+import difflib
 import os
 import re
 import subprocess
@@ -177,7 +178,9 @@ class Invocation:
         if self.ranks is not None and not re.fullmatch(r"[1-9][0-9]*", self.ranks):
             raise UserError("bench: -n needs a positive number (got '%s')" % self.ranks)
         if self.name not in NAMES:
-            raise UserError("bench: unknown benchmark '%s' (%s)" % (self.name, ", ".join(NAMES)))
+            close = difflib.get_close_matches(self.name, NAMES, n=1)
+            raise UserError("bench: unknown benchmark '%s'%s (%s)" % (
+                self.name, "; did you mean '%s'?" % close[0] if close else "", ", ".join(NAMES)))
 
     def n(self, default):
         """The rank count: -n, else the benchmark's default."""

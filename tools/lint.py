@@ -1,8 +1,6 @@
 #!/usr/bin/python3
 """locus lint: which C++ sources the repository's .clang-format would change, and which functions are too long.
 
-    ./locus lint [FILE...] [--clang-format PROG] [--list] [--max-lines N]
-
 Runs Debian's clang-format (clang-format-14, package clang-format) in
 dry-run mode with --Werror over the C++ sources git tracks (*.cpp, *.hpp,
 *.h, *.cc), or over the files named, and reports every file that is not
