@@ -35,6 +35,12 @@ def main():
     check(p.returncode != 0 and "unknown option --bogus" in p.stderr, p.stderr)
     p = run("bench", "nothing")
     check(p.returncode != 0 and "unknown benchmark 'nothing'" in p.stderr, p.stderr)
+    p = run("bench", "latencyy")
+    check(p.returncode != 0 and "did you mean 'latency'?" in p.stderr, "bench did-you-mean: " + p.stderr)
+    p = run("version", "--help")
+    check(p.returncode == 0 and p.stdout.startswith("usage: ./locus version"), "version --help: %r" % p.stdout)
+    p = run("lint", "--help")
+    check(p.stdout.count("usage:") == 1, "lint --help prints its usage once: %r" % p.stdout[:300])
     p = run("build", "--fast")
     check(p.returncode != 0 and "unknown option --fast" in p.stderr, p.stderr)
     # The packages are installed (this build needed them): setup says nothing.
