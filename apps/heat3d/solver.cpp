@@ -294,7 +294,7 @@ enum class RowVariant { portable, avx2, streaming };
 RowVariant row_variant(bool streaming) {
 #if HEAT3D_AVX2
   if (locus::kHostExec && streaming) return RowVariant::streaming;  // only where streaming_available()
-  if (locus::kHostExec && locus::cpu::features().avx2) return RowVariant::avx2;
+  if (locus::host_avx2()) return RowVariant::avx2;
 #endif
   (void)streaming;
   return RowVariant::portable;

@@ -386,48 +386,23 @@ namespace {
 // Rows [r0, r1) of the local product, the reference's arithmetic (lane l
 // of the four partial sums takes entries ptr[i] + l, + 4, ...; the tail
 // goes to lane 0; the fold is (s0 + s1) + (s2 + s3); multiply then add,
-// no contraction), so y is bitwise local_rows' y. The four lanes are one
-// vector (GCC vector extensions: one AVX2 register in the avx2 clone, two
-// SSE2 registers otherwise), x gathered by four scalar loads (cheaper than
-// vgatherdpd on AMD). The value and index streams are prefetched
-// kPrefetch entries ahead: the hardware prefetcher alone keeps too few
-// lines in flight for one core to reach its bandwidth (measured: 0.52 ->
-// 0.65 of the model's roofline on the HPCG matrix).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wpsabi"
-typedef double v4d __attribute__((vector_size(32)));
+// no contraction), so y is bitwise local_rows' y. One source for every
+// execution space: four scalar partial sums, x gathered by four loads.
+// The value and index streams are prefetched kPrefetch entries ahead on
+// host compilers (LOCUS_PREFETCH): the hardware prefetcher alone keeps too
+// few lines in flight for one core to reach its bandwidth (measured: 0.52
+// -> 0.65 of the model's roofline on the HPCG matrix).
 constexpr gidx kPrefetch = 512;
-#if defined(__x86_64__)
-__attribute__((target_clones("avx2", "default")))
-#endif
-void local_range(const gidx* __restrict ptr, const std::int32_t* __restrict col, const double* __restrict val,
-                 const double* __restrict x, double* __restrict y, gidx r0, gidx r1) {
-  for (gidx i = r0; i < r1; ++i) {
-    gidx k = ptr[i];
-    const gidx e = ptr[i + 1];
-    for (gidx q = k; q < e; q += 8) __builtin_prefetch(val + q + kPrefetch);
-    for (gidx q = k; q < e; q += 16) __builtin_prefetch(col + q + kPrefetch);
-    v4d acc = {0.0, 0.0, 0.0, 0.0};
-    for (; k + 3 < e; k += 4) {
-      v4d v;
-      __builtin_memcpy(&v, val + k, 32);
-      const v4d xv = {x[col[k]], x[col[k + 1]], x[col[k + 2]], x[col[k + 3]]};
-      acc += v * xv;
-    }
-    double s0 = acc[0];
-    for (; k < e; ++k) s0 += val[k] * x[col[k]];
-    y[i] = (s0 + acc[1]) + (acc[2] + acc[3]);
-  }
-}
-#pragma GCC diagnostic pop
-#else
-void local_range(const gidx* ptr, const std::int32_t* col, const double* val, const double* x, double* y,
-                 gidx r0, gidx r1) {
+
+KOKKOS_FORCEINLINE_FUNCTION void local_range_body(const gidx* __restrict ptr, const std::int32_t* __restrict col,
+                                                  const double* __restrict val, const double* __restrict x,
+                                                  double* __restrict y, gidx r0, gidx r1) {
   for (gidx i = r0; i < r1; ++i) {
     double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
     gidx k = ptr[i];
     const gidx e = ptr[i + 1];
+    for (gidx q = k; q < e; q += 8) LOCUS_PREFETCH(val + q + kPrefetch, 0);
+    for (gidx q = k; q < e; q += 16) LOCUS_PREFETCH(col + q + kPrefetch, 0);
     for (; k + 3 < e; k += 4) {
       s0 += val[k] * x[col[k]];
       s1 += val[k + 1] * x[col[k + 1]];
@@ -438,12 +413,31 @@ void local_range(const gidx* ptr, const std::int32_t* col, const double* val, co
     y[i] = (s0 + s1) + (s2 + s3);
   }
 }
+
+#if LOCUS_HOST_AVX2
+// The same source compiled for AVX2, chosen at run time where the CPU has
+// it (locus::cpu; LOCUS_CPU_HIDE=avx2 hides it): a host specialisation.
+LOCUS_TARGET_AVX2 void local_range_avx2(const gidx* ptr, const std::int32_t* col, const double* val,
+                                        const double* x, double* y, gidx r0, gidx r1) {
+  local_range_body(ptr, col, val, x, y, r0, r1);
+}
 #endif
+
+// Rows [r0, r1) with the compilation this process runs (avx2: chosen once
+// per product from locus::cpu, never true in device code).
+KOKKOS_INLINE_FUNCTION void local_range(const gidx* ptr, const std::int32_t* col, const double* val,
+                                        const double* x, double* y, gidx r0, gidx r1, bool avx2) {
+#if LOCUS_HOST_AVX2 && !defined(__CUDA_ARCH__)
+  if (avx2) return local_range_avx2(ptr, col, val, x, y, r0, r1);
+#endif
+  (void)avx2;
+  local_range_body(ptr, col, val, x, y, r0, r1);
+}
 
 // The Kokkos kernels of the product, the same arithmetic as the reference
 // kernels above (local_rows, remote_rows), so y is bitwise the same
 // whatever the execution space and thread count. The local product: a
-// chunk of kRows rows per index (one call of the dispatched clone each).
+// chunk of kRows rows per index.
 struct LocalProduct {
   static constexpr gidx kRows = 256;
   const gidx* ptr;
@@ -452,9 +446,10 @@ struct LocalProduct {
   const double* x;
   double* y;
   gidx rows;
+  bool avx2;  // the host AVX2 compilation (locus::host_avx2())
   KOKKOS_INLINE_FUNCTION void operator()(gidx chunk) const {
     const gidx r0 = chunk * kRows;
-    local_range(ptr, col, val, x, y, r0, r0 + kRows < rows ? r0 + kRows : rows);
+    local_range(ptr, col, val, x, y, r0, r0 + kRows < rows ? r0 + kRows : rows, avx2);
   }
   gidx chunks() const { return (rows + kRows - 1) / kRows; }
 };
@@ -492,12 +487,12 @@ bool Operator::openmp_threads() const {
 }
 
 void Operator::compute_local(double* y) {
-  const LocalProduct f{a_->lptr.data(), a_->lcol.data(), a_->lval.data(), xext_, y, nrows_};
+  const LocalProduct f{a_->lptr.data(), a_->lcol.data(), a_->lval.data(), xext_, y, nrows_, locus::host_avx2()};
   if (openmp_threads()) {
 #pragma omp parallel num_threads(threads_)
     {
       const int t = omp_get_thread_num();
-      local_range(f.ptr, f.col, f.val, f.x, f.y, a_->lsplit[t], a_->lsplit[t + 1]);
+      local_range(f.ptr, f.col, f.val, f.x, f.y, a_->lsplit[t], a_->lsplit[t + 1], f.avx2);
     }
     return;
   }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "locus/error.hpp"
+#include "locus/kokkos.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <cpuid.h>
@@ -228,6 +229,14 @@ std::string cache_list() {
   return "l1d " + size_text(f.l1d) + ", l2 " + size_text(f.l2) + ", l3 " + size_text(f.l3) + " (" +
          f.caches_from + ")";
 }
+
+}  // namespace locus::cpu
+
+namespace locus {
+bool host_avx2() { return LOCUS_HOST_AVX2 && kHostExec && cpu::features().avx2; }
+}  // namespace locus
+
+namespace locus::cpu {
 
 long stencil_block_rows(std::size_t row_bytes, long rows) {
   // A quarter of L2 for the three planes' rows the block rereads: the other

@@ -31,9 +31,32 @@ using MemSpace = Kokkos::HostSpace;
 #define LOCUS_SIMD_MAX(var) LOCUS_PRAGMA(omp simd reduction(max : var))
 #endif
 
+// A cache-line prefetch on host compilers (rw: 0 read, 1 write); nothing in
+// device code.
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__) || !(defined(__GNUC__) || defined(__clang__))
+#define LOCUS_PREFETCH(p, rw) ((void)0)
+#else
+#define LOCUS_PREFETCH(p, rw) __builtin_prefetch((p), (rw))
+#endif
+
+// A kernel's one source may also be compiled for AVX2 as a host
+// specialisation (LOCUS_TARGET_AVX2 on a wrapper whose body is the source),
+// chosen at run time by host_avx2().
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(__CUDA_ARCH__)
+#define LOCUS_HOST_AVX2 1
+#define LOCUS_TARGET_AVX2 __attribute__((target("avx2")))
+#else
+#define LOCUS_HOST_AVX2 0
+#define LOCUS_TARGET_AVX2
+#endif
+
 // True when kernels of ExecSpace run on the host (host-only refinements,
 // such as streaming stores, may then replace the portable kernel).
 inline constexpr bool kHostExec = Kokkos::SpaceAccessibility<ExecSpace, Kokkos::HostSpace>::accessible;
+
+// Whether host kernels run their AVX2 compilation: kernels on the host, an
+// x86-64 host compiler, and AVX2 on this CPU (locus/cpu.hpp, not hidden).
+bool host_avx2();
 
 template <class I = long>
 using Range = Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<I>>;
