@@ -350,9 +350,117 @@ def yaml_value(v):
     return str(v)
 
 
-def run_app(app, deck, ranks, sets, timeout, log_prefix=None, env=None, ppn=None):
+# ---------------------------------------------------------------- files
+
+def ensure_space(path, nbytes):
+    """Raises UserError when the file system of PATH has no room for NBYTES
+    (and a little more): before a file is written, so that a full disk is
+    one clear message and nothing is left."""
+    d = os.path.dirname(os.path.abspath(path))
+    try:
+        st = os.statvfs(d)
+    except OSError:
+        return  # the write itself says why
+    need, avail = nbytes + 64 * 1024, st.f_bavail * st.f_frsize
+    if avail < need:
+        raise UserError("writing %s: needs %.1f MiB more, the file system has %.1f MiB free; nothing was "
+                        "written under %s" % (path, need / 1048576.0, avail / 1048576.0, path))
+
+
+def write_file(path, data):
+    """DATA (text or bytes) into PATH: the space checked first, written as
+    PATH.tmp and renamed; a failure is a UserError naming the file, and
+    leaves neither PATH's new version nor the .tmp."""
+    raw = data.encode() if isinstance(data, str) else data
+    ensure_space(path, len(raw))
+    tmp = path + ".tmp"
+    try:
+        with open(tmp, "wb") as f:
+            f.write(raw)
+        os.replace(tmp, path)
+    except OSError as e:
+        try:
+            os.remove(tmp)
+        except OSError:
+            pass
+        raise UserError("writing %s failed (%s); nothing was written under %s" % (tmp, e.strerror or e, path))
+
+
+# ---------------------------------------------------------------- run status
+
+def status_path(config):
+    """The status file a run with this effective config writes beside its
+    output: <output.dir>/<output.name>.status (docs/outputs.md)."""
+    out = (config or {}).get("output") or {}
+    if "dir" not in out or "name" not in out:
+        return None
+    return os.path.join(str(out["dir"]), str(out["name"]) + ".status")
+
+
+def read_status(path):
+    """The status file as a dict ({'outcome': ..., 'exit_status': ...}), or
+    None when there is none."""
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError:
+        return None
+    st = {}
+    for line in text.splitlines():
+        k, sep, v = line.partition(":")
+        if sep:
+            st[k.strip()] = v.strip()
+    return st
+
+
+def run_outcome(path, rc):
+    """(exit status, message) of a run from the launcher's RC and the
+    run's status file: a run that did not complete is non-zero whatever the
+    launcher returned (MPICH's Hydra returns 0 for about a quarter of the
+    runs it terminated). The message is "" when there is nothing to add."""
+    st = read_status(path) if path else None
+    if st is None:
+        if rc != 0 or not path:
+            return rc, ""
+        return 1, "the run recorded no outcome in %s (ended before it started?): not completed" % path
+    outcome = st.get("outcome", "")
+    if outcome == "completed":
+        try:
+            own = int(st.get("exit_status", "1"))
+        except ValueError:
+            own = 1
+        return (rc if rc != 0 else own), ""
+    if outcome.startswith("terminated by signal"):
+        try:
+            code = 128 + int(outcome.split()[3])
+        except (IndexError, ValueError):
+            code = 1
+        return code, "the run was %s (%s)" % (outcome, path)
+    return (rc if rc > 0 else 1), "the run did not complete (%s says: %s)" % (path, outcome or "nothing")
+
+
+def app_status_path(app, deck, sets):
+    """The status file of a run of APP on DECK with SETS, or None when the
+    deck does not load (the run itself then fails and says why)."""
+    try:
+        return status_path(effective_config(app, deck, sets))
+    except (UserError, OSError, subprocess.SubprocessError, yaml.YAMLError):
+        return None
+
+
+def run_app(app, deck, ranks, sets, timeout, log_prefix=None, env=None, ppn=None, status=None):
     """Runs an app with the launcher (ppn: ranks per node for it, else the
-    launcher's own setting). Returns (returncode, stdout, stderr, seconds)."""
+    launcher's own setting). Returns (returncode, stdout, stderr, seconds):
+    a run whose status file (STATUS, else the one its effective config
+    names) does not say "completed" has a non-zero returncode and the
+    reason at the end of stderr, whatever the launcher returned."""
+    if status is None:
+        status = app_status_path(app, deck, sets)
+    if status:
+        try:
+            os.remove(status)
+        except OSError:
+            pass
     cmd = launcher_argv(ranks, launcher_template(ppn=ppn) if ppn else None) + [app_binary(app), deck, "--quiet"]
     for k, v in sets:
         cmd += ["--set", "%s=%s" % (k, v)]
@@ -371,6 +479,10 @@ def run_app(app, deck, ranks, sets, timeout, log_prefix=None, env=None, ppn=None
         out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
         err = "timed out after %d s" % timeout
     secs = time.monotonic() - t0
+    if rc != -1:
+        rc, why = run_outcome(status, rc)
+        if why:
+            err += "locus: error: %s\n" % why
     if log_prefix:
         with open(log_prefix + ".stdout", "w") as f:
             f.write(out)
@@ -445,7 +557,30 @@ def _main(argv):
         except UserError as e:
             fail(str(e))
         return 0
-    print("usage: locuslib.py launcher N", file=sys.stderr)
+    if len(argv) >= 4 and argv[1] == "status-path":
+        # `locuslib.py status-path APP DECK [--set k=v]...`: the run's status
+        # file (nothing printed when the deck does not load)
+        sets = []
+        rest = argv[4:]
+        for i, a in enumerate(rest):
+            if a in ("--set", "-s") and i + 1 < len(rest):
+                k, _, v = rest[i + 1].partition("=")
+                sets.append((k, v))
+            elif a.startswith("--set="):
+                k, _, v = a[6:].partition("=")
+                sets.append((k, v))
+        path = app_status_path(argv[2], argv[3], sets)
+        if path:
+            print(os.path.abspath(path))
+        return 0
+    if len(argv) == 4 and argv[1] == "outcome" and argv[3].lstrip("-").isdigit():
+        # `locuslib.py outcome STATUS_FILE RC`: the run's exit status
+        code, why = run_outcome(argv[2], int(argv[3]))
+        if why:
+            print("locus: error: " + why, file=sys.stderr)
+        return code
+    print("usage: locuslib.py launcher N | status-path APP DECK [--set k=v]... | outcome STATUS_FILE RC",
+          file=sys.stderr)
     return 2
 
 
