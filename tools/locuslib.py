@@ -435,8 +435,9 @@ def run_outcome(path, rc):
             code = 128 + int(outcome.split()[3])
         except (IndexError, ValueError):
             code = 1
-        return code, "the run was %s (%s)" % (outcome, path)
-    return (rc if rc > 0 else 1), "the run did not complete (%s says: %s)" % (path, outcome or "nothing")
+        return code, "the run was %s (%s; the launcher returned %d)" % (outcome, path, rc)
+    return (rc if rc > 0 else 1), "the run did not complete (%s says: %s; the launcher returned %d)" % (
+        path, outcome or "nothing", rc)
 
 
 def app_status_path(app, deck, sets):
