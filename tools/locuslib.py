@@ -386,6 +386,90 @@ def write_file(path, data):
         raise UserError("writing %s failed (%s); nothing was written under %s" % (tmp, e.strerror or e, path))
 
 
+# ---------------------------------------------------------------- integrity
+
+ATTRIBUTE_CHECKSUMS = "attribute_checksums"
+
+
+def attribute_bytes(value):
+    """The bytes an attribute's checksum covers (core/src/h5_common.hpp):
+    text as UTF-8, numbers as little-endian float64 or int64."""
+    import numpy as np
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    a = np.asarray(value)
+    if a.dtype.kind == "f":
+        return a.astype("<f8").tobytes()
+    if a.dtype.kind in "iu":
+        return a.astype("<i8").tobytes()
+    raise ValueError("an attribute of type %s" % a.dtype)
+
+
+def checksum_record(f):
+    """The attribute_checksums text for the attributes an h5py file F has
+    now (what a locus output records at commit)."""
+    import zlib
+    lines = []
+    for obj in ["/"] + sorted(f):  # the root group and the datasets in it
+        holder = f if obj == "/" else f[obj]
+        for name in sorted(holder.attrs):
+            if obj == "/" and name == ATTRIBUTE_CHECKSUMS:
+                continue
+            lines.append("%s\t%s\t%08x\n" % (obj, name, zlib.crc32(attribute_bytes(holder.attrs[name]))))
+    text = "".join(sorted(lines, key=lambda l: tuple(l.split("\t")[:2])))
+    return text + "record\t%08x\n" % zlib.crc32(text.encode())
+
+
+def verify_file(path):
+    """Problems with a locus HDF5 file's checksums ([] when it verifies):
+    every attribute against its recorded CRC-32 and every dataset read in
+    full (HDF5 checks each chunk's Fletcher32), a dataset without a
+    checksum named too."""
+    import zlib
+    import h5py
+    problems = []
+    try:
+        f = h5py.File(path, "r")
+    except OSError as e:
+        return ["%s: cannot open (%s)" % (path, e)]
+    with f:
+        record = f.attrs.get(ATTRIBUTE_CHECKSUMS)
+        if record is None:
+            problems.append("%s: no attribute %s (written before checksums, or not a locus output)"
+                            % (path, ATTRIBUTE_CHECKSUMS))
+        else:
+            if isinstance(record, bytes):
+                record = record.decode()
+            head, sep, last = record.rpartition("record\t")
+            if not sep or last != "%08x\n" % zlib.crc32(head.encode()):
+                problems.append("%s: attribute %s does not match its own checksum" % (path, ATTRIBUTE_CHECKSUMS))
+            for line in head.splitlines():
+                obj, name, crc = line.split("\t")
+                label = "attribute " + (name if obj == "/" else obj + "/" + name)
+                try:
+                    holder = f if obj == "/" else f[obj]
+                    value = holder.attrs[name]
+                except KeyError:
+                    problems.append("%s: %s is missing" % (path, label))
+                    continue
+                if "%08x" % zlib.crc32(attribute_bytes(value)) != crc:
+                    problems.append("%s: %s does not match its checksum" % (path, label))
+        for name in sorted(f):
+            d = f[name]
+            if not isinstance(d, h5py.Dataset):
+                continue
+            if d.size and not d.fletcher32:
+                problems.append("%s: dataset %s has no checksum" % (path, name))
+            try:
+                d[...]
+            except OSError as e:
+                problems.append("%s: dataset %s: %s" % (path, name, "its Fletcher32 checksum does not match"
+                                                        if "checksum" in str(e).lower() else e))
+    return problems
+
+
 # ---------------------------------------------------------------- run status
 
 def status_path(config):
