@@ -214,7 +214,8 @@ std::string attribute_problem(hid_t file, const std::string& path) {
     const hid_t a = H5Aopen(file, h5::kAttributeChecksums, H5P_DEFAULT);
     const bool ok = a >= 0 && h5::attribute_bytes(a, record, why);
     if (a >= 0) H5Aclose(a);
-    if (!ok) return path + ": reading attribute " + std::string(h5::kAttributeChecksums) + " failed" + damaged;
+    if (!ok)
+      return path + ": reading attribute " + std::string(h5::kAttributeChecksums) + " failed" + damaged;
   }
   // the record's own last line covers the lines before it
   const std::size_t last = record.rfind("record\t");
@@ -227,7 +228,8 @@ std::string attribute_problem(hid_t file, const std::string& path) {
   while (std::getline(lines, line)) {
     const std::size_t t1 = line.find('\t'), t2 = line.rfind('\t');
     if (t1 == std::string::npos || t2 == t1) return path + ": attribute_checksums: bad line '" + line + "'";
-    const std::string obj = line.substr(0, t1), name = line.substr(t1 + 1, t2 - t1 - 1), crc = line.substr(t2 + 1);
+    const std::string obj = line.substr(0, t1), name = line.substr(t1 + 1, t2 - t1 - 1),
+                      crc = line.substr(t2 + 1);
     const std::string label = (obj == "/" ? "attribute " : "attribute " + obj + "/") + name;
     if (H5Lexists(file, obj.c_str(), H5P_DEFAULT) <= 0 && obj != "/") return path + ": has no dataset " + obj;
     const hid_t o = H5Oopen(file, obj.c_str(), H5P_DEFAULT);

@@ -397,9 +397,10 @@ void H5Output::write_root_vector(const std::string& name, const std::vector<doub
   ensure_space(8.0 * double(n), name);
   Id filespace(H5Screate_simple(1, &dims, nullptr), H5Sclose, "H5Screate_simple");
   Id dcpl = checked_chunks(1, &dims, 8);
-  Id dset(created(H5Dcreate2(file_, name.c_str(), H5T_NATIVE_DOUBLE, filespace, H5P_DEFAULT, dcpl, H5P_DEFAULT),
-                  name),
-          H5Dclose, "creating dataset " + name);
+  Id dset(
+      created(H5Dcreate2(file_, name.c_str(), H5T_NATIVE_DOUBLE, filespace, H5P_DEFAULT, dcpl, H5P_DEFAULT),
+              name),
+      H5Dclose, "creating dataset " + name);
   Id memspace(H5Screate_simple(1, &dims, nullptr), H5Sclose, "H5Screate_simple");
   if (rank_ != 0 || n == 0) {
     H5Sselect_none(filespace);
@@ -419,9 +420,10 @@ void H5Output::write_root_array(const std::string& name, const std::vector<doubl
   Id filespace(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), H5Sclose,
                "H5Screate_simple");
   Id dcpl = checked_chunks(static_cast<int>(dims.size()), dims.data(), 8);
-  Id dset(created(H5Dcreate2(file_, name.c_str(), H5T_NATIVE_DOUBLE, filespace, H5P_DEFAULT, dcpl, H5P_DEFAULT),
-                  name),
-          H5Dclose, "creating dataset " + name);
+  Id dset(
+      created(H5Dcreate2(file_, name.c_str(), H5T_NATIVE_DOUBLE, filespace, H5P_DEFAULT, dcpl, H5P_DEFAULT),
+              name),
+      H5Dclose, "creating dataset " + name);
   Id memspace(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), H5Sclose,
               "H5Screate_simple");
   if (rank_ != 0 || n == 0) {
@@ -437,9 +439,10 @@ void H5Output::write_distributed(const std::string& name, const double* data, st
   ensure_space(8.0 * double(global), name);
   Id filespace(H5Screate_simple(1, &dims, nullptr), H5Sclose, "H5Screate_simple");
   Id dcpl = checked_chunks(1, &dims, 8);
-  Id dset(created(H5Dcreate2(file_, name.c_str(), H5T_NATIVE_DOUBLE, filespace, H5P_DEFAULT, dcpl, H5P_DEFAULT),
-                  name),
-          H5Dclose, "creating dataset " + name);
+  Id dset(
+      created(H5Dcreate2(file_, name.c_str(), H5T_NATIVE_DOUBLE, filespace, H5P_DEFAULT, dcpl, H5P_DEFAULT),
+              name),
+      H5Dclose, "creating dataset " + name);
   hsize_t start = offset, n = count;
   Id memspace(H5Screate_simple(1, &n, nullptr), H5Sclose, "H5Screate_simple");
   if (count == 0) {
@@ -458,9 +461,10 @@ void H5Output::write_rank_rows(const std::string& name, const std::vector<double
   ensure_space(8.0 * double(size) * double(row.size()), name);
   Id filespace(H5Screate_simple(2, dims, nullptr), H5Sclose, "H5Screate_simple");
   Id dcpl = checked_chunks(2, dims, 8);
-  Id dset(created(H5Dcreate2(file_, name.c_str(), H5T_NATIVE_DOUBLE, filespace, H5P_DEFAULT, dcpl, H5P_DEFAULT),
-                  name),
-          H5Dclose, "creating dataset " + name);
+  Id dset(
+      created(H5Dcreate2(file_, name.c_str(), H5T_NATIVE_DOUBLE, filespace, H5P_DEFAULT, dcpl, H5P_DEFAULT),
+              name),
+      H5Dclose, "creating dataset " + name);
   hsize_t start[2] = {hsize_t(rank_), 0}, count[2] = {1, row.size()};
   check(H5Sselect_hyperslab(filespace, H5S_SELECT_SET, start, nullptr, count, nullptr), "hyperslab");
   Id memspace(H5Screate_simple(2, count, nullptr), H5Sclose, "H5Screate_simple");

@@ -201,8 +201,8 @@ extern "C" void on_terminate(int sig) {
 }
 
 struct RunStatus {
-  std::string path;          // empty: none (not rank 0, or no run)
-  std::string created_dir;   // output.dir, when this run created it
+  std::string path;         // empty: none (not rank 0, or no run)
+  std::string created_dir;  // output.dir, when this run created it
 };
 RunStatus g_status;
 

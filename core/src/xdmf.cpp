@@ -77,8 +77,8 @@ void write_xdmf_file(const std::string& xmf_path, const std::string& h5_file, co
       const double need = static_cast<double>(text.size()) + 4096.0;  // one block at least
       if (avail < need) {
         char msg[160];
-        std::snprintf(msg, sizeof msg, "needs %.1f MiB more, the file system has %.1f MiB free", need / 1048576.0,
-                      avail / 1048576.0);
+        std::snprintf(msg, sizeof msg, "needs %.1f MiB more, the file system has %.1f MiB free",
+                      need / 1048576.0, avail / 1048576.0);
         throw Error("output: writing " + tmp + ": " + msg + "; nothing was written under " + xmf_path);
       }
     }
@@ -90,8 +90,8 @@ void write_xdmf_file(const std::string& xmf_path, const std::string& h5_file, co
       const int err = errno;
       out.close();
       std::remove(tmp.c_str());
-      throw Error("output: writing " + tmp + " failed (" + std::strerror(err) + "); nothing was written under " +
-                  xmf_path);
+      throw Error("output: writing " + tmp + " failed (" + std::strerror(err) +
+                  "); nothing was written under " + xmf_path);
     }
   }
   if (std::rename(tmp.c_str(), xmf_path.c_str()) != 0)
