@@ -350,9 +350,202 @@ def yaml_value(v):
     return str(v)
 
 
-def run_app(app, deck, ranks, sets, timeout, log_prefix=None, env=None, ppn=None):
+# ---------------------------------------------------------------- files
+
+def ensure_space(path, nbytes):
+    """Raises UserError when the file system of PATH has no room for NBYTES
+    (and a little more): before a file is written, so that a full disk is
+    one clear message and nothing is left."""
+    d = os.path.dirname(os.path.abspath(path))
+    try:
+        st = os.statvfs(d)
+    except OSError:
+        return  # the write itself says why
+    need, avail = nbytes + 64 * 1024, st.f_bavail * st.f_frsize
+    if avail < need:
+        raise UserError("writing %s: needs %.1f MiB more, the file system has %.1f MiB free; nothing was "
+                        "written under %s" % (path, need / 1048576.0, avail / 1048576.0, path))
+
+
+def write_file(path, data):
+    """DATA (text or bytes) into PATH: the space checked first, written as
+    PATH.tmp and renamed; a failure is a UserError naming the file, and
+    leaves neither PATH's new version nor the .tmp."""
+    raw = data.encode() if isinstance(data, str) else data
+    ensure_space(path, len(raw))
+    tmp = path + ".tmp"
+    try:
+        with open(tmp, "wb") as f:
+            f.write(raw)
+        os.replace(tmp, path)
+    except OSError as e:
+        try:
+            os.remove(tmp)
+        except OSError:
+            pass
+        raise UserError("writing %s failed (%s); nothing was written under %s" % (tmp, e.strerror or e, path))
+
+
+# ---------------------------------------------------------------- integrity
+
+ATTRIBUTE_CHECKSUMS = "attribute_checksums"
+
+
+def attribute_bytes(value):
+    """The bytes an attribute's checksum covers (core/src/h5_common.hpp):
+    text as UTF-8, numbers as little-endian float64 or int64."""
+    import numpy as np
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    a = np.asarray(value)
+    if a.dtype.kind == "f":
+        return a.astype("<f8").tobytes()
+    if a.dtype.kind in "iu":
+        return a.astype("<i8").tobytes()
+    raise ValueError("an attribute of type %s" % a.dtype)
+
+
+def checksum_record(f):
+    """The attribute_checksums text for the attributes an h5py file F has
+    now (what a locus output records at commit)."""
+    import zlib
+    lines = []
+    for obj in ["/"] + sorted(f):  # the root group and the datasets in it
+        holder = f if obj == "/" else f[obj]
+        for name in sorted(holder.attrs):
+            if obj == "/" and name == ATTRIBUTE_CHECKSUMS:
+                continue
+            lines.append("%s\t%s\t%08x\n" % (obj, name, zlib.crc32(attribute_bytes(holder.attrs[name]))))
+    text = "".join(sorted(lines, key=lambda l: tuple(l.split("\t")[:2])))
+    return text + "record\t%08x\n" % zlib.crc32(text.encode())
+
+
+def verify_file(path):
+    """Problems with a locus HDF5 file's checksums ([] when it verifies):
+    every attribute against its recorded CRC-32 and every dataset read in
+    full (HDF5 checks each chunk's Fletcher32), a dataset without a
+    checksum named too."""
+    import zlib
+    import h5py
+    problems = []
+    try:
+        f = h5py.File(path, "r")
+    except OSError as e:
+        return ["%s: cannot open (%s)" % (path, e)]
+    with f:
+        record = f.attrs.get(ATTRIBUTE_CHECKSUMS)
+        if record is None:
+            problems.append("%s: no attribute %s (written before checksums, or not a locus output)"
+                            % (path, ATTRIBUTE_CHECKSUMS))
+        else:
+            if isinstance(record, bytes):
+                record = record.decode()
+            head, sep, last = record.rpartition("record\t")
+            if not sep or last != "%08x\n" % zlib.crc32(head.encode()):
+                problems.append("%s: attribute %s does not match its own checksum" % (path, ATTRIBUTE_CHECKSUMS))
+            for line in head.splitlines():
+                obj, name, crc = line.split("\t")
+                label = "attribute " + (name if obj == "/" else obj + "/" + name)
+                try:
+                    holder = f if obj == "/" else f[obj]
+                    value = holder.attrs[name]
+                except KeyError:
+                    problems.append("%s: %s is missing" % (path, label))
+                    continue
+                if "%08x" % zlib.crc32(attribute_bytes(value)) != crc:
+                    problems.append("%s: %s does not match its checksum" % (path, label))
+        for name in sorted(f):
+            d = f[name]
+            if not isinstance(d, h5py.Dataset):
+                continue
+            if d.size and not d.fletcher32:
+                problems.append("%s: dataset %s has no checksum" % (path, name))
+            try:
+                d[...]
+            except OSError as e:
+                problems.append("%s: dataset %s: %s" % (path, name, "its Fletcher32 checksum does not match"
+                                                        if "checksum" in str(e).lower() else e))
+    return problems
+
+
+# ---------------------------------------------------------------- run status
+
+def status_path(config):
+    """The status file a run with this effective config writes beside its
+    output: <output.dir>/<output.name>.status (docs/outputs.md)."""
+    out = (config or {}).get("output") or {}
+    if "dir" not in out or "name" not in out:
+        return None
+    return os.path.join(str(out["dir"]), str(out["name"]) + ".status")
+
+
+def read_status(path):
+    """The status file as a dict ({'outcome': ..., 'exit_status': ...}), or
+    None when there is none."""
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError:
+        return None
+    st = {}
+    for line in text.splitlines():
+        k, sep, v = line.partition(":")
+        if sep:
+            st[k.strip()] = v.strip()
+    return st
+
+
+def run_outcome(path, rc):
+    """(exit status, message) of a run from the launcher's RC and the
+    run's status file: a run that did not complete is non-zero whatever the
+    launcher returned (MPICH's Hydra returns 0 for about a quarter of the
+    runs it terminated). The message is "" when there is nothing to add."""
+    st = read_status(path) if path else None
+    if st is None:
+        if rc != 0 or not path:
+            return rc, ""
+        return 1, "the run recorded no outcome in %s (ended before it started?): not completed" % path
+    outcome = st.get("outcome", "")
+    if outcome == "completed":
+        try:
+            own = int(st.get("exit_status", "1"))
+        except ValueError:
+            own = 1
+        return (rc if rc != 0 else own), ""
+    if outcome.startswith("terminated by signal"):
+        try:
+            code = 128 + int(outcome.split()[3])
+        except (IndexError, ValueError):
+            code = 1
+        return code, "the run was %s (%s; the launcher returned %d)" % (outcome, path, rc)
+    return (rc if rc > 0 else 1), "the run did not complete (%s says: %s; the launcher returned %d)" % (
+        path, outcome or "nothing", rc)
+
+
+def app_status_path(app, deck, sets):
+    """The status file of a run of APP on DECK with SETS, or None when the
+    deck does not load (the run itself then fails and says why)."""
+    try:
+        return status_path(effective_config(app, deck, sets))
+    except (UserError, OSError, subprocess.SubprocessError, yaml.YAMLError):
+        return None
+
+
+def run_app(app, deck, ranks, sets, timeout, log_prefix=None, env=None, ppn=None, status=None):
     """Runs an app with the launcher (ppn: ranks per node for it, else the
-    launcher's own setting). Returns (returncode, stdout, stderr, seconds)."""
+    launcher's own setting). Returns (returncode, stdout, stderr, seconds):
+    a run whose status file (STATUS, else the one its effective config
+    names) does not say "completed" has a non-zero returncode and the
+    reason at the end of stderr, whatever the launcher returned."""
+    if status is None:
+        status = app_status_path(app, deck, sets)
+    if status:
+        try:
+            os.remove(status)
+        except OSError:
+            pass
     cmd = launcher_argv(ranks, launcher_template(ppn=ppn) if ppn else None) + [app_binary(app), deck, "--quiet"]
     for k, v in sets:
         cmd += ["--set", "%s=%s" % (k, v)]
@@ -371,6 +564,10 @@ def run_app(app, deck, ranks, sets, timeout, log_prefix=None, env=None, ppn=None
         out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
         err = "timed out after %d s" % timeout
     secs = time.monotonic() - t0
+    if rc != -1:
+        rc, why = run_outcome(status, rc)
+        if why:
+            err += "locus: error: %s\n" % why
     if log_prefix:
         with open(log_prefix + ".stdout", "w") as f:
             f.write(out)
@@ -445,7 +642,30 @@ def _main(argv):
         except UserError as e:
             fail(str(e))
         return 0
-    print("usage: locuslib.py launcher N", file=sys.stderr)
+    if len(argv) >= 4 and argv[1] == "status-path":
+        # `locuslib.py status-path APP DECK [--set k=v]...`: the run's status
+        # file (nothing printed when the deck does not load)
+        sets = []
+        rest = argv[4:]
+        for i, a in enumerate(rest):
+            if a in ("--set", "-s") and i + 1 < len(rest):
+                k, _, v = rest[i + 1].partition("=")
+                sets.append((k, v))
+            elif a.startswith("--set="):
+                k, _, v = a[6:].partition("=")
+                sets.append((k, v))
+        path = app_status_path(argv[2], argv[3], sets)
+        if path:
+            print(os.path.abspath(path))
+        return 0
+    if len(argv) == 4 and argv[1] == "outcome" and argv[3].lstrip("-").isdigit():
+        # `locuslib.py outcome STATUS_FILE RC`: the run's exit status
+        code, why = run_outcome(argv[2], int(argv[3]))
+        if why:
+            print("locus: error: " + why, file=sys.stderr)
+        return code
+    print("usage: locuslib.py launcher N | status-path APP DECK [--set k=v]... | outcome STATUS_FILE RC",
+          file=sys.stderr)
     return 2
 
 

@@ -33,7 +33,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from locuslib import (ROOT, Located, UserError, app_binary, app_error, app_keys, build_dir, closest,  # noqa: E402
                       build_mpi_library, config_hash, dig, effective_config, find_file, launcher_argv,
                       launcher_template,
-                      parse_summary, run_app, site_config, yaml_value)
+                      ensure_space, parse_summary, run_app, site_config, write_file, yaml_value)
 
 STUDY_KEYS = {
     "name": "study name (default: the file stem); results go to results/<name>/",
@@ -435,8 +435,7 @@ def execute(study, results, item):
     job), keeping its deck, logs, summary and record under runs/<id>/."""
     rdir = os.path.join(results, "runs", item["id"])
     os.makedirs(rdir, exist_ok=True)
-    with open(os.path.join(rdir, "deck.yaml"), "w") as f:
-        yaml.safe_dump(item["config"], f, sort_keys=False)
+    write_file(os.path.join(rdir, "deck.yaml"), yaml.safe_dump(item["config"], sort_keys=False))
     out_sets = item["sets"] + [("output.dir", os.path.join(rdir, "out")), ("output.overwrite", "true"),
                                ("name", "%s-%s" % (study.name, item["id"]))]
     with using_build(item["variant"]):
@@ -454,17 +453,13 @@ def execute(study, results, item):
         if summary is not None and dig(summary, "validation.verdict") == "FAIL":
             error = "verdict FAIL: " + error
     if summary is not None:
-        with open(os.path.join(rdir, "summary.yaml"), "w") as f:
-            yaml.safe_dump(summary, f, sort_keys=False)
+        write_file(os.path.join(rdir, "summary.yaml"), yaml.safe_dump(summary, sort_keys=False))
     rec = {"id": item["id"], "ranks": item["ranks"], "nodes": item["nodes"], "ppn": item["ppn"],
            "repeat": item["repeat"], "variant": [[k, v] for k, v in item["variant"]],
            "status": status, "error": error, "seconds": round(secs, 3), "exit": rc,
            "cores": os.cpu_count() or 1, "host": os.uname().nodename,
            "job": os.environ.get("SLURM_JOB_ID", "")}
-    tmp = os.path.join(rdir, "run.json.tmp")
-    with open(tmp, "w") as f:
-        json.dump(rec, f, indent=1)
-    os.replace(tmp, os.path.join(rdir, "run.json"))
+    write_file(os.path.join(rdir, "run.json"), json.dumps(rec, indent=1))
     print("%s: %s in %.1f s%s" % (item["tag"], status, secs, (" (" + error + ")") if error else ""), flush=True)
     return rec
 
@@ -536,9 +531,7 @@ def load_jobs(results):
 
 def save_jobs(results, jobs):
     path = os.path.join(slurm_dir(results), "jobs.json")
-    with open(path + ".tmp", "w") as f:
-        json.dump(jobs, f, indent=1)
-    os.replace(path + ".tmp", path)
+    write_file(path, json.dumps(jobs, indent=1))
 
 
 def slurm_cmd(cmd):
@@ -589,8 +582,7 @@ def batch_script(study, results, group, items, site, launcher):
                   shlex.quote(os.path.abspath(study.path)), shlex.quote(results),
                   " ".join(i["id"] for i in items)), ""]
     path = os.path.join(slurm_dir(results), "%s.sbatch" % name)
-    with open(path, "w") as f:
-        f.write("\n".join(lines))
+    write_file(path, "\n".join(lines))
     return path
 
 
@@ -713,8 +705,7 @@ def measure_machine(study, results, ranks, ppn=None, name="machine.yaml"):
         return None
     path = os.path.join(results, name)
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w") as f:
-        yaml.safe_dump(m, f, sort_keys=False)
+    write_file(path, yaml.safe_dump(m, sort_keys=False))
     return m
 
 
@@ -803,14 +794,32 @@ def rows_of(study, records):
 
 
 def write_tables(results, rows, columns):
-    with open(os.path.join(results, "results.csv"), "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=columns)
-        w.writeheader()
-        for r in rows:
-            w.writerow({c: r.get(c, "") for c in columns})
+    import io
+    buf = io.StringIO(newline="")
+    w = csv.DictWriter(buf, fieldnames=columns)
+    w.writeheader()
+    for r in rows:
+        w.writerow({c: r.get(c, "") for c in columns})
+    write_file(os.path.join(results, "results.csv"), buf.getvalue())
+    tmp = os.path.join(results, "results.h5.tmp")
+    # the space first: the table's values (at most its CSV size in binary,
+    # strings padded) and HDF5's metadata
+    ensure_space(tmp, 2 * len(buf.getvalue()) + 64 * len(columns) * max(1, len(rows)) + 256 * 1024)
+    try:
+        write_h5_table(tmp, rows, columns)
+    except OSError as e:
+        try:
+            os.remove(tmp)
+        except OSError:
+            pass
+        raise UserError("writing %s failed (%s); nothing was written under %s"
+                        % (tmp, e, os.path.join(results, "results.h5")))
+    os.replace(tmp, os.path.join(results, "results.h5"))
+
+
+def write_h5_table(tmp, rows, columns):
     import h5py
     import numpy as np
-    tmp = os.path.join(results, "results.h5.tmp")
     with h5py.File(tmp, "w") as h:
         h.attrs["columns"] = ",".join(columns)
         for c in columns:
@@ -823,7 +832,6 @@ def write_tables(results, rows, columns):
                 h[c] = np.array([np.nan if v is None else float(v) for v in vals])
             else:
                 h[c] = np.array(["" if v is None else str(v) for v in vals], dtype=h5py.string_dtype())
-    os.replace(tmp, os.path.join(results, "results.h5"))
 
 
 def aggregate(study, records):
@@ -898,8 +906,11 @@ class Plotter:
         self.files = []
 
     def save(self, fig, name):
+        import io
         for ext in ("png", "svg"):
-            fig.savefig(os.path.join(self.results, "%s.%s" % (name, ext)), dpi=110, bbox_inches="tight")
+            buf = io.BytesIO()  # rendered first: the file is written once its size is known
+            fig.savefig(buf, format=ext, dpi=110, bbox_inches="tight")
+            write_file(os.path.join(self.results, "%s.%s" % (name, ext)), buf.getvalue())
         self.plt.close(fig)
         self.files.append(name)
 
@@ -1191,8 +1202,7 @@ def report(study, agg, records, results, files, rows):
     lines += ["Tables: `results.csv`, `results.h5` (one row per run: ranks, global size and points per rank, "
               "swept keys, verdict, figure of merit, timers min/avg/max, results). Each run's effective deck, "
               "summary and logs: `runs/<id>/`.", ""]
-    with open(os.path.join(results, "report.md"), "w") as f:
-        f.write("\n".join(lines))
+    write_file(os.path.join(results, "report.md"), "\n".join(lines))
 
 
 def per_rank_sets(argv):
@@ -1274,8 +1284,7 @@ def main():
             raise UserError("no finished runs in %s" % results)
         rows, columns, timer_names = rows_of(study, records)
         write_tables(results, rows, columns)
-        with open(os.path.join(results, "study.json"), "w") as f:
-            json.dump({"name": study.name, "app": study.app, "scaling": study.scaling, "metric": study.metric,
+        write_file(os.path.join(results, "study.json"), json.dumps({"name": study.name, "app": study.app, "scaling": study.scaling, "metric": study.metric,
                        "variants": [label(v) for v in study.variants()], "ranks": study.ranks,
                        "repeats": study.repeats, "study_file": os.path.abspath(study.path),
                        "deck": os.path.abspath(study.deck), "weak_size": study.weak_size,
@@ -1285,7 +1294,7 @@ def main():
                        # the problem at every rank count (what compare-studies checks)
                        "sizes": {str(r["ranks"]): {k: r[k] for k in ("global_size", "global_points",
                                                                        "points_per_rank")} for r in rows}},
-                      f, indent=1)
+                                                                   indent=1))
         agg = aggregate(study, records)
         files = plots(study, agg, results, timer_names, records)
         report(study, agg, records, results, files, rows)

@@ -122,6 +122,10 @@ void write_checkpoint(const Context& ctx, const Solver& solver, const History& h
 
 History read_checkpoint(const Context& ctx, Solver& solver, const std::string& path) {
   locus::H5Input in(ctx.comm(), path);
+  // every attribute against its checksum first (step, dt, validation mode,
+  // the deck): a flipped byte is "damaged", not a plausible value; the
+  // datasets carry Fletcher32, verified as they are read below
+  in.verify_attributes();
   double dt = in.real_attribute("dt");
   locus::collective_require(ctx.comm(), dt == solver.problem().dt,
                             path + ": written with dt " + std::to_string(dt) + ", this run uses dt " +

@@ -1,6 +1,7 @@
 // spmv run orchestration: config -> matrix -> operator, products or CG,
 // the symmetry test and the CG iteration study, output and summary.
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -204,6 +205,38 @@ Settings read_settings(const Context& ctx) {
   return s;
 }
 
+// The space for the export first (the exact size of the text: every line
+// formatted once here), so that a full file system is one clear error
+// before anything is written.
+void check_export_space(MPI_Comm comm, const RowBlock& rows, const std::string& tmp,
+                        const std::string& path) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  double bytes = 0;
+  char line[128];
+  for (gidx i = 0; i < rows.rows(); ++i)
+    for (gidx k = rows.ptr[i]; k < rows.ptr[i + 1]; ++k)
+      bytes +=
+          std::snprintf(line, sizeof line, "%lld %lld %.17g\n", static_cast<long long>(rows.first + i + 1),
+                        static_cast<long long>(rows.col[k] + 1), rows.val[k]);
+  MPI_Allreduce(MPI_IN_PLACE, &bytes, 1, MPI_DOUBLE, MPI_SUM, comm);
+  double avail = -1;
+  if (rank == 0) {
+    const std::string dir = std::filesystem::path(tmp).parent_path().string();
+    struct statvfs fs {};
+    if (::statvfs(dir.empty() ? "." : dir.c_str(), &fs) == 0)
+      avail = static_cast<double>(fs.f_bavail) * static_cast<double>(fs.f_frsize);
+  }
+  MPI_Bcast(&avail, 1, MPI_DOUBLE, 0, comm);
+  const double need = bytes + 64.0 * 1024;  // the header and the file system's blocks
+  char text[160];
+  std::snprintf(text, sizeof text, "needs %.1f MiB more, the file system has %.1f MiB free", need / 1048576.0,
+                avail / 1048576.0);
+  locus::collective_require(
+      comm, avail < 0 || avail >= need,
+      "spmv.matrix.export: writing " + tmp + ": " + text + "; nothing was written under " + path);
+}
+
 // Writes the assembled rows as Matrix Market, ranks appending in turn, to
 // PATH.tmp, renamed to PATH when every rank's part is written: a failed
 // export (a full or read-only file system) leaves no file under either
@@ -226,6 +259,7 @@ void export_matrix(MPI_Comm comm, const RowBlock& rows, const std::string& path)
           "spmv.matrix.export: " + tmp + " exists and is not a regular file; remove it or give another name";
   }
   locus::collective_require(comm, problem.empty(), problem);
+  check_export_space(comm, rows, tmp, path);
   auto failed = [&](const char* what, int err) {
     problem = "spmv.matrix.export: " + std::string(what) + " " + tmp + " failed (" + std::strerror(err) +
               "); nothing was written under " + path;

@@ -5,6 +5,8 @@
 #include <hdf5.h>
 #include <mpi.h>
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "locus/decomp.hpp"
@@ -45,5 +47,19 @@ void select_block(const CartDecomp& dc, const BlockShape& s, int ndims, hid_t fi
 Id memory_space(const BlockShape& s);
 // The block shape of a field of ghost width 1.
 BlockShape shape_of(const HostField3D& f);
+
+// CRC-32 (zlib's: Python's zlib.crc32 gives the same value) of N bytes,
+// continuing from CRC.
+std::uint32_t crc32(const void* data, std::size_t n, std::uint32_t crc = 0);
+// The root attribute holding the CRC-32 of every other attribute a locus
+// output carries (docs/outputs.md, "Checksums"): lines "OBJECT<TAB>NAME<TAB>
+// crc32 in hex", OBJECT "/" for the root group, then "record<TAB>" and the
+// CRC-32 of the lines before it.
+inline constexpr const char* kAttributeChecksums = "attribute_checksums";
+// An attribute's value as the bytes its checksum covers: a text as its
+// UTF-8 bytes, numbers as little-endian float64 (floating point) or int64
+// (integers), element after element. Returns false (and says why in WHY)
+// for a type locus does not write or an unreadable value.
+bool attribute_bytes(hid_t attr, std::string& bytes, std::string& why);
 
 }  // namespace locus::h5

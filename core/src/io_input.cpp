@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <sstream>
 
@@ -36,10 +37,20 @@ std::string hdf5_errors() {
   return text;
 }
 
-Id collective_transfer() {
+// Independent reads: a rank whose chunk fails its checksum returns alone,
+// with no collective left waiting for it; the verdict is collective after.
+Id independent_transfer() {
   Id dxpl(H5Pcreate(H5P_DATASET_XFER), H5Pclose, "H5Pcreate");
-  check(H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_COLLECTIVE), "H5Pset_dxpl_mpio");
+  check(H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_INDEPENDENT), "H5Pset_dxpl_mpio");
   return Id(H5Pcopy(dxpl), H5Pclose, "H5Pcopy");
+}
+
+// Why a dataset read failed, from HDF5's error stack.
+std::string read_failure() {
+  const std::string stack = hdf5_errors();
+  return stack.find("Fletcher32") != std::string::npos || stack.find("checksum") != std::string::npos
+             ? "its Fletcher32 checksum does not match: the file is damaged"
+             : "damaged file?" + (stack.empty() ? std::string() : " HDF5: " + stack.substr(0, 200));
 }
 
 }  // namespace
@@ -109,18 +120,9 @@ void H5Input::read_field(const std::string& name, HostField3D& f, const CartDeco
   const BlockShape shape = shape_of(f);
   Id memspace = memory_space(shape);
   select_block(dc, shape, 3, filespace, memspace);
-  // Independent reads: a rank whose chunk fails its checksum returns alone,
-  // with no collective left waiting for it; the verdict is collective below.
-  Id dxpl(H5Pcreate(H5P_DATASET_XFER), H5Pclose, "H5Pcreate");
-  check(H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_INDEPENDENT), "H5Pset_dxpl_mpio");
+  Id dxpl = independent_transfer();
   const herr_t st = H5Dread(dset, H5T_NATIVE_DOUBLE, memspace, filespace, dxpl, f.data());
-  std::string why;
-  if (st < 0) {
-    const std::string stack = hdf5_errors();
-    why = stack.find("Fletcher32") != std::string::npos || stack.find("checksum") != std::string::npos
-              ? "its Fletcher32 checksum does not match: the file is damaged"
-              : "damaged file?" + (stack.empty() ? std::string() : " HDF5: " + stack.substr(0, 200));
-  }
+  const std::string why = st < 0 ? read_failure() : std::string();
   collective_require(comm_, st >= 0, path_ + ": reading dataset " + name + " failed (" + why + ")");
 }
 
@@ -138,9 +140,10 @@ std::vector<double> H5Input::read_vector(const std::string& name, std::size_t ma
                          std::to_string(max_elements) + " it may have");
   std::vector<double> v(static_cast<std::size_t>(n));
   if (n == 0) return v;
-  Id dxpl = collective_transfer();
+  Id dxpl = independent_transfer();
   const herr_t st = H5Dread(dset, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, dxpl, v.data());
-  collective_require(comm_, st >= 0, path_ + ": reading " + name + " failed (damaged file?)");
+  const std::string why = st < 0 ? read_failure() : std::string();
+  collective_require(comm_, st >= 0, path_ + ": reading dataset " + name + " failed (" + why + ")");
   return v;
 }
 
@@ -190,6 +193,74 @@ std::string H5Input::string_attribute(const std::string& name) {
   std::string s = p ? p : "";
   H5free_memory(p);
   return s;
+}
+
+namespace {
+std::string crc_hex(std::uint32_t crc) {
+  char hex[16];
+  std::snprintf(hex, sizeof hex, "%08x", static_cast<unsigned>(crc));
+  return hex;
+}
+
+// What is wrong with FILE's attributes against their checksum record, ""
+// when every one matches (h5_common.hpp: kAttributeChecksums).
+std::string attribute_problem(hid_t file, const std::string& path) {
+  const std::string damaged = " (the file is damaged)";
+  if (H5Aexists(file, h5::kAttributeChecksums) <= 0)
+    return path + ": has no attribute " + std::string(h5::kAttributeChecksums) +
+           " (not a complete locus output, written before checksums, or damaged)";
+  std::string record, why;
+  {
+    const hid_t a = H5Aopen(file, h5::kAttributeChecksums, H5P_DEFAULT);
+    const bool ok = a >= 0 && h5::attribute_bytes(a, record, why);
+    if (a >= 0) H5Aclose(a);
+    if (!ok)
+      return path + ": reading attribute " + std::string(h5::kAttributeChecksums) + " failed" + damaged;
+  }
+  // the record's own last line covers the lines before it
+  const std::size_t last = record.rfind("record\t");
+  if (last == std::string::npos || (last > 0 && record[last - 1] != '\n') ||
+      record.substr(last) != "record\t" + crc_hex(h5::crc32(record.data(), last)) + "\n")
+    return path + ": attribute " + std::string(h5::kAttributeChecksums) + " does not match its own checksum" +
+           damaged;
+  std::istringstream lines(record.substr(0, last));
+  std::string line;
+  while (std::getline(lines, line)) {
+    const std::size_t t1 = line.find('\t'), t2 = line.rfind('\t');
+    if (t1 == std::string::npos || t2 == t1) return path + ": attribute_checksums: bad line '" + line + "'";
+    const std::string obj = line.substr(0, t1), name = line.substr(t1 + 1, t2 - t1 - 1),
+                      crc = line.substr(t2 + 1);
+    const std::string label = (obj == "/" ? "attribute " : "attribute " + obj + "/") + name;
+    if (H5Lexists(file, obj.c_str(), H5P_DEFAULT) <= 0 && obj != "/") return path + ": has no dataset " + obj;
+    const hid_t o = H5Oopen(file, obj.c_str(), H5P_DEFAULT);
+    if (o < 0) return path + ": cannot open " + obj + damaged;
+    std::string bytes;
+    bool ok = H5Aexists(o, name.c_str()) > 0;
+    if (!ok) {
+      H5Oclose(o);
+      return path + ": has no " + label;
+    }
+    const hid_t a = H5Aopen(o, name.c_str(), H5P_DEFAULT);
+    ok = a >= 0 && h5::attribute_bytes(a, bytes, why);
+    if (a >= 0) H5Aclose(a);
+    H5Oclose(o);
+    if (!ok) return path + ": reading " + label + " failed (" + why + ")" + damaged;
+    if (crc_hex(h5::crc32(bytes.data(), bytes.size())) != crc)
+      return path + ": " + label + " does not match its checksum" + damaged;
+  }
+  return "";
+}
+}  // namespace
+
+void H5Input::verify_attributes() {
+  int rank = 0;
+  MPI_Comm_rank(comm_, &rank);
+  std::string problem = rank == 0 ? attribute_problem(file_, path_) : std::string();
+  long long len = static_cast<long long>(problem.size());
+  MPI_Bcast(&len, 1, MPI_LONG_LONG, 0, comm_);
+  problem.resize(static_cast<std::size_t>(len));
+  MPI_Bcast(problem.data(), static_cast<int>(len), MPI_CHAR, 0, comm_);
+  collective_require(comm_, problem.empty(), problem);
 }
 
 }  // namespace locus

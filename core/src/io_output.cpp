@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <set>
 
 #include "h5_common.hpp"
 #include "locus/app.hpp"
@@ -59,6 +60,38 @@ hid_t native_type<double>() {
   return H5T_NATIVE_DOUBLE;
 }
 
+// The outputs this process has committed: a run's own earlier checkpoint
+// is not "replaced" (no note for it; issue 53).
+std::set<std::string>& committed_paths() {
+  static std::set<std::string> paths;
+  return paths;
+}
+
+std::string absolute_path(const std::string& p) {
+  std::error_code ec;
+  const fs::path a = fs::absolute(fs::path(p), ec);
+  return ec ? p : a.lexically_normal().string();
+}
+
+// N values of 8 bytes each as little-endian bytes (what an attribute's
+// checksum covers: h5::attribute_bytes).
+std::string le64_bytes(const void* values, std::size_t n) {
+  std::string out;
+  const auto* p = static_cast<const unsigned char*>(values);
+  for (std::size_t i = 0; i < n; ++i) {
+    std::uint64_t v = 0;
+    std::memcpy(&v, p + 8 * i, 8);
+    for (int b = 0; b < 8; ++b) out.push_back(static_cast<char>((v >> (8 * b)) & 0xFFu));
+  }
+  return out;
+}
+
+// Every dataset that is not a field is chunked with Fletcher32 too (a
+// restart's residual, spmv's vectors, timers): one chunk per dataset,
+// halved along its longest extent while above kChunkBytes. An empty
+// dataset holds nothing to check and stays contiguous.
+Id checked_chunks(int ndims, const hsize_t* dims, std::size_t elem);
+
 // Fields are chunked and carry HDF5's Fletcher32 checksum per chunk, so a
 // damaged file (a flipped byte in a restart) is an error when read, not
 // silently wrong data. A chunk is one rank's block (the largest of the
@@ -93,6 +126,28 @@ Id checked_layout(const CartDecomp& dc, int ndims, std::size_t elem) {
   check(H5Pset_chunk(dcpl, ndims, chunk + skip), "H5Pset_chunk");
   check(H5Pset_fletcher32(dcpl), "H5Pset_fletcher32");
   // every element is written: no fill pass
+  check(H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER), "H5Pset_fill_time");
+  return Id(H5Pcopy(dcpl), H5Pclose, "H5Pcopy");
+}
+
+Id checked_chunks(int ndims, const hsize_t* dims, std::size_t elem) {
+  Id dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose, "H5Pcreate");
+  std::vector<hsize_t> chunk(dims, dims + ndims);
+  bool empty = ndims == 0;
+  for (hsize_t d : chunk) empty = empty || d == 0;
+  if (empty) return Id(H5Pcopy(dcpl), H5Pclose, "H5Pcopy");
+  auto bytes = [&] {
+    double b = double(elem);
+    for (hsize_t c : chunk) b *= double(c);
+    return b;
+  };
+  while (bytes() > kChunkBytes) {
+    auto longest = std::max_element(chunk.begin(), chunk.end());
+    if (*longest <= 1) break;
+    *longest = (*longest + 1) / 2;
+  }
+  check(H5Pset_chunk(dcpl, ndims, chunk.data()), "H5Pset_chunk");
+  check(H5Pset_fletcher32(dcpl), "H5Pset_fletcher32");
   check(H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER), "H5Pset_fill_time");
   return Id(H5Pcopy(dcpl), H5Pclose, "H5Pcopy");
 }
@@ -148,8 +203,9 @@ H5Output::H5Output(MPI_Comm comm, const std::string& path, bool overwrite)
           problem = "output: " + tmp_ + " is a directory; remove it or choose another output.name";
         else
           fs::remove(tmp_, ec);  // a stale file from a killed run
-        // never silently: say which file this run replaces
-        if (problem.empty() && exists)
+        // never silently: say which file this run replaces, once, and not
+        // for a file this run wrote itself (its own earlier checkpoint)
+        if (problem.empty() && exists && committed_paths().insert(absolute_path(path)).second)
           std::fprintf(stderr, "note: this run replaces %s (output.overwrite: true)\n", path.c_str());
       }
     }
@@ -222,6 +278,23 @@ void H5Output::written(herr_t status, const std::string& name) {
                          "; is the file system full or read-only?); nothing was written under " + path_);
 }
 
+hid_t H5Output::created(hid_t dset, const std::string& name) {
+  // the space was checked: a creation that fails all the same (the disk
+  // filled meanwhile) is one collective error, and the file is abandoned
+  const int err = errno;
+  int bad = dset < 0 ? 1 : 0, any = 0;
+  MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, comm_);
+  if (any) {
+    broken_ = true;
+    if (dset >= 0) H5Dclose(dset);
+    collective_require(comm_, false,
+                       "output: creating " + name + " in " + tmp_ + " failed (" +
+                           (bad ? std::string(std::strerror(err)) : std::string("on another rank")) +
+                           "; is the file system full?); nothing was written under " + path_);
+  }
+  return dset;
+}
+
 hid_t H5Output::object(const std::string& name) const {
   if (name.empty()) return H5Oopen(file_, "/", H5P_DEFAULT);
   return H5Oopen(file_, name.c_str(), H5P_DEFAULT);
@@ -243,12 +316,17 @@ void H5Output::attribute(const std::string& obj, const std::string& name, const 
   Id space(H5Screate(H5S_SCALAR), H5Sclose, "H5Screate");
   const char* p = value.c_str();
   write_attr(o, name, type, space, &p);
+  remember_checksum(obj, name, value);
+}
+
+void H5Output::remember_checksum(const std::string& obj, const std::string& name, const std::string& bytes) {
+  attribute_crc_[{obj.empty() ? "/" : obj, name}] = h5::crc32(bytes.data(), bytes.size());
 }
 
 namespace {
-// A scalar attribute of `obj` with rank 0's value.
+// A scalar attribute of `obj` with rank 0's value (VALUE becomes it).
 template <class T>
-void scalar_attribute(hid_t obj, const std::string& name, T value, MPI_Datatype mpi, hid_t h5,
+void scalar_attribute(hid_t obj, const std::string& name, T& value, MPI_Datatype mpi, hid_t h5,
                       MPI_Comm comm) {
   MPI_Bcast(&value, 1, mpi, 0, comm);
   Id space(H5Screate(H5S_SCALAR), H5Sclose, "H5Screate");
@@ -259,11 +337,14 @@ void scalar_attribute(hid_t obj, const std::string& name, T value, MPI_Datatype 
 void H5Output::attribute(const std::string& obj, const std::string& name, double value) {
   Id o(object(obj), H5Oclose, "opening " + obj);
   scalar_attribute(o, name, value, MPI_DOUBLE, H5T_NATIVE_DOUBLE, comm_);
+  remember_checksum(obj, name, le64_bytes(&value, 1));
 }
 
 void H5Output::attribute(const std::string& obj, const std::string& name, long value) {
   Id o(object(obj), H5Oclose, "opening " + obj);
   scalar_attribute(o, name, value, MPI_LONG, H5T_NATIVE_LONG, comm_);
+  const std::int64_t v = value;
+  remember_checksum(obj, name, le64_bytes(&v, 1));
 }
 
 void H5Output::attribute(const std::string& obj, const std::string& name, const std::vector<double>& given) {
@@ -276,6 +357,7 @@ void H5Output::attribute(const std::string& obj, const std::string& name, const 
   hsize_t n = v.size();
   Id space(H5Screate_simple(1, &n, nullptr), H5Sclose, "H5Screate_simple");
   write_attr(o, name, H5T_NATIVE_DOUBLE, space, v.data());
+  remember_checksum(obj, name, le64_bytes(v.data(), v.size()));
 }
 
 void H5Output::write_block(const std::string& name, const void* data, hid_t type, const BlockShape& shape,
@@ -285,13 +367,15 @@ void H5Output::write_block(const std::string& name, const void* data, hid_t type
   if (ndims == 2 && g[2] != 1) throw Error("output: " + name + ": a 2D dataset needs a grid of z extent 1");
   hsize_t dims[3] = {hsize_t(g[2]), hsize_t(g[1]), hsize_t(g[0])};
   const int skip = 3 - ndims;
+  // the space first: parallel HDF5 allocates a dataset's chunks when it
+  // creates it, and a creation that fails on a full disk is no clean error
+  ensure_space(double(dims[0]) * double(dims[1]) * double(dims[2]) * double(H5Tget_size(type)), name);
   Id filespace(H5Screate_simple(ndims, dims + skip, nullptr), H5Sclose, "H5Screate_simple");
   Id dcpl = checked_layout(dc, ndims, H5Tget_size(type));
-  Id dset(H5Dcreate2(file_, name.c_str(), type, filespace, H5P_DEFAULT, dcpl, H5P_DEFAULT), H5Dclose,
-          "creating dataset " + name);
+  Id dset(created(H5Dcreate2(file_, name.c_str(), type, filespace, H5P_DEFAULT, dcpl, H5P_DEFAULT), name),
+          H5Dclose, "creating dataset " + name);
   Id memspace = memory_space(shape);
   select_block(dc, shape, ndims, filespace, memspace);
-  ensure_space(double(dims[0]) * double(dims[1]) * double(dims[2]) * double(H5Tget_size(type)), name);
   written(H5Dwrite(dset, type, memspace, filespace, xfer_, data), name);
 }
 
@@ -310,16 +394,18 @@ void H5Output::write_root_vector(const std::string& name, const std::vector<doub
   unsigned long long n = v.size();
   MPI_Bcast(&n, 1, MPI_UNSIGNED_LONG_LONG, 0, comm_);
   hsize_t dims = n;
+  ensure_space(8.0 * double(n), name);
   Id filespace(H5Screate_simple(1, &dims, nullptr), H5Sclose, "H5Screate_simple");
+  Id dcpl = checked_chunks(1, &dims, 8);
   Id dset(
-      H5Dcreate2(file_, name.c_str(), H5T_NATIVE_DOUBLE, filespace, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+      created(H5Dcreate2(file_, name.c_str(), H5T_NATIVE_DOUBLE, filespace, H5P_DEFAULT, dcpl, H5P_DEFAULT),
+              name),
       H5Dclose, "creating dataset " + name);
   Id memspace(H5Screate_simple(1, &dims, nullptr), H5Sclose, "H5Screate_simple");
   if (rank_ != 0 || n == 0) {
     H5Sselect_none(filespace);
     H5Sselect_none(memspace);
   }
-  if (n > 0) ensure_space(8.0 * double(n), name);
   if (n > 0) written(H5Dwrite(dset, H5T_NATIVE_DOUBLE, memspace, filespace, xfer_, v.data()), name);
 }
 
@@ -330,10 +416,13 @@ void H5Output::write_root_array(const std::string& name, const std::vector<doubl
   if (rank_ == 0 && v.size() != n)
     throw Error("output: " + name + ": " + std::to_string(v.size()) + " values for a dataset of " +
                 std::to_string(n));
+  ensure_space(8.0 * double(n), name);
   Id filespace(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), H5Sclose,
                "H5Screate_simple");
+  Id dcpl = checked_chunks(static_cast<int>(dims.size()), dims.data(), 8);
   Id dset(
-      H5Dcreate2(file_, name.c_str(), H5T_NATIVE_DOUBLE, filespace, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+      created(H5Dcreate2(file_, name.c_str(), H5T_NATIVE_DOUBLE, filespace, H5P_DEFAULT, dcpl, H5P_DEFAULT),
+              name),
       H5Dclose, "creating dataset " + name);
   Id memspace(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), H5Sclose,
               "H5Screate_simple");
@@ -341,16 +430,18 @@ void H5Output::write_root_array(const std::string& name, const std::vector<doubl
     H5Sselect_none(filespace);
     H5Sselect_none(memspace);
   }
-  if (n > 0) ensure_space(8.0 * double(n), name);
   if (n > 0) written(H5Dwrite(dset, H5T_NATIVE_DOUBLE, memspace, filespace, xfer_, v.data()), name);
 }
 
 void H5Output::write_distributed(const std::string& name, const double* data, std::uint64_t count,
                                  std::uint64_t offset, std::uint64_t global) {
   hsize_t dims = global;
+  ensure_space(8.0 * double(global), name);
   Id filespace(H5Screate_simple(1, &dims, nullptr), H5Sclose, "H5Screate_simple");
+  Id dcpl = checked_chunks(1, &dims, 8);
   Id dset(
-      H5Dcreate2(file_, name.c_str(), H5T_NATIVE_DOUBLE, filespace, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+      created(H5Dcreate2(file_, name.c_str(), H5T_NATIVE_DOUBLE, filespace, H5P_DEFAULT, dcpl, H5P_DEFAULT),
+              name),
       H5Dclose, "creating dataset " + name);
   hsize_t start = offset, n = count;
   Id memspace(H5Screate_simple(1, &n, nullptr), H5Sclose, "H5Screate_simple");
@@ -360,7 +451,6 @@ void H5Output::write_distributed(const std::string& name, const double* data, st
   } else {
     check(H5Sselect_hyperslab(filespace, H5S_SELECT_SET, &start, nullptr, &n, nullptr), "hyperslab");
   }
-  if (global > 0) ensure_space(8.0 * double(global), name);
   if (global > 0) written(H5Dwrite(dset, H5T_NATIVE_DOUBLE, memspace, filespace, xfer_, data), name);
 }
 
@@ -368,18 +458,42 @@ void H5Output::write_rank_rows(const std::string& name, const std::vector<double
   int size = 1;
   MPI_Comm_size(comm_, &size);
   hsize_t dims[2] = {hsize_t(size), row.size()};
+  ensure_space(8.0 * double(size) * double(row.size()), name);
   Id filespace(H5Screate_simple(2, dims, nullptr), H5Sclose, "H5Screate_simple");
+  Id dcpl = checked_chunks(2, dims, 8);
   Id dset(
-      H5Dcreate2(file_, name.c_str(), H5T_NATIVE_DOUBLE, filespace, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+      created(H5Dcreate2(file_, name.c_str(), H5T_NATIVE_DOUBLE, filespace, H5P_DEFAULT, dcpl, H5P_DEFAULT),
+              name),
       H5Dclose, "creating dataset " + name);
   hsize_t start[2] = {hsize_t(rank_), 0}, count[2] = {1, row.size()};
   check(H5Sselect_hyperslab(filespace, H5S_SELECT_SET, start, nullptr, count, nullptr), "hyperslab");
   Id memspace(H5Screate_simple(2, count, nullptr), H5Sclose, "H5Screate_simple");
-  if (!row.empty()) ensure_space(8.0 * double(size) * double(row.size()), name);
   if (!row.empty()) written(H5Dwrite(dset, H5T_NATIVE_DOUBLE, memspace, filespace, xfer_, row.data()), name);
 }
 
+void H5Output::write_checksum_record() {
+  std::string text;
+  for (const auto& [key, crc] : attribute_crc_) {
+    char hex[16];
+    std::snprintf(hex, sizeof hex, "%08x", static_cast<unsigned>(crc));
+    text += key.first + "\t" + key.second + "\t" + hex + "\n";
+  }
+  char hex[16];
+  std::snprintf(hex, sizeof hex, "%08x", static_cast<unsigned>(h5::crc32(text.data(), text.size())));
+  text += std::string("record\t") + hex + "\n";
+  Id root(object(""), H5Oclose, "opening /");
+  Id type(H5Tcopy(H5T_C_S1), H5Tclose, "H5Tcopy");
+  check(H5Tset_size(type, H5T_VARIABLE), "H5Tset_size");
+  check(H5Tset_cset(type, H5T_CSET_UTF8), "H5Tset_cset");
+  Id space(H5Screate(H5S_SCALAR), H5Sclose, "H5Screate");
+  const char* p = text.c_str();
+  write_attr(root, h5::kAttributeChecksums, type, space, &p);
+}
+
 void H5Output::commit() {
+  // every attribute's checksum (the same text on every rank: every value
+  // is rank 0's)
+  write_checksum_record();
   H5Pclose(xfer_);
   xfer_ = -1;
   herr_t st = H5Fclose(file_);
@@ -402,6 +516,7 @@ void H5Output::commit() {
   detail::g_output_lock[0] = 0;
   committed_ = true;
   collective_require(comm_, problem.empty(), problem);
+  if (rank_ == 0) committed_paths().insert(absolute_path(path_));
 }
 
 void write_provenance(H5Output& out, const Context& ctx) {

@@ -1,4 +1,6 @@
 // XDMF files beside grid outputs, for ParaView and VisIt.
+#include <sys/statvfs.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -38,8 +40,7 @@ void write_xdmf_file(const std::string& xmf_path, const std::string& h5_file, co
     if (fs::is_directory(tmp, ec)) throw Error("output: " + tmp + " is a directory; remove it");
   }
   {
-    std::ofstream x(tmp);
-    if (!x) throw Error("output: cannot write " + tmp + " (" + std::strerror(errno) + ")");
+    std::ostringstream x;
     x.precision(17);
     // XDMF lists dimensions slowest first: z y x (or y x).
     auto zyx = [ndims](const auto& v) {
@@ -67,7 +68,31 @@ void write_xdmf_file(const std::string& xmf_path, const std::string& h5_file, co
         << zyx(n) << "\">" << h5_file << ":/" << d << "</DataItem>\n"
         << "   </Attribute>\n";
     x << "  </Grid>\n </Domain>\n</Xdmf>\n";
-    if (!x) throw Error("output: writing " + tmp + " failed");
+    const std::string text = x.str();
+    // the space first: a full file system is one clear error, nothing written
+    struct statvfs fs {};
+    const std::string dir = fs::path(tmp).parent_path().string();
+    if (::statvfs(dir.empty() ? "." : dir.c_str(), &fs) == 0) {
+      const double avail = static_cast<double>(fs.f_bavail) * static_cast<double>(fs.f_frsize);
+      const double need = static_cast<double>(text.size()) + 4096.0;  // one block at least
+      if (avail < need) {
+        char msg[160];
+        std::snprintf(msg, sizeof msg, "needs %.1f MiB more, the file system has %.1f MiB free",
+                      need / 1048576.0, avail / 1048576.0);
+        throw Error("output: writing " + tmp + ": " + msg + "; nothing was written under " + xmf_path);
+      }
+    }
+    std::ofstream out(tmp);
+    if (!out) throw Error("output: cannot write " + tmp + " (" + std::strerror(errno) + ")");
+    out << text;
+    out.flush();
+    if (!out) {
+      const int err = errno;
+      out.close();
+      std::remove(tmp.c_str());
+      throw Error("output: writing " + tmp + " failed (" + std::strerror(err) +
+                  "); nothing was written under " + xmf_path);
+    }
   }
   if (std::rename(tmp.c_str(), xmf_path.c_str()) != 0)
     throw Error("output: cannot rename " + tmp + " to " + xmf_path + " (" + std::strerror(errno) + ")");

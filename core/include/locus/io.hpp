@@ -11,7 +11,9 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "locus/decomp.hpp"
@@ -86,6 +88,13 @@ class H5Output {
   void spawn_reaper();
   // Collective: a failed write is one CollectiveError with the path and errno.
   void written(herr_t status, const std::string& name);
+  // Collective: DSET, or (a creation failed on some rank) one
+  // CollectiveError; the file is then abandoned.
+  hid_t created(hid_t dset, const std::string& name);
+  // The CRC-32 of an attribute's value (h5::attribute_bytes), and the
+  // record of them all written at commit (docs/outputs.md, Checksums).
+  void remember_checksum(const std::string& obj, const std::string& name, const std::string& bytes);
+  void write_checksum_record();
   // Collective: the file system has room for `bytes` more (else one
   // CollectiveError saying how much it needs and has).
   void ensure_space(double bytes, const std::string& name);
@@ -98,6 +107,7 @@ class H5Output {
   hid_t xfer_ = -1;
   bool committed_ = false;
   bool broken_ = false;  // a write failed: the file is abandoned, not closed
+  std::map<std::pair<std::string, std::string>, std::uint32_t> attribute_crc_;  // (object, name) -> CRC-32
 };
 
 // Run provenance as root attributes: effective config, locus version, git
@@ -120,6 +130,10 @@ class H5Input {
   H5Input& operator=(const H5Input&) = delete;
 
   bool has(const std::string& name) const;
+  // Collective: every attribute against the CRC-32 the writer recorded
+  // (attribute_checksums); a missing record or a mismatch is one
+  // CollectiveError naming the file and the attribute.
+  void verify_attributes();
   // Collective. Throws CollectiveError when the dataset's shape differs from
   // the decomposition's global grid.
   void read_field(const std::string& name, HostField3D& f, const CartDecomp& dc);
