@@ -67,6 +67,10 @@ def main():
             check(os.path.exists(f) and os.path.getsize(f) > 1000, "plot %s written" % f)
     report = open(os.path.join(res, "report.md")).read()
     check("## Failed runs" in report and "needs 2 ranks" in report and "![time](time.png)" in report, report)
+    # every ok run's HDF5 output verified against its checksums
+    check("Outputs: 6 HDF5 files of 6 successful runs verified" in report, "outputs verified line:\n" + report)
+    check(all(r.get("outputs_verified") == "1" for r in ok), "outputs_verified per ok row: %s"
+          % [r.get("outputs_verified") for r in ok])
     run_dirs = [d for d in os.listdir(os.path.join(res, "runs"))]
     check(len(run_dirs) == 8, "a directory per run")
     one = os.path.join(res, "runs", sorted(run_dirs)[0])

@@ -32,8 +32,8 @@ import yaml
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from locuslib import (ROOT, Located, UserError, app_binary, app_error, app_keys, build_dir, closest,  # noqa: E402
                       build_mpi_library, config_hash, dig, effective_config, find_file, launcher_argv,
-                      launcher_template,
-                      ensure_space, parse_summary, run_app, site_config, write_file, yaml_value)
+                      launcher_template, ensure_space, parse_summary, run_app, site_config, verify_file,
+                      write_file, yaml_value)
 
 STUDY_KEYS = {
     "name": "study name (default: the file stem); results go to results/<name>/",
@@ -454,9 +454,16 @@ def execute(study, results, item):
             error = "verdict FAIL: " + error
     if summary is not None:
         write_file(os.path.join(rdir, "summary.yaml"), yaml.safe_dump(summary, sort_keys=False))
+    # The run's HDF5 outputs against their checksums (every attribute's
+    # CRC-32, every dataset's Fletcher32): a damaged output is no result.
+    outputs = sorted(glob.glob(os.path.join(rdir, "out", "*.h5")))
+    damaged = [p for o in outputs for p in verify_file(o)] if status == "ok" else []
+    if damaged:
+        status, error = "failed", "output damaged: " + "; ".join(damaged)
     rec = {"id": item["id"], "ranks": item["ranks"], "nodes": item["nodes"], "ppn": item["ppn"],
            "repeat": item["repeat"], "variant": [[k, v] for k, v in item["variant"]],
            "status": status, "error": error, "seconds": round(secs, 3), "exit": rc,
+           "outputs_verified": len(outputs) if status == "ok" else 0,
            "cores": os.cpu_count() or 1, "host": os.uname().nodename,
            "job": os.environ.get("SLURM_JOB_ID", "")}
     write_file(os.path.join(rdir, "run.json"), json.dumps(rec, indent=1))
@@ -771,6 +778,7 @@ def rows_of(study, records):
             row[k] = v
         row["status"] = rec["status"]
         row["error"] = rec["error"]
+        row["outputs_verified"] = rec.get("outputs_verified", "")  # HDF5 files checked against their checksums
         s = rec["summary"] or {}
         row["verdict"] = dig(s, "validation.verdict") or ""
         # the app's figure of merit (the whole timed solve), then the rest
@@ -1102,6 +1110,14 @@ def report_head(study, records, results):
                  study.app, os.path.relpath(study.deck, ROOT), study.scaling, study.ranks, study.repeats,
                  "" if study.repeats == 1 else "s", study.metric, cores), "",
              "Regenerate (from any directory): `%s`" % regenerate_command(study, results), ""]
+    ok = [r for r in records if r.get("status") == "ok"]
+    checked = sum(r.get("outputs_verified", 0) for r in ok)
+    if ok:
+        lines += ["Outputs: %d HDF5 file%s of %d successful run%s verified against their checksums "
+                  "(every attribute's CRC-32, every dataset's Fletcher32)%s." % (
+                      checked, "" if checked == 1 else "s", len(ok), "" if len(ok) == 1 else "s",
+                      "" if all("outputs_verified" in r for r in ok)
+                      else "; runs recorded before verification are not counted"), ""]
     fom_def = fom_definition(records)
     if fom_def:
         lines += ["Figure of merit: %s [%s], over %s (median of the repeats)." % (
