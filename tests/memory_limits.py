@@ -126,7 +126,6 @@ FITS = (("heat3d", ["heat3d.grid.nx=16", "heat3d.grid.ny=16", "heat3d.grid.nz=16
         ("tensor_contract", ["tensor_contract.extent=8", "tensor_contract.tile=4"]))
 for app, sets in FITS if NP <= 2 else FITS[3:]:
     p, dt, left, shm = run(app, DECK[app], sets, app + "_fits")
-    # (poisson5pt's default deck compares nothing: "not checked")
     check(p.returncode == 0 and ("verdict: pass" in p.stdout or "verdict: not checked" in p.stdout),
           "%s under ulimit -v: exit %d\n%s\n%s" % (app, p.returncode, p.stdout[-1500:], p.stderr[-3000:]))
     print("%-22s runs under ulimit -v 4 GiB (%.1f s)" % (app + "_fits", dt))
