@@ -235,19 +235,25 @@ Variant scatter_variant(locus::Team& world, Tables& t, u64 lookahead) {
           }};
 }
 
+// raw: CPU atomics on the node's shared table, no library in the loop.
+Variant raw_variant(Tables& t) {
+  return {"raw", t.raw.data(), [&t](const Table& tb) {
+            if (u64* const whole = tb.mask ? t.raw.contiguous(tb.local) : nullptr) {
+              // one array, one mask, one locked xor per update
+              for_each_update(tb,
+                              [whole](u64 g, u64 v) { __atomic_fetch_xor(whole + g, v, __ATOMIC_RELAXED); });
+              return;
+            }
+            for_each_update(tb, [&](u64 g, u64 v) {
+              __atomic_fetch_xor(t.raw.parts()[tb.owner(g)] + tb.offset(g), v, __ATOMIC_RELAXED);
+            });
+          }};
+}
+
 // One pass of my updates per variant, on its own table.
 std::vector<Variant> variants(locus::Team& world, Tables& t, u64 lookahead, bool cpu) {
   std::vector<Variant> all;
-  all.push_back({"raw", t.raw.data(), [&t](const Table& tb) {
-                   if (u64* const whole = tb.mask ? t.raw.contiguous(tb.local) : nullptr) {
-                     // one array, one mask, one locked xor per update
-                     for_each_update(tb, [whole](u64 g, u64 v) { __atomic_fetch_xor(whole + g, v, __ATOMIC_RELAXED); });
-                     return;
-                   }
-                   for_each_update(tb, [&](u64 g, u64 v) {
-                     __atomic_fetch_xor(t.raw.parts()[tb.owner(g)] + tb.offset(g), v, __ATOMIC_RELAXED);
-                   });
-                 }});
+  all.push_back(raw_variant(t));
   all.push_back({"mpi", t.mpi.data(), [&t, lookahead](const Table& tb) {
                    std::vector<u64> vals(lookahead);
                    u64 k = 0;
@@ -423,8 +429,8 @@ void print_header(const locus::Context& ctx, const Table& tb, u64 lookahead, boo
 }
 
 // The table, the CSV and JSON, the summary with its ratios and goals (rank 0).
-int report(const locus::Context& ctx, const Table& tb, const std::vector<Variant*>& chosen,
-           const Measured& m, double standalone) {
+int report(const locus::Context& ctx, const Table& tb, const std::vector<Variant*>& chosen, const Measured& m,
+           double standalone) {
   const double updates = 4.0 * static_cast<double>(tb.total);
   const double limit = 0.01 * static_cast<double>(tb.total);
   const bool same_node = bench::all_same_node(ctx.runtime().world());

@@ -69,7 +69,10 @@ for halo in ["p2p", "locus-nb"]:
     for stores, expect in (("on", "streaming (heat3d"), ("off", "cached (heat3d"), ("auto", "(auto, this rank: 2 steps each timed")):
         s = kernels_checked("heat3d", H8 + ["comm.halo=" + halo, "heat3d.kernel.streaming_stores=" + stores])
         got = s["results"]["kernels"]["stores"]
-        check(expect in got or got == "cached (streaming stores need AVX2)",
+        # without the host refinement (no AVX2, hidden, or a device space) every
+        # setting runs the portable kernel with cached stores, and says why
+        check(expect in got or got.startswith("cached (streaming stores need AVX2")
+              or got == "cached (streaming stores hidden by LOCUS_CPU_HIDE)",
               "heat3d %s stores %s: summary says %r" % (halo, stores, got))
         with h5py.File(s["output"], "r") as f:
             fields[stores] = f["temperature"][...]

@@ -89,8 +89,8 @@ namespace {
 // inside the field.
 KOKKOS_FORCEINLINE_FUNCTION double row_cells(const double* __restrict c, const double* __restrict s,
                                              const double* __restrict n, const double* __restrict b,
-                                             const double* __restrict t, double* __restrict o, long i0, long i1,
-                                             const StencilCoefficients& k, double m) {
+                                             const double* __restrict t, double* __restrict o, long i0,
+                                             long i1, const StencilCoefficients& k, double m) {
   LOCUS_SIMD_MAX(m)
   for (long i = i0; i <= i1; ++i) {
     const double cc = c[i];
@@ -104,8 +104,8 @@ KOKKOS_FORCEINLINE_FUNCTION double row_cells(const double* __restrict c, const d
 }
 
 struct PortableRow {
-  KOKKOS_INLINE_FUNCTION static double cells(const double* c, const double* s, const double* n, const double* b,
-                                             const double* t, double* o, long i0, long i1,
+  KOKKOS_INLINE_FUNCTION static double cells(const double* c, const double* s, const double* n,
+                                             const double* b, const double* t, double* o, long i0, long i1,
                                              const StencilCoefficients& k, double m) {
     return row_cells(c, s, n, b, t, o, i0, i1, k, m);
   }
@@ -120,7 +120,8 @@ struct PortableRow {
 __attribute__((target("avx2"))) double row_cells_avx2(const double* __restrict c, const double* __restrict s,
                                                       const double* __restrict n, const double* __restrict b,
                                                       const double* __restrict t, double* __restrict o,
-                                                      long i0, long i1, const StencilCoefficients& k, double m) {
+                                                      long i0, long i1, const StencilCoefficients& k,
+                                                      double m) {
   return row_cells(c, s, n, b, t, o, i0, i1, k, m);
 }
 
@@ -159,13 +160,10 @@ __attribute__((target("avx2"), always_inline)) inline __m256d cell_quad(const do
   return _mm256_add_pd(x, y);
 }
 
-__attribute__((target("avx2"))) double streaming_row_avx2(const double* __restrict c,
-                                                          const double* __restrict s,
-                                                          const double* __restrict n,
-                                                          const double* __restrict b,
-                                                          const double* __restrict t, double* __restrict o,
-                                                          long i0, long i1, const StencilCoefficients& k,
-                                                          double m) {
+__attribute__((target("avx2"))) double streaming_row_avx2(
+    const double* __restrict c, const double* __restrict s, const double* __restrict n,
+    const double* __restrict b, const double* __restrict t, double* __restrict o, long i0, long i1,
+    const StencilCoefficients& k, double m) {
   long i = i0;
   while (i <= i1 && (reinterpret_cast<std::uintptr_t>(o + i) & 63) != 0) ++i;  // to the first whole line
   m = row_cells(c, s, n, b, t, o, i0, std::min(i, i1 + 1) - 1, k, m);
@@ -300,9 +298,22 @@ RowVariant row_variant(bool streaming) {
   return RowVariant::portable;
 }
 
+const char* row_variant_name(RowVariant v) {
+  switch (v) {
+    case RowVariant::avx2:
+      return "portable compiled for AVX2 (host specialisation, chosen at run time)";
+    case RowVariant::streaming:
+      return "AVX2 streaming stores (host refinement, chosen at run time)";
+    case RowVariant::portable:
+      break;
+  }
+  return "portable (the one source, the build's baseline ISA)";
+}
+
 // A sweep of Step<Row> with the row kernel row_variant chose.
 template <template <class> class Step>
-double sweep_rows(const char* name, const Stencil<PortableRow>& st, bool streaming, double* seconds = nullptr) {
+double sweep_rows(const char* name, const Stencil<PortableRow>& st, bool streaming,
+                  double* seconds = nullptr) {
 #if HEAT3D_AVX2
   if constexpr (locus::kHostExec) {
     switch (row_variant(streaming)) {
@@ -310,7 +321,8 @@ double sweep_rows(const char* name, const Stencil<PortableRow>& st, bool streami
         return sweep(name, Step<StreamingRow>{{st.u, st.un, st.co, st.nx, st.ny, st.nz, st.block}}, true,
                      seconds);
       case RowVariant::avx2:
-        return sweep(name, Step<Avx2Row>{{st.u, st.un, st.co, st.nx, st.ny, st.nz, st.block}}, false, seconds);
+        return sweep(name, Step<Avx2Row>{{st.u, st.un, st.co, st.nx, st.ny, st.nz, st.block}}, false,
+                     seconds);
       case RowVariant::portable:
         break;
     }
@@ -385,17 +397,7 @@ double Solver::step() {
   const long block = locus::cpu::stencil_block_rows(std::size_t(nx + 2) * sizeof(double), ny);
   const Stencil<PortableRow> st{u_.view(), un_.view(), co, nx, ny, nz, block};
   block_rows_ = block;
-  switch (row_variant(streaming)) {
-    case RowVariant::portable:
-      row_kernel_ = "portable (the one source, the build's baseline ISA)";
-      break;
-    case RowVariant::avx2:
-      row_kernel_ = "portable compiled for AVX2 (host specialisation, chosen at run time)";
-      break;
-    case RowVariant::streaming:
-      row_kernel_ = "AVX2 streaming stores (host refinement, chosen at run time)";
-      break;
-  }
+  row_kernel_ = row_variant_name(row_variant(streaming));
   // The first step also runs the reference kernel (untimed, once the ghosts
   // are in) into a scratch field; the optimized result must equal it bit
   // for bit, and so must the streaming-store kernel's when it may run.

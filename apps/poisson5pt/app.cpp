@@ -483,9 +483,8 @@ int run(Context& ctx) {
       pass = exact_check(s, r, validation);
       checked = true;
     } else {
-      validation["reason"] =
-          "validation.mode none: converged; setup " + cfg.string("poisson5pt.setup") +
-          " has no known solution to compare with (setup: manufactured has one)";
+      validation["reason"] = "validation.mode none: converged; setup " + cfg.string("poisson5pt.setup") +
+                             " has no known solution to compare with (setup: manufactured has one)";
     }
   }
   validation["verdict"] = !pass ? "FAIL" : (fixed_work || !checked) ? "not checked" : "pass";

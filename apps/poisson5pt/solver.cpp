@@ -139,10 +139,10 @@ template <class T, bool Sor>
     for (; k + block <= tail; k += block) {
       // Prefetches never fault: the ones past the row's end are harmless.
       for (long l = 0; l < block; l += line) {
-        __builtin_prefetch(x + k + ahead + l, 1);
-        __builtin_prefetch(xup + k + ahead + l, 0);
-        __builtin_prefetch(b + k + ahead + l, 0);
-        __builtin_prefetch(bs + k + ahead + l, 0);
+        LOCUS_PREFETCH(x + k + ahead + l, 1);
+        LOCUS_PREFETCH(xup + k + ahead + l, 0);
+        LOCUS_PREFETCH(b + k + ahead + l, 0);
+        LOCUS_PREFETCH(bs + k + ahead + l, 0);
       }
       for (long m = 0; m < block; ++m) point(k + m);
     }
@@ -151,10 +151,10 @@ template <class T, bool Sor>
       // lines at the same distance from that pass's first point.
       for (; k + block <= k1; k += block) {
         for (long l = k - tail; l < k - tail + block; l += line) {
-          __builtin_prefetch(next[0] + l, 1);
-          __builtin_prefetch(next[1] + l, 0);
-          __builtin_prefetch(next[2] + l, 0);
-          __builtin_prefetch(next[3] + l, 0);
+          LOCUS_PREFETCH(next[0] + l, 1);
+          LOCUS_PREFETCH(next[1] + l, 0);
+          LOCUS_PREFETCH(next[2] + l, 0);
+          LOCUS_PREFETCH(next[3] + l, 0);
         }
         for (long m = 0; m < block; ++m) point(k + m);
       }
@@ -163,14 +163,9 @@ template <class T, bool Sor>
   for (; k < k1; ++k) point(k);
 }
 
-template <class T>
-using SplitRowFn = void (*)(T*, const T*, const T*, const T*, const T*, long, long, long, T);
-template <class T>
-using SplitPairFn = void (*)(T*, const T*, T*, const T*, const T*, const T*, const T*, const T*, long, long,
-                             long, T, long, const T* const*);
-
-// The kernels compiled for the build's instruction set and for AVX2; the
-// solver picks one pair at run time.
+// The kernels compiled for the build's instruction set and for AVX2 (the
+// same body); the solver picks one at run time (locus::cpu) and calls it
+// directly (split_row, split_pair below), no function pointer.
 #define POISSON5PT_SPLIT_KERNELS(SUFFIX, ATTR)                                                            \
   template <class T, bool Sor>                                                                            \
   ATTR void split_row_##SUFFIX(T* __restrict x, const T* __restrict y, const T* __restrict dn,            \
@@ -186,11 +181,31 @@ using SplitPairFn = void (*)(T*, const T*, T*, const T*, const T*, const T*, con
     split_pair_body<T, Sor>(x, y, xs, ys, xss, xup, b, bs, k0, k1, a, w, ahead, next);                    \
   }
 POISSON5PT_SPLIT_KERNELS(baseline, )
-#if defined(__x86_64__) && defined(__GNUC__)
-POISSON5PT_SPLIT_KERNELS(avx2, __attribute__((target("avx2"))))
+#if LOCUS_HOST_AVX2
+POISSON5PT_SPLIT_KERNELS(avx2, LOCUS_TARGET_AVX2)
 #define POISSON5PT_HAVE_AVX2 1
 #endif
 #undef POISSON5PT_SPLIT_KERNELS
+
+template <class T, bool Sor>
+void split_row(bool avx2, T* x, const T* y, const T* dn, const T* up, const T* b, long k0, long k1, long a,
+               T w) {
+#ifdef POISSON5PT_HAVE_AVX2
+  if (avx2) return split_row_avx2<T, Sor>(x, y, dn, up, b, k0, k1, a, w);
+#endif
+  (void)avx2;
+  split_row_baseline<T, Sor>(x, y, dn, up, b, k0, k1, a, w);
+}
+
+template <class T, bool Sor>
+void split_pair(bool avx2, T* x, const T* y, T* xs, const T* ys, const T* xss, const T* xup, const T* b,
+                const T* bs, long k0, long k1, long a, T w, long ahead, const T* const* next) {
+#ifdef POISSON5PT_HAVE_AVX2
+  if (avx2) return split_pair_avx2<T, Sor>(x, y, xs, ys, xss, xup, b, bs, k0, k1, a, w, ahead, next);
+#endif
+  (void)avx2;
+  split_pair_baseline<T, Sor>(x, y, xs, ys, xss, xup, b, bs, k0, k1, a, w, ahead, next);
+}
 
 template <class T>
 class Solver final : public SolverBase {
@@ -227,12 +242,7 @@ class Solver final : public SolverBase {
     hp_ = ((sx_ + 1) / 2 + per_line - 1) / per_line * per_line;
     rs_ = split_ ? 2 * hp_ : sx_;
     ahead_ = o.prefetch_bytes / static_cast<long>(sizeof(T));
-#ifdef POISSON5PT_HAVE_AVX2
-    if (sweep_vector(o) == "avx2") {
-      row_ = {split_row_avx2<T, false>, split_row_avx2<T, true>};
-      pair_ = {split_pair_avx2<T, false>, split_pair_avx2<T, true>};
-    }
-#endif
+    avx2_ = sweep_vector(o) == "avx2";
   }
 
   void initialize() override {
@@ -369,30 +379,20 @@ class Solver final : public SolverBase {
     out.write_field("error", e, decomp_, 2);
   }
 
-  const locus::CartDecomp& decomp() const override {
-    return decomp_;
-  }
-  std::string halo_name() const override {
-    return halo_->name();
-  }
-  bool kernel_checked() const override {
-    return checked_;
-  }
+  const locus::CartDecomp& decomp() const override { return decomp_; }
+  std::string halo_name() const override { return halo_->name(); }
+  bool kernel_checked() const override { return checked_; }
 
  private:
   // Point (i, j) of the row-major field (ghosts at 0 and n+1).
-  std::size_t idx(long i, long j) const {
-    return static_cast<std::size_t>(j * sx_ + i);
-  }
+  std::size_t idx(long i, long j) const { return static_cast<std::size_t>(j * sx_ + i); }
   // Point (i, j) in the sweeps' storage (the split copy and h^2 f): row j
   // holds the columns of even global index, then (at hp_) the odd ones.
   std::size_t cell(long i, long j) const {
     if (!split_) return idx(i, j);
     return static_cast<std::size_t>(j * rs_ + ((ox_ + i) & 1) * hp_ + (i >> 1));
   }
-  T value(long i, long j) const {
-    return split_ ? w_[cell(i, j)] : u_->data()[idx(i, j)];
-  }
+  T value(long i, long j) const { return split_ ? w_[cell(i, j)] : u_->data()[idx(i, j)]; }
 
   double global(double v, MPI_Op op) {
     double out = 0.0;
@@ -474,8 +474,8 @@ class Solver final : public SolverBase {
     if (s.k0 >= s.k1) return;
     T* row = w_.data() + j * rs_;
     const long xo = s.part * hp_, yo = (1 - s.part) * hp_;
-    row_[Sor](row + xo, row + yo, row - rs_ + xo, row + rs_ + xo, rhs_.data() + j * rs_ + xo, s.k0, s.k1, s.a,
-              T(o_.omega));
+    split_row<T, Sor>(avx2_, row + xo, row + yo, row - rs_ + xo, row + rs_ + xo, rhs_.data() + j * rs_ + xo,
+                      s.k0, s.k1, s.a, T(o_.omega));
   }
 
   // Red row j and black row j-1 in columns i0..i1 (the same half of both).
@@ -498,8 +498,8 @@ class Solver final : public SolverBase {
       streams[2] = b + rs_ + no;        // its right-hand side
       streams[3] = b + no;              // black row j's right-hand side
     }
-    pair_[Sor](row + xo, row + yo, below + xo, below + yo, below - rs_ + xo, row + rs_ + xo, b + xo,
-               b - rs_ + xo, s.k0, s.k1, s.a, T(o_.omega), ahead_, next ? streams : nullptr);
+    split_pair<T, Sor>(avx2_, row + xo, row + yo, below + xo, below + yo, below - rs_ + xo, row + rs_ + xo,
+                       b + xo, b - rs_ + xo, s.k0, s.k1, s.a, T(o_.omega), ahead_, next ? streams : nullptr);
   }
 
   template <bool Sor>
@@ -696,8 +696,7 @@ class Solver final : public SolverBase {
   long ahead_ = 0;        // split layout: prefetch distance in elements (0: none)
   bool checked_ = false;  // the first iteration matched the reference kernel
   std::vector<T> ref_;    // the reference's row-major copy (first iteration only)
-  std::array<SplitRowFn<T>, 2> row_{split_row_baseline<T, false>, split_row_baseline<T, true>};
-  std::array<SplitPairFn<T>, 2> pair_{split_pair_baseline<T, false>, split_pair_baseline<T, true>};
+  bool avx2_ = false;     // the split sweeps' AVX2 compilation (sweep_vector: run time, locus::cpu)
 };
 
 }  // namespace
@@ -709,7 +708,7 @@ bool sweeps_split(const Options& o) {
 std::string sweep_vector(const Options& o) {
   if (!sweeps_split(o)) return "none";
 #ifdef POISSON5PT_HAVE_AVX2
-  if (o.vector_auto && locus::cpu::features().avx2) return "avx2";  // run time; LOCUS_CPU_HIDE=avx2 hides it
+  if (o.vector_auto && locus::host_avx2()) return "avx2";  // run time; LOCUS_CPU_HIDE=avx2 hides it
 #endif
   return "baseline";
 }

@@ -394,7 +394,8 @@ namespace {
 // -> 0.65 of the model's roofline on the HPCG matrix).
 constexpr gidx kPrefetch = 512;
 
-KOKKOS_FORCEINLINE_FUNCTION void local_range_body(const gidx* __restrict ptr, const std::int32_t* __restrict col,
+KOKKOS_FORCEINLINE_FUNCTION void local_range_body(const gidx* __restrict ptr,
+                                                  const std::int32_t* __restrict col,
                                                   const double* __restrict val, const double* __restrict x,
                                                   double* __restrict y, gidx r0, gidx r1) {
   for (gidx i = r0; i < r1; ++i) {
@@ -487,7 +488,8 @@ bool Operator::openmp_threads() const {
 }
 
 void Operator::compute_local(double* y) {
-  const LocalProduct f{a_->lptr.data(), a_->lcol.data(), a_->lval.data(), xext_, y, nrows_, locus::host_avx2()};
+  const LocalProduct f{a_->lptr.data(), a_->lcol.data(),   a_->lval.data(), xext_, y,
+                       nrows_,          locus::host_avx2()};
   if (openmp_threads()) {
 #pragma omp parallel num_threads(threads_)
     {

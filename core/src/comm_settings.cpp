@@ -243,7 +243,7 @@ CommSettings comm_settings(const Config& c) {
   } else {
     s.htm = detail::cpu_has_rtm();
     const bool hidden = cpu::features().hidden.find("rtm") != std::string::npos;
-    s.htm_why = s.htm      ? "on (auto: the CPU has RTM)"
+    s.htm_why = s.htm    ? "on (auto: the CPU has RTM)"
                 : hidden ? "off (auto: RTM hidden by LOCUS_CPU_HIDE)"
                          : "off (auto: the CPU has no RTM)";
   }

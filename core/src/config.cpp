@@ -4,9 +4,9 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <charconv>
-#include <cctype>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -168,7 +168,8 @@ bool parse_double(const std::string& s, double& out) {
   char* end = nullptr;
   errno = 0;
   out = std::strtod(s.c_str(), &end);
-  return end == s.c_str() + s.size() && errno == 0 && std::isfinite(out) && !(out == 0.0 && std::signbit(out));
+  return end == s.c_str() + s.size() && errno == 0 && std::isfinite(out) &&
+         !(out == 0.0 && std::signbit(out));
 }
 
 bool parse_bool(const std::string& s, bool& out) {

@@ -151,10 +151,12 @@ void apply_hide(Features& f, const std::string& spec) {
     if (w == "avx512" || w == "avx512f" || w == "avx2" || w == "all") hide(f.avx512f, "avx512");
     if (w == "avx2" || w == "all") hide(f.avx2, "avx2");
     // without AVX2 the host kernels have no 256-bit streaming stores
-    if (w == "stream" || w == "streaming_stores" || w == "avx2" || w == "all") hide(f.streaming_stores, "stream");
+    if (w == "stream" || w == "streaming_stores" || w == "avx2" || w == "all")
+      hide(f.streaming_stores, "stream");
     if (w != "rtm" && w != "all" && w != "avx512" && w != "avx512f" && w != "avx2" && w != "stream" &&
         w != "streaming_stores" && w != "none")
-      throw Error("LOCUS_CPU_HIDE: unknown feature '" + w + "' (known: rtm, avx2, avx512, stream, all, none)");
+      throw Error("LOCUS_CPU_HIDE: unknown feature '" + w +
+                  "' (known: rtm, avx2, avx512, stream, all, none)");
   }
   f.hidden = hidden;
 }
@@ -233,7 +235,9 @@ std::string cache_list() {
 }  // namespace locus::cpu
 
 namespace locus {
-bool host_avx2() { return LOCUS_HOST_AVX2 && kHostExec && cpu::features().avx2; }
+bool host_avx2() {
+  return LOCUS_HOST_AVX2 && kHostExec && cpu::features().avx2;
+}
 }  // namespace locus
 
 namespace locus::cpu {

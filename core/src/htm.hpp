@@ -33,7 +33,9 @@
 namespace locus::detail {
 
 // Whether the CPU offers RTM and it is not hidden (locus/cpu.hpp).
-inline bool cpu_has_rtm() noexcept { return LOCUS_HTM_X86 && cpu::features().rtm; }
+inline bool cpu_has_rtm() noexcept {
+  return LOCUS_HTM_X86 && cpu::features().rtm;
+}
 
 // Calls run(plain), plain(T& a, T v) applying op to a without atomics (the
 // body of a transaction).

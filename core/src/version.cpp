@@ -1,4 +1,3 @@
-#include "locus/cpu.hpp"
 #include "locus/version.hpp"
 
 #include <hdf5.h>
@@ -21,6 +20,7 @@
 
 #include "build_info.hpp"
 #include "git_commit.hpp"
+#include "locus/cpu.hpp"
 #include "locus/kokkos.hpp"
 
 namespace locus {
@@ -55,7 +55,8 @@ std::string mpi_library() {
   const auto dev = all.find("MPICH Device:");
   if (dev != std::string::npos) {
     const auto end = all.find('\n', dev);
-    o += ", device " + squeeze(all.substr(dev + 13, end == std::string::npos ? std::string::npos : end - dev - 13));
+    o += ", device " +
+         squeeze(all.substr(dev + 13, end == std::string::npos ? std::string::npos : end - dev - 13));
   }
   return o;
 }

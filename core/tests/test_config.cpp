@@ -85,8 +85,10 @@ TEST(Config, WrongType) {
   EXPECT_EQ(error_of("app:\n  grid: {nx: 0x10}\n"),
             "deck.yaml:2:14: app.grid.nx: must be a positive integer (got 0x10)");
   EXPECT_EQ(error_of("app:\n  dt: 0x1p3\n"), "deck.yaml:2:7: app.dt: must be a positive number (got 0x1p3)");
-  EXPECT_EQ(error_of("app:\n  theta: 0x0\n"), "deck.yaml:2:10: app.theta: must be a number in [0, 1] (got 0x0)");
-  EXPECT_EQ(error_of("app:\n  theta: -0\n"), "deck.yaml:2:10: app.theta: must be a number in [0, 1] (got -0)");
+  EXPECT_EQ(error_of("app:\n  theta: 0x0\n"),
+            "deck.yaml:2:10: app.theta: must be a number in [0, 1] (got 0x0)");
+  EXPECT_EQ(error_of("app:\n  theta: -0\n"),
+            "deck.yaml:2:10: app.theta: must be a number in [0, 1] (got -0)");
   EXPECT_EQ(error_of("app:\n  theta: -0.0\n"),
             "deck.yaml:2:10: app.theta: must be a number in [0, 1] (got -0.0)");
   EXPECT_EQ(error_of("", {"app.theta=0.25"}), "(no error)");

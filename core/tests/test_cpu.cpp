@@ -109,13 +109,13 @@ TEST(Cpu, ProcessReadingHonoursTheSwitches) {
 TEST(Cpu, StencilBlockRowsFollowL2) {
   setenv("LOCUS_CPU_CACHE", "l2:2m", 1);
   cpu::reset_for_tests();
-  const std::size_t row = 258 * sizeof(double);  // nx = 256 and two ghosts
+  const std::size_t row = 258 * sizeof(double);                                     // nx = 256 and two ghosts
   EXPECT_EQ(cpu::stencil_block_rows(row, 1000), long((2u << 20) / 4 / (3 * row)));  // 84
   setenv("LOCUS_CPU_CACHE", "l2:1m", 1);
   cpu::reset_for_tests();
   EXPECT_EQ(cpu::stencil_block_rows(row, 1000), long((1u << 20) / 4 / (3 * row)));  // 42
-  EXPECT_EQ(cpu::stencil_block_rows(row, 10), 10);                                 // never past the rows
-  EXPECT_EQ(cpu::stencil_block_rows(1u << 20, 1000), 4);                          // never below 4
+  EXPECT_EQ(cpu::stencil_block_rows(row, 10), 10);                                  // never past the rows
+  EXPECT_EQ(cpu::stencil_block_rows(1u << 20, 1000), 4);                            // never below 4
   unsetenv("LOCUS_CPU_CACHE");
   cpu::reset_for_tests();
 }

@@ -39,7 +39,9 @@ void run(Op op, T* dst, const T* v, std::size_t n) {
 }
 
 void same_values_as_cpu_atomics();
-TEST(Htm, SameValuesAsCpuAtomics) { same_values_as_cpu_atomics(); }
+TEST(Htm, SameValuesAsCpuAtomics) {
+  same_values_as_cpu_atomics();
+}
 
 void same_values_as_cpu_atomics() {
   const std::size_t n = 1000;  // 15 chunks of 64 doubles and a partial one
@@ -95,7 +97,8 @@ HtmCountsDelta sum_runs() {
 
 TEST(Htm, CommitsWhereTheCpuHasRtm) {
   if (!cpu_has_rtm())
-    GTEST_SKIP() << "this CPU has no RTM" << (locus::cpu::features().hidden.empty() ? "" : " (hidden by LOCUS_CPU_HIDE)")
+    GTEST_SKIP() << "this CPU has no RTM"
+                 << (locus::cpu::features().hidden.empty() ? "" : " (hidden by LOCUS_CPU_HIDE)")
                  << ": the transactional path cannot run; the fallback is tested by the other Htm tests";
   const HtmCountsDelta d = sum_runs();
   EXPECT_GT(d.commits, 0u) << "RTM reported but no transaction committed";
