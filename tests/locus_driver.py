@@ -14,6 +14,7 @@ def run(*args):
     return subprocess.run([LOCUS] + list(args), capture_output=True, text=True, timeout=120)
 
 
+
 def main():
     p = run("help")
     check(p.returncode == 0, "./locus help: %s" % p.stderr)
@@ -37,6 +38,11 @@ def main():
     check(p.returncode != 0 and "unknown benchmark 'nothing'" in p.stderr, p.stderr)
     p = run("bench", "latencyy")
     check(p.returncode != 0 and "did you mean 'latency'?" in p.stderr, "bench did-you-mean: " + p.stderr)
+    # ./locus study without a file lists every ready study
+    q = run("study")
+    for f in sorted(os.listdir(os.path.join(SOURCE, "inputs", "studies"))):
+        if f.endswith(".yaml"):
+            check("inputs/studies/" + f in q.stdout + q.stderr, "./locus study lists %s" % f)
     p = run("version", "--help")
     check(p.returncode == 0 and p.stdout.startswith("usage: ./locus version"), "version --help: %r" % p.stdout)
     p = run("lint", "--help")

@@ -82,9 +82,14 @@ check(p.returncode in (0, 1) and "locus_summary" in p.stdout, "allow_nonfinite: 
 # not regular files: a directory, a FIFO (must not block), a missing file
 fifo = os.path.join(OUT, "fifo.mtx")
 os.mkfifo(fifo)
-for name, path, needle in (("directory", OUT, "not a regular file"), ("fifo", fifo, "not a regular file"),
-                           ("missing", os.path.join(OUT, "nope.mtx"), "cannot open")):
+for name, path, needle in (("directory", OUT, "not a regular file"), ("fifo", fifo, "not a regular file")):
     expect_error(name, ["spmv.matrix.source=file", "spmv.matrix.file=" + path], path + ": " + needle)
+# a missing file: the key, and every place looked in
+missing = os.path.join(OUT, "nope.mtx")
+expect_error("missing", ["spmv.matrix.source=file", "spmv.matrix.file=" + missing],
+             "spmv.matrix.file: Matrix Market file not found; looked for " + missing)
+expect_error("missing-relative", ["spmv.matrix.source=file", "spmv.matrix.file=nope.mtx"],
+             "(beside the deck), ")
 
 # deck errors the schema cannot see
 expect_error("no_file", ["spmv.matrix.source=file"], "spmv.matrix.file (default): source file needs a Matrix Market path")
