@@ -136,6 +136,8 @@ sweep:
         check("node_size: 1" in f.read(), "2 nodes of 1 rank run on emulated nodes here")
     rep = open(os.path.join(out, "axes", "report.md")).read()
     check("## Machine" in rep and "`mpi=%s`" % lib in rep and "STREAM triad" in rep, "axes report:\n" + rep)
+    check("| launch_line | " in rep and "not started by ./locus" not in rep and "--machine" in rep,
+          "the study started the machine measurement (launch_line):\n" + rep)
     for old_, new_, expect in (
             ("mpi: [%s]" % lib, "mpi: [mpich, lam]", "mpi: a list of MPI libraries out of mpich, openmpi"),
             ("ranks_per_node: 1\n", "", "nodes needs ranks_per_node")):

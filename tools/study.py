@@ -22,6 +22,7 @@ import itertools
 import json
 import math
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -698,8 +699,10 @@ def measure_machine(study, results, ranks, ppn=None, name="machine.yaml"):
     results/<name>; None when it cannot be measured (said, not fatal)."""
     import subprocess
     cmd = launcher_argv(ranks, launcher_template(ppn=ppn) if ppn else None) + [app_binary(study.app), "--machine"]
+    # the study started these ranks: the descriptor's launch_line says how
+    env = dict(os.environ, LOCUS_LAUNCH_LINE=" ".join(shlex.quote(c) for c in cmd))
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
     except (OSError, subprocess.TimeoutExpired) as e:
         print("note: no machine descriptor (%s)" % e, file=sys.stderr)
         return None
