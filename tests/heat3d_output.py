@@ -54,7 +54,9 @@ def main():
         check(t.shape == (NZ, NY, NX), "temperature shape %s" % (t.shape,))
         err = np.max(np.abs(t - ref))
         check(err < 1e-12, "field differs from the NumPy reference by %g" % err)
-        check(np.allclose(f["temperature"].attrs["spacing"], h, rtol=0, atol=1e-15), "spacing attribute")
+        # spacing in the dataset's axis order (z, y, x), as its layout says
+        check(np.allclose(f["temperature"].attrs["spacing"], h[::-1], rtol=0, atol=1e-15), "spacing attribute")
+        check("spacing (hz, hy, hx)" in f["temperature"].attrs["layout"], "layout names the spacing order")
         r = f["residual"][...]
         check(len(r) == STEPS and np.allclose(r, ref_res, rtol=1e-10, atol=1e-14), "residual history")
         timers = f["timers"][...]

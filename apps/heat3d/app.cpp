@@ -394,11 +394,15 @@ void write_results(locus::H5Output& out, const Context& ctx, const Solver* solve
   if (ctx.config().boolean("output.write_field")) {
     out.write_field("temperature", solver->field(), solver->decomp());
     const Problem& p = solver->problem();
-    out.attribute("temperature", "spacing", std::vector<double>{p.h(0), p.h(1), p.h(2)});
-    out.attribute("temperature", "layout", std::string("(z, y, x), x fastest; interior points only"));
+    // spacing in the dataset's axis order, as layout names it
+    out.attribute("temperature", "spacing", std::vector<double>{p.h(2), p.h(1), p.h(0)});
+    out.attribute("temperature", "layout",
+                  std::string("(z, y, x), x fastest; interior points only; spacing (hz, hy, hx)"));
+    out.attribute("temperature", "units", std::string("1 (nondimensional: the deck's temperatures)"));
   }
   out.write_root_vector("residual", outcome.history.residuals);
   out.attribute("residual", "meaning", std::string("max |T_new - T_old| after each step"));
+  out.attribute("residual", "units", std::string("1 (nondimensional, as temperature)"));
 }
 
 // Rank 0: the XDMF file beside the output (when the field is written);
