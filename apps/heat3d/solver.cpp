@@ -117,23 +117,16 @@ struct PortableRow {
 // by instructions rather than memory). Chosen at run time where the CPU
 // has AVX2 (locus/cpu.hpp: LOCUS_CPU_HIDE=avx2 hides it); a direct call
 // per row, no function pointer.
-__attribute__((target("avx2"))) double row_cells_avx2(const double* __restrict c, const double* __restrict s,
+struct Avx2Row {
+  __attribute__((target("avx2"))) static double cells(const double* __restrict c, const double* __restrict s,
                                                       const double* __restrict n, const double* __restrict b,
                                                       const double* __restrict t, double* __restrict o,
                                                       long i0, long i1, const StencilCoefficients& k,
                                                       double m) {
-  return row_cells(c, s, n, b, t, o, i0, i1, k, m);
-}
-
-struct Avx2Row {
-  static double cells(const double* c, const double* s, const double* n, const double* b, const double* t,
-                      double* o, long i0, long i1, const StencilCoefficients& k, double m) {
-    return row_cells_avx2(c, s, n, b, t, o, i0, i1, k, m);
+    return row_cells(c, s, n, b, t, o, i0, i1, k, m);
   }
 };
-#endif
 
-#if HEAT3D_AVX2
 // The host-only refinement: AVX2 with streaming stores. The row's whole
 // lines of o are written with vmovntpd and no line of un is read for
 // ownership: 16 bytes of memory traffic per cell instead of 24; the cells
@@ -160,34 +153,30 @@ __attribute__((target("avx2"), always_inline)) inline __m256d cell_quad(const do
   return _mm256_add_pd(x, y);
 }
 
-__attribute__((target("avx2"))) double streaming_row_avx2(
-    const double* __restrict c, const double* __restrict s, const double* __restrict n,
-    const double* __restrict b, const double* __restrict t, double* __restrict o, long i0, long i1,
-    const StencilCoefficients& k, double m) {
-  long i = i0;
-  while (i <= i1 && (reinterpret_cast<std::uintptr_t>(o + i) & 63) != 0) ++i;  // to the first whole line
-  m = row_cells(c, s, n, b, t, o, i0, std::min(i, i1 + 1) - 1, k, m);
-  const __m256d mask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffLL));
-  __m256d m0 = _mm256_set1_pd(m), m1 = m0;
-  for (; i + 7 <= i1; i += 8) {
-    __builtin_prefetch(t + i + kPrefetch);
-    const __m256d a0 = cell_quad(c + i, s + i, n + i, b + i, t + i, k);
-    const __m256d a1 = cell_quad(c + i + 4, s + i + 4, n + i + 4, b + i + 4, t + i + 4, k);
-    _mm256_stream_pd(o + i, a0);
-    _mm256_stream_pd(o + i + 4, a1);
-    m0 = _mm256_max_pd(m0, _mm256_and_pd(_mm256_sub_pd(a0, _mm256_loadu_pd(c + i)), mask));
-    m1 = _mm256_max_pd(m1, _mm256_and_pd(_mm256_sub_pd(a1, _mm256_loadu_pd(c + i + 4)), mask));
-  }
-  alignas(32) double lanes[4];
-  _mm256_store_pd(lanes, _mm256_max_pd(m0, m1));
-  for (double x : lanes) m = x > m ? x : m;
-  return row_cells(c, s, n, b, t, o, i, i1, k, m);
-}
-
 struct StreamingRow {
-  static double cells(const double* c, const double* s, const double* n, const double* b, const double* t,
-                      double* o, long i0, long i1, const StencilCoefficients& k, double m) {
-    return streaming_row_avx2(c, s, n, b, t, o, i0, i1, k, m);
+  __attribute__((target("avx2"))) static double cells(const double* __restrict c, const double* __restrict s,
+                                                      const double* __restrict n, const double* __restrict b,
+                                                      const double* __restrict t, double* __restrict o,
+                                                      long i0, long i1, const StencilCoefficients& k,
+                                                      double m) {
+    long i = i0;
+    while (i <= i1 && (reinterpret_cast<std::uintptr_t>(o + i) & 63) != 0) ++i;  // to the first whole line
+    m = row_cells(c, s, n, b, t, o, i0, std::min(i, i1 + 1) - 1, k, m);
+    const __m256d mask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffLL));
+    __m256d m0 = _mm256_set1_pd(m), m1 = m0;
+    for (; i + 7 <= i1; i += 8) {
+      __builtin_prefetch(t + i + kPrefetch);
+      const __m256d a0 = cell_quad(c + i, s + i, n + i, b + i, t + i, k);
+      const __m256d a1 = cell_quad(c + i + 4, s + i + 4, n + i + 4, b + i + 4, t + i + 4, k);
+      _mm256_stream_pd(o + i, a0);
+      _mm256_stream_pd(o + i + 4, a1);
+      m0 = _mm256_max_pd(m0, _mm256_and_pd(_mm256_sub_pd(a0, _mm256_loadu_pd(c + i)), mask));
+      m1 = _mm256_max_pd(m1, _mm256_and_pd(_mm256_sub_pd(a1, _mm256_loadu_pd(c + i + 4)), mask));
+    }
+    alignas(32) double lanes[4];
+    _mm256_store_pd(lanes, _mm256_max_pd(m0, m1));
+    for (double x : lanes) m = x > m ? x : m;
+    return row_cells(c, s, n, b, t, o, i, i1, k, m);
   }
 };
 #endif

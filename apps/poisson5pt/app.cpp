@@ -405,7 +405,8 @@ void write_results(locus::H5Output& out, const Context& ctx, const Problem& p, S
   if (ctx.config().boolean("output.write_field")) {
     solver->write(out, p.has_exact());
     out.attribute("solution", "spacing", std::vector<double>{p.h(), p.h()});
-    out.attribute("solution", "layout", std::string("(y, x), x fastest; interior points only; spacing (h, h)"));
+    out.attribute("solution", "layout",
+                  std::string("(y, x), x fastest; interior points only; spacing (h, h)"));
     out.attribute("solution", "units", std::string("1 (nondimensional)"));
   }
   out.write_root_vector("residual", r.history);

@@ -130,27 +130,30 @@ std::string resolve_matrix_path(const Config& c, const std::string& file) {
   return file;
 }
 
+// A missing Matrix Market file names the key and the places looked in:
+// beside the deck, then the working directory (a relative name), or the
+// absolute path; the same error on every rank.
+void require_matrix_file(const Context& ctx, const std::string& resolved) {
+  namespace fs = std::filesystem;
+  const Config& c = ctx.config();
+  std::error_code ec;
+  const std::string given = c.string("spmv.matrix.file");
+  std::string tried;
+  if (!given.empty() && !fs::path(given).is_absolute() && !c.source().empty())
+    tried = (fs::path(c.source()).parent_path() / given).string() + " (beside the deck), ";
+  if (!given.empty())
+    tried += fs::absolute(given, ec).string() + (fs::path(given).is_absolute() ? "" : " (working directory)");
+  locus::collective_require(
+      ctx.comm(), given.empty() || fs::exists(resolved, ec),
+      c.locate("spmv.matrix.file") + ": Matrix Market file not found; looked for " + tried);
+}
+
 Settings read_settings(const Context& ctx) {
   const Config& c = ctx.config();
   Settings s;
   s.from_file = c.string("spmv.matrix.source") == "file";
   s.file = resolve_matrix_path(c, c.string("spmv.matrix.file"));
-  if (s.from_file) {
-    // a missing file names the places looked in: beside the deck, then the
-    // working directory (a relative name), or the absolute path
-    namespace fs = std::filesystem;
-    std::error_code ec;
-    const std::string given = c.string("spmv.matrix.file");
-    std::string tried;
-    if (!given.empty() && !fs::path(given).is_absolute() && !c.source().empty())
-      tried = (fs::path(c.source()).parent_path() / given).string() + " (beside the deck), ";
-    if (!given.empty())
-      tried +=
-          (fs::absolute(given, ec)).string() + (fs::path(given).is_absolute() ? "" : " (working directory)");
-    locus::collective_require(
-        ctx.comm(), given.empty() || fs::exists(s.file, ec),
-        c.locate("spmv.matrix.file") + ": Matrix Market file not found; looked for " + tried);
-  }
+  if (s.from_file) require_matrix_file(ctx, s.file);
   s.read.allow_nonfinite = c.boolean("spmv.matrix.allow_nonfinite");
   s.gen.kind = c.string("spmv.matrix.generator");
   s.gen.nx = c.integer("spmv.matrix.nx");
