@@ -55,8 +55,7 @@ def kernels_checked(app, sets, extra=(), env=None):
 
 
 H = ["heat3d.grid.nx=20", "heat3d.grid.ny=18", "heat3d.grid.nz=17", "heat3d.time.max_steps=4", "heat3d.validation.mode=none"]
-for halo in ["p2p", "locus-nb"]:
-    kernels_checked("heat3d", H + ["comm.halo=" + halo])
+heat3d_summaries = [kernels_checked("heat3d", H + ["comm.halo=" + halo]) for halo in ["p2p", "locus-nb"]]
 
 # heat3d's stores (heat3d.kernel.streaming_stores): streaming (checked on
 # step 1 beside the cached kernel), cached, and auto (steps 2-9 time both,
@@ -116,8 +115,12 @@ kernels_checked("tensor_contract", [])
 kernels_checked("tensor_contract", ["tensor_contract.contraction=triples", "tensor_contract.extent=6",
                                     "tensor_contract.tile=3"])
 
-# --kokkos-* options: accepted, passed on, shown.
-opt = "--kokkos-threads=1"
+# --kokkos-* options: accepted, passed on, shown. Kokkos 3.7 renamed
+# --kokkos-threads to --kokkos-num-threads (the old name deprecated; Kokkos
+# 4.6.99 no longer takes it, Debian's 3.4.1 takes only the old one): the
+# option is spelt as the build's Kokkos takes it.
+kokkos_version = tuple(int(x) for x in heat3d_summaries[0]["machine"]["kokkos"].split("."))
+opt = "--kokkos-num-threads=1" if kokkos_version >= (3, 7, 0) else "--kokkos-threads=1"
 s = summary(run("heat3d", H, extra=[opt]).stdout)
 m = s["machine"]
 check(opt in str(m["kokkos_args"]), "machine descriptor does not show %s: %s" % (opt, m))
