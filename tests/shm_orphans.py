@@ -96,9 +96,18 @@ for attempt in range(3):
         except OSError:
             pass
     check(not left, "kill -9 inside MPI_Win_allocate_shared left %s in /dev/shm" % sorted(left))
-    while time.monotonic() - t1 < 10 and os.path.isdir(od) and os.listdir(od):
+    # only the run's status file stays, and it says the run was killed
+    status = os.path.join(od, "heat3d.status")
+
+    def leftovers():
+        return [f for f in os.listdir(od) if f != "heat3d.status"] if os.path.isdir(od) else []
+    while time.monotonic() - t1 < 10 and (leftovers() or (os.path.exists(status) and
+                                                          "killed" not in open(status).read())):
         time.sleep(0.1)
-    check(not (os.path.isdir(od) and os.listdir(od)), "left in the output directory: %s" % os.listdir(od))
+    check(not leftovers(), "left in the output directory: %s" % leftovers())
+    if os.path.exists(status):
+        text = open(status).read()
+        check(text.startswith("outcome: killed"), "status of a killed run: %r" % text)
     print("killed while %s existed: removed %.1f s after the kill" % (sorted(seen), time.monotonic() - t1))
     break
 check(caught > 0, "never caught MPICH's backing file in 3 runs (nothing tested)")

@@ -114,6 +114,29 @@ void remove_orphan_shm(std::time_t since) {
 }
 }  // namespace
 
+// The run's status file beside output TMP (NAME.h5.tmp -> NAME.status):
+// a run still "running" when its watcher finds the lock abandoned was
+// killed (SIGKILL: its handler could not record it). Said so, atomically.
+void record_killed(const char* tmp) {
+  const std::string t(tmp), suffix = ".h5.tmp";
+  if (t.size() <= suffix.size() || t.compare(t.size() - suffix.size(), suffix.size(), suffix) != 0) return;
+  const std::string status = t.substr(0, t.size() - suffix.size()) + ".status";
+  std::string first;
+  {
+    std::ifstream in(status);
+    std::getline(in, first);
+  }
+  if (first != "outcome: running") return;
+  const std::string part = status + ".reaped";
+  {
+    std::ofstream out(part, std::ios::trunc);
+    out << "outcome: killed (the run died without finishing: its output watcher found the run's lock "
+           "abandoned)\nexit_status: 137\n";
+    if (!out) return;
+  }
+  if (std::rename(part.c_str(), status.c_str()) != 0) ::unlink(part.c_str());
+}
+
 // The watcher of one output (see H5Output::spawn_reaper): waits for the run's
 // lock on LOCK, then, if LOCK is still the file it locked (a run that ends
 // normally unlinks it first), the run died without cleaning up: remove TMP
@@ -130,6 +153,7 @@ int reap_output(const char* lock, const char* tmp) {
     ::unlink(tmp);
     ::unlink(lock);
     ::close(fd);
+    record_killed(tmp);
     // the run died: also what MPICH left in /dev/shm
     const char* since = std::getenv("LOCUS_REAP_SINCE");
     if (since && *since) remove_orphan_shm(static_cast<std::time_t>(std::atoll(since)));
