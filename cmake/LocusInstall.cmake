@@ -8,7 +8,11 @@ set(LOCUS_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/locus)
 install(TARGETS locus EXPORT locusTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
-install(DIRECTORY core/include/locus DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+foreach(layer IN LISTS LOCUS_LAYERS)  # every layer's public headers, into one include/locus
+  if(EXISTS ${PROJECT_SOURCE_DIR}/core/${layer}/include/locus)
+    install(DIRECTORY core/${layer}/include/locus DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+  endif()
+endforeach()
 install(TARGETS heat3d poisson5pt spmv tensor_contract RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(DIRECTORY inputs/ DESTINATION ${CMAKE_INSTALL_DATADIR}/locus/inputs)
 install(EXPORT locusTargets NAMESPACE locus:: DESTINATION ${LOCUS_CMAKE_DIR})

@@ -12,9 +12,13 @@ definition at namespace scope runs from its signature at column 0 to the
 first line that is a lone "}" (clang-format puts both there; functions
 defined inside a class are not counted), a Python function from its "def"
 to its last line.
+And it checks the core's layers (core/CMakeLists.txt, LOCUS_LAYERS): no
+file of core/<layer>/ includes a header of a later layer, public
+(<layer>/include/locus/x.hpp, included as "locus/x.hpp") or internal
+("<layer>/x.hpp").
 
-Exit 0 when every file is formatted and no function is too long, 1 when
-some are, 2 when clang-format is missing or a file cannot be read.
+Exit 0 when every file is formatted, no function is too long and no
+include points up, 1 when some do, 2 when clang-format is missing or a file cannot be read.
 """
 import ast
 import re
@@ -91,6 +95,58 @@ def long_functions(path, limit):
     return found
 
 
+INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]')
+
+
+def core_layers():
+    """The layers, lowest first, as core/CMakeLists.txt declares them."""
+    path = os.path.join(ROOT, "core", "CMakeLists.txt")
+    with open(path, encoding="utf-8") as f:
+        m = re.search(r"set\(LOCUS_LAYERS ([a-z ]+)\)", f.read())
+    if not m:
+        raise UserError("%s: no set(LOCUS_LAYERS ...) line: the core's layers are declared there" % path)
+    return m.group(1).split()
+
+
+def header_layers(layers):
+    """Which layer each core header belongs to: "locus/x.hpp" (public) and
+    "<layer>/x.hpp" (internal)."""
+    owner = {}
+    for layer in layers:
+        top = os.path.join(ROOT, "core", layer)
+        for dirpath, _, names in os.walk(top):
+            for n in names:
+                if n.endswith(".hpp"):
+                    rel = os.path.relpath(os.path.join(dirpath, n), top)
+                    key = rel[len("include/"):] if rel.startswith("include/") else layer + "/" + rel
+                    if key in owner:
+                        raise UserError("core/%s/%s: %s is also in core/%s" % (layer, rel, key, owner[key]))
+                    owner[key] = layer
+    return owner
+
+
+def upward_includes():
+    """(file, line, text) of every include in core/ that points to a later layer."""
+    layers = core_layers()
+    rank = {name: i for i, name in enumerate(layers)}
+    owner = header_layers(layers)
+    found = []
+    for layer in layers:
+        for dirpath, _, names in os.walk(os.path.join(ROOT, "core", layer)):
+            for n in sorted(names):
+                if not n.endswith(SUFFIXES):
+                    continue
+                path = os.path.join(dirpath, n)
+                with open(path, encoding="utf-8") as f:
+                    for i, line in enumerate(f, 1):
+                        m = INCLUDE.match(line)
+                        target = owner.get(m.group(1)) if m else None
+                        if target and rank[target] > rank[layer]:
+                            found.append((os.path.relpath(path, ROOT), i, "includes %s (layer %d, %s) from layer %d, %s"
+                                          % (m.group(1), rank[target] + 1, target, rank[layer] + 1, layer)))
+    return found
+
+
 def check(prog, path):
     """clang-format's complaints about one file ('' when it is formatted)."""
     cmd = [prog, "--dry-run", "--Werror", "--style=file", path]
@@ -144,13 +200,17 @@ def main(argv=None):
                           for x in long_functions(rel, a.max_lines)]
         for rel, line, length, name in long_ones:
             print("%s:%d: %s is %d lines (at most %d)" % (rel, line, name, length, a.max_lines))
+        upward = [] if a.files else upward_includes()
+        for rel, line, text in upward:
+            print("%s:%d: %s" % (rel, line, text))
     except UserError as e:
         fail(str(e))
     if not a.list:
-        print("lint: %d of %d file%s not formatted (%s); %d function%s over %d lines"
+        print("lint: %d of %d file%s not formatted (%s); %d function%s over %d lines; %d upward include%s"
               % (len(bad), len(files), "" if len(files) == 1 else "s", os.path.basename(prog), len(long_ones),
-                 "" if len(long_ones) == 1 else "s", a.max_lines), file=sys.stderr)
-    return 1 if bad or long_ones else 0
+                 "" if len(long_ones) == 1 else "s", a.max_lines, len(upward),
+                 "" if len(upward) == 1 else "s"), file=sys.stderr)
+    return 1 if bad or long_ones or upward else 0
 
 
 if __name__ == "__main__":

@@ -392,7 +392,7 @@ ATTRIBUTE_CHECKSUMS = "attribute_checksums"
 
 
 def attribute_bytes(value):
-    """The bytes an attribute's checksum covers (core/src/h5_common.hpp):
+    """The bytes an attribute's checksum covers (core/io/h5_common.hpp):
     text as UTF-8, numbers as little-endian float64 or int64."""
     import numpy as np
     if isinstance(value, bytes):

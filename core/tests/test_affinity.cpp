@@ -2,7 +2,7 @@
 // (runtime.progress.bind: auto), the pure part: detail::place_on_cpus.
 #include <gtest/gtest.h>
 
-#include "../src/progress_layout.hpp"
+#include "progress/progress_layout.hpp"
 
 using locus::detail::HostRank;
 using locus::detail::place_on_cpus;

@@ -1,4 +1,4 @@
-// Same-node accumulate runs by hardware transactions (core/src/htm.hpp):
+// Same-node accumulate runs by hardware transactions (core/mem/htm.hpp):
 // the same values as one CPU atomic per element, and atomic per element
 // when threads apply runs to the same elements at once, with transactions
 // and with plain CPU atomics mixed. On a CPU without RTM (or with it hidden
@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "../src/htm.hpp"
+#include "mem/htm.hpp"
 
 using locus::Op;
 using locus::detail::cpu_apply;

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "../src/kokkos_start.hpp"
+#include "app/kokkos_start.hpp"
 
 using locus::detail::asked_threads;
 using locus::detail::launcher_ranks_on_node;

@@ -22,11 +22,11 @@
 #include <stdexcept>
 #include <vector>
 
-#include "../src/progress_engine.hpp"
 #include "locus/app.hpp"
 #include "locus/rma.hpp"
 #include "locus/segment.hpp"
 #include "locus/team.hpp"
+#include "progress/progress_engine.hpp"
 #include "rank_printer.hpp"
 #include "test_options.hpp"
 

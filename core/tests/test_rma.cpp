@@ -18,9 +18,9 @@ extern "C" std::size_t __sanitizer_get_current_allocated_bytes();
 #endif
 #include <unistd.h>
 
-#include "../src/runtime_state.hpp"
 #include "locus/rma.hpp"
 #include "locus/segment.hpp"
+#include "runtime/runtime_state.hpp"
 #include "test_options.hpp"
 
 using locus::GlobalPtr;

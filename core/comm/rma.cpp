@@ -1,0 +1,934 @@
+#include "locus/rma.hpp"
+
+#include <atomic>
+#include <climits>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <map>
+#include <mutex>
+#include <set>
+#include <tuple>
+
+#include "comm/aggregate.hpp"
+#include "locus/datatype.hpp"
+#include "locus/wait.hpp"
+#include "mem/htm.hpp"
+#include "progress/progress_engine.hpp"
+#include "progress/progress_thread.hpp"
+#include "runtime/runtime_state.hpp"
+#include "xfer/transfer.hpp"
+
+namespace locus {
+
+std::size_t Layout::extent() const {
+  if (elements() == 0) return 0;
+  return (rows - 1) * row_stride + (count - 1) * stride + block;
+}
+
+bool Layout::operator<(const Layout& o) const {
+  return std::tie(block, count, stride, rows, row_stride) <
+         std::tie(o.block, o.count, o.stride, o.rows, o.row_stride);
+}
+
+// ------------------------------------------------------------ executors
+
+namespace detail {
+
+MPI_Datatype layout_type(const Layout& l, std::size_t esize, MPI_Datatype base) {
+  TypeCache& cache = state().types;
+  std::lock_guard<std::mutex> lock(cache.m);
+  const TypeCache::Key key{l, esize, base};
+  if (auto it = cache.types.find(key); it != cache.types.end()) return it->second.get();
+  MPI_Datatype block, row, all;
+  const std::size_t per = base == MPI_BYTE ? esize : 1;  // base elements per element
+  MPI_Type_contiguous(static_cast<int>(l.block * per), base, &block);
+  MPI_Type_create_hvector(static_cast<int>(l.count), 1, static_cast<MPI_Aint>(l.stride * esize), block, &row);
+  MPI_Type_create_hvector(static_cast<int>(l.rows), 1, static_cast<MPI_Aint>(l.row_stride * esize), row,
+                          &all);
+  MPI_Type_free(&block);  // the outer type keeps what it needs of them
+  MPI_Type_free(&row);
+  return cache.types.emplace(key, Datatype(all)).first->second.get();
+}
+
+std::string mpi_error_text(int rc) {
+  char text[MPI_MAX_ERROR_STRING] = {};
+  int len = 0;
+  MPI_Error_string(rc, text, &len);
+  return std::string(text, static_cast<std::size_t>(len));
+}
+
+Layout packed(const Layout& l) {
+  Layout p = l;
+  p.stride = l.block;
+  p.row_stride = l.block * l.count;
+  return p;
+}
+
+bool contiguous(const Layout& l) {
+  return (l.count == 1 || l.stride == l.block) && (l.rows == 1 || l.row_stride == l.block * l.count);
+}
+
+void copy_strided(char* dst, const Layout& dl, const char* src, const Layout& sl, std::size_t esize) {
+  if (contiguous(dl) && contiguous(sl)) {
+    std::memcpy(dst, src, dl.elements() * esize);
+    return;
+  }
+  const std::size_t len = dl.block * esize;
+  for (std::size_t r = 0; r < dl.rows; ++r)
+    for (std::size_t c = 0; c < dl.count; ++c)
+      std::memcpy(dst + (r * dl.row_stride + c * dl.stride) * esize,
+                  src + (r * sl.row_stride + c * sl.stride) * esize, len);
+}
+
+Started start_transfer(bool get, char* origin, const Layout& local, const Endpoint& e, const Layout& remote,
+                       std::size_t esize) {
+  Started s;
+  if (e.shared) {
+    if (get) {
+      std::atomic_thread_fence(std::memory_order_acquire);
+      copy_strided(origin, local, e.shared, remote, esize);
+    } else {
+      copy_strided(e.shared, remote, origin, local, esize);
+      std::atomic_thread_fence(std::memory_order_release);
+    }
+    return s;
+  }
+  const bool dense = contiguous(local) && contiguous(remote);
+  const std::size_t bytes = local.elements() * esize;
+  if (dense && bytes > kChunk) {
+    // Beyond an int count: pieces without requests, completed by a flush.
+    for (std::size_t done = 0; done < bytes && s.rc == MPI_SUCCESS; done += kChunk) {
+      const int n = static_cast<int>(std::min(kChunk, bytes - done));
+      const MPI_Aint d = e.disp + static_cast<MPI_Aint>(done);
+      s.rc = get ? MPI_Get(origin + done, n, MPI_BYTE, e.rank, d, n, MPI_BYTE, e.win)
+                 : MPI_Put(origin + done, n, MPI_BYTE, e.rank, d, n, MPI_BYTE, e.win);
+    }
+    e.issued();
+    s.flush = true;
+    return s;
+  }
+  if (!dense) {
+    // Derived datatypes without a request, completed by a flush: MPICH
+    // 4.0 (ch4:ucx) completes an MPI_Rget with a derived target datatype
+    // on an MPI_Win_create window before the data has arrived (measured).
+    const MPI_Datatype lt = layout_type(local, esize), rt = layout_type(remote, esize);
+    s.rc = get ? MPI_Get(origin, 1, lt, e.rank, e.disp, 1, rt, e.win)
+               : MPI_Put(origin, 1, lt, e.rank, e.disp, 1, rt, e.win);
+    e.issued();
+    s.flush = true;
+    return s;
+  }
+  // Request-based, so that waits can yield instead of blocking in a flush.
+  const int n = static_cast<int>(bytes);
+  s.rc = get ? MPI_Rget(origin, n, MPI_BYTE, e.rank, e.disp, n, MPI_BYTE, e.win, &s.req)
+             : MPI_Rput(origin, n, MPI_BYTE, e.rank, e.disp, n, MPI_BYTE, e.win, &s.req);
+  e.issued();
+  s.flush = !get;
+  return s;
+}
+
+}  // namespace detail
+
+// ------------------------------------------------------------ handles
+
+Handle::Handle(Handle&& o) noexcept {
+  *this = std::move(o);
+}
+
+Handle& Handle::operator=(Handle&& o) noexcept {
+  if (this == &o) return *this;
+  abandon_or_complete();
+  o_ = o.o_;
+  o.o_ = Owned{};
+  o.o_.state = State::moved;
+  return *this;
+}
+
+Handle::~Handle() {
+  abandon_or_complete();
+}
+
+void Handle::abandon_or_complete() noexcept {
+  if (!live()) return;
+  if (std::uncaught_exceptions() > 0 || !Runtime::exists()) {
+    o_.state = State::spent;  // the job is ending: leave the operation to it
+    return;
+  }
+  try {
+    wait(*this);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "locus: an operation completed by a destroyed handle failed: %s\n", e.what());
+    o_.state = State::spent;
+  }
+}
+
+namespace {
+
+using detail::CommScope;
+using detail::Endpoint;
+using detail::Started;
+using detail::Target;
+
+}  // namespace
+
+namespace detail {
+
+bool same_node(const Target& t) {
+  return t.seg->peer[static_cast<std::size_t>(t.unit)] != nullptr;
+}
+
+// The one route decision of a get/put.
+Path choose(const Target& t, Route r, std::size_t bytes, bool async) {
+  if (r == Route::mpi) return Path::direct;
+  const CommSettings& cs = Runtime::current().settings();
+  const bool shm = cs.locality && same_node(t);
+  // Redirection on (comm.async_ops: all): another node's unit is reached
+  // through its ghost.
+  if (t.seg->redirect && cs.async.data && !shm) return Path::redirect;
+  if (async && r == Route::automatic) {
+    const ProgressEngine* e = progress_engine();
+    if (e && t.team->served() && bytes >= e->settings().threshold) return Path::offload;
+  }
+  return shm ? Path::shared : Path::direct;
+}
+
+// Atomics: all of a segment's go through one mechanism, fixed at
+// allocation (segment_table.hpp): CPU atomics on the node's shared memory
+// (for other nodes' units, in batches the target applies: aggregate), or
+// MPI on the unit -- through the target's ghost while redirection is on,
+// local origins included.
+AtomicPath atomic_route(const Target& t) {
+  if (t.seg->redirect) return AtomicPath::redirect;
+  if (t.seg->cpu_atomics) return same_node(t) ? AtomicPath::cpu : AtomicPath::aggregate;
+  return AtomicPath::mpi;
+}
+Path atomic_path(const Target& t) {
+  return t.seg->redirect ? Path::redirect : Path::direct;
+}
+Endpoint endpoint(const Target& t, Path p) {
+  Endpoint e;
+  const auto u = static_cast<std::size_t>(t.unit);
+  if (p == Path::shared) {
+    e.shared = t.seg->peer[u] + t.offset;
+  } else if (p == Path::redirect) {
+    e.seg = t.seg;
+    e.win = t.seg->rma;
+    e.rank = t.seg->ghost[u];
+    e.disp = t.seg->ghost_disp[u] + static_cast<MPI_Aint>(t.offset);
+  } else {
+    e.seg = t.seg;
+    e.win = t.seg->rma;
+    e.rank = t.unit;
+    e.disp = t.seg->disp[u] + static_cast<MPI_Aint>(t.offset);
+  }
+  return e;
+}
+
+}  // namespace detail
+
+namespace {
+
+using detail::atomic_path;
+using detail::atomic_route;
+using detail::AtomicPath;
+using detail::choose;
+using detail::endpoint;
+using detail::Path;
+using detail::same_node;
+
+detail::Aggregator& aggregator_of(const Target& t) {
+  return *t.team->aggregator();
+}
+
+void check_shapes(const Layout& a, const Layout& b) {
+  if (a.block != b.block || a.count != b.count || a.rows != b.rows)
+    throw Error(
+        "strided transfer: local and remote layouts must have the same block, count and rows "
+        "(strides may differ)");
+}
+
+void check_rc(int rc, const char* what) {
+  if (rc != MPI_SUCCESS) throw Error(std::string(what) + ": " + detail::mpi_error_text(rc));
+}
+
+// Completes what an executor started, blocking (yielding).
+void complete(Started& s, const Endpoint& e) {
+  if (s.req != MPI_REQUEST_NULL) wait_yielding(s.req);
+  if (s.flush) MPI_Win_flush(e.rank, e.win);
+}
+
+Handle make_handle(const Started& s, const Endpoint& e);
+
+// Hands a transfer to the progress process; false when it cannot take it.
+bool offload(detail::CommandKind kind, void* origin, const Layout& local, const Target& t,
+             const Layout& remote, std::size_t esize, Handle& h) {
+  const bool shm = Runtime::current().settings().locality && same_node(t);
+  return detail::progress_engine()->submit(kind, origin, local, t.team->id(), t.seg->id, t.unit, t.offset,
+                                           remote, esize, shm, h);
+}
+
+Handle transfer_async(bool get, void* origin, const Layout& local, const Target& t, const Layout& remote,
+                      std::size_t esize, Route r) {
+  detail::CommScope timed;
+  check_shapes(local, remote);
+  if (local.elements() == 0) return HandleAccess::ready();
+  Path p = choose(t, r, local.elements() * esize, true);
+  if (p == Path::offload) {
+    Handle h;
+    if (offload(get ? detail::CommandKind::get : detail::CommandKind::put, origin, local, t, remote, esize,
+                h))
+      return h;
+    p = choose(t, r, 0, false);
+  }
+  const Endpoint e = endpoint(t, p);
+  Started s = detail::start_transfer(get, static_cast<char*>(origin), local, e, remote, esize);
+  check_rc(s.rc, get ? "get" : "put");
+  return make_handle(s, e);
+}
+
+void transfer(bool get, void* origin, const Layout& local, const Target& t, const Layout& remote,
+              std::size_t esize, Route r) {
+  CommScope timed;
+  check_shapes(local, remote);
+  if (local.elements() == 0) return;
+  const Endpoint e = endpoint(t, choose(t, r, 0, false));
+  Started s = detail::start_transfer(get, static_cast<char*>(origin), local, e, remote, esize);
+  check_rc(s.rc, get ? "get" : "put");
+  complete(s, e);
+}
+
+Handle make_handle(const Started& s, const Endpoint& e) {
+  if (s.complete()) return HandleAccess::ready();
+  Handle h = HandleAccess::make(s.req, e.win, e.rank, s.flush);
+  if (s.req != MPI_REQUEST_NULL)
+    if (detail::ProgressThread* th = detail::progress_thread()) {
+      HandleAccess::reg(h) = th->add(s.req);
+      HandleAccess::req(h) = MPI_REQUEST_NULL;
+      HandleAccess::set_state(h, HandleAccess::State::thread);
+    }
+  return h;
+}
+
+MPI_Op mpi_op(Op op) {
+  switch (op) {
+    case Op::sum:
+      return MPI_SUM;
+    case Op::min:
+      return MPI_MIN;
+    case Op::max:
+      return MPI_MAX;
+    case Op::replace:
+      return MPI_REPLACE;
+    case Op::bxor:
+      return MPI_BXOR;
+  }
+  return MPI_SUM;
+}
+
+// ---- CPU atomics
+
+template <class F>
+void dispatch(MPI_Datatype type, F&& f) {
+  if (type == MPI_INT32_T)
+    f(std::int32_t{});
+  else if (type == MPI_INT64_T)
+    f(std::int64_t{});
+  else if (type == MPI_UINT64_T)
+    f(std::uint64_t{});
+  else if (type == MPI_FLOAT)
+    f(float{});
+  else if (type == MPI_DOUBLE)
+    f(double{});
+  else
+    throw Error("atomics: unsupported element type");
+}
+
+std::size_t type_size(MPI_Datatype type) {
+  if (type == MPI_INT32_T || type == MPI_FLOAT) return 4;
+  if (type == MPI_INT64_T || type == MPI_UINT64_T || type == MPI_DOUBLE) return 8;
+  int size = 0;
+  MPI_Type_size(type, &size);
+  return static_cast<std::size_t>(size);
+}
+
+void check_op(MPI_Datatype type, Op op, const char* what) {
+  if (op == Op::bxor && (type == MPI_FLOAT || type == MPI_DOUBLE))
+    throw Error(std::string(what) + ": Op::bxor needs an integer element type");
+}
+
+char* cpu_address(const Target& t) {
+  return t.seg->peer[static_cast<std::size_t>(t.unit)] + t.offset;
+}
+
+}  // namespace
+
+namespace detail {
+
+Target resolve(int team, int segment, int unit, std::uint64_t offset, std::size_t bytes, const char* what) {
+  Runtime& rt = Runtime::current();
+  SegmentInfo& seg = detail::segment(team, segment);
+  if (unit < 0 || static_cast<std::size_t>(unit) >= seg.bytes.size())
+    throw Error(std::string(what) + ": unit " + std::to_string(unit) + " is not in team " +
+                std::to_string(team) + " (" + std::to_string(seg.bytes.size()) + " units)");
+#ifdef NDEBUG
+  const bool check = rt.settings().check;
+#else
+  const bool check = true;
+#endif
+  if (check) {
+    const std::string problem =
+        bounds_problem(what, team, segment, unit, offset, bytes, seg.bytes[static_cast<std::size_t>(unit)]);
+    if (!problem.empty()) throw Error(problem);
+  }
+  return Target{&seg, &rt.team(team), unit, offset};
+}
+
+// The inline templates' entries (rma.hpp): resolve, then the same call.
+void get_strided(void* dst, const Layout& local, const Ref& r, const Layout& remote, std::size_t esize,
+                 Route route) {
+  get_strided(dst, local, resolve(r), remote, esize, route);
+}
+Handle get_strided_async(void* dst, const Layout& local, const Ref& r, const Layout& remote,
+                         std::size_t esize, Route route) {
+  return get_strided_async(dst, local, resolve(r), remote, esize, route);
+}
+void put_strided(const Ref& r, const Layout& remote, const void* src, const Layout& local, std::size_t esize,
+                 Route route) {
+  put_strided(resolve(r), remote, src, local, esize, route);
+}
+Handle put_strided_async(const Ref& r, const Layout& remote, const void* src, const Layout& local,
+                         std::size_t esize, Route route) {
+  return put_strided_async(resolve(r), remote, src, local, esize, route);
+}
+Handle accumulate_async(const Ref& r, const Layout& remote, const void* src, const Layout& local,
+                        MPI_Datatype type, Op op) {
+  return accumulate_async(resolve(r), remote, src, local, type, op);
+}
+void fetch_and_op(const Ref& r, const void* operand, void* result, MPI_Datatype type, Op op) {
+  fetch_and_op(resolve(r), operand, result, type, op);
+}
+void compare_and_swap(const Ref& r, const void* compare, const void* value, void* result, MPI_Datatype type) {
+  compare_and_swap(resolve(r), compare, value, result, type);
+}
+void put_nbi(const Ref& r, const void* src) {
+  put_nbi(resolve(r), src, r.bytes);
+}
+void get_nbi(void* dst, const Ref& r) {
+  get_nbi(dst, resolve(r), r.bytes);
+}
+void accumulate_nbi(const Ref& r, const void* values, std::size_t count, MPI_Datatype type, Op op) {
+  accumulate_nbi(resolve(r), values, count, type, op);
+}
+
+std::string bounds_problem(const char* what, int team, int segment, int unit, std::uint64_t offset,
+                           std::size_t bytes, std::size_t part) {
+  if (offset <= part && bytes <= part - offset) return "";
+  return std::string(what) + ": " + std::to_string(bytes) + " bytes at offset " + std::to_string(offset) +
+         " of segment " + std::to_string(segment) + " (team " + std::to_string(team) +
+         ") run past the end of unit " + std::to_string(unit) + "'s part (" + std::to_string(part) +
+         " bytes)";
+}
+
+void get_strided(void* dst, const Layout& local, const Target& t, const Layout& remote, std::size_t esize,
+                 Route r) {
+  transfer(true, dst, local, t, remote, esize, r);
+}
+
+Handle get_strided_async(void* dst, const Layout& local, const Target& t, const Layout& remote,
+                         std::size_t esize, Route r) {
+  return transfer_async(true, dst, local, t, remote, esize, r);
+}
+
+void put_strided(const Target& t, const Layout& remote, const void* src, const Layout& local,
+                 std::size_t esize, Route r) {
+  transfer(false, const_cast<void*>(src), local, t, remote, esize, r);
+}
+
+Handle put_strided_async(const Target& t, const Layout& remote, const void* src, const Layout& local,
+                         std::size_t esize, Route r) {
+  return transfer_async(false, const_cast<void*>(src), local, t, remote, esize, r);
+}
+
+namespace {
+// One run of n contiguous elements by one(dst + k, v[k]), a relaxed CPU
+// atomic (relaxed_update's; the caller fences once after all runs). A
+// locked instruction waits for its line, so an out-of-cache run would go
+// one miss at a time: every line is prefetched for writing 16 lines ahead.
+// Runs shorter than this take the per-element atomics even with comm.htm:
+// a transaction pays off from a few elements on, and a run of one or two
+// is an atomic_update's job.
+constexpr std::size_t kHtmMinRun = 4;
+
+template <class T, class One>
+void cpu_accumulate_run(T* dst, const T* v, std::size_t n, const One& one) {
+  constexpr std::size_t kLine = 64 / sizeof(T), kAhead = 16 * kLine;
+  for (std::size_t k = 0; k < n; ++k) {
+    if (k % kLine == 0 && k + kAhead < n) __builtin_prefetch(dst + k + kAhead, 1, 3);
+    one(dst + k, v[k]);
+  }
+}
+}  // namespace
+
+Handle accumulate_async(const Target& t, const Layout& remote, const void* src, const Layout& local,
+                        MPI_Datatype type, Op op) {
+  check_shapes(local, remote);
+  check_op(type, op, "accumulate");
+  if (local.elements() == 0) return HandleAccess::ready();
+  CommScope timed;
+  const std::size_t esize = type_size(type);
+  const AtomicPath path = atomic_route(t);
+  if (path == AtomicPath::aggregate) {
+    // Element by element into the batch, then completed here: a handle
+    // stands for one operation (accumulate_nbi is the batched call).
+    const char* in = static_cast<const char*>(src);
+    detail::Aggregator& agg = aggregator_of(t);
+    for (std::size_t r = 0; r < local.rows; ++r)
+      for (std::size_t c = 0; c < local.count; ++c)
+        for (std::size_t k = 0; k < local.block; ++k) {
+          Target e = t;
+          e.offset += (r * remote.row_stride + c * remote.stride + k) * esize;
+          agg.update(e, in + (r * local.row_stride + c * local.stride + k) * esize, type, op);
+        }
+    agg.flush(t.unit);
+    return HandleAccess::ready();
+  }
+  if (path == AtomicPath::cpu) {
+    char* base = cpu_address(t);
+    const char* in = static_cast<const char*>(src);
+    const bool htm = Runtime::current().settings().htm && local.block >= kHtmMinRun;
+    dispatch(type, [&](auto zero) {
+      using T = decltype(zero);
+      relaxed_update<T>(op, [&](auto one) {
+        auto runs = [&](auto&& run) {
+          for (std::size_t r = 0; r < local.rows; ++r)
+            for (std::size_t c = 0; c < local.count; ++c)
+              run(reinterpret_cast<T*>(base) + r * remote.row_stride + c * remote.stride,
+                  reinterpret_cast<const T*>(in) + r * local.row_stride + c * local.stride);
+        };
+        if (htm)
+          plain_update<T>(op, [&](auto plain) {
+            runs([&](T* dst, const T* v) { transactional_run(dst, v, local.block, plain, one); });
+          });
+        else
+          runs([&](T* dst, const T* v) { cpu_accumulate_run(dst, v, local.block, one); });
+      });
+    });
+    std::atomic_thread_fence(std::memory_order_release);
+    return HandleAccess::ready();
+  }
+  const Endpoint e = endpoint(t, atomic_path(t));
+  int n = 1;
+  MPI_Datatype lt = type, rt = type;
+  if (contiguous(local) && contiguous(remote)) {
+    if (local.elements() > static_cast<std::size_t>(INT_MAX))
+      throw Error("accumulate: more than " + std::to_string(INT_MAX) + " elements in one call");
+    n = static_cast<int>(local.elements());
+  } else {
+    lt = layout_type(local, esize, type);
+    rt = layout_type(remote, esize, type);
+  }
+  Started s;
+  s.rc = MPI_Raccumulate(src, n, lt, e.rank, e.disp, n, rt, mpi_op(op), e.win, &s.req);
+  e.issued();
+  s.flush = true;
+  check_rc(s.rc, "accumulate");
+  return make_handle(s, e);
+}
+
+void fetch_and_op(const Target& t, const void* operand, void* result, MPI_Datatype type, Op op) {
+  check_op(type, op, "fetch_and_op");
+  CommScope timed;
+  const AtomicPath path = atomic_route(t);
+  if (path == AtomicPath::aggregate) {
+    aggregator_of(t).fetch(t, operand, result, type, op);
+    return;
+  }
+  if (path == AtomicPath::cpu) {
+    dispatch(type, [&](auto zero) {
+      using T = decltype(zero);
+      T v;
+      std::memcpy(&v, operand, sizeof v);
+      T old = cpu_apply(reinterpret_cast<T*>(cpu_address(t)), v, op);
+      std::memcpy(result, &old, sizeof old);
+    });
+    return;
+  }
+  // MPI_Rget_accumulate is the request form of MPI_Fetch_and_op: its
+  // completion means the old value arrived, so the update was applied.
+  const Endpoint e = endpoint(t, atomic_path(t));
+  MPI_Request req;
+  MPI_Rget_accumulate(operand, 1, type, result, 1, type, e.rank, e.disp, 1, type, mpi_op(op), e.win, &req);
+  wait_yielding(req);
+}
+
+void compare_and_swap(const Target& t, const void* compare, const void* value, void* result,
+                      MPI_Datatype type) {
+  // Doubles are compared bit for bit as 64-bit integers (MPI allows only
+  // integer types in MPI_Compare_and_swap).
+  if (type == MPI_DOUBLE) type = MPI_INT64_T;
+  if (type == MPI_FLOAT) type = MPI_INT32_T;
+  CommScope timed;
+  const AtomicPath path = atomic_route(t);
+  if (path == AtomicPath::aggregate) {
+    aggregator_of(t).compare_and_swap(t, compare, value, result, type);
+    return;
+  }
+  if (path == AtomicPath::cpu) {
+    auto cas = [&](auto zero) {
+      using T = decltype(zero);
+      T expected, desired;
+      std::memcpy(&expected, compare, sizeof expected);
+      std::memcpy(&desired, value, sizeof desired);
+      std::atomic_ref<T>(*reinterpret_cast<T*>(cpu_address(t)))
+          .compare_exchange_strong(expected, desired, std::memory_order_acq_rel);
+      std::memcpy(result, &expected, sizeof expected);
+    };
+    if (type == MPI_INT32_T)
+      cas(std::int32_t{});
+    else
+      cas(std::int64_t{});
+    return;
+  }
+  const Endpoint e = endpoint(t, atomic_path(t));
+  MPI_Compare_and_swap(value, compare, result, type, e.rank, e.disp, e.win);
+  MPI_Win_flush(e.rank, e.win);
+}
+
+void notify(const Target& t, std::uint64_t value) {
+  if (Runtime::current().settings().locality && same_node(t)) {
+    std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t*>(cpu_address(t)))
+        .store(value, std::memory_order_release);
+    return;
+  }
+  // Earlier puts to this unit are complete (blocking puts and completed
+  // handles are flushed), so only the flag itself moves here: an atomic
+  // replace, completed locally only (the value is on the stack). Its
+  // remote completion needs no wait of ours: the consumer polls, and the
+  // next flush to this target (or MPI progress on either side) completes
+  // it; accumulates from one origin to one location stay ordered, so a
+  // later value never lands before an earlier one. (A same-node flag is a
+  // release store above, redirection or not: a flag has one producer.)
+  const Endpoint e = endpoint(t, atomic_path(t));
+  MPI_Accumulate(&value, 1, MPI_UINT64_T, e.rank, e.disp, 1, MPI_UINT64_T, MPI_REPLACE, e.win);
+  MPI_Win_flush_local(e.rank, e.win);
+  e.issued();
+}
+
+namespace {
+// Values of handle-free MPI accumulates, which must outlive the call until
+// a local completion: a per-thread arena, recycled after flush_local_all on
+// the windows it fed (or after a flush).
+struct ValueArena {
+  std::vector<std::uint64_t> words = std::vector<std::uint64_t>(8192);
+  std::size_t used = 0;
+  std::vector<MPI_Win> wins;
+  // Waits until every value handed to MPI may be reused.
+  void recycle() {
+    for (MPI_Win w : wins) MPI_Win_flush_local_all(w);
+    used = 0;
+    wins.clear();
+  }
+};
+ValueArena& value_arena() {
+  thread_local ValueArena a;
+  return a;
+}
+}  // namespace
+
+void recycle_values() {
+  value_arena().recycle();
+}
+
+namespace {
+void* arena_copy(const void* values, std::size_t bytes, MPI_Win win) {
+  ValueArena& a = value_arena();
+  const std::size_t words = (bytes + 7) / 8;
+  if (a.used + words > a.words.size()) a.recycle();
+  if (words > a.words.size()) a.words.resize(words);
+  if (a.wins.empty() || a.wins.back() != win) a.wins.push_back(win);
+  void* p = a.words.data() + a.used;
+  a.used += words;
+  std::memcpy(p, values, bytes);
+  return p;
+}
+}  // namespace
+
+// Contiguous bytes by MPI_Get/MPI_Put without a request (a flush completes
+// them), in pieces of at most kChunk.
+int move_nbi(bool get, char* origin, std::size_t bytes, const Endpoint& e) {
+  int rc = MPI_SUCCESS;
+  for (std::size_t done = 0; done < bytes && rc == MPI_SUCCESS; done += kChunk) {
+    const int n = static_cast<int>(std::min(kChunk, bytes - done));
+    const MPI_Aint d = e.disp + static_cast<MPI_Aint>(done);
+    rc = get ? MPI_Get(origin + done, n, MPI_BYTE, e.rank, d, n, MPI_BYTE, e.win)
+             : MPI_Put(origin + done, n, MPI_BYTE, e.rank, d, n, MPI_BYTE, e.win);
+  }
+  e.issued();
+  return rc;
+}
+
+void put_nbi(const Target& t, const void* src, std::size_t bytes) {
+  CommScope timed;
+  const Endpoint e = endpoint(t, choose(t, Route::local, bytes, false));
+  if (e.shared) {
+    std::memcpy(e.shared, src, bytes);
+    std::atomic_thread_fence(std::memory_order_release);
+    return;
+  }
+  check_rc(move_nbi(false, const_cast<char*>(static_cast<const char*>(src)), bytes, e), "put_nbi");
+}
+
+void get_nbi(void* dst, const Target& t, std::size_t bytes) {
+  CommScope timed;
+  if (t.seg->cpu_atomics && !same_node(t) && bytes <= 8 && !t.seg->redirect) {
+    aggregator_of(t).get(dst, t, bytes);
+    return;
+  }
+  const Endpoint e = endpoint(t, choose(t, Route::local, bytes, false));
+  if (e.shared) {
+    std::atomic_thread_fence(std::memory_order_acquire);
+    std::memcpy(dst, e.shared, bytes);
+    return;
+  }
+  // No request: a flush completes it.
+  check_rc(move_nbi(true, static_cast<char*>(dst), bytes, e), "get_nbi");
+}
+
+void accumulate_nbi(const Target& t, const void* values, std::size_t count, MPI_Datatype type, Op op) {
+  check_op(type, op, "accumulate_nbi");
+  if (count == 0) return;
+  CommScope timed;
+  const std::size_t esize = type_size(type);
+  const char* in = static_cast<const char*>(values);
+  switch (atomic_route(t)) {
+    case AtomicPath::cpu:
+      dispatch(type, [&](auto zero) {
+        using T = decltype(zero);
+        T* dst = reinterpret_cast<T*>(cpu_address(t));
+        for (std::size_t k = 0; k < count; ++k) {
+          T v;
+          std::memcpy(&v, in + k * sizeof(T), sizeof v);
+          cpu_apply(dst + k, v, op);
+        }
+      });
+      return;
+    case AtomicPath::aggregate: {
+      Aggregator& agg = aggregator_of(t);
+      for (std::size_t k = 0; k < count; ++k) {
+        Target e = t;
+        e.offset += k * esize;
+        agg.update(e, in + k * esize, type, op);
+      }
+      return;
+    }
+    default:
+      break;
+  }
+  const Endpoint e = endpoint(t, atomic_path(t));
+  if (count > static_cast<std::size_t>(INT_MAX))
+    throw Error("accumulate_nbi: more than " + std::to_string(INT_MAX) + " elements in one call");
+  const void* kept = arena_copy(values, count * esize, e.win);
+  const int n = static_cast<int>(count);
+  const int rc = MPI_Accumulate(kept, n, type, e.rank, e.disp, n, type, mpi_op(op), e.win);
+  e.issued();
+  check_rc(rc, "accumulate_nbi");
+}
+
+}  // namespace detail
+
+void notify(GlobalPtr<std::uint64_t> flag, std::uint64_t value) {
+  detail::notify(detail::resolve(detail::target(flag, 1, "notify")), value);
+}
+
+bool test_notify(const std::uint64_t* flag, std::uint64_t value) {
+  return __atomic_load_n(flag, __ATOMIC_ACQUIRE) >= value;
+}
+
+std::uint64_t wait_notify(const std::uint64_t* flag, std::uint64_t value) {
+  detail::CommScope timed;
+  unsigned spins = 0;
+  Team& world = Runtime::current().world();
+  detail::Aggregator* agg = world.aggregator();
+  for (;;) {
+    const std::uint64_t v = __atomic_load_n(flag, __ATOMIC_ACQUIRE);
+    if (v >= value) return v;
+    if (agg) agg->progress();
+    relax_with_progress(spins, world.comm());
+  }
+}
+
+// ------------------------------------------------------------ completion
+
+namespace {
+void check_live(const Handle& h, const char* what) {
+  switch (HandleAccess::state(h)) {
+    case HandleAccess::State::empty:
+      throw Error(std::string(what) + ": the handle was never started (default-constructed)");
+    case HandleAccess::State::spent:
+      throw Error(std::string(what) +
+                  ": the handle is spent (already completed by wait or test); wait once per operation");
+    case HandleAccess::State::moved:
+      throw Error(std::string(what) + ": the handle was moved from; wait on the handle it was moved to");
+    default:
+      return;
+  }
+}
+
+void finish_flush(Handle& h) {
+  if (HandleAccess::flush(h)) MPI_Win_flush(HandleAccess::target(h), HandleAccess::win(h));
+  HandleAccess::set_state(h, HandleAccess::State::spent);
+}
+}  // namespace
+
+Handle adopt(MPI_Request req) {
+  if (req == MPI_REQUEST_NULL) return HandleAccess::ready();
+  Started s{};
+  s.req = req;
+  return make_handle(s, Endpoint{});
+}
+
+void wait(Handle& h) {
+  check_live(h, "wait");
+  detail::CommScope timed;
+  using S = HandleAccess::State;
+  switch (HandleAccess::state(h)) {
+    case S::offload:
+      // spent also when the server reports a failure (the slot is released)
+      try {
+        detail::progress_engine()->wait(h);
+      } catch (...) {
+        HandleAccess::set_state(h, S::spent);
+        throw;
+      }
+      HandleAccess::set_state(h, S::spent);
+      return;
+    case S::thread:
+      detail::progress_thread()->wait(HandleAccess::reg(h));
+      HandleAccess::reg(h) = -1;
+      break;
+    case S::mpi:
+      if (HandleAccess::req(h) != MPI_REQUEST_NULL) wait_yielding(HandleAccess::req(h));
+      break;
+    default:
+      break;
+  }
+  finish_flush(h);
+}
+
+void wait_all(std::vector<Handle>& hs) {
+  detail::CommScope timed;
+  using S = HandleAccess::State;
+  std::vector<MPI_Request> reqs;
+  std::set<std::pair<MPI_Win, int>> flushes;
+  reqs.reserve(hs.size());
+  for (auto& h : hs) {
+    if (HandleAccess::state(h) == S::moved) check_live(h, "wait_all");
+    if (HandleAccess::state(h) != S::mpi) continue;
+    if (HandleAccess::req(h) != MPI_REQUEST_NULL) reqs.push_back(HandleAccess::req(h));
+    if (HandleAccess::flush(h)) flushes.insert({HandleAccess::win(h), HandleAccess::target(h)});
+    HandleAccess::req(h) = MPI_REQUEST_NULL;
+    HandleAccess::set_state(h, S::spent);
+  }
+  if (!reqs.empty()) wait_all_yielding(reqs);
+  for (const auto& [win, target] : flushes) MPI_Win_flush(target, win);
+  // Offloaded and thread-registered handles one by one (they run
+  // concurrently, so the order does not matter).
+  for (auto& h : hs)
+    if (h.live()) wait(h);
+}
+
+bool test(Handle& h) {
+  check_live(h, "test");
+  using S = HandleAccess::State;
+  switch (HandleAccess::state(h)) {
+    case S::offload:
+      try {
+        if (!detail::progress_engine()->test(h)) return false;
+      } catch (...) {
+        HandleAccess::set_state(h, S::spent);
+        throw;
+      }
+      HandleAccess::set_state(h, S::spent);
+      return true;
+    case S::thread:
+      if (!detail::progress_thread()->test(HandleAccess::reg(h))) return false;
+      HandleAccess::reg(h) = -1;
+      break;
+    case S::mpi:
+      if (HandleAccess::req(h) != MPI_REQUEST_NULL) {
+        int flag = 0;
+        MPI_Test(&HandleAccess::req(h), &flag, MPI_STATUS_IGNORE);
+        if (!flag) return false;
+      }
+      break;
+    default:
+      break;
+  }
+  finish_flush(h);
+  return true;
+}
+
+void flush(Team& team) {
+  detail::CommScope timed;
+  detail::complete_lookahead();
+  if (detail::Aggregator* a = team.aggregator()) a->flush(-1);
+  if (detail::ProgressEngine* e = detail::progress_engine(); e && team.served()) e->quiesce();
+  // Per target, not MPI_Win_flush_all: MPICH 4.0.2 ch4:ucx returned from
+  // MPI_Win_flush_all before request-less MPI_Gets to other (emulated)
+  // nodes had delivered their data (core.fine_node2, IndexGather, 1 run in 3).
+  // Only windows with operations issued since the last flush (the mark is
+  // cleared first: an operation issued meanwhile marks it again).
+  std::set<MPI_Win> wins;
+  detail::state().segments.for_each(team.id(), [&](SegmentInfo& seg) {
+    if (seg.rma != MPI_WIN_NULL && seg.unflushed.exchange(false, std::memory_order_acq_rel))
+      wins.insert(seg.rma);
+  });
+  for (MPI_Win w : wins) {
+    int n = 0;
+    MPI_Group g;
+    MPI_Win_get_group(w, &g);
+    MPI_Group_size(g, &n);
+    MPI_Group_free(&g);
+    for (int r = 0; r < n; ++r) MPI_Win_flush(r, w);
+  }
+  detail::value_arena().recycle();
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+}
+
+void flush(Team& team, int unit) {
+  detail::CommScope timed;
+  detail::complete_lookahead();
+  if (unit < 0 || unit >= team.size())
+    throw Error("flush: unit " + std::to_string(unit) + " is not in team " + std::to_string(team.id()) +
+                " (" + std::to_string(team.size()) + " units)");
+  if (detail::Aggregator* a = team.aggregator()) a->flush(unit);
+  // The unit itself, and its node's ghost where redirection sends its
+  // operations (the same route endpoint() takes).
+  std::set<std::pair<MPI_Win, int>> done;
+  detail::state().segments.for_each(team.id(), [&](const SegmentInfo& seg) {
+    if (seg.rma == MPI_WIN_NULL || !seg.unflushed.load(std::memory_order_acquire)) return;
+    const int rank = seg.redirect ? seg.ghost[static_cast<std::size_t>(unit)] : unit;
+    if (done.insert({seg.rma, rank}).second) MPI_Win_flush(rank, seg.rma);
+  });
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+}
+
+void progress(Team& team) {
+  if (detail::Aggregator* a = team.aggregator()) a->progress();
+}
+
+void barrier(Team& team) {
+  detail::complete_lookahead();
+  // On cache-coherent memory MPI_Win_sync is a full memory barrier (as in
+  // MPICH); the fences around MPI_Barrier give the same guarantee for every
+  // segment at once.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (detail::Aggregator* a = team.aggregator())
+    a->barrier();  // applies batches until every unit has flushed its own
+  else
+    barrier_yielding(team.comm());
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+}
+
+}  // namespace locus

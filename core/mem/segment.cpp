@@ -1,0 +1,364 @@
+#include "locus/segment.hpp"
+
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <string>
+
+#include "comm/aggregate.hpp"
+#include "locus/app.hpp"
+#include "locus/async.hpp"
+#include "locus/limits.hpp"
+#include "mem/shared_pages.hpp"
+#include "progress/progress_engine.hpp"
+#include "runtime/runtime_state.hpp"
+#include "xfer/transfer.hpp"
+
+namespace locus {
+
+namespace {
+
+std::size_t page_round(std::size_t bytes) {
+  static const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  return (bytes + page - 1) / page * page;
+}
+
+}  // namespace
+
+namespace detail {
+
+void* shared_address(int team, int segment, int unit, std::uint64_t offset) {
+  SegmentInfo& s = detail::segment(team, segment);
+  if (unit < 0 || static_cast<std::size_t>(unit) >= s.peer.size()) return nullptr;
+  char* base = s.peer[static_cast<std::size_t>(unit)];
+  return base ? base + offset : nullptr;
+}
+
+namespace {
+// A part's first byte, moved up to a page boundary: MPICH maps every part
+// at a page, Open MPI at a page plus a header (0x108 seen), and the areas
+// put in shared memory are cache-line aligned types (aligned vector moves
+// on them fault otherwise). The offset within a page is the same in every
+// process of the node, so every process finds the same byte.
+char* page_align(void* p) {
+  const std::uintptr_t a = reinterpret_cast<std::uintptr_t>(p);
+  const std::uintptr_t page = static_cast<std::uintptr_t>(page_round(1));
+  return reinterpret_cast<char*>((a + page - 1) / page * page);
+}
+}  // namespace
+
+MPI_Win allocate_shared_pages(std::size_t bytes, MPI_Comm comm, void** base) {
+  MPI_Info info;
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "alloc_shared_noncontig", "true");
+  MPI_Win win;
+  // one page more than asked for, so that the part can start at a page
+  const std::size_t ask = bytes > 0 ? page_round(bytes) + page_round(1) : 0;
+  MPI_Win_allocate_shared(static_cast<MPI_Aint>(ask), 1, info, comm, base, &win);
+  MPI_Info_free(&info);
+  if (bytes > 0) *base = page_align(*base);
+  return win;
+}
+
+char* shared_part(MPI_Win win, int rank, MPI_Aint* size) {
+  MPI_Aint sz = 0;
+  int unit = 0;
+  void* p = nullptr;
+  MPI_Win_shared_query(win, rank, &sz, &unit, &p);
+  if (sz <= 0 || p == nullptr) {
+    if (size) *size = 0;
+    return static_cast<char*>(p);
+  }
+  char* a = page_align(p);
+  if (size) *size = sz - static_cast<MPI_Aint>(a - static_cast<char*>(p));
+  return a;
+}
+
+MPI_Win create_segment_window(void* base, std::size_t bytes, MPI_Comm comm) {
+  MPI_Info info;
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "same_disp_unit", "true");
+  MPI_Win win;
+  MPI_Win_create(bytes > 0 ? base : nullptr, static_cast<MPI_Aint>(bytes), 1, info, comm, &win);
+  MPI_Info_free(&info);
+  MPI_Win_lock_all(MPI_MODE_NOCHECK, win);
+  return win;
+}
+
+void free_segment_window(MPI_Win& win) {
+  MPI_Win_unlock_all(win);
+  MPI_Win_free(&win);
+}
+
+std::string gib(double bytes) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.1f GiB", bytes / (1024.0 * 1024.0 * 1024.0));
+  return text;
+}
+
+// Bytes this node can still map: free space of /dev/shm (where the MPI
+// library backs shared-memory windows) and MemAvailable, the smaller.
+double node_capacity(std::string& what) {
+  double cap = -1.0;
+  struct statvfs fs;
+  if (statvfs("/dev/shm", &fs) == 0) {
+    cap = static_cast<double>(fs.f_bavail) * static_cast<double>(fs.f_frsize);
+    what = gib(cap) + " free in /dev/shm";
+  }
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  double kib = 0;
+  std::string unit;
+  while (meminfo >> key >> kib >> unit)
+    if (key == "MemAvailable:") {
+      const double avail = kib * 1024.0;
+      if (cap < 0 || avail < cap) {
+        cap = avail;
+        what = gib(avail) + " of memory available";
+      }
+      break;
+    }
+  std::string group;
+  const double room = cgroup_headroom(group);  // a batch job's memory limit
+  if (room >= 0 && (cap < 0 || room < cap)) {
+    cap = room;
+    what = group;
+  }
+  return cap;
+}
+
+namespace {
+
+double mem_available() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key, unit;
+  double kib = 0;
+  while (meminfo >> key >> kib >> unit)
+    if (key == "MemAvailable:") return kib * 1024.0;
+  return -1.0;
+}
+
+// Collective over the team: the sizes fit and every node can hold its
+// units' parts. Runs before the progress processes are told anything.
+void check_allocation(Team& team, std::size_t count, std::size_t elem_size, std::size_t& bytes) {
+  const bool overflow = elem_size != 0 && count > std::numeric_limits<std::size_t>::max() / elem_size / 2;
+  bytes = overflow ? 0 : count * elem_size;
+  double mine = overflow ? 0.0 : static_cast<double>(page_round(bytes));
+  double node_total = 0.0;
+  MPI_Allreduce(&mine, &node_total, 1, MPI_DOUBLE, MPI_SUM, team.node_comm());
+  std::string msg;
+  if (overflow) {
+    msg = "allocate: " + std::to_string(count) + " elements of " + std::to_string(elem_size) +
+          " bytes overflow a 64-bit size (unit " + std::to_string(team.rank()) + ")";
+  } else {
+    int node_rank = 0;
+    MPI_Comm_rank(team.node_comm(), &node_rank);
+    std::string what;
+    const double cap = node_rank == 0 ? node_capacity(what) : -1.0;
+    if (cap >= 0 && node_total > cap)
+      msg = "allocate: the units of team " + std::to_string(team.id()) + " on the node of unit " +
+            std::to_string(team.rank()) + " need " + gib(node_total) +
+            " of shared memory, but the node has " + what + " (make the problem smaller or use more nodes)";
+    // every process maps all parts of its node: its address-space limit
+    const std::string limit = process_limit_problem(node_total, 0.0);
+    if (msg.empty() && !limit.empty())
+      msg = "allocate: unit " + std::to_string(team.rank()) + " of team " + std::to_string(team.id()) + " " +
+            limit + " (make the problem smaller or use more nodes)";
+  }
+  collective_require(team.comm(), msg.empty(), msg);
+}
+
+// Where my part lies in my node's shared memory, from the node's lowest
+// part: the ghost exposes that range (redirection, async.hpp). Offsets
+// are the same in every process of the node (one mapping).
+long long node_offset_of(Team& team, const SegmentInfo& seg, std::size_t bytes) {
+  if (!team.served() || bytes == 0) return 0;
+  int n = 0;
+  MPI_Comm_size(team.shm_comm(), &n);
+  const char* lowest = seg.base;
+  for (int r = 0; r < n; ++r) {
+    MPI_Aint size = 0;
+    const char* p = shared_part(seg.shm, r, &size);
+    if (size > 0 && p < lowest) lowest = p;
+  }
+  return static_cast<long long>(seg.base - lowest);
+}
+
+// Every unit's displacement, size and same-node address from the gathered
+// claims (and, on a served team, its ghost). Returns "" or the mismatch of
+// a unit that allocates another segment or element size.
+std::string record_claims(Team& team, SegmentInfo& seg, const std::vector<Claim>& all, const Claim& mine) {
+  seg.peer.assign(all.size(), nullptr);
+  seg.disp.resize(all.size());
+  seg.bytes.resize(all.size());
+  std::string mismatch;
+  for (int u = 0; u < team.size(); ++u) {
+    const Claim& c = all[static_cast<std::size_t>(u)];
+    seg.disp[static_cast<std::size_t>(u)] = static_cast<MPI_Aint>(c.disp);
+    seg.bytes[static_cast<std::size_t>(u)] = static_cast<std::size_t>(c.bytes);
+    if (c.segment != seg.id || c.elem_size != mine.elem_size)
+      mismatch = "allocate: mismatched collective call on team " + std::to_string(team.id()) + ": unit " +
+                 std::to_string(u) + " allocates segment " + std::to_string(c.segment) + " of " +
+                 std::to_string(c.elem_size) + "-byte elements, unit " + std::to_string(team.rank()) +
+                 " segment " + std::to_string(seg.id) + " of " + std::to_string(mine.elem_size) +
+                 "-byte elements";
+    int nr = team.node_rank(u);
+    if (nr >= 0) {
+      seg.peer[static_cast<std::size_t>(u)] = shared_part(seg.shm, nr, nullptr);
+    }
+  }
+  if (team.served()) {
+    const ProgressEngine* engine = progress_engine();
+    seg.ghost.resize(all.size());
+    seg.ghost_disp.resize(all.size());
+    for (std::size_t u = 0; u < all.size(); ++u) {
+      seg.ghost[u] = engine->ghost_of(static_cast<int>(u));
+      seg.ghost_disp[u] = static_cast<MPI_Aint>(all[u].node_offset);
+    }
+  }
+  return mismatch;
+}
+
+// The segment's atomics (MPI, CPU, or aggregated) and the window the
+// remote path uses (its own, or the team's dynamic one).
+void choose_atomics_and_window(Team& team, SegmentInfo& seg, std::size_t bytes, bool own, AsyncHint hint,
+                               AtomicMode atomics) {
+  Runtime& rt = Runtime::current();
+  bool one_node = true;
+  for (int u = 0; u < team.size(); ++u) one_node = one_node && team.same_node(u);
+  // comm.atomics: aggregate needs comm.locality (CPU atomics on the node).
+  if (atomics == AtomicMode::automatic) atomics = rt.settings().atomics;
+  seg.aggregate = rt.settings().locality && !one_node && atomics == AtomicMode::aggregate;
+  seg.cpu_atomics = rt.settings().locality && (one_node || seg.aggregate);
+  if (seg.aggregate) hint = AsyncHint::never;  // applied on its node, never redirected
+  if (own) {
+    seg.own = create_segment_window(seg.base, bytes,
+                                    team.served() ? progress_engine()->layout().full_comm : team.comm());
+    seg.rma = seg.own;
+    seg.hint = hint;
+    seg.redirect = team.served() && async_default_on() && hint != AsyncHint::never;
+  } else {
+    seg.rma = team_window(team);
+  }
+}
+
+}  // namespace
+
+int allocate_segment(Team& team, std::size_t count, std::size_t elem_size, AsyncHint hint,
+                     AtomicMode atomics) {
+  std::size_t bytes = 0;
+  check_allocation(team, count, elem_size, bytes);
+  Runtime& rt = Runtime::current();
+  auto seg = std::make_unique<SegmentInfo>();
+  seg->team = team.id();
+  seg->id = next_segment_id(team);
+  seg->elem_size = elem_size;
+
+  // Shared memory among this team's units on my node. A served team's
+  // progress processes join with zero bytes (they are told to by the node's
+  // first unit) and so map every part.
+  if (team.served()) progress_engine()->notify_servers(Control::alloc, team.id(), seg->id);
+  void* base = nullptr;
+  seg->shm = allocate_shared_pages(bytes, team.shm_comm(), &base);
+  // An epoch for MPI_Win_sync and the unified memory model; never closed
+  // before the window is freed.
+  MPI_Win_lock_all(MPI_MODE_NOCHECK, seg->shm);
+  seg->base = static_cast<char*>(base);
+
+  const bool own = rt.settings().window == WindowKind::segment;
+  MPI_Aint disp = 0;
+  if (!own && bytes > 0) {
+    MPI_Win_attach(team_window(team), seg->base, static_cast<MPI_Aint>(bytes));
+    MPI_Get_address(seg->base, &disp);
+  }
+  const long long node_offset = node_offset_of(team, *seg, bytes);
+  Claim mine{static_cast<long long>(disp), static_cast<long long>(bytes), node_offset, seg->id,
+             static_cast<int>(elem_size)};
+  std::vector<Claim> all(static_cast<std::size_t>(team.size()));
+  MPI_Allgather(&mine, sizeof(Claim), MPI_BYTE, all.data(), sizeof(Claim), MPI_BYTE, team.comm());
+  if (team.served())
+    MPI_Bcast(all.data(), static_cast<int>(all.size() * sizeof(Claim)), MPI_BYTE, 0, team.shm_comm());
+  const std::string mismatch = record_claims(team, *seg, all, mine);
+  choose_atomics_and_window(team, *seg, bytes, own, hint, atomics);
+  int id = seg->id;
+  const bool aggregate = seg->aggregate;
+  rt.state().segments.add(std::move(seg));
+  if (aggregate && mismatch.empty()) ensure_aggregator(team);
+  if (!mismatch.empty()) {
+    // Every unit saw the same gathered claims, so every unit raises this.
+    free_segment(team.id(), id);
+    throw CollectiveError(mismatch);
+  }
+  return id;
+}
+
+void free_segment(int team_id, int segment) {
+  complete_lookahead();  // nothing of this thread may still read the segment
+  recycle_values();      // nor remember its window
+  Runtime& rt = Runtime::current();
+  Team& team = rt.team(team_id);
+  if (rt.settings().check) {
+    int ids[2] = {segment, -segment};
+    MPI_Allreduce(MPI_IN_PLACE, ids, 2, MPI_INT, MPI_MAX, team.comm());
+    if (ids[0] != -ids[1])
+      throw CollectiveError("free: mismatched collective call on team " + std::to_string(team_id) +
+                            ": units free different segments (ids " + std::to_string(-ids[1]) + " to " +
+                            std::to_string(ids[0]) + ")");
+  }
+  const SegmentInfo* live = rt.state().segments.find(team_id, segment);
+  if (!live)
+    throw Error("free: segment " + std::to_string(segment) + " of team " + std::to_string(team_id) +
+                " is not allocated (freed twice?)");
+  // Nobody may still be reading or writing it (aggregated batches still
+  // in flight included: that barrier applies them while it waits).
+  if (Aggregator* agg = team.aggregator(); agg && live->aggregate)
+    agg->barrier();
+  else
+    MPI_Barrier(team.comm());
+  auto seg = rt.state().segments.take(team_id, segment);
+  if (team.served()) progress_engine()->notify_servers(Control::free, team_id, segment);
+  if (seg->own != MPI_WIN_NULL) {
+    free_segment_window(seg->own);
+  } else if (seg->bytes[static_cast<std::size_t>(team.rank())] > 0) {
+    MPI_Win_detach(team_window(team), seg->base);
+  }
+  MPI_Win_unlock_all(seg->shm);
+  MPI_Win_free(&seg->shm);
+}
+
+}  // namespace detail
+
+void require_node_memory(Team& team, double bytes, const std::string& what) {
+  double need = 0;
+  MPI_Allreduce(&bytes, &need, 1, MPI_DOUBLE, MPI_SUM, team.node_comm());
+  int units = 1;
+  MPI_Comm_size(team.node_comm(), &units);
+  const double have = detail::mem_available();
+  std::string problem;
+  if (have >= 0 && need > have) {
+    problem = what + ": needs " + detail::gib(need) + " of memory on this node (" + std::to_string(units) +
+              " unit" + (units == 1 ? "" : "s") + "), the node has " + detail::gib(have) + " available";
+  }
+  if (problem.empty()) {
+    // a batch job's limits: the control group, this process's RLIMIT_AS/DATA
+    std::string group;
+    const double room = cgroup_headroom(group);
+    if (room >= 0 && need > room)
+      problem = what + ": needs " + detail::gib(need) + " of memory on this node, but " + group;
+    const std::string limit = detail::process_limit_problem(0.0, bytes);
+    if (problem.empty() && !limit.empty()) problem = what + ": " + limit;
+  }
+  collective_require(team.comm(), problem.empty(), problem);
+}
+
+SegmentState segment_state(int team, int segment) {
+  const SegmentInfo& s = detail::segment(team, segment);
+  return SegmentState{s.cpu_atomics, s.aggregate, s.redirect};
+}
+
+}  // namespace locus
