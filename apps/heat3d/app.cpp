@@ -10,6 +10,7 @@
 #include "locus/io.hpp"
 #include "locus/kokkos.hpp"
 #include "locus/limits.hpp"
+#include "locus/report.hpp"
 
 namespace heat3d {
 

@@ -10,6 +10,7 @@
 #include "locus/io.hpp"
 #include "locus/kokkos.hpp"
 #include "locus/limits.hpp"
+#include "locus/report.hpp"
 #include "poisson5pt.hpp"
 
 namespace poisson5pt {

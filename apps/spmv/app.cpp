@@ -18,6 +18,7 @@
 #include "locus/io.hpp"
 #include "locus/kokkos.hpp"
 #include "locus/limits.hpp"
+#include "locus/report.hpp"
 #include "locus/rma.hpp"
 #include "spmv.hpp"
 

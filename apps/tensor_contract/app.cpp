@@ -13,6 +13,7 @@
 #include "locus/io.hpp"
 #include "locus/kokkos.hpp"
 #include "locus/limits.hpp"
+#include "locus/report.hpp"
 #include "locus/rma.hpp"
 #include "tensor.hpp"
 

@@ -313,26 +313,6 @@ std::string stem_of(const std::string& path) {
 
 }  // namespace
 
-int mpi_thread_level() {
-  int provided = MPI_THREAD_SINGLE;
-  MPI_Query_thread(&provided);
-  return provided;
-}
-
-std::string thread_level_name(int level) {
-  if (level == MPI_THREAD_SINGLE) return "MPI_THREAD_SINGLE";
-  if (level == MPI_THREAD_FUNNELED) return "MPI_THREAD_FUNNELED";
-  if (level == MPI_THREAD_SERIALIZED) return "MPI_THREAD_SERIALIZED";
-  if (level == MPI_THREAD_MULTIPLE) return "MPI_THREAD_MULTIPLE";
-  return "thread level " + std::to_string(level);
-}
-
-void require_thread_level(int needed, const std::string& feature, int provided) {
-  if (provided < needed)
-    throw Error(feature + " needs " + thread_level_name(needed) + ", but the MPI library provides only " +
-                thread_level_name(provided) + " (" + mpi_library() + ")");
-}
-
 // --machine: the machine descriptor (rank 0's) and STREAM triad bandwidth
 // measured by every rank at once (32 MiB per array: out of cache), as YAML.
 void print_machine(const AppInfo& app, int rank, int size) {
@@ -361,12 +341,6 @@ void print_machine(const AppInfo& app, int rank, int size) {
   out << YAML::Key << "stream_triad_gbs_total" << YAML::Value << buf;
   out << YAML::EndMap << YAML::EndMap;
   std::printf("%s\n", out.c_str());
-}
-
-void prepare_mpi_environment() {
-#ifdef OPEN_MPI
-  setenv("OMPI_MCA_osc", "sm,ucx", 0);
-#endif
 }
 
 namespace {

@@ -1,11 +1,12 @@
 // Collective errors: a condition on any rank becomes the same
 // CollectiveError on every rank.
+#include "locus/collective.hpp"
+
 #include <cstdint>
 #include <exception>
 #include <functional>
 #include <string>
 
-#include "locus/app.hpp"
 #include "locus/error.hpp"
 
 namespace locus {
@@ -13,10 +14,6 @@ namespace locus {
 int& CollectiveError::live() {
   static int count = 0;
   return count;
-}
-
-bool unwinding_collectively() {
-  return std::uncaught_exceptions() > 0 && CollectiveError::alive() > 0;
 }
 
 bool collective_cleanup_allowed() {

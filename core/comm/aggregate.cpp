@@ -7,7 +7,6 @@
 #include <string>
 #include <type_traits>
 
-#include "locus/app.hpp"
 #include "locus/segment.hpp"
 #include "locus/wait.hpp"
 #include "mem/htm.hpp"

@@ -49,31 +49,6 @@ bool async_default_on() {
 }
 }  // namespace detail
 
-std::string async_mode_name(AsyncMode m) {
-  switch (m) {
-    case AsyncMode::off:
-      return "off";
-    case AsyncMode::on:
-      return "on";
-    case AsyncMode::user:
-      return "user";
-    case AsyncMode::automatic:
-      return "auto";
-  }
-  return "off";
-}
-
-std::optional<AsyncMode> async_mode_from_name(const std::string& name) {
-  for (AsyncMode m : {AsyncMode::off, AsyncMode::on, AsyncMode::user, AsyncMode::automatic})
-    if (async_mode_name(m) == name) return m;
-  return std::nullopt;
-}
-
-double comm_seconds() {
-  const detail::RuntimeState* s = detail::state_if_any();
-  return s ? static_cast<double>(s->async.comm_ns.load()) * 1e-9 : 0.0;
-}
-
 bool async_enabled(const Team& team) {
   return team.served() && detail::state().async.on;
 }

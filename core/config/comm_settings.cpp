@@ -12,11 +12,60 @@
 #include <string>
 
 #include "build_info.hpp"
-#include "locus/app.hpp"
-#include "locus/async.hpp"
-#include "mem/htm.hpp"
+#include "locus/cpu.hpp"
+#include "locus/settings.hpp"
 
 namespace locus {
+
+int effective_node_size(long from_deck) {
+  if (from_deck > 0) return static_cast<int>(from_deck);
+  const char* env = std::getenv("LOCUS_NODE_SIZE");
+  if (!env || !*env) return 0;
+  char* end = nullptr;
+  long v = std::strtol(env, &end, 10);
+  if (*end != '\0' || v < 0 || v > 1000000)
+    throw Error("LOCUS_NODE_SIZE: must be a non-negative integer (got '" + std::string(env) + "')");
+  return static_cast<int>(v);
+}
+
+std::string idle_policy_name(IdlePolicy p) {
+  switch (p) {
+    case IdlePolicy::spin:
+      return "spin";
+    case IdlePolicy::yield:
+      return "yield";
+    case IdlePolicy::sleep:
+      return "sleep";
+  }
+  return "?";
+}
+
+IdlePolicy parse_idle_policy(const std::string& s) {
+  if (s == "spin") return IdlePolicy::spin;
+  if (s == "yield") return IdlePolicy::yield;
+  if (s == "sleep") return IdlePolicy::sleep;
+  throw Error("idle policy must be spin, yield or sleep (got '" + s + "')");
+}
+
+std::string async_mode_name(AsyncMode m) {
+  switch (m) {
+    case AsyncMode::off:
+      return "off";
+    case AsyncMode::on:
+      return "on";
+    case AsyncMode::user:
+      return "user";
+    case AsyncMode::automatic:
+      return "auto";
+  }
+  return "off";
+}
+
+std::optional<AsyncMode> async_mode_from_name(const std::string& name) {
+  for (AsyncMode m : {AsyncMode::off, AsyncMode::on, AsyncMode::user, AsyncMode::automatic})
+    if (async_mode_name(m) == name) return m;
+  return std::nullopt;
+}
 
 namespace {
 // A settings file (thresholds, calibration) read as YAML; every rank reads
@@ -241,7 +290,7 @@ CommSettings comm_settings(const Config& c) {
   if (c.string("comm.htm") == "off") {
     s.htm_why = "off (comm.htm)";
   } else {
-    s.htm = detail::cpu_has_rtm();
+    s.htm = cpu::features().rtm;
     const bool hidden = cpu::features().hidden.find("rtm") != std::string::npos;
     s.htm_why = s.htm    ? "on (auto: the CPU has RTM)"
                 : hidden ? "off (auto: RTM hidden by LOCUS_CPU_HIDE)"

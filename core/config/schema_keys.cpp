@@ -1,6 +1,6 @@
 // The keys every app's deck has (name, output.*, runtime.*, comm.*),
 // beside the app's own.
-#include "locus/app.hpp"
+#include "locus/settings.hpp"
 
 namespace locus {
 

@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "locus/app.hpp"
+#include "locus/collective.hpp"
 
 namespace locus {
 

@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "io/h5_common.hpp"
-#include "locus/app.hpp"
+#include "locus/collective.hpp"
 #include "locus/io.hpp"
 
 namespace locus {

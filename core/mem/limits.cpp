@@ -10,7 +10,7 @@
 #include <sstream>
 #include <string>
 
-#include "locus/app.hpp"
+#include "locus/collective.hpp"
 #include "locus/segment.hpp"
 #include "mem/shared_pages.hpp"
 

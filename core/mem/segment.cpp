@@ -11,8 +11,8 @@
 #include <string>
 
 #include "comm/aggregate.hpp"
-#include "locus/app.hpp"
 #include "locus/async.hpp"
+#include "locus/collective.hpp"
 #include "locus/limits.hpp"
 #include "mem/shared_pages.hpp"
 #include "progress/progress_engine.hpp"

@@ -5,8 +5,9 @@
 #include <sstream>
 
 #include "comm/aggregate.hpp"
-#include "locus/app.hpp"
 #include "locus/async.hpp"
+#include "locus/collective.hpp"
+#include "locus/mpi_env.hpp"
 #include "locus/rma.hpp"
 #include "locus/segment.hpp"
 #include "progress/progress_engine.hpp"
@@ -81,17 +82,6 @@ std::string NodeMap::describe() const {
     os << '\n';
   }
   return os.str();
-}
-
-int effective_node_size(long from_deck) {
-  if (from_deck > 0) return static_cast<int>(from_deck);
-  const char* env = std::getenv("LOCUS_NODE_SIZE");
-  if (!env || !*env) return 0;
-  char* end = nullptr;
-  long v = std::strtol(env, &end, 10);
-  if (*end != '\0' || v < 0 || v > 1000000)
-    throw Error("LOCUS_NODE_SIZE: must be a non-negative integer (got '" + std::string(env) + "')");
-  return static_cast<int>(v);
 }
 
 // ---------------------------------------------------------------- Team

@@ -15,7 +15,7 @@
 #include <new>
 #include <set>
 
-#include "locus/app.hpp"
+#include "locus/collective.hpp"
 #include "locus/error.hpp"
 #include "locus/segment.hpp"
 #include "locus/team.hpp"
@@ -25,25 +25,6 @@
 #include "runtime/runtime_state.hpp"
 
 namespace locus {
-
-std::string idle_policy_name(IdlePolicy p) {
-  switch (p) {
-    case IdlePolicy::spin:
-      return "spin";
-    case IdlePolicy::yield:
-      return "yield";
-    case IdlePolicy::sleep:
-      return "sleep";
-  }
-  return "?";
-}
-
-IdlePolicy parse_idle_policy(const std::string& s) {
-  if (s == "spin") return IdlePolicy::spin;
-  if (s == "yield") return IdlePolicy::yield;
-  if (s == "sleep") return IdlePolicy::sleep;
-  throw Error("idle policy must be spin, yield or sleep (got '" + s + "')");
-}
 
 namespace detail {
 

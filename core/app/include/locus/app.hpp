@@ -13,9 +13,12 @@
 #include <string>
 #include <vector>
 
+#include "locus/collective.hpp"
 #include "locus/config.hpp"
 #include "locus/error.hpp"
+#include "locus/mpi_env.hpp"
 #include "locus/runtime.hpp"
+#include "locus/settings.hpp"
 
 namespace locus {
 
@@ -24,10 +27,6 @@ struct AppInfo {
   std::string description;  // one line for --help
   Schema schema;            // app keys plus add_common_keys()
 };
-
-// Keys every app has: name, output.*, runtime.node_size, comm.locality,
-// comm.check.
-void add_common_keys(Schema& schema, const std::string& app_name);
 
 // What the app gets from the runtime.
 class Context {
@@ -67,32 +66,7 @@ class Context {
   Runtime* runtime_ = nullptr;
 };
 
-// The core's settings from the common keys (runtime.node_size or env
-// LOCUS_NODE_SIZE, comm.locality, comm.check).
-CommSettings comm_settings(const Config& config);
-
-// Call before MPI_Init (locus::run does). With Open MPI it selects the
-// one-sided components that work for locus's windows (OMPI_MCA_osc=sm,ucx:
-// Open MPI 4.1's default selection fails MPI_Win_create and
-// MPI_Win_create_dynamic on one-process communicators); an OMPI_MCA_osc
-// already set wins. Nothing with other MPI libraries.
-void prepare_mpi_environment();
-
 // Runs `main` as the app `app`; returns the process exit status.
 int run(int argc, char** argv, const AppInfo& app, const std::function<int(Context&)>& main);
-
-// Collective: when `ok` is false on any rank, every rank throws the same
-// CollectiveError carrying the message of the lowest failing rank.
-void collective_require(MPI_Comm comm, bool ok, const std::string& msg);
-
-// The thread support MPI_Init_thread gave this process.
-int mpi_thread_level();
-// Throws Error naming `feature` when the MPI library's thread support is
-// below `needed` (e.g. MPI_THREAD_MULTIPLE for a progress thread).
-void require_thread_level(int needed, const std::string& feature, int provided = mpi_thread_level());
-std::string thread_level_name(int level);
-
-// Throws a CollectiveError on every rank if fn() throws Error on any rank.
-void collectively(MPI_Comm comm, const std::function<void()>& fn);
 
 }  // namespace locus

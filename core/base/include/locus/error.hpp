@@ -34,9 +34,6 @@ class CollectiveError : public Error {
   static int& live();
 };
 
-// True while a CollectiveError unwinds the stack.
-bool unwinding_collectively();
-
 // False while a local (one-rank) error unwinds the stack: destructors must
 // then skip collective calls (the other ranks are not coming; the runtime
 // aborts the job next). True in normal scope exit and collective unwinding.

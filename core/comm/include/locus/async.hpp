@@ -70,15 +70,6 @@ struct AsyncDecision {
 };
 // The log of phase points of this runtime (the same on every unit).
 const std::vector<AsyncDecision>& async_log();
-// "off", "on", "user", "auto".
-std::string async_mode_name(AsyncMode m);
-// The mode a name stands for (the inverse of async_mode_name); nullopt for
-// any other text. The one parser of comm.async, LOCUS_ASYNC and the tests'
-// --async.
-std::optional<AsyncMode> async_mode_from_name(const std::string& name);
-// Seconds this unit spent in the core's communication calls (measured only
-// in auto mode; 0 otherwise).
-double comm_seconds();
 
 namespace detail {
 // The runtime's start and end (runtime construction / destruction).

@@ -1,12 +1,33 @@
 #pragma once
 // The core's settings (comm.* and runtime.progress.* in every deck).
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
-#include "locus/progress.hpp"
+#include "locus/config.hpp"
 
 namespace locus {
+
+// runtime.progress.*: progress processes and the progress thread
+// (locus/progress.hpp).
+enum class IdlePolicy { spin, yield, sleep };
+
+struct ProgressSettings {
+  int processes_per_node = 0;           // k: servers per node (0: none)
+  std::size_t threshold = 4096;         // offload non-blocking transfers of >= this many bytes
+  std::size_t staging = 4u << 20;       // per-unit staging area for buffers outside segments
+  IdlePolicy idle = IdlePolicy::sleep;  // what an idle server does
+  int linger_us = 500;                  // sleep policy: keep polling this long after the last command
+  int max_sleep_us = 5000;              // sleep policy: longest nap (commands wake it at once)
+  bool bind = true;                     // pin units and servers to CPUs (when the launcher did not)
+  bool thread = false;                  // progress thread per unit
+  int thread_interval_us = 20;          // the thread's polling interval
+};
+
+std::string idle_policy_name(IdlePolicy p);
+// Throws Error for anything but spin, yield, sleep.
+IdlePolicy parse_idle_policy(const std::string& s);
 
 // Which MPI window the remote path uses: one window per segment, created
 // over the segment's memory at allocation (MPI_Win_create: registered, the
@@ -36,6 +57,12 @@ struct AsyncSettings {
   // (accumulates, fetch-and-op, compare-and-swap, notify flags) only.
   bool data = true;
 };
+// "off", "on", "user", "auto".
+std::string async_mode_name(AsyncMode m);
+// The mode a name stands for (the inverse of async_mode_name); nullopt for
+// any other text. The one parser of comm.async, LOCUS_ASYNC and the tests'
+// --async.
+std::optional<AsyncMode> async_mode_from_name(const std::string& name);
 
 // How the atomics of a segment that spans nodes reach other nodes (a
 // segment whose team is on one node always uses CPU atomics on the shared
@@ -165,5 +192,18 @@ struct CommSettings {
   bool htm = false;     // comm.htm: same-node accumulate runs as RTM transactions (htm.hpp)
   std::string htm_why;  // what comm.htm decided and why (the summary)
 };
+
+// The node size to use: the deck's value when > 0, else LOCUS_NODE_SIZE,
+// else 0 (real nodes). Throws Error for a malformed LOCUS_NODE_SIZE.
+int effective_node_size(long from_deck);
+
+// The keys every app's deck has (name, output.*, runtime.*, comm.*): the
+// core's settings, declared in config/schema_keys.cpp.
+void add_common_keys(Schema& schema, const std::string& app_name);
+
+// The core's settings from a checked deck (runtime.node_size or env
+// LOCUS_NODE_SIZE, comm.*, runtime.progress.*; LOCUS_ASYNC overrides
+// comm.async).
+CommSettings comm_settings(const Config& config);
 
 }  // namespace locus

@@ -19,7 +19,7 @@
 #include <cstdint>
 #include <string>
 
-#include "locus/app.hpp"
+#include "locus/collective.hpp"
 #include "locus/decomp.hpp"
 #include "locus/error.hpp"
 #include "locus/limits.hpp"

@@ -18,11 +18,8 @@
 
 #include "locus/decomp.hpp"
 #include "locus/field.hpp"
-#include "locus/profile.hpp"
 
 namespace locus {
-
-class Context;
 
 namespace detail {
 // Removes the .tmp and .lock of the output this process is writing, if
@@ -109,17 +106,6 @@ class H5Output {
   bool broken_ = false;  // a write failed: the file is abandoned, not closed
   std::map<std::pair<std::string, std::string>, std::uint32_t> attribute_crc_;  // (object, name) -> CRC-32
 };
-
-// Run provenance as root attributes: effective config, locus version, git
-// commit, MPI library, ranks, node map, date, command line.
-void write_provenance(H5Output& out, const Context& ctx);
-
-// The end of every app's run. Collective: stops the `total` timer, builds
-// the summary (timers reduced over ranks, the app's results and validation
-// blocks, the output path), writes the per-rank timers and the summary into
-// `out` and commits it. Returns the summary's YAML text for rank 0 to print.
-std::string finish_output(H5Output& out, const Context& ctx, Timers& timers, const YAML::Node& results,
-                          const YAML::Node& validation);
 
 class H5Input {
  public:

@@ -18,8 +18,4 @@ struct NodeMap {
   std::string describe() const;
 };
 
-// The node size to use: the deck's value when > 0, else LOCUS_NODE_SIZE,
-// else 0 (real nodes). Throws Error for a malformed LOCUS_NODE_SIZE.
-int effective_node_size(long from_deck);
-
 }  // namespace locus

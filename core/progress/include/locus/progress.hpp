@@ -26,32 +26,4 @@
 // is ordered after another one only when the other has completed (wait,
 // a true test, or flush(team)). Two operations in flight at the same time
 // may complete in any order, as MPI RMA operations may.
-#include <mpi.h>
-
-#include <cstddef>
-#include <cstdint>
-#include <memory>
-#include <string>
-#include <vector>
-
-namespace locus {
-
-enum class IdlePolicy { spin, yield, sleep };
-
-struct ProgressSettings {
-  int processes_per_node = 0;           // k: servers per node (0: none)
-  std::size_t threshold = 4096;         // offload non-blocking transfers of >= this many bytes
-  std::size_t staging = 4u << 20;       // per-unit staging area for buffers outside segments
-  IdlePolicy idle = IdlePolicy::sleep;  // what an idle server does
-  int linger_us = 500;                  // sleep policy: keep polling this long after the last command
-  int max_sleep_us = 5000;              // sleep policy: longest nap (commands wake it at once)
-  bool bind = true;                     // pin units and servers to CPUs (when the launcher did not)
-  bool thread = false;                  // progress thread per unit
-  int thread_interval_us = 20;          // the thread's polling interval
-};
-
-std::string idle_policy_name(IdlePolicy p);
-// Throws Error for anything but spin, yield, sleep.
-IdlePolicy parse_idle_policy(const std::string& s);
-
-}  // namespace locus
+#include "locus/settings.hpp"  // ProgressSettings, IdlePolicy
