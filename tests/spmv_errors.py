@@ -106,6 +106,6 @@ expect_error("iterations_cg", ["spmv.validation.mode=iterations"], "iterations r
 expect_error("grid_overflow", ["spmv.matrix.nx=4000000", "spmv.matrix.ny=4000000", "spmv.matrix.nz=4000000"],
              "more than 64-bit indices hold")
 expect_error("grid_memory", ["spmv.matrix.nx=100000", "spmv.matrix.ny=100000", "spmv.matrix.nz=1000"],
-             "of memory on this node", "spmv.matrix.generator: hpcg27: needs")
+             "private), but the node has", "spmv.matrix.generator: hpcg27: needs")
 expect_error("mode", ["spmv.mode=fast"], "--set spmv.mode=fast")
 print("PASS")

@@ -28,7 +28,7 @@ CASES = [
     ("phase_word", ["tensor_contract.phases=comp compute"], "'compute' is not a phase (comp or comm)"),
     ("too_many_blocks", ["tensor_contract.extent=1000", "tensor_contract.tile=1"], "tile blocks; at most 2^26"),
     ("memory", ["tensor_contract.extent=20000", "tensor_contract.tile=2000", "tensor_contract.validation.mode=none"],
-     "of memory on this node"),
+     "private), but the node has"),
     ("reference_size", ["tensor_contract.extent=100", "tensor_contract.tile=50"],
      "reference needs the dense tensors within validation.max_elements"),
     ("irreps", ["tensor_contract.symmetry.irreps=3"], "tensor_contract.symmetry.irreps: must be one of"),

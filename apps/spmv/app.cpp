@@ -527,8 +527,8 @@ constexpr double kBytesPerEntry = 2 * 32 + 16 + 16 + 12, kBytesPerRow = 3 * 8 + 
 
 void check_memory(const Context& ctx, double rows, double entries, const std::string& what) {
   const double p = ctx.size();
-  locus::require_node_memory(ctx.runtime().world(), (entries * kBytesPerEntry + rows * kBytesPerRow) / p,
-                             what);
+  locus::require_memory(ctx.runtime().world(), 0.0, (entries * kBytesPerEntry + rows * kBytesPerRow) / p,
+                        what);
 }
 
 Built build_matrix(const Context& ctx, const Settings& s, const GeneratorSpec& gen) {

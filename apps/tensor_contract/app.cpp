@@ -188,9 +188,9 @@ Problem read_problem(const Context& ctx, const std::string& base) {
   // and per rank the kept sorted blocks: at most the budget, at most A and B
   const double kept = std::min(double(c.integer("tensor_contract.sort_cache_mb")) * 1048576.0,
                                8.0 * (elems[0] + elems[1]) / double(p.irreps));
-  locus::require_node_memory(ctx.runtime().world(), bytes / ctx.size() + kept,
-                             c.locate(base + ".extent") + ": tensors of " + p.con.text() +
-                                 " and the kept sorted blocks (tensor_contract.sort_cache_mb)");
+  locus::require_memory(ctx.runtime().world(), 0.0, bytes / ctx.size() + kept,
+                        c.locate(base + ".extent") + ": tensors of " + p.con.text() +
+                            " and the kept sorted blocks (tensor_contract.sort_cache_mb)");
   return p;
 }
 

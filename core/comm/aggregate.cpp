@@ -7,11 +7,11 @@
 #include <string>
 #include <type_traits>
 
+#include "comm/comm_state.hpp"
 #include "locus/segment.hpp"
 #include "locus/wait.hpp"
 #include "mem/htm.hpp"
 #include "progress/progress_engine.hpp"
-#include "runtime/runtime_state.hpp"
 
 namespace locus::detail {
 
@@ -73,7 +73,7 @@ Aggregator::Aggregator(Team& team, const AggregateSettings& s)
   message_ = message;
   // The progress processes apply the batches of a team they serve (the
   // world team: its units are the engine's application units, in order).
-  ProgressEngine* engine = progress_engine();
+  ProgressEngine* engine = core().engine;
   by_server_ = message && s.applier == AggregateApplier::progress && team.served() && engine;
   rank_of_.resize(static_cast<std::size_t>(units_));
   for (int d = 0; d < units_; ++d)
@@ -451,7 +451,7 @@ void Aggregator::apply_batch(int source, const char* body, const char* end, std:
   const int team = team_.id();
   for_each_run(body, end, records, source, [&](const RunHeader& h, const char* p) {
     if (static_cast<RecordKind>(h.kind) == RecordKind::reply) return take_replies(source, p, h.count);
-    const SegmentInfo* seg = state().segments.find(team, h.segment);
+    const SegmentInfo* seg = core().segments.find(team, h.segment);
     if (!seg) throw Error(record_error(source, h.segment, "not allocated here (freed before a flush?)"));
     answers_.clear();
     apply_run(
@@ -744,7 +744,7 @@ void scatter_chunks(const char* values, Op op, std::uint64_t offset, std::size_t
     return v;
   };
   relaxed_update<T>(op, [&](auto one) {
-    if (!Runtime::current().settings().htm) {
+    if (!(*core().settings).htm) {
       // no RTM (or comm.htm: off): CPU atomics, their lines prefetched a
       // batch ahead (htm.hpp: PrefetchedBatch)
       PrefetchedBatch<T, decltype(one)> batch(one);
@@ -919,7 +919,7 @@ bool aggregate_get(void* dst, int team, int segment, int unit, std::uint64_t off
 void check_table(const char* what, int team, int segment, std::uint64_t offset, std::size_t esize,
                  std::size_t per_unit, const std::uint64_t* index, std::size_t n) {
   const std::string call = what;
-  const SegmentInfo* seg = state().segments.find(team, segment);
+  const SegmentInfo* seg = core().segments.find(team, segment);
   if (!seg) throw Error(call + ": segment " + std::to_string(segment) + " is not allocated (freed?)");
   const auto units = static_cast<std::uint64_t>(seg->bytes.size());
   if (per_unit == 0 || per_unit > UINT64_MAX / units || per_unit > SIZE_MAX / esize)
@@ -1109,9 +1109,29 @@ void ServerApplier::stop() {
     if (r != MPI_REQUEST_NULL) MPI_Wait(&r, MPI_STATUS_IGNORE);
 }
 
+CommState::CommState() = default;
+CommState::~CommState() = default;
+
+Aggregator* aggregator_of(const Team& team) noexcept {
+  CommState* cs = comm_state_if_any();
+  const auto id = static_cast<std::size_t>(team.id());
+  return cs && id < cs->aggregators.size() ? cs->aggregators[id].get() : nullptr;
+}
+
 void ensure_aggregator(Team& team) {
-  if (team.aggregator()) return;
-  team.set_aggregator(std::make_unique<Aggregator>(team, Runtime::current().settings().aggregate));
+  if (aggregator_of(team)) return;
+  CoreState& st = core();
+  const auto id = static_cast<std::size_t>(team.id());
+  if (st.comm->aggregators.size() <= id) st.comm->aggregators.resize(id + 1);
+  st.comm->aggregators[id] = std::make_unique<Aggregator>(team, st.settings->aggregate);
+  st.segments.set_aggregator(team.id(), st.comm->aggregators[id].get());
+}
+
+void drop_aggregator(const Team& team) {
+  CoreState& st = core();
+  const auto id = static_cast<std::size_t>(team.id());
+  st.segments.set_aggregator(team.id(), nullptr);
+  if (id < st.comm->aggregators.size()) st.comm->aggregators[id].reset();
 }
 
 }  // namespace locus::detail

@@ -64,6 +64,7 @@
 #include "locus/team.hpp"
 #include "locus/wait.hpp"
 #include "mem/segment_table.hpp"
+#include "progress/progress_engine.hpp"
 #include "xfer/transfer.hpp"
 
 namespace locus::detail {
@@ -114,19 +115,16 @@ struct Ack {
 // The progress process's side of comm.aggregate.applier: progress: keeps
 // receives posted on `comm` (every rank: the apps first, in unit order,
 // then the servers), applies each batch in arrival order, answers.
-class ServerApplier {
+class ServerApplier : public ServerService {
  public:
-  // Unit `unit`'s part of world-team segment `segment` on this node and its
-  // size in bytes; null when it is not on this node.
-  using Lookup = std::function<char*(int segment, int unit, std::size_t* bytes)>;
   ServerApplier(MPI_Comm comm, const AggregateSettings& s, Lookup lookup);
   ServerApplier(const ServerApplier&) = delete;
   ServerApplier& operator=(const ServerApplier&) = delete;
   // Applies the batches that have arrived; how many.
-  std::size_t poll();
+  std::size_t poll() override;
   // At the end (every origin has flushed): withdraws the receives and
   // completes the sends.
-  void stop();
+  void stop() override;
   std::uint64_t batches() const { return batches_; }
 
  private:
@@ -299,8 +297,5 @@ class Aggregator {
   bool want_acks_ = false;  // message transport: the next drain takes in acknowledgements
   std::uint64_t batches_sent_ = 0, records_sent_ = 0;
 };
-
-// Makes the team's aggregator if it has none (collective over the team).
-void ensure_aggregator(Team& team);
 
 }  // namespace locus::detail

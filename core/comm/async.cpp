@@ -7,9 +7,9 @@
 #include <map>
 #include <mutex>
 
+#include "comm/comm_state.hpp"
 #include "locus/rma.hpp"
 #include "progress/progress_engine.hpp"
-#include "runtime/runtime_state.hpp"
 #include "xfer/transfer.hpp"
 
 namespace locus {
@@ -19,7 +19,7 @@ std::atomic<bool> g_measure_comm{false};
 
 namespace {
 AsyncState& async_state() {
-  return state().async;
+  return comm_state().async;
 }
 }  // namespace
 
@@ -50,7 +50,7 @@ bool async_default_on() {
 }  // namespace detail
 
 bool async_enabled(const Team& team) {
-  return team.served() && detail::state().async.on;
+  return team.served() && detail::comm_state().async.on;
 }
 
 void set_async(Team& team, bool on) {
@@ -62,19 +62,19 @@ void set_async(Team& team, bool on) {
   flush(team);
   barrier(team);
   if (!team.served()) return;
-  detail::SegmentTable& segments = detail::state().segments;
+  detail::SegmentTable& segments = detail::core().segments;
   segments.for_each(team.id(), [on](SegmentInfo& seg) {
     seg.redirect = on && seg.own != MPI_WIN_NULL && seg.hint != AsyncHint::never && !seg.aggregate;
   });
   segments.refresh(team.id());
-  detail::state().async.on = on;
+  detail::comm_state().async.on = on;
   detail::progress_engine()->notify_servers(detail::Control::async, team.id(), on ? 1 : 0);
   barrier(team);
 }
 
 const std::vector<AsyncDecision>& async_log() {
   static const std::vector<AsyncDecision> none;
-  const detail::RuntimeState* s = detail::state_if_any();
+  const detail::CommState* s = detail::comm_state_if_any();
   return s ? s->async.log : none;
 }
 
@@ -134,7 +134,7 @@ bool auto_decision(detail::AsyncState& a, const std::string& phase, double force
 }  // namespace
 
 void phase_point(Team& team, const std::string& phase, double forced_cr) {
-  auto& a = detail::state().async;
+  auto& a = detail::comm_state().async;
   flush(team);
   barrier(team);
   const double now = MPI_Wtime();

@@ -8,12 +8,12 @@
 #include <string>
 #include <utility>
 
+#include "comm/comm_state.hpp"
 #include "locus/datatype.hpp"
 #include "locus/error.hpp"
 #include "locus/team.hpp"
 #include "locus/wait.hpp"
 #include "progress/progress_engine.hpp"
-#include "runtime/runtime_state.hpp"
 #include "xfer/transfer.hpp"
 
 namespace locus::detail {
@@ -176,7 +176,7 @@ std::map<int, double> bytes_per_unit(const PlanImpl& p, const std::vector<bool>&
 
 // The route statistics (comm.remote in the summary): one pair more.
 void count_pair(bool message, double bytes) {
-  RemoteRoutes& routes = state().routes;
+  RemoteRoutes& routes = comm_state().routes;
   (message ? routes.message_pairs : routes.rma_pairs) += 1;
   double& mx = message ? routes.message_max_bytes : routes.rma_max_bytes;
   mx = std::max(mx, bytes);
@@ -248,7 +248,7 @@ std::vector<std::vector<Runs>> exchange_runs(const PlanImpl& p, MPI_Comm tc, int
 // they travel as messages (both sides decide from the same bytes), and sets
 // up the message entries and the serves.
 void setup_messages(PlanImpl& p, Team& team, RemoteMode mode, const std::vector<bool>& candidate) {
-  const RemoteSettings& rs = Runtime::current().settings().remote;
+  const RemoteSettings& rs = (*detail::core().settings).remote;
   const int n = team.size();
   const MPI_Comm tc = team.comm();
   require_same_routes(tc, mode, rs);
@@ -274,7 +274,7 @@ void setup_messages(PlanImpl& p, Team& team, RemoteMode mode, const std::vector<
   }
   if (largest > 0) {
     p.way = rs.requests_for(largest);
-    RemoteRoutes& r = state().routes;
+    RemoteRoutes& r = comm_state().routes;
     ++(p.way == RemoteRequests::persistent ? r.persistent_plans
        : p.way == RemoteRequests::eager    ? r.eager_plans
                                            : r.immediate_plans);
@@ -302,7 +302,7 @@ void setup_messages(PlanImpl& p, Team& team, RemoteMode mode, const std::vector<
 
 PlanImpl* make_plan(int team, int segment, std::vector<PlanEntry> entries, std::size_t esize, bool get,
                     Route route, RemoteMode remote) {
-  Runtime& rt = Runtime::current();
+  const CoreState& rt = core();
   SegmentInfo& seg = detail::segment(team, segment);
   auto p = std::make_unique<PlanImpl>();
   p->esize = esize;
@@ -311,8 +311,8 @@ PlanImpl* make_plan(int team, int segment, std::vector<PlanEntry> entries, std::
   p->segment = segment;
   p->seg = &seg;
   const ProgressEngine* engine = progress_engine();
-  const bool may_offload = route == Route::automatic && engine && rt.team(team).served();
-  if (remote == RemoteMode::deck) remote = rt.settings().remote.mode;
+  const bool may_offload = route == Route::automatic && engine && detail::team(team).served();
+  if (remote == RemoteMode::deck) remote = (*rt.settings).remote.mode;
   std::vector<bool> candidate;  // entries to units of other nodes (comm.remote)
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const PlanEntry& pe = entries[i];
@@ -334,7 +334,7 @@ PlanImpl* make_plan(int team, int segment, std::vector<PlanEntry> entries, std::
       throw Error(where + ": the remote side reaches element " + std::to_string(end) +
                   ", past the end of the part (" + std::to_string(part / esize) + " elements)");
     // The route, as every other call takes it (rma.cpp: choose, endpoint).
-    const Target target{&seg, &rt.team(team), pe.unit, 0};
+    const Target target{&seg, &detail::team(team), pe.unit, 0};
     if (choose(target, route == Route::mpi ? Route::mpi : Route::local, 0, false) == Path::shared)
       e.shared = endpoint(target, Path::shared).shared;
     e.offload = may_offload && pe.local.index.empty() && pe.remote.index.empty() &&
@@ -353,12 +353,12 @@ PlanImpl* make_plan(int team, int segment, std::vector<PlanEntry> entries, std::
       e.rtype = wire_type(e.remote, esize);
     }
     if (!e.local.empty()) {
-      candidate.push_back(!e.shared && !rt.team(team).same_node(e.unit));
+      candidate.push_back(!e.shared && !detail::team(team).same_node(e.unit));
       p->entries.push_back(std::move(e));
     }
   }
   if (remote != RemoteMode::rma) {
-    setup_messages(*p, rt.team(team), remote, candidate);
+    setup_messages(*p, detail::team(team), remote, candidate);
     p->messages_only =
         std::all_of(p->entries.begin(), p->entries.end(), [](const auto& e) { return e.message; });
     p->messages.reserve(p->entries.size() + p->serves.size());
@@ -456,7 +456,7 @@ void start_persistent(PlanImpl& p, char* local) {
 void plan_set_requests(PlanImpl& p, RemoteRequests way) {
   if (p.started || !p.messages.empty())
     throw Error("transfer plan: the way of posting messages switched between start() and wait()");
-  if (way == RemoteRequests::automatic) way = Runtime::current().settings().remote.requests_for(p.largest);
+  if (way == RemoteRequests::automatic) way = (*detail::core().settings).remote.requests_for(p.largest);
   if (way == RemoteRequests::eager && p.largest > kEagerMaxBytes) way = RemoteRequests::immediate;
   if (way != RemoteRequests::persistent) p.free_persistent();
   p.way = way;
@@ -485,7 +485,7 @@ void plan_start(PlanImpl& p, void* local_base) {
   // Redirection (async.hpp) is switched only at collective points with
   // nothing in flight: the MPI path (direct or through the ghost) is read
   // at each start.
-  Team& team = Runtime::current().team(p.team);
+  Team& team = detail::team(p.team);
   for (auto& e : p.entries) {
     if (e.message) continue;
     if (e.offload) {
@@ -561,14 +561,14 @@ std::size_t plan_remote_entries(const PlanImpl& p) {
 
 namespace locus {
 bool message_route(int team, int unit, double bytes, RemoteMode mode) {
-  const RemoteSettings& rs = Runtime::current().settings().remote;
+  const RemoteSettings& rs = (*detail::core().settings).remote;
   if (mode == RemoteMode::deck) mode = rs.mode;
-  if (mode == RemoteMode::rma || Runtime::current().team(team).same_node(unit)) return false;
+  if (mode == RemoteMode::rma || detail::team(team).same_node(unit)) return false;
   return mode == RemoteMode::message || rs.message_for(bytes);
 }
 
 RemoteRoutes remote_routes() {
-  const detail::RuntimeState* s = detail::state_if_any();
+  const detail::CommState* s = detail::comm_state_if_any();
   return s ? s->routes : RemoteRoutes{};
 }
 }  // namespace locus

@@ -11,12 +11,12 @@
 #include <tuple>
 
 #include "comm/aggregate.hpp"
+#include "comm/comm_state.hpp"
 #include "locus/datatype.hpp"
 #include "locus/wait.hpp"
 #include "mem/htm.hpp"
 #include "progress/progress_engine.hpp"
 #include "progress/progress_thread.hpp"
-#include "runtime/runtime_state.hpp"
 #include "xfer/transfer.hpp"
 
 namespace locus {
@@ -36,7 +36,7 @@ bool Layout::operator<(const Layout& o) const {
 namespace detail {
 
 MPI_Datatype layout_type(const Layout& l, std::size_t esize, MPI_Datatype base) {
-  TypeCache& cache = state().types;
+  TypeCache& cache = *core().types;
   std::lock_guard<std::mutex> lock(cache.m);
   const TypeCache::Key key{l, esize, base};
   if (auto it = cache.types.find(key); it != cache.types.end()) return it->second.get();
@@ -151,7 +151,7 @@ Handle::~Handle() {
 
 void Handle::abandon_or_complete() noexcept {
   if (!live()) return;
-  if (std::uncaught_exceptions() > 0 || !Runtime::exists()) {
+  if (std::uncaught_exceptions() > 0 || !detail::core_if_any()) {
     o_.state = State::spent;  // the job is ending: leave the operation to it
     return;
   }
@@ -181,7 +181,7 @@ bool same_node(const Target& t) {
 // The one route decision of a get/put.
 Path choose(const Target& t, Route r, std::size_t bytes, bool async) {
   if (r == Route::mpi) return Path::direct;
-  const CommSettings& cs = Runtime::current().settings();
+  const CommSettings& cs = (*detail::core().settings);
   const bool shm = cs.locality && same_node(t);
   // Redirection on (comm.async_ops: all): another node's unit is reached
   // through its ghost.
@@ -237,8 +237,8 @@ using detail::endpoint;
 using detail::Path;
 using detail::same_node;
 
-detail::Aggregator& aggregator_of(const Target& t) {
-  return *t.team->aggregator();
+detail::Aggregator& target_aggregator(const Target& t) {
+  return *detail::aggregator_of(*t.team);
 }
 
 void check_shapes(const Layout& a, const Layout& b) {
@@ -263,7 +263,7 @@ Handle make_handle(const Started& s, const Endpoint& e);
 // Hands a transfer to the progress process; false when it cannot take it.
 bool offload(detail::CommandKind kind, void* origin, const Layout& local, const Target& t,
              const Layout& remote, std::size_t esize, Handle& h) {
-  const bool shm = Runtime::current().settings().locality && same_node(t);
+  const bool shm = (*detail::core().settings).locality && same_node(t);
   return detail::progress_engine()->submit(kind, origin, local, t.team->id(), t.seg->id, t.unit, t.offset,
                                            remote, esize, shm, h);
 }
@@ -366,13 +366,13 @@ char* cpu_address(const Target& t) {
 namespace detail {
 
 Target resolve(int team, int segment, int unit, std::uint64_t offset, std::size_t bytes, const char* what) {
-  Runtime& rt = Runtime::current();
+  const CoreState& rt = core();
   SegmentInfo& seg = detail::segment(team, segment);
   if (unit < 0 || static_cast<std::size_t>(unit) >= seg.bytes.size())
     throw Error(std::string(what) + ": unit " + std::to_string(unit) + " is not in team " +
                 std::to_string(team) + " (" + std::to_string(seg.bytes.size()) + " units)");
 #ifdef NDEBUG
-  const bool check = rt.settings().check;
+  const bool check = (*rt.settings).check;
 #else
   const bool check = true;
 #endif
@@ -381,7 +381,7 @@ Target resolve(int team, int segment, int unit, std::uint64_t offset, std::size_
         bounds_problem(what, team, segment, unit, offset, bytes, seg.bytes[static_cast<std::size_t>(unit)]);
     if (!problem.empty()) throw Error(problem);
   }
-  return Target{&seg, &rt.team(team), unit, offset};
+  return Target{&seg, &detail::team(team), unit, offset};
 }
 
 // The inline templates' entries (rma.hpp): resolve, then the same call.
@@ -482,7 +482,7 @@ Handle accumulate_async(const Target& t, const Layout& remote, const void* src, 
     // Element by element into the batch, then completed here: a handle
     // stands for one operation (accumulate_nbi is the batched call).
     const char* in = static_cast<const char*>(src);
-    detail::Aggregator& agg = aggregator_of(t);
+    detail::Aggregator& agg = target_aggregator(t);
     for (std::size_t r = 0; r < local.rows; ++r)
       for (std::size_t c = 0; c < local.count; ++c)
         for (std::size_t k = 0; k < local.block; ++k) {
@@ -496,7 +496,7 @@ Handle accumulate_async(const Target& t, const Layout& remote, const void* src, 
   if (path == AtomicPath::cpu) {
     char* base = cpu_address(t);
     const char* in = static_cast<const char*>(src);
-    const bool htm = Runtime::current().settings().htm && local.block >= kHtmMinRun;
+    const bool htm = (*detail::core().settings).htm && local.block >= kHtmMinRun;
     dispatch(type, [&](auto zero) {
       using T = decltype(zero);
       relaxed_update<T>(op, [&](auto one) {
@@ -541,7 +541,7 @@ void fetch_and_op(const Target& t, const void* operand, void* result, MPI_Dataty
   CommScope timed;
   const AtomicPath path = atomic_route(t);
   if (path == AtomicPath::aggregate) {
-    aggregator_of(t).fetch(t, operand, result, type, op);
+    target_aggregator(t).fetch(t, operand, result, type, op);
     return;
   }
   if (path == AtomicPath::cpu) {
@@ -571,7 +571,7 @@ void compare_and_swap(const Target& t, const void* compare, const void* value, v
   CommScope timed;
   const AtomicPath path = atomic_route(t);
   if (path == AtomicPath::aggregate) {
-    aggregator_of(t).compare_and_swap(t, compare, value, result, type);
+    target_aggregator(t).compare_and_swap(t, compare, value, result, type);
     return;
   }
   if (path == AtomicPath::cpu) {
@@ -596,7 +596,7 @@ void compare_and_swap(const Target& t, const void* compare, const void* value, v
 }
 
 void notify(const Target& t, std::uint64_t value) {
-  if (Runtime::current().settings().locality && same_node(t)) {
+  if ((*detail::core().settings).locality && same_node(t)) {
     std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t*>(cpu_address(t)))
         .store(value, std::memory_order_release);
     return;
@@ -682,7 +682,7 @@ void put_nbi(const Target& t, const void* src, std::size_t bytes) {
 void get_nbi(void* dst, const Target& t, std::size_t bytes) {
   CommScope timed;
   if (t.seg->cpu_atomics && !same_node(t) && bytes <= 8 && !t.seg->redirect) {
-    aggregator_of(t).get(dst, t, bytes);
+    target_aggregator(t).get(dst, t, bytes);
     return;
   }
   const Endpoint e = endpoint(t, choose(t, Route::local, bytes, false));
@@ -714,7 +714,7 @@ void accumulate_nbi(const Target& t, const void* values, std::size_t count, MPI_
       });
       return;
     case AtomicPath::aggregate: {
-      Aggregator& agg = aggregator_of(t);
+      Aggregator& agg = target_aggregator(t);
       for (std::size_t k = 0; k < count; ++k) {
         Target e = t;
         e.offset += k * esize;
@@ -748,8 +748,8 @@ bool test_notify(const std::uint64_t* flag, std::uint64_t value) {
 std::uint64_t wait_notify(const std::uint64_t* flag, std::uint64_t value) {
   detail::CommScope timed;
   unsigned spins = 0;
-  Team& world = Runtime::current().world();
-  detail::Aggregator* agg = world.aggregator();
+  Team& world = (*detail::core().world);
+  detail::Aggregator* agg = detail::aggregator_of(world);
   for (;;) {
     const std::uint64_t v = __atomic_load_n(flag, __ATOMIC_ACQUIRE);
     if (v >= value) return v;
@@ -872,7 +872,7 @@ bool test(Handle& h) {
 void flush(Team& team) {
   detail::CommScope timed;
   detail::complete_lookahead();
-  if (detail::Aggregator* a = team.aggregator()) a->flush(-1);
+  if (detail::Aggregator* a = detail::aggregator_of(team)) a->flush(-1);
   if (detail::ProgressEngine* e = detail::progress_engine(); e && team.served()) e->quiesce();
   // Per target, not MPI_Win_flush_all: MPICH 4.0.2 ch4:ucx returned from
   // MPI_Win_flush_all before request-less MPI_Gets to other (emulated)
@@ -880,7 +880,7 @@ void flush(Team& team) {
   // Only windows with operations issued since the last flush (the mark is
   // cleared first: an operation issued meanwhile marks it again).
   std::set<MPI_Win> wins;
-  detail::state().segments.for_each(team.id(), [&](SegmentInfo& seg) {
+  detail::core().segments.for_each(team.id(), [&](SegmentInfo& seg) {
     if (seg.rma != MPI_WIN_NULL && seg.unflushed.exchange(false, std::memory_order_acq_rel))
       wins.insert(seg.rma);
   });
@@ -902,11 +902,11 @@ void flush(Team& team, int unit) {
   if (unit < 0 || unit >= team.size())
     throw Error("flush: unit " + std::to_string(unit) + " is not in team " + std::to_string(team.id()) +
                 " (" + std::to_string(team.size()) + " units)");
-  if (detail::Aggregator* a = team.aggregator()) a->flush(unit);
+  if (detail::Aggregator* a = detail::aggregator_of(team)) a->flush(unit);
   // The unit itself, and its node's ghost where redirection sends its
   // operations (the same route endpoint() takes).
   std::set<std::pair<MPI_Win, int>> done;
-  detail::state().segments.for_each(team.id(), [&](const SegmentInfo& seg) {
+  detail::core().segments.for_each(team.id(), [&](const SegmentInfo& seg) {
     if (seg.rma == MPI_WIN_NULL || !seg.unflushed.load(std::memory_order_acquire)) return;
     const int rank = seg.redirect ? seg.ghost[static_cast<std::size_t>(unit)] : unit;
     if (done.insert({seg.rma, rank}).second) MPI_Win_flush(rank, seg.rma);
@@ -915,7 +915,7 @@ void flush(Team& team, int unit) {
 }
 
 void progress(Team& team) {
-  if (detail::Aggregator* a = team.aggregator()) a->progress();
+  if (detail::Aggregator* a = detail::aggregator_of(team)) a->progress();
 }
 
 void barrier(Team& team) {
@@ -924,7 +924,7 @@ void barrier(Team& team) {
   // MPICH); the fences around MPI_Barrier give the same guarantee for every
   // segment at once.
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (detail::Aggregator* a = team.aggregator())
+  if (detail::Aggregator* a = detail::aggregator_of(team))
     a->barrier();  // applies batches until every unit has flushed its own
   else
     barrier_yielding(team.comm());

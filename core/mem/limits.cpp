@@ -1,6 +1,7 @@
 #include "locus/limits.hpp"
 
 #include <sys/resource.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,7 +12,7 @@
 #include <string>
 
 #include "locus/collective.hpp"
-#include "locus/segment.hpp"
+#include "mem/node_memory.hpp"
 #include "mem/shared_pages.hpp"
 
 namespace locus {
@@ -161,6 +162,44 @@ int node_cores() {
 
 namespace detail {
 
+double mem_available() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key, unit;
+  double kib = 0;
+  while (meminfo >> key >> kib >> unit)
+    if (key == "MemAvailable:") return kib * 1024.0;
+  return -1.0;
+}
+
+std::string gib(double bytes) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.1f GiB", bytes / (1024.0 * 1024.0 * 1024.0));
+  return text;
+}
+
+// Bytes this node can still map: free space of /dev/shm (where the MPI
+// library backs shared-memory windows) and MemAvailable, the smaller.
+double node_capacity(std::string& what) {
+  double cap = -1.0;
+  struct statvfs fs;
+  if (statvfs("/dev/shm", &fs) == 0) {
+    cap = static_cast<double>(fs.f_bavail) * static_cast<double>(fs.f_frsize);
+    what = gib(cap) + " free in /dev/shm";
+  }
+  const double avail = mem_available();
+  if (avail >= 0 && (cap < 0 || avail < cap)) {
+    cap = avail;
+    what = gib(avail) + " of memory available";
+  }
+  std::string group;
+  const double room = cgroup_headroom(group);  // a batch job's memory limit
+  if (room >= 0 && (cap < 0 || room < cap)) {
+    cap = room;
+    what = group;
+  }
+  return cap;
+}
+
 std::string process_limit_problem(double shared, double private_bytes) {
   std::string what;
   const double as = address_space_headroom(what);
@@ -192,19 +231,8 @@ void require_memory(Team& team, double shared, double private_bytes, const std::
     // group: detail::node_capacity), then everything against memory
     std::string cap_what;
     const double cap = detail::node_capacity(cap_what);
-    double avail = -1;
-    std::string avail_what;
-    {
-      std::ifstream meminfo("/proc/meminfo");
-      std::string key, unit;
-      double kib = 0;
-      while (meminfo >> key >> kib >> unit)
-        if (key == "MemAvailable:") {
-          avail = kib * 1024.0;
-          avail_what = gib(avail) + " of memory available";
-          break;
-        }
-    }
+    double avail = detail::mem_available();
+    std::string avail_what = avail >= 0 ? gib(avail) + " of memory available" : "";
     std::string cg_what;
     const double cg = cgroup_headroom(cg_what);
     if (cg >= 0 && (avail < 0 || cg < avail)) {

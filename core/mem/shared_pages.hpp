@@ -1,6 +1,6 @@
 #pragma once
-// Internal: the MPI windows under segments (segment.cpp): shared pages per
-// node, a window per segment, and what a node can still map.
+// Internal: the MPI windows under segments (windows.cpp): shared pages per
+// node and a window per segment.
 #include <mpi.h>
 
 #include <cstddef>
@@ -23,10 +23,7 @@ MPI_Win allocate_shared_pages(std::size_t bytes, MPI_Comm comm, void** base);
 // process's mapping, starting at a page (as `base` above); `size` (may be
 // null) gets its usable bytes. Use it instead of MPI_Win_shared_query.
 char* shared_part(MPI_Win win, int rank, MPI_Aint* size);
-// Bytes this node can still map in shared memory (free space in /dev/shm and
-// MemAvailable, the smaller; -1 if unknown); `what` says which and how much.
-double node_capacity(std::string& what);
-// "1.5 GiB"
-std::string gib(double bytes);
+// `bytes` rounded up to whole pages.
+std::size_t page_round(std::size_t bytes);
 
 }  // namespace locus::detail

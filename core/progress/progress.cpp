@@ -17,12 +17,12 @@
 
 #include "locus/collective.hpp"
 #include "locus/error.hpp"
-#include "locus/segment.hpp"
 #include "locus/team.hpp"
 #include "locus/wait.hpp"
+#include "mem/core_state.hpp"
+#include "mem/node_memory.hpp"
 #include "mem/shared_pages.hpp"
 #include "progress/progress_engine.hpp"
-#include "runtime/runtime_state.hpp"
 
 namespace locus {
 
@@ -48,8 +48,8 @@ void futex_wake(std::atomic<std::uint32_t>* word) {
 }  // namespace
 
 ProgressEngine* progress_engine() {
-  RuntimeState* s = state_if_any();
-  return s ? s->engine.get() : nullptr;
+  CoreState* s = core_if_any();
+  return s ? s->engine : nullptr;
 }
 
 ProgressLayout make_progress_layout(MPI_Comm comm, const std::vector<int>& node_of, int k) {
@@ -99,7 +99,7 @@ ProgressLayout make_progress_layout(MPI_Comm comm, const std::vector<int>& node_
 // ------------------------------------------------------------ set-up
 
 ProgressEngine::ProgressEngine(const ProgressLayout& layout, const ProgressSettings& settings,
-                               const AggregateSettings* aggregate)
+                               const ServiceFactory& service)
     : layout_(layout), settings_(settings) {
   const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
   area_bytes_ = round_up(sizeof(UnitArea) + settings_.staging, page);
@@ -150,15 +150,14 @@ ProgressEngine::ProgressEngine(const ProgressLayout& layout, const ProgressSetti
   MPI_Win_lock_all(MPI_MODE_NOCHECK, win_);
   if (layout_.server) MPI_Win_set_errhandler(win_, MPI_ERRORS_RETURN);
   MPI_Comm_dup(layout_.full_comm, &agg_comm_);
-  if (layout_.server && aggregate)
-    applier_ = std::make_unique<ServerApplier>(
-        agg_comm_, *aggregate, [this](int segment, int unit, std::size_t* bytes) {
-          auto it = segs_.find(segment);
-          if (it == segs_.end() || unit < 0 || static_cast<std::size_t>(unit) >= it->second.peer.size())
-            return static_cast<char*>(nullptr);
-          *bytes = it->second.bytes[static_cast<std::size_t>(unit)];
-          return it->second.peer[static_cast<std::size_t>(unit)];
-        });
+  if (layout_.server && service)
+    applier_ = service(agg_comm_, [this](int segment, int unit, std::size_t* bytes) {
+      auto it = segs_.find(segment);
+      if (it == segs_.end() || unit < 0 || static_cast<std::size_t>(unit) >= it->second.peer.size())
+        return static_cast<char*>(nullptr);
+      *bytes = it->second.bytes[static_cast<std::size_t>(unit)];
+      return it->second.peer[static_cast<std::size_t>(unit)];
+    });
 }
 
 ProgressEngine::~ProgressEngine() {
@@ -578,7 +577,7 @@ void ProgressEngine::server_alloc(int segment) {
   for (std::size_t i = 0; i < node_units_.size(); ++i) {
     s.peer[static_cast<std::size_t>(node_units_[i])] = shared_part(s.shm, static_cast<int>(i), nullptr);
   }
-  if (Runtime::current().settings().window == WindowKind::segment) {
+  if ((*detail::core().settings).window == WindowKind::segment) {
     // Redirection (async.hpp): expose my node's parts, from the lowest to
     // the end of the highest, so that origins reach a unit's byte x at
     // its ghost_disp + x.

@@ -7,14 +7,14 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
-#include "comm/aggregate.hpp"
-#include "locus/rma.hpp"
+#include "locus/handle.hpp"
 #include "progress/progress_layout.hpp"
 #include "xfer/transfer.hpp"
 
@@ -114,14 +114,33 @@ struct HandleAccess {
 };
 namespace detail {
 
+// Work a higher layer adds to the server loop (comm's aggregate applier,
+// comm.aggregate.applier: progress): polled with the rings, stopped when
+// the applications have finished.
+class ServerService {
+ public:
+  // A unit's part of a world-team segment on this node and its size in
+  // bytes; null when it is not on this node.
+  using Lookup = std::function<char*(int segment, int unit, std::size_t* bytes)>;
+  virtual ~ServerService() = default;
+  // Does what has arrived; how many items.
+  virtual std::size_t poll() = 0;
+  // At the end (every origin has flushed).
+  virtual void stop() = 0;
+};
+// Makes a server's service on the engine's communicator of all ranks
+// (aggregate_comm) with the engine's segment lookup.
+using ServiceFactory =
+    std::function<std::unique_ptr<ServerService>(MPI_Comm comm, ServerService::Lookup lookup)>;
+
 class ProgressEngine {
  public:
   // Collective over all ranks of the layout (apps and servers): maps the
   // node's bootstrap memory and creates the world team's dynamic window
   // over full_comm (opened with lock_all).
-  // `aggregate`: comm.aggregate.applier: progress (null: the owners apply).
+  // `service`: what servers run besides the rings (null: nothing).
   ProgressEngine(const ProgressLayout& layout, const ProgressSettings& settings,
-                 const AggregateSettings* aggregate = nullptr);
+                 const ServiceFactory& service = nullptr);
   ~ProgressEngine();
 
   const ProgressLayout& layout() const { return layout_; }
@@ -232,7 +251,7 @@ class ProgressEngine {
   std::uint64_t seen_seq_ = 0;
   std::map<int, ServerSegment> segs_;       // world-team segment id -> table
   bool redirect_ = false;                   // redirection on: poll MPI when idle
-  std::unique_ptr<ServerApplier> applier_;  // comm.aggregate.applier: progress
+  std::unique_ptr<ServerService> applier_;  // comm.aggregate.applier: progress
 };
 
 }  // namespace detail

@@ -5,13 +5,13 @@
 
 #include "locus/error.hpp"
 #include "locus/wait.hpp"
-#include "runtime/runtime_state.hpp"
+#include "mem/core_state.hpp"
 
 namespace locus::detail {
 
 ProgressThread* progress_thread() {
-  RuntimeState* s = state_if_any();
-  return s ? s->thread.get() : nullptr;
+  CoreState* s = core_if_any();
+  return s ? s->thread : nullptr;
 }
 
 ProgressThread::ProgressThread(int interval_us, MPI_Comm comm) : interval_us_(interval_us) {

@@ -19,6 +19,7 @@ extern "C" std::size_t __sanitizer_get_current_allocated_bytes();
 #include <unistd.h>
 
 #include "locus/rma.hpp"
+#include "locus/runtime.hpp"
 #include "locus/segment.hpp"
 #include "runtime/runtime_state.hpp"
 #include "test_options.hpp"
@@ -533,11 +534,11 @@ TEST(Segments, FreeInAnyOrder) {
   auto p1 = locus::allocate<int>(world(), 10);
   auto p2 = locus::allocate<double>(world(), 0);
   auto p3 = locus::allocate<char>(world(), 100);
-  std::size_t before = locus::detail::state().segments.count();
+  std::size_t before = locus::detail::core().segments.count();
   locus::free(p2);
   locus::free(p1);
   locus::free(p3);
-  EXPECT_EQ(locus::detail::state().segments.count(), before - 3);
+  EXPECT_EQ(locus::detail::core().segments.count(), before - 3);
 }
 
 TEST(Segments, TenThousandAllocateFreeCyclesDoNotGrow) {

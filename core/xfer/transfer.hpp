@@ -11,9 +11,15 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <string>
+#include <tuple>
 
-#include "locus/rma.hpp"
+#include "locus/datatype.hpp"
+#include "locus/direct.hpp"
+#include "locus/handle.hpp"
+#include "locus/team.hpp"
 #include "mem/segment_table.hpp"
 
 namespace locus::detail {
@@ -114,6 +120,13 @@ void copy_strided(char* dst, const Layout& dl, const char* src, const Layout& sl
 // elements as bytes; a predefined type of `esize` bytes for accumulates).
 // Thread-safe.
 MPI_Datatype layout_type(const Layout& l, std::size_t esize, MPI_Datatype base = MPI_BYTE);
+// MPI datatypes of strided layouts, built once (layout_type) and freed
+// with the runtime, before MPI_Finalize (the core's state, `types`).
+struct TypeCache {
+  using Key = std::tuple<Layout, std::size_t, MPI_Datatype>;
+  std::mutex m;
+  std::map<Key, Datatype> types;
+};
 // A dense layout of the same shape.
 Layout packed(const Layout& l);
 bool contiguous(const Layout& l);
@@ -129,7 +142,7 @@ std::string mpi_error_text(int rc);
 
 // The communication-ratio profile (async.hpp, auto mode): nanoseconds
 // spent in the core's communication calls, counted only while measuring.
-// add_comm_ns adds to the runtime's count (runtime_state.hpp).
+// add_comm_ns adds to the runtime's count (comm/comm_state.hpp).
 void add_comm_ns(std::uint64_t ns);
 class CommScope {
  public:

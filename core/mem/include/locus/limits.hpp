@@ -44,10 +44,4 @@ void require_memory(Team& team, double shared, double private_bytes, const std::
 // 8 MiB).
 void require_threads(MPI_Comm comm, long threads, const std::string& what, double stack = 0);
 
-namespace detail {
-// The problem with mapping `shared` more bytes of shared memory and
-// allocating `private_bytes` in this process ("" when both fit).
-std::string process_limit_problem(double shared, double private_bytes);
-}  // namespace detail
-
 }  // namespace locus

@@ -1,8 +1,8 @@
 #pragma once
 // Teams of the one-sided core: an ordered group of units with a
 // communicator, a node communicator over which its segments' shared-memory
-// windows live, and (internal) an MPI dynamic window, opened once with
-// lock_all(MPI_MODE_NOCHECK), for segments allocated with
+// windows live, and (internal: the core's state) an MPI dynamic window,
+// opened once with lock_all(MPI_MODE_NOCHECK), for segments allocated with
 // comm.window: dynamic. The Runtime (runtime.hpp) owns the world team.
 #include <mpi.h>
 
@@ -14,11 +14,6 @@
 namespace locus {
 
 class Runtime;
-class Team;
-namespace detail {
-class Aggregator;
-MPI_Win team_window(const Team& team);
-}  // namespace detail
 
 class Team {
  public:
@@ -44,27 +39,20 @@ class Team {
   MPI_Comm shm_comm() const { return shm_comm_; }
   // Collective: units with the same colour form a new team, ordered as here.
   std::unique_ptr<Team> split(int color) const;
-  // The batches of aggregated atomics and gets (aggregate.hpp), made at the
-  // team's first segment with comm.atomics: aggregate; nullptr before.
-  detail::Aggregator* aggregator() const { return agg_.get(); }
-  void set_aggregator(std::unique_ptr<detail::Aggregator> a);
 
  private:
   friend class Runtime;
   friend int next_segment_id(Team&);
-  // The team's dynamic window (always in a lock_all epoch).
-  friend MPI_Win detail::team_window(const Team& team);
-  // With a window and shm_comm from the progress engine, the team is served.
+  // With shm_comm from the progress engine, the team is served (and the
+  // runtime gives it the engine's window); otherwise it opens its own.
   Team(MPI_Comm comm, int id, int world_rank, const std::vector<int>& node_of_world,
-       MPI_Win served_window = MPI_WIN_NULL, MPI_Comm shm_comm = MPI_COMM_NULL);
+       MPI_Comm shm_comm = MPI_COMM_NULL);
   MPI_Comm comm_ = MPI_COMM_NULL, node_comm_ = MPI_COMM_NULL, shm_comm_ = MPI_COMM_NULL;
   int id_ = 0, rank_ = 0, size_ = 0;
   std::vector<int> world_unit_;  // team unit -> world unit
   std::vector<int> node_rank_;   // team unit -> rank in node_comm_ or -1
-  MPI_Win win_ = MPI_WIN_NULL;
   int next_segment_ = 1;
   const std::vector<int>* node_of_world_ = nullptr;
-  std::unique_ptr<detail::Aggregator> agg_;
 };
 
 }  // namespace locus

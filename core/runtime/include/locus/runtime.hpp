@@ -71,25 +71,17 @@ class Runtime {
   const NodeMap& node_map() const { return nodes_; }
   const CommSettings& settings() const { return settings_; }
 
-  // Team registry (for global pointers naming a team by id).
+  // A live team by id (global pointers name their team by id); Error
+  // when it does not exist.
   Team& team(int id) const;
-  int max_team_id() const { return max_team_id_; }
-
-  // The core's internal state (runtime_state.hpp): segment records,
-  // redirection, datatype cache, progress engine and thread.
-  detail::RuntimeState& state() const { return *state_; }
 
  private:
-  friend class Team;
-  void add_team(Team* t);
-  void remove_team(int id);
-  // Collective over the team: frees every segment still allocated on it.
-  void release_segments(int team);
+  void start_progress(MPI_Comm comm, const std::vector<int>& node_of, const std::vector<std::string>& hosts);
+  // The state of every layer (runtime/runtime_state.hpp), attached for the
+  // layers below while the runtime lives.
   std::unique_ptr<detail::RuntimeState> state_;
   CommSettings settings_;
   NodeMap nodes_;
-  std::vector<Team*> teams_;  // team id -> team (nullptr: none here)
-  int max_team_id_ = 0;
   std::unique_ptr<Team> world_;
   std::unique_ptr<Team> node_;
   bool server_ = false;

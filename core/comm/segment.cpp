@@ -1,147 +1,30 @@
+// Segments: the collective allocation protocol (segment.hpp) over the
+// memory layer's windows, with the progress processes, redirection and
+// aggregation that a segment takes part in, and the release of a team's
+// segments when the team goes.
 #include "locus/segment.hpp"
 
-#include <sys/statvfs.h>
-#include <unistd.h>
+#include <mpi.h>
 
 #include <cstdint>
-#include <cstdio>
-#include <cstring>
-#include <fstream>
 #include <limits>
 #include <string>
 
 #include "comm/aggregate.hpp"
+#include "comm/comm_state.hpp"
 #include "locus/async.hpp"
 #include "locus/collective.hpp"
-#include "locus/limits.hpp"
+#include "mem/core_state.hpp"
+#include "mem/node_memory.hpp"
 #include "mem/shared_pages.hpp"
 #include "progress/progress_engine.hpp"
-#include "runtime/runtime_state.hpp"
 #include "xfer/transfer.hpp"
 
 namespace locus {
 
-namespace {
-
-std::size_t page_round(std::size_t bytes) {
-  static const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-  return (bytes + page - 1) / page * page;
-}
-
-}  // namespace
-
 namespace detail {
 
-void* shared_address(int team, int segment, int unit, std::uint64_t offset) {
-  SegmentInfo& s = detail::segment(team, segment);
-  if (unit < 0 || static_cast<std::size_t>(unit) >= s.peer.size()) return nullptr;
-  char* base = s.peer[static_cast<std::size_t>(unit)];
-  return base ? base + offset : nullptr;
-}
-
 namespace {
-// A part's first byte, moved up to a page boundary: MPICH maps every part
-// at a page, Open MPI at a page plus a header (0x108 seen), and the areas
-// put in shared memory are cache-line aligned types (aligned vector moves
-// on them fault otherwise). The offset within a page is the same in every
-// process of the node, so every process finds the same byte.
-char* page_align(void* p) {
-  const std::uintptr_t a = reinterpret_cast<std::uintptr_t>(p);
-  const std::uintptr_t page = static_cast<std::uintptr_t>(page_round(1));
-  return reinterpret_cast<char*>((a + page - 1) / page * page);
-}
-}  // namespace
-
-MPI_Win allocate_shared_pages(std::size_t bytes, MPI_Comm comm, void** base) {
-  MPI_Info info;
-  MPI_Info_create(&info);
-  MPI_Info_set(info, "alloc_shared_noncontig", "true");
-  MPI_Win win;
-  // one page more than asked for, so that the part can start at a page
-  const std::size_t ask = bytes > 0 ? page_round(bytes) + page_round(1) : 0;
-  MPI_Win_allocate_shared(static_cast<MPI_Aint>(ask), 1, info, comm, base, &win);
-  MPI_Info_free(&info);
-  if (bytes > 0) *base = page_align(*base);
-  return win;
-}
-
-char* shared_part(MPI_Win win, int rank, MPI_Aint* size) {
-  MPI_Aint sz = 0;
-  int unit = 0;
-  void* p = nullptr;
-  MPI_Win_shared_query(win, rank, &sz, &unit, &p);
-  if (sz <= 0 || p == nullptr) {
-    if (size) *size = 0;
-    return static_cast<char*>(p);
-  }
-  char* a = page_align(p);
-  if (size) *size = sz - static_cast<MPI_Aint>(a - static_cast<char*>(p));
-  return a;
-}
-
-MPI_Win create_segment_window(void* base, std::size_t bytes, MPI_Comm comm) {
-  MPI_Info info;
-  MPI_Info_create(&info);
-  MPI_Info_set(info, "same_disp_unit", "true");
-  MPI_Win win;
-  MPI_Win_create(bytes > 0 ? base : nullptr, static_cast<MPI_Aint>(bytes), 1, info, comm, &win);
-  MPI_Info_free(&info);
-  MPI_Win_lock_all(MPI_MODE_NOCHECK, win);
-  return win;
-}
-
-void free_segment_window(MPI_Win& win) {
-  MPI_Win_unlock_all(win);
-  MPI_Win_free(&win);
-}
-
-std::string gib(double bytes) {
-  char text[64];
-  std::snprintf(text, sizeof text, "%.1f GiB", bytes / (1024.0 * 1024.0 * 1024.0));
-  return text;
-}
-
-// Bytes this node can still map: free space of /dev/shm (where the MPI
-// library backs shared-memory windows) and MemAvailable, the smaller.
-double node_capacity(std::string& what) {
-  double cap = -1.0;
-  struct statvfs fs;
-  if (statvfs("/dev/shm", &fs) == 0) {
-    cap = static_cast<double>(fs.f_bavail) * static_cast<double>(fs.f_frsize);
-    what = gib(cap) + " free in /dev/shm";
-  }
-  std::ifstream meminfo("/proc/meminfo");
-  std::string key;
-  double kib = 0;
-  std::string unit;
-  while (meminfo >> key >> kib >> unit)
-    if (key == "MemAvailable:") {
-      const double avail = kib * 1024.0;
-      if (cap < 0 || avail < cap) {
-        cap = avail;
-        what = gib(avail) + " of memory available";
-      }
-      break;
-    }
-  std::string group;
-  const double room = cgroup_headroom(group);  // a batch job's memory limit
-  if (room >= 0 && (cap < 0 || room < cap)) {
-    cap = room;
-    what = group;
-  }
-  return cap;
-}
-
-namespace {
-
-double mem_available() {
-  std::ifstream meminfo("/proc/meminfo");
-  std::string key, unit;
-  double kib = 0;
-  while (meminfo >> key >> kib >> unit)
-    if (key == "MemAvailable:") return kib * 1024.0;
-  return -1.0;
-}
 
 // Collective over the team: the sizes fit and every node can hold its
 // units' parts. Runs before the progress processes are told anything.
@@ -213,7 +96,7 @@ std::string record_claims(Team& team, SegmentInfo& seg, const std::vector<Claim>
     }
   }
   if (team.served()) {
-    const ProgressEngine* engine = progress_engine();
+    const ProgressEngine* engine = core().engine;
     seg.ghost.resize(all.size());
     seg.ghost_disp.resize(all.size());
     for (std::size_t u = 0; u < all.size(); ++u) {
@@ -228,17 +111,17 @@ std::string record_claims(Team& team, SegmentInfo& seg, const std::vector<Claim>
 // remote path uses (its own, or the team's dynamic one).
 void choose_atomics_and_window(Team& team, SegmentInfo& seg, std::size_t bytes, bool own, AsyncHint hint,
                                AtomicMode atomics) {
-  Runtime& rt = Runtime::current();
+  const CommSettings& settings = *core().settings;
   bool one_node = true;
   for (int u = 0; u < team.size(); ++u) one_node = one_node && team.same_node(u);
   // comm.atomics: aggregate needs comm.locality (CPU atomics on the node).
-  if (atomics == AtomicMode::automatic) atomics = rt.settings().atomics;
-  seg.aggregate = rt.settings().locality && !one_node && atomics == AtomicMode::aggregate;
-  seg.cpu_atomics = rt.settings().locality && (one_node || seg.aggregate);
+  if (atomics == AtomicMode::automatic) atomics = settings.atomics;
+  seg.aggregate = settings.locality && !one_node && atomics == AtomicMode::aggregate;
+  seg.cpu_atomics = settings.locality && (one_node || seg.aggregate);
   if (seg.aggregate) hint = AsyncHint::never;  // applied on its node, never redirected
   if (own) {
     seg.own = create_segment_window(seg.base, bytes,
-                                    team.served() ? progress_engine()->layout().full_comm : team.comm());
+                                    team.served() ? core().engine->layout().full_comm : team.comm());
     seg.rma = seg.own;
     seg.hint = hint;
     seg.redirect = team.served() && async_default_on() && hint != AsyncHint::never;
@@ -253,7 +136,7 @@ int allocate_segment(Team& team, std::size_t count, std::size_t elem_size, Async
                      AtomicMode atomics) {
   std::size_t bytes = 0;
   check_allocation(team, count, elem_size, bytes);
-  Runtime& rt = Runtime::current();
+  CoreState& st = core();
   auto seg = std::make_unique<SegmentInfo>();
   seg->team = team.id();
   seg->id = next_segment_id(team);
@@ -262,7 +145,7 @@ int allocate_segment(Team& team, std::size_t count, std::size_t elem_size, Async
   // Shared memory among this team's units on my node. A served team's
   // progress processes join with zero bytes (they are told to by the node's
   // first unit) and so map every part.
-  if (team.served()) progress_engine()->notify_servers(Control::alloc, team.id(), seg->id);
+  if (team.served()) core().engine->notify_servers(Control::alloc, team.id(), seg->id);
   void* base = nullptr;
   seg->shm = allocate_shared_pages(bytes, team.shm_comm(), &base);
   // An epoch for MPI_Win_sync and the unified memory model; never closed
@@ -270,7 +153,7 @@ int allocate_segment(Team& team, std::size_t count, std::size_t elem_size, Async
   MPI_Win_lock_all(MPI_MODE_NOCHECK, seg->shm);
   seg->base = static_cast<char*>(base);
 
-  const bool own = rt.settings().window == WindowKind::segment;
+  const bool own = st.settings->window == WindowKind::segment;
   MPI_Aint disp = 0;
   if (!own && bytes > 0) {
     MPI_Win_attach(team_window(team), seg->base, static_cast<MPI_Aint>(bytes));
@@ -287,7 +170,7 @@ int allocate_segment(Team& team, std::size_t count, std::size_t elem_size, Async
   choose_atomics_and_window(team, *seg, bytes, own, hint, atomics);
   int id = seg->id;
   const bool aggregate = seg->aggregate;
-  rt.state().segments.add(std::move(seg));
+  st.segments.add(std::move(seg));
   if (aggregate && mismatch.empty()) ensure_aggregator(team);
   if (!mismatch.empty()) {
     // Every unit saw the same gathered claims, so every unit raises this.
@@ -300,9 +183,9 @@ int allocate_segment(Team& team, std::size_t count, std::size_t elem_size, Async
 void free_segment(int team_id, int segment) {
   complete_lookahead();  // nothing of this thread may still read the segment
   recycle_values();      // nor remember its window
-  Runtime& rt = Runtime::current();
-  Team& team = rt.team(team_id);
-  if (rt.settings().check) {
+  CoreState& st = core();
+  Team& team = detail::team(team_id);
+  if (st.settings->check) {
     int ids[2] = {segment, -segment};
     MPI_Allreduce(MPI_IN_PLACE, ids, 2, MPI_INT, MPI_MAX, team.comm());
     if (ids[0] != -ids[1])
@@ -310,18 +193,18 @@ void free_segment(int team_id, int segment) {
                             ": units free different segments (ids " + std::to_string(-ids[1]) + " to " +
                             std::to_string(ids[0]) + ")");
   }
-  const SegmentInfo* live = rt.state().segments.find(team_id, segment);
+  const SegmentInfo* live = st.segments.find(team_id, segment);
   if (!live)
     throw Error("free: segment " + std::to_string(segment) + " of team " + std::to_string(team_id) +
                 " is not allocated (freed twice?)");
   // Nobody may still be reading or writing it (aggregated batches still
   // in flight included: that barrier applies them while it waits).
-  if (Aggregator* agg = team.aggregator(); agg && live->aggregate)
+  if (Aggregator* agg = aggregator_of(team); agg && live->aggregate)
     agg->barrier();
   else
     MPI_Barrier(team.comm());
-  auto seg = rt.state().segments.take(team_id, segment);
-  if (team.served()) progress_engine()->notify_servers(Control::free, team_id, segment);
+  auto seg = st.segments.take(team_id, segment);
+  if (team.served()) core().engine->notify_servers(Control::free, team_id, segment);
   if (seg->own != MPI_WIN_NULL) {
     free_segment_window(seg->own);
   } else if (seg->bytes[static_cast<std::size_t>(team.rank())] > 0) {
@@ -331,30 +214,17 @@ void free_segment(int team_id, int segment) {
   MPI_Win_free(&seg->shm);
 }
 
-}  // namespace detail
-
-void require_node_memory(Team& team, double bytes, const std::string& what) {
-  double need = 0;
-  MPI_Allreduce(&bytes, &need, 1, MPI_DOUBLE, MPI_SUM, team.node_comm());
-  int units = 1;
-  MPI_Comm_size(team.node_comm(), &units);
-  const double have = detail::mem_available();
-  std::string problem;
-  if (have >= 0 && need > have) {
-    problem = what + ": needs " + detail::gib(need) + " of memory on this node (" + std::to_string(units) +
-              " unit" + (units == 1 ? "" : "s") + "), the node has " + detail::gib(have) + " available";
-  }
-  if (problem.empty()) {
-    // a batch job's limits: the control group, this process's RLIMIT_AS/DATA
-    std::string group;
-    const double room = cgroup_headroom(group);
-    if (room >= 0 && need > room)
-      problem = what + ": needs " + detail::gib(need) + " of memory on this node, but " + group;
-    const std::string limit = detail::process_limit_problem(0.0, bytes);
-    if (problem.empty() && !limit.empty()) problem = what + ": " + limit;
-  }
-  collective_require(team.comm(), problem.empty(), problem);
+void release_team(Team& team) {
+  Aggregator* agg = aggregator_of(team);
+  // Aggregated batches still in flight land in this team's segments.
+  if (agg) agg->shutdown();
+  std::vector<int> ids;
+  core().segments.for_each(team.id(), [&](const SegmentInfo& seg) { ids.push_back(seg.id); });
+  for (int id : ids) free_segment(team.id(), id);
+  if (agg) drop_aggregator(team);
 }
+
+}  // namespace detail
 
 SegmentState segment_state(int team, int segment) {
   const SegmentInfo& s = detail::segment(team, segment);

@@ -34,14 +34,6 @@ int allocate_segment(Team& team, std::size_t count, std::size_t elem_size, Async
 void free_segment(int team, int segment);
 }  // namespace detail
 
-// Collective over the team, before a large private allocation: every unit
-// says how many bytes it is about to need; when the units of a node need
-// more than the node's available memory (MemAvailable), every unit throws
-// the same CollectiveError: "<what>: needs X GiB on node N (k units), the
-// node has Y GiB of memory available". Apps call it before building big
-// data structures that do not live in segments (allocate checks those).
-void require_node_memory(Team& team, double bytes, const std::string& what);
-
 // Collective. `hint` (async.hpp): AsyncHint::never keeps the segment out
 // of redirection whatever the team's state. `atomics` (settings.hpp): how
 // the segment's atomics reach other nodes (automatic: comm.atomics); the
