@@ -18,6 +18,7 @@
 #include "locus/decomp.hpp"
 #include "locus/field.hpp"
 #include "locus/kokkos.hpp"
+#include "locus/machine.hpp"
 #include "locus/profile.hpp"
 #include "locus/version.hpp"
 #include "locus/wait.hpp"

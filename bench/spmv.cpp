@@ -27,6 +27,7 @@
 
 #include "harness.hpp"
 #include "locus/app.hpp"
+#include "locus/machine.hpp"
 #include "locus/profile.hpp"
 #include "locus/rma.hpp"
 #include "locus/segment.hpp"
@@ -87,32 +88,11 @@ struct Bandwidth {
 };
 
 Bandwidth measure_bandwidth(MPI_Comm comm, std::size_t mib) {
-  const std::size_t n = mib * 1048576 / 8;
-  std::vector<double> a(n, 0.0), b(n, 1.0), c(n, 2.0);
-  double best_triad = 1e300, best_read = 1e300, sum = 0;
-  for (int k = 0; k < 5; ++k) {
-    MPI_Barrier(comm);
-    double t0 = MPI_Wtime();
-    for (std::size_t i = 0; i < n; ++i) a[i] = b[i] + 3.0 * c[i];
-    best_triad = std::min(best_triad, max_over_ranks(comm, MPI_Wtime() - t0));
-    MPI_Barrier(comm);
-    t0 = MPI_Wtime();
-    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-    for (std::size_t i = 0; i + 3 < n; i += 4) {
-      s0 += b[i] * c[i];
-      s1 += b[i + 1] * c[i + 1];
-      s2 += b[i + 2] * c[i + 2];
-      s3 += b[i + 3] * c[i + 3];
-    }
-    sum += s0 + s1 + s2 + s3;
-    best_read = std::min(best_read, max_over_ranks(comm, MPI_Wtime() - t0));
-  }
-  volatile double sink = a[n / 2] + sum;
-  (void)sink;
+  const long n = static_cast<long>(mib * 1048576 / 8);
   Bandwidth bw;
-  bw.triad_stream = 24.0 * double(n) / best_triad / 1e9;
-  bw.triad_real = 32.0 * double(n) / best_triad / 1e9;
-  bw.read = 16.0 * double(n) / best_read / 1e9;
+  bw.triad_stream = locus::stream_triad_gbs(n, 5, comm);
+  bw.triad_real = bw.triad_stream * 32.0 / 24.0;
+  bw.read = locus::stream_read_gbs(n, 5, comm);
   return bw;
 }
 

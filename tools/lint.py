@@ -8,10 +8,10 @@ formatted, with the first lines clang-format would change. Nothing is
 rewritten: `clang-format -i FILE` does that.
 It also lists every function longer than --max-lines (80) lines in the
 C++ and Python sources of apps/, bench/, core/ and tools/: a C++
-definition at namespace scope runs from its signature at column 0 to the
-first line that is a lone "}" (clang-format puts both there; functions
-defined inside a class are not counted), a Python function from its "def"
-to its last line.
+definition (at namespace scope or inside a class) runs from the first line
+of its signature, which may wrap onto several lines, to the "}" at the
+signature's indentation (clang-format puts it there); a Python function
+from its "def" to its last line.
 And it checks the core's layers (core/CMakeLists.txt, LOCUS_LAYERS): no
 file of core/<layer>/ includes a header of a later layer, public
 (<layer>/include/locus/x.hpp, included as "locus/x.hpp") or internal
@@ -60,9 +60,46 @@ def tracked_files():
 
 # Where the function-length rule applies.
 LENGTH_DIRS = ("apps/", "bench/", "core/", "tools/")
-# A C++ definition at column 0: a signature line that ends in "{" (after
-# its parameter list, or a constructor's initialiser list).
-CPP_DEFINITION = re.compile(r"^[A-Za-z_].*\)\s*(const\s*)?(noexcept\s*)?(override\s*)?(->.*)?\{\s*$|^[A-Za-z_].*\)\s*:\s.*\{\s*$")
+# Lines that open something other than a function definition.
+NOT_A_FUNCTION = re.compile(r"^\s*(if|for|while|switch|catch|else|do|return|case|namespace|struct|class|enum|"
+                            r"union|template|typedef|using|static_assert|#)\b")
+FUNCTION_START = re.compile(r"^( *)[A-Za-z_~]")
+
+
+def cpp_functions(lines):
+    """(first line index, line count, name) of every C++ function defined in
+    LINES: at namespace scope or inside a class, its signature on one line or
+    several (up to 8), from the signature's first line to the "}" at the
+    signature's indentation (clang-format puts it there)."""
+    i, n = 0, len(lines)
+    while i < n:
+        m = FUNCTION_START.match(lines[i])
+        head = lines[i].split("(")[0]
+        prev = next((lines[k].strip() for k in range(i - 1, -1, -1) if lines[k].strip()), "")
+        prev = prev.split("//")[0].strip()  # comments say nothing
+        starts_statement = not prev or prev.endswith((";", "{", "}", ":")) or prev.startswith(("#", "template"))
+        if (not m or "(" not in lines[i] or NOT_A_FUNCTION.match(lines[i]) or " = " in head or not starts_statement):
+            i += 1
+            continue
+        j = i
+        while j < min(n, i + 8) and not lines[j].rstrip().endswith(("{", ";", "}")):
+            j += 1
+        if j >= n or not lines[j].rstrip().endswith("{"):
+            i += 1
+            continue
+        indent = m.group(1)
+        end = None
+        for k in range(j + 1, n):
+            if lines[k] == indent + "}":
+                end = k
+                break
+            if lines[k].strip() and not lines[k].startswith(indent + " ") and not lines[k].startswith("#"):
+                break  # the enclosing scope ended first: not a definition
+        if end is None:
+            i += 1
+            continue
+        yield i, end - i + 1, head.split()[-1] if head.split() else "?"
+        i = end + 1
 
 
 def long_functions(path, limit):
@@ -81,17 +118,9 @@ def long_functions(path, limit):
                 if length > limit:
                     found.append((n.lineno, length, n.name))
         return found
-    lines = text.split("\n")
-    i = 0
-    while i < len(lines):
-        if CPP_DEFINITION.match(lines[i]):
-            end = next((j for j in range(i + 1, len(lines)) if lines[j] == "}"), None)
-            if end is None:
-                break
-            if end - i + 1 > limit:
-                found.append((i + 1, end - i + 1, lines[i].split("(")[0].split()[-1]))
-            i = end
-        i += 1
+    for first, length, name in cpp_functions(text.split("\n")):
+        if length > limit:
+            found.append((first + 1, length, name))
     return found
 
 

@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "locus/kokkos.hpp"
+#include "locus/machine.hpp"
 #include "locus/version.hpp"
 
 namespace locus {

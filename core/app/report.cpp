@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "locus/async.hpp"
+#include "locus/machine.hpp"
 #include "locus/version.hpp"
 
 namespace fs = std::filesystem;

@@ -741,10 +741,6 @@ void notify(GlobalPtr<std::uint64_t> flag, std::uint64_t value) {
   detail::notify(detail::resolve(detail::target(flag, 1, "notify")), value);
 }
 
-bool test_notify(const std::uint64_t* flag, std::uint64_t value) {
-  return __atomic_load_n(flag, __ATOMIC_ACQUIRE) >= value;
-}
-
 std::uint64_t wait_notify(const std::uint64_t* flag, std::uint64_t value) {
   detail::CommScope timed;
   unsigned spins = 0;

@@ -462,10 +462,6 @@ std::string Schema::describe(const KeySpec& k) {
   return describe_key(k);
 }
 
-std::string Schema::default_text(const KeySpec& k) {
-  return shown_default(k.fallback);
-}
-
 std::string Schema::yaml_text() const {
   YAML::Emitter out;
   out << YAML::BeginSeq;

@@ -1,10 +1,12 @@
 #pragma once
 // Internal: the executors of the one-sided core.
 //
-// A transfer's route is decided once (rma.cpp: shared, direct, offload);
-// then one executor moves the data. The application units and the progress
-// servers run the same executors, so the memcpy-or-MPI choice, the chunking
-// of huge transfers and the datatype of a strided layout exist once.
+// A transfer's path is decided once (rma.cpp, choose(): shared memory,
+// direct MPI, offload to my node's progress process, or redirect to the
+// target node's; an atomic's by atomic_route(): CPU atomics, an aggregated
+// batch, MPI accumulate, or redirect); then one executor moves the data. The application units and the
+// progress servers run the same executors, so the memcpy-or-MPI choice, the chunking of huge transfers and
+// the datatype of a strided layout exist once.
 #include <mpi.h>
 
 #include <atomic>

@@ -39,9 +39,4 @@ class CollectiveError : public Error {
 // aborts the job next). True in normal scope exit and collective unwinding.
 bool collective_cleanup_allowed();
 
-// Throws Error(msg) when cond is false.
-inline void require(bool cond, const std::string& msg) {
-  if (!cond) throw Error(msg);
-}
-
 }  // namespace locus

@@ -9,6 +9,10 @@
 //   non-blocking, >= runtime.progress.threshold bytes, progress processes
 //                                     -> the node's progress process
 //   redirection on (async.hpp)        -> the target node's progress process
+//   handle-free gets of one element (get_nbi, gather_nbi) on a segment
+//   with comm.atomics: aggregate, to another node
+//                                     -> a batch that the target's node
+//                                        answers (aggregate.hpp)
 //   otherwise                         -> MPI RMA on the segment's window
 //                                        (comm.window: segment, the default)
 //                                        or the team's dynamic window
@@ -482,7 +486,5 @@ void put_notify(GlobalPtr<T> dst, const T* src, std::size_t count, GlobalPtr<std
 // Waits (yielding, and driving MPI progress) until *flag >= value; flag is
 // in this unit's own part of a segment. Returns the flag's value.
 std::uint64_t wait_notify(const std::uint64_t* flag, std::uint64_t value);
-// Non-blocking form: true when *flag >= value.
-bool test_notify(const std::uint64_t* flag, std::uint64_t value);
 
 }  // namespace locus

@@ -74,9 +74,8 @@ class Schema {
   std::string help_text() const;
   // Every key as YAML (path, type, default, help, choices) for --print-schema.
   std::string yaml_text() const;
-  // "a positive integer", "one of p2p, rma", ... and the default as text.
+  // "a positive integer", "one of p2p, rma", ...
   static std::string describe(const KeySpec& k);
-  static std::string default_text(const KeySpec& k);
 
  private:
   Schema& add(KeySpec spec);
