@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "comm/aggregate.hpp"
+#include "comm/calls.hpp"
 #include "comm/comm_state.hpp"
 #include "locus/datatype.hpp"
 #include "locus/wait.hpp"
@@ -21,148 +22,6 @@
 
 namespace locus {
 
-std::size_t Layout::extent() const {
-  if (elements() == 0) return 0;
-  return (rows - 1) * row_stride + (count - 1) * stride + block;
-}
-
-bool Layout::operator<(const Layout& o) const {
-  return std::tie(block, count, stride, rows, row_stride) <
-         std::tie(o.block, o.count, o.stride, o.rows, o.row_stride);
-}
-
-// ------------------------------------------------------------ executors
-
-namespace detail {
-
-MPI_Datatype layout_type(const Layout& l, std::size_t esize, MPI_Datatype base) {
-  TypeCache& cache = *core().types;
-  std::lock_guard<std::mutex> lock(cache.m);
-  const TypeCache::Key key{l, esize, base};
-  if (auto it = cache.types.find(key); it != cache.types.end()) return it->second.get();
-  MPI_Datatype block, row, all;
-  const std::size_t per = base == MPI_BYTE ? esize : 1;  // base elements per element
-  MPI_Type_contiguous(static_cast<int>(l.block * per), base, &block);
-  MPI_Type_create_hvector(static_cast<int>(l.count), 1, static_cast<MPI_Aint>(l.stride * esize), block, &row);
-  MPI_Type_create_hvector(static_cast<int>(l.rows), 1, static_cast<MPI_Aint>(l.row_stride * esize), row,
-                          &all);
-  MPI_Type_free(&block);  // the outer type keeps what it needs of them
-  MPI_Type_free(&row);
-  return cache.types.emplace(key, Datatype(all)).first->second.get();
-}
-
-std::string mpi_error_text(int rc) {
-  char text[MPI_MAX_ERROR_STRING] = {};
-  int len = 0;
-  MPI_Error_string(rc, text, &len);
-  return std::string(text, static_cast<std::size_t>(len));
-}
-
-Layout packed(const Layout& l) {
-  Layout p = l;
-  p.stride = l.block;
-  p.row_stride = l.block * l.count;
-  return p;
-}
-
-bool contiguous(const Layout& l) {
-  return (l.count == 1 || l.stride == l.block) && (l.rows == 1 || l.row_stride == l.block * l.count);
-}
-
-void copy_strided(char* dst, const Layout& dl, const char* src, const Layout& sl, std::size_t esize) {
-  if (contiguous(dl) && contiguous(sl)) {
-    std::memcpy(dst, src, dl.elements() * esize);
-    return;
-  }
-  const std::size_t len = dl.block * esize;
-  for (std::size_t r = 0; r < dl.rows; ++r)
-    for (std::size_t c = 0; c < dl.count; ++c)
-      std::memcpy(dst + (r * dl.row_stride + c * dl.stride) * esize,
-                  src + (r * sl.row_stride + c * sl.stride) * esize, len);
-}
-
-Started start_transfer(bool get, char* origin, const Layout& local, const Endpoint& e, const Layout& remote,
-                       std::size_t esize) {
-  Started s;
-  if (e.shared) {
-    if (get) {
-      std::atomic_thread_fence(std::memory_order_acquire);
-      copy_strided(origin, local, e.shared, remote, esize);
-    } else {
-      copy_strided(e.shared, remote, origin, local, esize);
-      std::atomic_thread_fence(std::memory_order_release);
-    }
-    return s;
-  }
-  const bool dense = contiguous(local) && contiguous(remote);
-  const std::size_t bytes = local.elements() * esize;
-  if (dense && bytes > kChunk) {
-    // Beyond an int count: pieces without requests, completed by a flush.
-    for (std::size_t done = 0; done < bytes && s.rc == MPI_SUCCESS; done += kChunk) {
-      const int n = static_cast<int>(std::min(kChunk, bytes - done));
-      const MPI_Aint d = e.disp + static_cast<MPI_Aint>(done);
-      s.rc = get ? MPI_Get(origin + done, n, MPI_BYTE, e.rank, d, n, MPI_BYTE, e.win)
-                 : MPI_Put(origin + done, n, MPI_BYTE, e.rank, d, n, MPI_BYTE, e.win);
-    }
-    e.issued();
-    s.flush = true;
-    return s;
-  }
-  if (!dense) {
-    // Derived datatypes without a request, completed by a flush: MPICH
-    // 4.0 (ch4:ucx) completes an MPI_Rget with a derived target datatype
-    // on an MPI_Win_create window before the data has arrived (measured).
-    const MPI_Datatype lt = layout_type(local, esize), rt = layout_type(remote, esize);
-    s.rc = get ? MPI_Get(origin, 1, lt, e.rank, e.disp, 1, rt, e.win)
-               : MPI_Put(origin, 1, lt, e.rank, e.disp, 1, rt, e.win);
-    e.issued();
-    s.flush = true;
-    return s;
-  }
-  // Request-based, so that waits can yield instead of blocking in a flush.
-  const int n = static_cast<int>(bytes);
-  s.rc = get ? MPI_Rget(origin, n, MPI_BYTE, e.rank, e.disp, n, MPI_BYTE, e.win, &s.req)
-             : MPI_Rput(origin, n, MPI_BYTE, e.rank, e.disp, n, MPI_BYTE, e.win, &s.req);
-  e.issued();
-  s.flush = !get;
-  return s;
-}
-
-}  // namespace detail
-
-// ------------------------------------------------------------ handles
-
-Handle::Handle(Handle&& o) noexcept {
-  *this = std::move(o);
-}
-
-Handle& Handle::operator=(Handle&& o) noexcept {
-  if (this == &o) return *this;
-  abandon_or_complete();
-  o_ = o.o_;
-  o.o_ = Owned{};
-  o.o_.state = State::moved;
-  return *this;
-}
-
-Handle::~Handle() {
-  abandon_or_complete();
-}
-
-void Handle::abandon_or_complete() noexcept {
-  if (!live()) return;
-  if (std::uncaught_exceptions() > 0 || !detail::core_if_any()) {
-    o_.state = State::spent;  // the job is ending: leave the operation to it
-    return;
-  }
-  try {
-    wait(*this);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "locus: an operation completed by a destroyed handle failed: %s\n", e.what());
-    o_.state = State::spent;
-  }
-}
-
 namespace {
 
 using detail::CommScope;
@@ -171,61 +30,6 @@ using detail::Started;
 using detail::Target;
 
 }  // namespace
-
-namespace detail {
-
-bool same_node(const Target& t) {
-  return t.seg->peer[static_cast<std::size_t>(t.unit)] != nullptr;
-}
-
-// The one route decision of a get/put.
-Path choose(const Target& t, Route r, std::size_t bytes, bool async) {
-  if (r == Route::mpi) return Path::direct;
-  const CommSettings& cs = (*detail::core().settings);
-  const bool shm = cs.locality && same_node(t);
-  // Redirection on (comm.async_ops: all): another node's unit is reached
-  // through its ghost.
-  if (t.seg->redirect && cs.async.data && !shm) return Path::redirect;
-  if (async && r == Route::automatic) {
-    const ProgressEngine* e = progress_engine();
-    if (e && t.team->served() && bytes >= e->settings().threshold) return Path::offload;
-  }
-  return shm ? Path::shared : Path::direct;
-}
-
-// Atomics: all of a segment's go through one mechanism, fixed at
-// allocation (segment_table.hpp): CPU atomics on the node's shared memory
-// (for other nodes' units, in batches the target applies: aggregate), or
-// MPI on the unit -- through the target's ghost while redirection is on,
-// local origins included.
-AtomicPath atomic_route(const Target& t) {
-  if (t.seg->redirect) return AtomicPath::redirect;
-  if (t.seg->cpu_atomics) return same_node(t) ? AtomicPath::cpu : AtomicPath::aggregate;
-  return AtomicPath::mpi;
-}
-Path atomic_path(const Target& t) {
-  return t.seg->redirect ? Path::redirect : Path::direct;
-}
-Endpoint endpoint(const Target& t, Path p) {
-  Endpoint e;
-  const auto u = static_cast<std::size_t>(t.unit);
-  if (p == Path::shared) {
-    e.shared = t.seg->peer[u] + t.offset;
-  } else if (p == Path::redirect) {
-    e.seg = t.seg;
-    e.win = t.seg->rma;
-    e.rank = t.seg->ghost[u];
-    e.disp = t.seg->ghost_disp[u] + static_cast<MPI_Aint>(t.offset);
-  } else {
-    e.seg = t.seg;
-    e.win = t.seg->rma;
-    e.rank = t.unit;
-    e.disp = t.seg->disp[u] + static_cast<MPI_Aint>(t.offset);
-  }
-  return e;
-}
-
-}  // namespace detail
 
 namespace {
 
@@ -258,8 +62,6 @@ void complete(Started& s, const Endpoint& e) {
   if (s.flush) MPI_Win_flush(e.rank, e.win);
 }
 
-Handle make_handle(const Started& s, const Endpoint& e);
-
 // Hands a transfer to the progress process; false when it cannot take it.
 bool offload(detail::CommandKind kind, void* origin, const Layout& local, const Target& t,
              const Layout& remote, std::size_t esize, Handle& h) {
@@ -284,7 +86,7 @@ Handle transfer_async(bool get, void* origin, const Layout& local, const Target&
   const Endpoint e = endpoint(t, p);
   Started s = detail::start_transfer(get, static_cast<char*>(origin), local, e, remote, esize);
   check_rc(s.rc, get ? "get" : "put");
-  return make_handle(s, e);
+  return detail::make_handle(s, e);
 }
 
 void transfer(bool get, void* origin, const Layout& local, const Target& t, const Layout& remote,
@@ -296,18 +98,6 @@ void transfer(bool get, void* origin, const Layout& local, const Target& t, cons
   Started s = detail::start_transfer(get, static_cast<char*>(origin), local, e, remote, esize);
   check_rc(s.rc, get ? "get" : "put");
   complete(s, e);
-}
-
-Handle make_handle(const Started& s, const Endpoint& e) {
-  if (s.complete()) return HandleAccess::ready();
-  Handle h = HandleAccess::make(s.req, e.win, e.rank, s.flush);
-  if (s.req != MPI_REQUEST_NULL)
-    if (detail::ProgressThread* th = detail::progress_thread()) {
-      HandleAccess::reg(h) = th->add(s.req);
-      HandleAccess::req(h) = MPI_REQUEST_NULL;
-      HandleAccess::set_state(h, HandleAccess::State::thread);
-    }
-  return h;
 }
 
 MPI_Op mpi_op(Op op) {
@@ -357,34 +147,10 @@ void check_op(MPI_Datatype type, Op op, const char* what) {
     throw Error(std::string(what) + ": Op::bxor needs an integer element type");
 }
 
-char* cpu_address(const Target& t) {
-  return t.seg->peer[static_cast<std::size_t>(t.unit)] + t.offset;
-}
-
 }  // namespace
 
 namespace detail {
 
-Target resolve(int team, int segment, int unit, std::uint64_t offset, std::size_t bytes, const char* what) {
-  const CoreState& rt = core();
-  SegmentInfo& seg = detail::segment(team, segment);
-  if (unit < 0 || static_cast<std::size_t>(unit) >= seg.bytes.size())
-    throw Error(std::string(what) + ": unit " + std::to_string(unit) + " is not in team " +
-                std::to_string(team) + " (" + std::to_string(seg.bytes.size()) + " units)");
-#ifdef NDEBUG
-  const bool check = (*rt.settings).check;
-#else
-  const bool check = true;
-#endif
-  if (check) {
-    const std::string problem =
-        bounds_problem(what, team, segment, unit, offset, bytes, seg.bytes[static_cast<std::size_t>(unit)]);
-    if (!problem.empty()) throw Error(problem);
-  }
-  return Target{&seg, &detail::team(team), unit, offset};
-}
-
-// The inline templates' entries (rma.hpp): resolve, then the same call.
 void get_strided(void* dst, const Layout& local, const Ref& r, const Layout& remote, std::size_t esize,
                  Route route) {
   get_strided(dst, local, resolve(r), remote, esize, route);
@@ -419,15 +185,6 @@ void get_nbi(void* dst, const Ref& r) {
 }
 void accumulate_nbi(const Ref& r, const void* values, std::size_t count, MPI_Datatype type, Op op) {
   accumulate_nbi(resolve(r), values, count, type, op);
-}
-
-std::string bounds_problem(const char* what, int team, int segment, int unit, std::uint64_t offset,
-                           std::size_t bytes, std::size_t part) {
-  if (offset <= part && bytes <= part - offset) return "";
-  return std::string(what) + ": " + std::to_string(bytes) + " bytes at offset " + std::to_string(offset) +
-         " of segment " + std::to_string(segment) + " (team " + std::to_string(team) +
-         ") run past the end of unit " + std::to_string(unit) + "'s part (" + std::to_string(part) +
-         " bytes)";
 }
 
 void get_strided(void* dst, const Layout& local, const Target& t, const Layout& remote, std::size_t esize,
@@ -494,7 +251,7 @@ Handle accumulate_async(const Target& t, const Layout& remote, const void* src, 
     return HandleAccess::ready();
   }
   if (path == AtomicPath::cpu) {
-    char* base = cpu_address(t);
+    char* base = detail::cpu_address(t);
     const char* in = static_cast<const char*>(src);
     const bool htm = (*detail::core().settings).htm && local.block >= kHtmMinRun;
     dispatch(type, [&](auto zero) {
@@ -533,7 +290,7 @@ Handle accumulate_async(const Target& t, const Layout& remote, const void* src, 
   e.issued();
   s.flush = true;
   check_rc(s.rc, "accumulate");
-  return make_handle(s, e);
+  return detail::make_handle(s, e);
 }
 
 void fetch_and_op(const Target& t, const void* operand, void* result, MPI_Datatype type, Op op) {
@@ -549,7 +306,7 @@ void fetch_and_op(const Target& t, const void* operand, void* result, MPI_Dataty
       using T = decltype(zero);
       T v;
       std::memcpy(&v, operand, sizeof v);
-      T old = cpu_apply(reinterpret_cast<T*>(cpu_address(t)), v, op);
+      T old = cpu_apply(reinterpret_cast<T*>(detail::cpu_address(t)), v, op);
       std::memcpy(result, &old, sizeof old);
     });
     return;
@@ -580,7 +337,7 @@ void compare_and_swap(const Target& t, const void* compare, const void* value, v
       T expected, desired;
       std::memcpy(&expected, compare, sizeof expected);
       std::memcpy(&desired, value, sizeof desired);
-      std::atomic_ref<T>(*reinterpret_cast<T*>(cpu_address(t)))
+      std::atomic_ref<T>(*reinterpret_cast<T*>(detail::cpu_address(t)))
           .compare_exchange_strong(expected, desired, std::memory_order_acq_rel);
       std::memcpy(result, &expected, sizeof expected);
     };
@@ -593,26 +350,6 @@ void compare_and_swap(const Target& t, const void* compare, const void* value, v
   const Endpoint e = endpoint(t, atomic_path(t));
   MPI_Compare_and_swap(value, compare, result, type, e.rank, e.disp, e.win);
   MPI_Win_flush(e.rank, e.win);
-}
-
-void notify(const Target& t, std::uint64_t value) {
-  if ((*detail::core().settings).locality && same_node(t)) {
-    std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t*>(cpu_address(t)))
-        .store(value, std::memory_order_release);
-    return;
-  }
-  // Earlier puts to this unit are complete (blocking puts and completed
-  // handles are flushed), so only the flag itself moves here: an atomic
-  // replace, completed locally only (the value is on the stack). Its
-  // remote completion needs no wait of ours: the consumer polls, and the
-  // next flush to this target (or MPI progress on either side) completes
-  // it; accumulates from one origin to one location stay ordered, so a
-  // later value never lands before an earlier one. (A same-node flag is a
-  // release store above, redirection or not: a flag has one producer.)
-  const Endpoint e = endpoint(t, atomic_path(t));
-  MPI_Accumulate(&value, 1, MPI_UINT64_T, e.rank, e.disp, 1, MPI_UINT64_T, MPI_REPLACE, e.win);
-  MPI_Win_flush_local(e.rank, e.win);
-  e.issued();
 }
 
 namespace {
@@ -705,7 +442,7 @@ void accumulate_nbi(const Target& t, const void* values, std::size_t count, MPI_
     case AtomicPath::cpu:
       dispatch(type, [&](auto zero) {
         using T = decltype(zero);
-        T* dst = reinterpret_cast<T*>(cpu_address(t));
+        T* dst = reinterpret_cast<T*>(detail::cpu_address(t));
         for (std::size_t k = 0; k < count; ++k) {
           T v;
           std::memcpy(&v, in + k * sizeof(T), sizeof v);
@@ -736,134 +473,6 @@ void accumulate_nbi(const Target& t, const void* values, std::size_t count, MPI_
 }
 
 }  // namespace detail
-
-void notify(GlobalPtr<std::uint64_t> flag, std::uint64_t value) {
-  detail::notify(detail::resolve(detail::target(flag, 1, "notify")), value);
-}
-
-std::uint64_t wait_notify(const std::uint64_t* flag, std::uint64_t value) {
-  detail::CommScope timed;
-  unsigned spins = 0;
-  Team& world = (*detail::core().world);
-  detail::Aggregator* agg = detail::aggregator_of(world);
-  for (;;) {
-    const std::uint64_t v = __atomic_load_n(flag, __ATOMIC_ACQUIRE);
-    if (v >= value) return v;
-    if (agg) agg->progress();
-    relax_with_progress(spins, world.comm());
-  }
-}
-
-// ------------------------------------------------------------ completion
-
-namespace {
-void check_live(const Handle& h, const char* what) {
-  switch (HandleAccess::state(h)) {
-    case HandleAccess::State::empty:
-      throw Error(std::string(what) + ": the handle was never started (default-constructed)");
-    case HandleAccess::State::spent:
-      throw Error(std::string(what) +
-                  ": the handle is spent (already completed by wait or test); wait once per operation");
-    case HandleAccess::State::moved:
-      throw Error(std::string(what) + ": the handle was moved from; wait on the handle it was moved to");
-    default:
-      return;
-  }
-}
-
-void finish_flush(Handle& h) {
-  if (HandleAccess::flush(h)) MPI_Win_flush(HandleAccess::target(h), HandleAccess::win(h));
-  HandleAccess::set_state(h, HandleAccess::State::spent);
-}
-}  // namespace
-
-Handle adopt(MPI_Request req) {
-  if (req == MPI_REQUEST_NULL) return HandleAccess::ready();
-  Started s{};
-  s.req = req;
-  return make_handle(s, Endpoint{});
-}
-
-void wait(Handle& h) {
-  check_live(h, "wait");
-  detail::CommScope timed;
-  using S = HandleAccess::State;
-  switch (HandleAccess::state(h)) {
-    case S::offload:
-      // spent also when the server reports a failure (the slot is released)
-      try {
-        detail::progress_engine()->wait(h);
-      } catch (...) {
-        HandleAccess::set_state(h, S::spent);
-        throw;
-      }
-      HandleAccess::set_state(h, S::spent);
-      return;
-    case S::thread:
-      detail::progress_thread()->wait(HandleAccess::reg(h));
-      HandleAccess::reg(h) = -1;
-      break;
-    case S::mpi:
-      if (HandleAccess::req(h) != MPI_REQUEST_NULL) wait_yielding(HandleAccess::req(h));
-      break;
-    default:
-      break;
-  }
-  finish_flush(h);
-}
-
-void wait_all(std::vector<Handle>& hs) {
-  detail::CommScope timed;
-  using S = HandleAccess::State;
-  std::vector<MPI_Request> reqs;
-  std::set<std::pair<MPI_Win, int>> flushes;
-  reqs.reserve(hs.size());
-  for (auto& h : hs) {
-    if (HandleAccess::state(h) == S::moved) check_live(h, "wait_all");
-    if (HandleAccess::state(h) != S::mpi) continue;
-    if (HandleAccess::req(h) != MPI_REQUEST_NULL) reqs.push_back(HandleAccess::req(h));
-    if (HandleAccess::flush(h)) flushes.insert({HandleAccess::win(h), HandleAccess::target(h)});
-    HandleAccess::req(h) = MPI_REQUEST_NULL;
-    HandleAccess::set_state(h, S::spent);
-  }
-  if (!reqs.empty()) wait_all_yielding(reqs);
-  for (const auto& [win, target] : flushes) MPI_Win_flush(target, win);
-  // Offloaded and thread-registered handles one by one (they run
-  // concurrently, so the order does not matter).
-  for (auto& h : hs)
-    if (h.live()) wait(h);
-}
-
-bool test(Handle& h) {
-  check_live(h, "test");
-  using S = HandleAccess::State;
-  switch (HandleAccess::state(h)) {
-    case S::offload:
-      try {
-        if (!detail::progress_engine()->test(h)) return false;
-      } catch (...) {
-        HandleAccess::set_state(h, S::spent);
-        throw;
-      }
-      HandleAccess::set_state(h, S::spent);
-      return true;
-    case S::thread:
-      if (!detail::progress_thread()->test(HandleAccess::reg(h))) return false;
-      HandleAccess::reg(h) = -1;
-      break;
-    case S::mpi:
-      if (HandleAccess::req(h) != MPI_REQUEST_NULL) {
-        int flag = 0;
-        MPI_Test(&HandleAccess::req(h), &flag, MPI_STATUS_IGNORE);
-        if (!flag) return false;
-      }
-      break;
-    default:
-      break;
-  }
-  finish_flush(h);
-  return true;
-}
 
 void flush(Team& team) {
   detail::CommScope timed;
