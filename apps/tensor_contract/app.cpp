@@ -218,9 +218,9 @@ double dense_elements(const Problem& p, const std::string& idx) {
   return e;
 }
 
-std::vector<hsize_t> h5dims(const Problem& p, const std::string& idx) {
-  std::vector<hsize_t> d;
-  for (char ch : idx) d.push_back(static_cast<hsize_t>(p.index.at(ch).extent));
+std::vector<std::uint64_t> h5dims(const Problem& p, const std::string& idx) {
+  std::vector<std::uint64_t> d;
+  for (char ch : idx) d.push_back(static_cast<std::uint64_t>(p.index.at(ch).extent));
   return d;
 }
 

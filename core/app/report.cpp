@@ -85,8 +85,9 @@ std::string finish_output(H5Output& out, const Context& ctx, Timers& timers, con
     if (!log.empty()) {
       out.write_root_vector("async_time", t);
       out.write_root_vector("async_on", on);
-      out.write_root_array("async_cr", cr,
-                           {static_cast<hsize_t>(log.size()), static_cast<hsize_t>(log[0].cr.size())});
+      out.write_root_array(
+          "async_cr", cr,
+          {static_cast<std::uint64_t>(log.size()), static_cast<std::uint64_t>(log[0].cr.size())});
       std::string phases;
       for (const auto& d : log) phases += (phases.empty() ? "" : ",") + d.phase;
       out.attribute("async_on", "phases", phases);

@@ -13,6 +13,7 @@
 
 #include "app/kokkos_start.hpp"
 #include "app/run_parts.hpp"
+#include "io/reaper.hpp"
 #include "locus/app.hpp"
 #include "locus/async.hpp"
 #include "locus/cpu.hpp"
@@ -114,7 +115,7 @@ int run(int argc, char** argv, const AppInfo& app, const std::function<int(Conte
   // The output watcher rank 0 starts (reaper.cpp): no MPI, no deck.
   if (argc == 4 && std::strcmp(argv[1], "--locus-reap-output") == 0)
     return detail::reap_output(argv[2], argv[3]);
-  detail::g_reaper_capable = true;
+  detail::set_reaper_capable();
   passive_wait_if_oversubscribed(argc, argv);
   int provided = 0;
   prepare_mpi_environment();

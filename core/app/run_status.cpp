@@ -12,6 +12,7 @@
 #include <string>
 
 #include "app/run_parts.hpp"
+#include "io/reaper.hpp"
 #include "locus/io.hpp"
 
 namespace locus::detail {

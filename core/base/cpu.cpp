@@ -12,6 +12,7 @@
 #include <sstream>
 #include <vector>
 
+#include "base/cpu_parse.hpp"
 #include "locus/error.hpp"
 #include "locus/kokkos.hpp"
 

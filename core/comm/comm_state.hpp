@@ -57,6 +57,13 @@ inline CommState* comm_state_if_any() noexcept {
   return c ? c->comm : nullptr;
 }
 
+// Redirection (async.cpp): the runtime's start and end (runtime construction /
+// destruction) and the state new segments start in.
+void async_start(const CommSettings& s);
+void async_stop();
+// The state new segments start in (set_async's last value).
+bool async_default_on();
+
 // The team's aggregator, or nullptr (aggregate.cpp).
 Aggregator* aggregator_of(const Team& team) noexcept;
 // Makes the team's aggregator if it has none (collective over the team).

@@ -409,7 +409,8 @@ void H5Output::write_root_vector(const std::string& name, const std::vector<doub
 }
 
 void H5Output::write_root_array(const std::string& name, const std::vector<double>& v,
-                                const std::vector<hsize_t>& dims) {
+                                const std::vector<std::uint64_t>& extents) {
+  const std::vector<hsize_t> dims(extents.begin(), extents.end());
   hsize_t n = 1;
   for (hsize_t d : dims) n *= d;
   if (rank_ == 0 && v.size() != n)

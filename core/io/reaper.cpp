@@ -29,7 +29,15 @@ char g_output_tmp[4096] = {0};
 char g_output_lock[4096] = {0};
 
 bool g_output_abandoned = false;
+namespace {
+// locus::run's executables handle --locus-reap-output (set_reaper_capable).
 bool g_reaper_capable = false;
+}  // namespace
+
+void set_reaper_capable() {
+  g_reaper_capable = true;
+}
+
 bool output_abandoned() {
   return g_output_abandoned;
 }

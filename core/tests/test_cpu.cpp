@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "base/cpu_parse.hpp"
 #include "locus/cpu.hpp"
 #include "locus/error.hpp"
 

@@ -35,17 +35,6 @@ const Features& features();
 // Reads the features again (tests that change the environment variables).
 void reset_for_tests();
 
-// Detection pieces, exposed for tests.
-namespace detail {
-// Parses a LOCUS_CPU_HIDE value into f (hides what it names); throws
-// locus::Error naming the unknown word.
-void apply_hide(Features& f, const std::string& spec);
-// Parses a LOCUS_CPU_CACHE value ("l2:1m,l3:32m"); throws on a bad one.
-void apply_cache_override(Features& f, const std::string& spec);
-// A sysfs size string ("48K", "2048K", "32M") in bytes; 0 when unreadable.
-std::size_t parse_cache_size(const std::string& s);
-}  // namespace detail
-
 // "rtm avx2 avx512f streaming_stores" (what is present and not hidden).
 std::string feature_list();
 // "l1d 48 KiB, l2 2 MiB, l3 260 MiB (sysfs)".

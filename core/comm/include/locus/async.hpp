@@ -71,12 +71,4 @@ struct AsyncDecision {
 // The log of phase points of this runtime (the same on every unit).
 const std::vector<AsyncDecision>& async_log();
 
-namespace detail {
-// The runtime's start and end (runtime construction / destruction).
-void async_start(const CommSettings& s);
-void async_stop();
-// The state new segments start in (set_async's last value).
-bool async_default_on();
-}  // namespace detail
-
 }  // namespace locus

@@ -6,7 +6,6 @@
 // a failed or terminated run removes the .tmp. An existing NAME.h5 is an
 // error unless overwrite is set, and while a run writes NAME.h5 it holds a
 // lock on NAME.h5.lock, so a second run with the same output is refused.
-#include <hdf5.h>
 #include <mpi.h>
 #include <sys/types.h>
 
@@ -20,21 +19,6 @@
 #include "locus/field.hpp"
 
 namespace locus {
-
-namespace detail {
-// Removes the .tmp and .lock of the output this process is writing, if
-// any (async-signal-safe: the runtime's SIGTERM/SIGINT handler calls it).
-void remove_unfinished_output() noexcept;
-// True after an output whose write failed was abandoned (not closed): the
-// process must not call MPI_Finalize (HDF5's hook would hang).
-bool output_abandoned();
-// The output watcher's main (the executable started with
-// --locus-reap-output LOCK TMP; see H5Output::spawn_reaper).
-int reap_output(const char* lock, const char* tmp);
-// Set by locus::run: this executable handles --locus-reap-output, so
-// outputs may start their watcher (test programs with their own main do not).
-extern bool g_reaper_capable;
-}  // namespace detail
 
 class H5Output {
  public:
@@ -69,7 +53,7 @@ class H5Output {
   // An N-d array only rank 0 holds (row-major, `dims` on every rank; other
   // ranks pass anything).
   void write_root_array(const std::string& name, const std::vector<double>& v,
-                        const std::vector<hsize_t>& dims);
+                        const std::vector<std::uint64_t>& dims);
   // One row per rank: a (ranks x row.size()) dataset.
   void write_rank_rows(const std::string& name, const std::vector<double>& row);
 
@@ -78,16 +62,16 @@ class H5Output {
   const std::string& path() const { return path_; }
 
  private:
-  hid_t object(const std::string& name) const;
-  void write_block(const std::string& name, const void* data, hid_t type, const BlockShape& shape,
+  std::int64_t object(const std::string& name) const;
+  void write_block(const std::string& name, const void* data, std::int64_t type, const BlockShape& shape,
                    const CartDecomp& dc, int ndims);
   void release_lock();
   void spawn_reaper();
   // Collective: a failed write is one CollectiveError with the path and errno.
-  void written(herr_t status, const std::string& name);
+  void written(int status, const std::string& name);
   // Collective: DSET, or (a creation failed on some rank) one
   // CollectiveError; the file is then abandoned.
-  hid_t created(hid_t dset, const std::string& name);
+  std::int64_t created(std::int64_t dset, const std::string& name);
   // The CRC-32 of an attribute's value (h5::attribute_bytes), and the
   // record of them all written at commit (docs/outputs.md, Checksums).
   void remember_checksum(const std::string& obj, const std::string& name, const std::string& bytes);
@@ -100,8 +84,8 @@ class H5Output {
   std::string path_, tmp_, lock_;
   int lock_fd_ = -1;
   pid_t reaper_ = 0;  // the watcher that removes a killed run's files
-  hid_t file_ = -1;
-  hid_t xfer_ = -1;
+  std::int64_t file_ = -1;
+  std::int64_t xfer_ = -1;
   bool committed_ = false;
   bool broken_ = false;  // a write failed: the file is abandoned, not closed
   std::map<std::pair<std::string, std::string>, std::uint32_t> attribute_crc_;  // (object, name) -> CRC-32
@@ -133,7 +117,7 @@ class H5Input {
  private:
   MPI_Comm comm_;
   std::string path_;
-  hid_t file_ = -1;
+  std::int64_t file_ = -1;
 };
 
 // ParaView-readable XDMF for a (nz, ny, nx) dataset on a uniform grid, or a
