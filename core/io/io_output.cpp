@@ -389,23 +389,22 @@ template void H5Output::write_field<float>(const std::string&, const GridFieldT<
 template void H5Output::write_field<double>(const std::string&, const GridFieldT<double>&, const CartDecomp&,
                                             int);
 
+std::int64_t H5Output::create_doubles(const std::string& name, const std::vector<std::uint64_t>& extents) {
+  const std::vector<hsize_t> dims(extents.begin(), extents.end());
+  double n = 1;
+  for (hsize_t d : dims) n *= double(d);
+  ensure_space(8.0 * n, name);
+  Id filespace(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), H5Sclose,
+               "H5Screate_simple");
+  Id dcpl = checked_chunks(static_cast<int>(dims.size()), dims.data(), 8);
+  return created(
+      H5Dcreate2(file_, name.c_str(), H5T_NATIVE_DOUBLE, filespace, H5P_DEFAULT, dcpl, H5P_DEFAULT), name);
+}
+
 void H5Output::write_root_vector(const std::string& name, const std::vector<double>& v) {
   unsigned long long n = v.size();
   MPI_Bcast(&n, 1, MPI_UNSIGNED_LONG_LONG, 0, comm_);
-  hsize_t dims = n;
-  ensure_space(8.0 * double(n), name);
-  Id filespace(H5Screate_simple(1, &dims, nullptr), H5Sclose, "H5Screate_simple");
-  Id dcpl = checked_chunks(1, &dims, 8);
-  Id dset(
-      created(H5Dcreate2(file_, name.c_str(), H5T_NATIVE_DOUBLE, filespace, H5P_DEFAULT, dcpl, H5P_DEFAULT),
-              name),
-      H5Dclose, "creating dataset " + name);
-  Id memspace(H5Screate_simple(1, &dims, nullptr), H5Sclose, "H5Screate_simple");
-  if (rank_ != 0 || n == 0) {
-    H5Sselect_none(filespace);
-    H5Sselect_none(memspace);
-  }
-  if (n > 0) written(H5Dwrite(dset, H5T_NATIVE_DOUBLE, memspace, filespace, xfer_, v.data()), name);
+  write_root_array(name, v, {static_cast<std::uint64_t>(n)});
 }
 
 void H5Output::write_root_array(const std::string& name, const std::vector<double>& v,
@@ -416,14 +415,8 @@ void H5Output::write_root_array(const std::string& name, const std::vector<doubl
   if (rank_ == 0 && v.size() != n)
     throw Error("output: " + name + ": " + std::to_string(v.size()) + " values for a dataset of " +
                 std::to_string(n));
-  ensure_space(8.0 * double(n), name);
-  Id filespace(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), H5Sclose,
-               "H5Screate_simple");
-  Id dcpl = checked_chunks(static_cast<int>(dims.size()), dims.data(), 8);
-  Id dset(
-      created(H5Dcreate2(file_, name.c_str(), H5T_NATIVE_DOUBLE, filespace, H5P_DEFAULT, dcpl, H5P_DEFAULT),
-              name),
-      H5Dclose, "creating dataset " + name);
+  Id dset(create_doubles(name, extents), H5Dclose, "creating dataset " + name);
+  Id filespace(H5Dget_space(dset), H5Sclose, "H5Dget_space");
   Id memspace(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), H5Sclose,
               "H5Screate_simple");
   if (rank_ != 0 || n == 0) {
@@ -435,14 +428,8 @@ void H5Output::write_root_array(const std::string& name, const std::vector<doubl
 
 void H5Output::write_distributed(const std::string& name, const double* data, std::uint64_t count,
                                  std::uint64_t offset, std::uint64_t global) {
-  hsize_t dims = global;
-  ensure_space(8.0 * double(global), name);
-  Id filespace(H5Screate_simple(1, &dims, nullptr), H5Sclose, "H5Screate_simple");
-  Id dcpl = checked_chunks(1, &dims, 8);
-  Id dset(
-      created(H5Dcreate2(file_, name.c_str(), H5T_NATIVE_DOUBLE, filespace, H5P_DEFAULT, dcpl, H5P_DEFAULT),
-              name),
-      H5Dclose, "creating dataset " + name);
+  Id dset(create_doubles(name, {global}), H5Dclose, "creating dataset " + name);
+  Id filespace(H5Dget_space(dset), H5Sclose, "H5Dget_space");
   hsize_t start = offset, n = count;
   Id memspace(H5Screate_simple(1, &n, nullptr), H5Sclose, "H5Screate_simple");
   if (count == 0) {
@@ -457,14 +444,9 @@ void H5Output::write_distributed(const std::string& name, const double* data, st
 void H5Output::write_rank_rows(const std::string& name, const std::vector<double>& row) {
   int size = 1;
   MPI_Comm_size(comm_, &size);
-  hsize_t dims[2] = {hsize_t(size), row.size()};
-  ensure_space(8.0 * double(size) * double(row.size()), name);
-  Id filespace(H5Screate_simple(2, dims, nullptr), H5Sclose, "H5Screate_simple");
-  Id dcpl = checked_chunks(2, dims, 8);
-  Id dset(
-      created(H5Dcreate2(file_, name.c_str(), H5T_NATIVE_DOUBLE, filespace, H5P_DEFAULT, dcpl, H5P_DEFAULT),
-              name),
-      H5Dclose, "creating dataset " + name);
+  Id dset(create_doubles(name, {static_cast<std::uint64_t>(size), row.size()}), H5Dclose,
+          "creating dataset " + name);
+  Id filespace(H5Dget_space(dset), H5Sclose, "H5Dget_space");
   hsize_t start[2] = {hsize_t(rank_), 0}, count[2] = {1, row.size()};
   check(H5Sselect_hyperslab(filespace, H5S_SELECT_SET, start, nullptr, count, nullptr), "hyperslab");
   Id memspace(H5Screate_simple(2, count, nullptr), H5Sclose, "H5Screate_simple");

@@ -72,6 +72,9 @@ class H5Output {
   // Collective: DSET, or (a creation failed on some rank) one
   // CollectiveError; the file is then abandoned.
   std::int64_t created(std::int64_t dset, const std::string& name);
+  // A dataset of doubles of these extents, chunked with checksums, the
+  // space checked first (collective); its id, for the caller to close.
+  std::int64_t create_doubles(const std::string& name, const std::vector<std::uint64_t>& extents);
   // The CRC-32 of an attribute's value (h5::attribute_bytes), and the
   // record of them all written at commit (docs/outputs.md, Checksums).
   void remember_checksum(const std::string& obj, const std::string& name, const std::string& bytes);
