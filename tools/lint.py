@@ -127,9 +127,9 @@ def long_functions(path, limit):
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]')
 
 
-def core_layers():
+def core_layers(root=ROOT):
     """The layers, lowest first, as core/CMakeLists.txt declares them."""
-    path = os.path.join(ROOT, "core", "CMakeLists.txt")
+    path = os.path.join(root, "core", "CMakeLists.txt")
     with open(path, encoding="utf-8") as f:
         m = re.search(r"set\(LOCUS_LAYERS ([a-z ]+)\)", f.read())
     if not m:
@@ -137,12 +137,12 @@ def core_layers():
     return m.group(1).split()
 
 
-def header_layers(layers):
+def header_layers(layers, root=ROOT):
     """Which layer each core header belongs to: "locus/x.hpp" (public) and
     "<layer>/x.hpp" (internal)."""
     owner = {}
     for layer in layers:
-        top = os.path.join(ROOT, "core", layer)
+        top = os.path.join(root, "core", layer)
         for dirpath, _, names in os.walk(top):
             for n in names:
                 if n.endswith(".hpp"):
@@ -154,14 +154,14 @@ def header_layers(layers):
     return owner
 
 
-def upward_includes():
-    """(file, line, text) of every include in core/ that points to a later layer."""
-    layers = core_layers()
+def upward_includes(root=ROOT):
+    """(file, line, text) of every include in ROOT/core that points to a later layer."""
+    layers = core_layers(root)
     rank = {name: i for i, name in enumerate(layers)}
-    owner = header_layers(layers)
+    owner = header_layers(layers, root)
     found = []
     for layer in layers:
-        for dirpath, _, names in os.walk(os.path.join(ROOT, "core", layer)):
+        for dirpath, _, names in os.walk(os.path.join(root, "core", layer)):
             for n in sorted(names):
                 if not n.endswith(SUFFIXES):
                     continue
@@ -171,7 +171,7 @@ def upward_includes():
                         m = INCLUDE.match(line)
                         target = owner.get(m.group(1)) if m else None
                         if target and rank[target] > rank[layer]:
-                            found.append((os.path.relpath(path, ROOT), i, "includes %s (layer %d, %s) from layer %d, %s"
+                            found.append((os.path.relpath(path, root), i, "includes %s (layer %d, %s) from layer %d, %s"
                                           % (m.group(1), rank[target] + 1, target, rank[layer] + 1, layer)))
     return found
 
