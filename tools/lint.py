@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""locus lint: which C++ sources the repository's .clang-format would change, and which functions are too long.
+"""locus lint: which C++ sources the repository's .clang-format would change, which functions are too long, and which includes point up the core's layers.
 
 Runs Debian's clang-format (clang-format-14, package clang-format) in
 dry-run mode with --Werror over the C++ sources git tracks (*.cpp, *.hpp,
