@@ -78,7 +78,7 @@ def main():
     check(p.returncode == 0 and "warning" not in p.stderr, "same study: %s %s" % (p.stdout, p.stderr))
     p = tool("compare_studies.py", res[15], res[19], "--out", os.path.join(out, "cmp_diff"))
     check(p.returncode == 2 and "not the same study" in p.stderr and "weak_size" in p.stderr and
-          "global size at 1 ranks: weak15 15x15, weak19 19x19" in p.stderr, "different sizes: %s" % p.stderr)
+          "global size at 1 rank: weak15 15x15, weak19 19x19" in p.stderr, "different sizes: %s" % p.stderr)
     p = tool("compare_studies.py", res[15], res[19], "--out", os.path.join(out, "cmp_diff"), "--allow-differences")
     check(p.returncode == 0 and "warning: A and B differ: global size" in p.stderr, "allowed: %s" % p.stderr)
     check("## Differences between A and B" in open(os.path.join(out, "cmp_diff", "report.md")).read(),

@@ -43,7 +43,8 @@ def load(results):
             meta = json.load(f)
     metric = meta.get("metric", "total")
     col = "timer_%s_max" % metric
-    points = {}
+    points, fom, over = {}, {}, set()
+    fom_unit = ""
     order = list(meta.get("variants", []))
     with open(csv_path) as f:
         for row in csv.DictReader(f):
@@ -52,7 +53,13 @@ def load(results):
                 order.append(v)
             if row.get("status") != "ok" or not row.get(col):
                 continue
-            points.setdefault((v, int(row["ranks"])), []).append(float(row[col]))
+            key = (v, int(row["ranks"]))
+            points.setdefault(key, []).append(float(row[col]))
+            if row.get("figure_of_merit"):
+                fom.setdefault(key, []).append(float(row["figure_of_merit"]))
+                fom_unit = row.get("figure_of_merit_unit") or fom_unit
+            if row.get("oversubscribed") in ("1", "True", "true"):
+                over.add(int(row["ranks"]))
     if not points:
         raise UserError("%s: no successful runs with timer '%s'" % (results, metric))
     machine = None
@@ -70,7 +77,28 @@ def load(results):
             if row.get("global_size") and row["ranks"] not in sizes:
                 sizes[row["ranks"]] = {"global_size": row["global_size"]}
     return {"dir": results, "meta": meta, "metric": metric, "agg": agg, "order": order, "machine": machine,
-            "sizes": sizes}
+            "sizes": sizes, "fom": {k: statistics.median(x) for k, x in fom.items()}, "fom_unit": fom_unit,
+            "over": over}
+
+
+def ranks_text(r):
+    """'1 rank', '4 ranks'."""
+    return "%s rank%s" % (r, "" if str(r) == "1" else "s")
+
+
+def pair_variants(A, B):
+    """When A and B share no variant name (studies of two apps), B's
+    variants are matched to A's in order; B is renamed in place. The
+    pairs ("A's", "B's"), or [] when names matched."""
+    names_a = {v for v, _ in A["agg"]}
+    if names_a & {v for v, _ in B["agg"]}:
+        return []
+    pairs = list(zip(A["order"], B["order"]))
+    rename = {b: a for a, b in pairs}
+    for key in ("agg", "fom"):
+        B[key] = {(rename.get(v, "%s (B)" % v), r): x for (v, r), x in B[key].items()}
+    B["order"] = [rename.get(v, "%s (B)" % v) for v in B["order"]]
+    return pairs
 
 
 def differences(A, B, la, lb):
@@ -83,7 +111,7 @@ def differences(A, B, la, lb):
         va, vb = ma.get(key), mb.get(key)
         if va is None or vb is None:
             if va != vb:
-                soft.append("%s: only %s records it (older study), not checked" % (what, la if vb is None else lb))
+                soft.append("%s: only %s has one, not checked" % (what, la if vb is None else lb))
             return
         if va != vb:
             into.append("%s: %s %s, %s %s" % (what, la, json.dumps(va), lb, json.dumps(vb)))
@@ -92,18 +120,30 @@ def differences(A, B, la, lb):
     differ("scaling", "scaling", hard)
     if A["metric"] != B["metric"]:
         hard.append("metric: %s times '%s', %s '%s'" % (la, A["metric"], lb, B["metric"]))
-    differ("weak_size", "weak_size (problem per rank)", hard)
+    if ma.get("scaling") == mb.get("scaling") == "weak":  # a strong study has no weak_size
+        differ("weak_size", "weak_size (problem per rank)", hard)
     sa, sb = A["sizes"], B["sizes"]
     if not sa or not sb:
-        soft.append("problem sizes: %s records none (older study), not checked" % (la if not sa else lb))
+        soft.append("problem sizes: %s records none, not checked" % (la if not sa else lb))
     for r in sorted(set(sa) & set(sb), key=int):
         ga, gb = sa[r].get("global_size"), sb[r].get("global_size")
         if ga != gb:
-            hard.append("global size at %s ranks: %s %s, %s %s" % (r, la, ga, lb, gb))
+            hard.append("global size at %s: %s %s, %s %s" % (ranks_text(r), la, ga, lb, gb))
     for key, what in (("deck", "deck"), ("set", "set keys"), ("sweep", "swept keys and values"),
                       ("ranks", "rank counts"), ("points", "nodes x ranks per node"), ("repeats", "repeats")):
         differ(key, what, soft)
     return hard, soft
+
+
+def shade_oversubscribed(ax, A, B, la, lb, ranks):
+    """A grey band over the rank counts either side ran over-subscribed
+    (more ranks than cores), named in the legend."""
+    over = sorted(r for r in ranks if r in A["over"] or r in B["over"])
+    if not over:
+        return
+    who = " and ".join(lab for side, lab in ((A, la), (B, lb)) if side["over"] & set(over))
+    ax.axvspan(over[0] / 2 ** 0.25, over[-1] * 2 ** 0.25, color="0.85", zorder=0,
+               label="over-subscribed (%s)" % who)
 
 
 def rank_axis(ax, ranks):
@@ -130,6 +170,7 @@ def plot_time(plt, A, B, la, lb, variants, ranks, colour):
     ax.set_yscale("log")
     ax.set_ylabel("%s time, slowest rank [s]" % A["metric"])
     ax.set_title("%s (solid) vs %s (dashed), median and min-max" % (la, lb), fontsize=10)
+    shade_oversubscribed(ax, A, B, la, lb, ranks)
     rank_axis(ax, ranks)
     return fig
 
@@ -150,6 +191,7 @@ def plot_ratio(plt, A, B, la, lb, variants, ranks, colour):
     ax.axhline(1.0, color="k", lw=0.8)
     ax.set_ylabel("time %s / time %s" % (la, lb))
     ax.set_title("above 1: %s is faster" % lb, fontsize=10)
+    shade_oversubscribed(ax, A, B, la, lb, ranks)
     rank_axis(ax, ranks)
     return fig
 
@@ -189,6 +231,24 @@ def machine_lines(A, B, la, lb):
     return lines
 
 
+def fom_lines(A, B, la, lb, common):
+    """The figure of merit per point (median of the repeats), higher is better."""
+    keys = [k for k in common if k in A["fom"] and k in B["fom"]]
+    if not keys:
+        return []
+    unit_a, unit_b = A["fom_unit"], B["fom_unit"]
+    head = unit_a if unit_a == unit_b else "%s / %s" % (unit_a, unit_b)
+    lines = ["", "## Figure of merit (%s, median of the repeats; higher is better)" % head, "",
+             "| variant | ranks | %s | %s | %s / %s |" % (la, lb, la, lb), "|---|---:|---:|---:|---:|"]
+    for k in keys:
+        fa, fb = A["fom"][k], B["fom"][k]
+        lines.append("| %s | %d | %.4g | %.4g | %s |" % (k[0], k[1], fa, fb, "%.2f" % (fa / fb) if fb else "–"))
+    if unit_a != unit_b:
+        lines.append("\n(the two apps' figures of merit count different work: the ratio compares rates, "
+                     "not the same quantity)")
+    return lines
+
+
 def write_report(A, B, la, lb, hard, soft, common, only, files, out):
     """out/report.md: the command, the differences, machines, times, plots."""
     lines = ["# %s vs %s" % (la, lb), "",
@@ -209,9 +269,10 @@ def write_report(A, B, la, lb, hard, soft, common, only, files, out):
         lines.append("| %s | %d | %.4g (%.3g–%.3g, n=%d) | %.4g (%.3g–%.3g, n=%d) | %.2f (%.2f–%.2f) |" % (
             k[0], k[1], a["median"], a["min"], a["max"], a["n"], b["median"], b["min"], b["max"], b["n"],
             a["median"] / b["median"], a["min"] / b["max"], a["max"] / b["min"]))
+    lines += fom_lines(A, B, la, lb, common)
     if only:
         lines += ["", "Only in one of them (not compared): " + ", ".join(
-            "%s at %d (%s)" % (v, r, la if (v, r) in A["agg"] else lb) for v, r in only)]
+            "%s at %s (%s)" % (v, ranks_text(r), la if (v, r) in A["agg"] else lb) for v, r in only)]
     lines += [""] + ["![%s](%s.png)\n" % (f, f) for f in files]
     with open(os.path.join(out, "report.md"), "w") as f:
         f.write("\n".join(lines))
@@ -225,8 +286,9 @@ def main():
     ap.add_argument("--labels", nargs=2, metavar=("NAME_A", "NAME_B"), help="names of A and B in tables and plots")
     ap.add_argument("--out", help="output directory")
     ap.add_argument("--allow-differences", action="store_true",
-                    help="compare studies of different apps, scalings, metrics or problem sizes anyway "
-                         "(the differences head the report)")
+                    help="compare studies of different apps, scalings or problem sizes anyway (the "
+                         "differences head the report; variants with no name in common are matched in "
+                         "order). The metric must be the same")
     args = ap.parse_args()
     try:
         A, B = load(os.path.abspath(args.a)), load(os.path.abspath(args.b))
@@ -241,6 +303,11 @@ def main():
             print("warning: A and B differ: %s" % d, file=sys.stderr)
         if A["metric"] != B["metric"]:
             raise UserError("A times '%s' and B '%s': compare the same metric" % (A["metric"], B["metric"]))
+        pairs = pair_variants(A, B) if args.allow_differences else []
+        if pairs:
+            soft.append("variants matched in order (no name in common): " +
+                        ", ".join("%s %s = %s %s" % (la, a, lb, b) for a, b in pairs))
+            print("warning: A and B differ: %s" % soft[-1], file=sys.stderr)
         out = os.path.abspath(args.out or os.path.join("results", "compare-%s-vs-%s" % (
             os.path.basename(A["dir"].rstrip("/")), os.path.basename(B["dir"].rstrip("/")))))
         os.makedirs(out, exist_ok=True)
