@@ -4,11 +4,13 @@ integers in results.h5), the figure of merit and its unit; --dry-run prints
 the global size; report.md's Regenerate line works from another directory;
 tensor_contract is studyable; compare-studies accepts the same study,
 refuses two studies of different sizes naming the difference (and compares
-them with --allow-differences, saying so)."""
+them with --allow-differences, saying so); a study with a run missing
+reports itself incomplete."""
 import csv
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 
@@ -72,6 +74,19 @@ def main():
                        cwd="/", env=dict(os.environ))
     check(p.returncode == 0 and "results: %s/report.md" % res[15] in p.stdout,
           "Regenerate from /: %s %s" % (p.stdout[-500:], p.stderr[-500:]))
+
+    # a study with a run missing (interrupted): --plots-only says incomplete and lists it
+    part = os.path.join(out, "results", "weak15_part")
+    shutil.rmtree(part, ignore_errors=True)
+    shutil.copytree(res[15], part)
+    two = [d for d in os.listdir(os.path.join(part, "runs")) if "-np2-" in d]
+    check(len(two) == 1, "one 2-rank run: %s" % two)
+    shutil.rmtree(os.path.join(part, "runs", two[0]))
+    p = tool("study.py", os.path.join(out, "weak15.yaml"), "--results", part, "--plots-only", cwd=out)
+    rep = open(os.path.join(part, "report.md")).read()
+    check(p.returncode == 0 and "incomplete: 1 not run yet" in p.stdout and "# Study weak15 (incomplete)" in rep
+          and "**Incomplete: 1 of 2 planned runs have not run.**" in rep and "| run | 2 | 1 of 1 |" in rep,
+          "incomplete study: %s %s\n%s" % (p.stdout[-400:], p.stderr[-400:], rep[:1200]))
 
     # compare-studies: the same study passes; different sizes are refused
     p = tool("compare_studies.py", res[15], res[15], "--out", os.path.join(out, "cmp_same"))

@@ -1204,10 +1204,37 @@ def report_machine(study, results):
     return lines
 
 
+def missing_runs(study, records):
+    """(variant, ranks, repeats missing) of every point with fewer finished
+    runs than the study plans."""
+    done = {}
+    for r in records:
+        done[(r["variant"], r["ranks"])] = done.get((r["variant"], r["ranks"]), 0) + 1
+    return [(v, r, study.repeats - done.get((v, r), 0)) for (r, _, _) in study.points for v in study.variants()
+            if done.get((v, r), 0) < study.repeats]
+
+
+def report_missing(study, missing):
+    """The head of an incomplete study's report: what has not run."""
+    if not missing:
+        return []
+    runs = sum(n for _, _, n in missing)
+    planned = len(study.points) * len(study.variants()) * study.repeats
+    lines = ["**Incomplete: %d of %d planned runs have not run.** The table and plots show only the finished "
+             "ones; the same command (without --plots-only) runs the rest." % (runs, planned), "",
+             "| variant | ranks | runs missing |", "|---|---:|---:|"]
+    lines += ["| %s | %d | %d of %d |" % (label(v), r, n, study.repeats) for v, r, n in missing]
+    return lines + [""]
+
+
 def report(study, agg, records, results, files, rows):
     """results/<study>/report.md: the study, its table, the machine, failed
     runs, the figures."""
-    lines = report_head(study, records, results) + report_table(study, agg, records) + report_machine(study, results)
+    missing = missing_runs(study, records)
+    head = report_head(study, records, results)
+    if missing:
+        head[0] += " (incomplete)"
+    lines = head + report_missing(study, missing) + report_table(study, agg, records) + report_machine(study, results)
     failed = [r for r in records if r["status"] != "ok"]
     if failed:
         lines += ["", "## Failed runs (left out of the plots)", "", "| run | variant | ranks | error |",
@@ -1318,7 +1345,9 @@ def main():
         files = plots(study, agg, results, timer_names, records)
         report(study, agg, records, results, files, rows)
         failed = sum(1 for r in records if r["status"] != "ok")
-        print("results: %s/report.md (%d runs, %d failed)" % (results, len(records), failed))
+        left = sum(n for _, _, n in missing_runs(study, records))
+        print("results: %s/report.md (%d runs, %d failed%s)" % (results, len(records), failed,
+                                                                "; incomplete: %d not run yet" % left if left else ""))
         return 1 if failed else 0
     except UserError as e:
         print("locus study: error: %s" % e, file=sys.stderr)
