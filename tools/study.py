@@ -928,9 +928,9 @@ class Plotter:
     def mark_oversubscribed(self, ax):
         ranks, cores = self.study.ranks, self.cores
         if max(ranks) > cores:
-            ax.axvspan(cores + 0.5 if cores + 0.5 < max(ranks) else cores, max(ranks) * 1.15, color="0.9", zorder=0)
-            ax.text(max(ranks), ax.get_ylim()[1], "over-subscribed\n(ranks > %d cores)" % cores,
-                    ha="right", va="top", fontsize=8, color="0.4")
+            # named in the legend, not written over the data
+            ax.axvspan(cores + 0.5 if cores + 0.5 < max(ranks) else cores, max(ranks) * 1.15, color="0.9", zorder=0,
+                       label="over-subscribed (ranks > %d cores)" % cores)
 
     def series(self, variant, f):
         """(ranks, f(aggregate, ranks)) of a variant where it has a median
@@ -961,11 +961,14 @@ class Plotter:
     def errorbar(self, ax, v, xs, ys, lo, hi):
         ax.errorbar(xs, ys, yerr=[lo, hi], marker="o", capsize=3, label=label(v), color=self.colour[v])
 
-    def ratio_curve(self, ax, v, f, bounds):
-        """A curve of ratios, its error bars from `bounds` (low, high) per point."""
+    def ratio_curve(self, ax, v, f, bounds, exact_at=None):
+        """A curve of ratios, its error bars from `bounds` (low, high) per
+        point; none at `exact_at`, where the ratio is 1 by definition."""
         xs, ys = self.series(v, f)
         _, b = self.series(v, bounds)
-        self.errorbar(ax, v, xs, ys, [y - x[0] for y, x in zip(ys, b)], [x[1] - y for y, x in zip(ys, b)])
+        lo = [0.0 if x == exact_at else y - bd[0] for x, y, bd in zip(xs, ys, b)]
+        hi = [0.0 if x == exact_at else bd[1] - y for x, y, bd in zip(xs, ys, b)]
+        self.errorbar(ax, v, xs, ys, lo, hi)
 
     def time(self):
         """Time vs ranks, with the spread of the repeats."""
@@ -979,10 +982,11 @@ class Plotter:
         self.style(ax, "%s time, slowest rank [s]" % study.metric, "%s: %s scaling, median of %d" %
                    (study.name, study.scaling, study.repeats))
         ax.set_yscale("log")
-        fmt = self.ticker.FormatStrFormatter("%.3g")
-        ax.yaxis.set_major_formatter(fmt)
-        ax.yaxis.set_minor_formatter(fmt)
-        ax.tick_params(axis="y", which="minor", labelsize=7)
+        # Major labels only, and more of them when the range is under a
+        # decade (minor labels overlapped the major ones: "0.09" over "0.1").
+        ax.yaxis.set_major_locator(self.ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        ax.yaxis.set_major_formatter(self.ticker.FormatStrFormatter("%.3g"))
+        ax.yaxis.set_minor_formatter(self.ticker.NullFormatter())
         self.finish(ax)
         self.save(fig, "time")
 
@@ -1021,7 +1025,7 @@ class Plotter:
             sp = lambda b, t, r: b / t  # noqa: E731
             eff = (lambda b, t, r: b * r0 / (t * r)) if strong else sp
             for ax, f in [(axes[0], sp)] + ([(axes[1], eff)] if strong else []):
-                self.ratio_curve(ax, v, lambda a, r: f(t0, a["median"], r), spread(f))
+                self.ratio_curve(ax, v, lambda a, r: f(t0, a["median"], r), spread(f), exact_at=r0)
         if strong:
             axes[0].plot(study.ranks, [r / r0 for r in study.ranks], "k--", lw=0.8, label="ideal")
             self.style(axes[0], "speedup vs %d rank%s" % (r0, "" if r0 == 1 else "s"), "strong scaling: speedup")
@@ -1128,6 +1132,20 @@ def report_head(study, records, results):
     return lines
 
 
+# A timed loop shorter than this is marked in the report: too short to
+# time (HPCG's rule is the model: its official runs time at least 1800 s).
+SHORT_SECONDS = 1.0
+
+
+def per_rank_text(points, ranks):
+    """Points per rank as the ranks hold them: "225", or "220-221" when the
+    problem does not divide evenly."""
+    if not points:
+        return "–"
+    lo, hi = points // ranks, -(-points // ranks)
+    return "%d" % lo if lo == hi else "%d–%d" % (lo, hi)
+
+
 def report_row(study, agg, v, r, sizes, fom_def):
     """One point's row of the results table."""
     cores = os.cpu_count() or 1
@@ -1140,16 +1158,20 @@ def report_row(study, agg, v, r, sizes, fom_def):
         cells = ["–"] * (4 if strong else 3)
     else:
         sp = t0 / a["median"] if t0 else None
-        cells = ["%.4g" % a["median"], "%.3g–%.3g" % (a["min"], a["max"]), "%.2f" % sp if sp is not None else "–"]
+        short = " †" if a["median"] < SHORT_SECONDS else ""
+        cells = ["%.4g%s" % (a["median"], short), "%.3g–%.3g" % (a["min"], a["max"]),
+                 "%.2f" % sp if sp is not None else "–"]
         if strong:
             cells.append("%.2f" % (sp * r0 / r) if sp is not None else "–")
     sz = sizes.get((v, r)) or {"global_size": "?", "points_per_rank": None}
     line = "| %s | %d%s | %s | %s | %d/%d | %s |" % (
-        label(v), r, "*" if r > cores else "", sz["global_size"],
-        "%g" % sz["points_per_rank"] if sz["points_per_rank"] is not None else "–", a["n"], n_all,
-        " | ".join(cells))
+        label(v), r, "*" if r > cores else "", sz["global_size"], per_rank_text(sz.get("global_points"), r),
+        a["n"], n_all, " | ".join(cells))
     if fom_def:
-        line += " %s |" % ("%.4g" % a["fom_median"] if a.get("fom_median") is not None else "–")
+        fom = a.get("fom_median")
+        line += " %s |" % ("%.4g" % fom if fom is not None else "–")
+        if not strong:
+            line += " %s |" % ("%.4g" % (fom / r) if fom is not None else "–")
     if study.baseline:
         b = (agg.get((baseline_of(study, v), r)) or {}).get("median")
         line += " %s |" % ("%.2f" % (b / a["median"]) if b and a["median"] else "–")
@@ -1165,16 +1187,21 @@ def report_table(study, agg, records):
     for x in records:
         if (x["variant"], x["ranks"]) not in sizes and x.get("config"):
             sizes[(x["variant"], x["ranks"])] = sizes_of(study.app, x["config"], x["ranks"], x.get("summary"))
+    strong = study.scaling == "strong"
     lines = ["| variant | ranks | global size | points per rank | runs ok | median [s] | spread [s] | %s |" % (
-                 "speedup | efficiency" if study.scaling == "strong" else "weak efficiency") +
+                 "speedup | efficiency" if strong else "weak efficiency") +
              (" figure of merit [%s] |" % fom_def["unit"] if fom_def else "") +
-             (" baseline/this |" if has_base else ""),
-             "|---|---:|---|---:|---:|---:|---:|---:|" + ("---:|" if study.scaling == "strong" else "") +
-             ("---:|" if fom_def else "") + ("---:|" if has_base else "")]
+             (" per rank |" if fom_def and not strong else "") + (" baseline/this |" if has_base else ""),
+             "|---|---:|---|---:|---:|---:|---:|---:|" + ("---:|" if strong else "") +
+             ("---:|" if fom_def else "") + ("---:|" if fom_def and not strong else "") +
+             ("---:|" if has_base else "")]
     for v in study.variants():
         for r in study.ranks:
             if agg.get((v, r)):
                 lines.append(report_row(study, agg, v, r, sizes, fom_def))
+    if any(a.get("median") is not None and a["median"] < SHORT_SECONDS for a in agg.values()):
+        lines += ["", "† shorter than %g s: too short to time well (start-up, clock and noise weigh on it); give "
+                  "the study a larger problem or more iterations for figures to rely on." % SHORT_SECONDS]
     return lines
 
 
