@@ -39,6 +39,32 @@ bool has_option(const std::vector<std::string>& args, const std::string& name) {
 
 namespace {
 
+// Either spelling of the threads option, in the one this Kokkos takes
+// (--kokkos-num-threads from 3.7, --kokkos-threads before): the user guide
+// and scripts need not know which Kokkos the build found.
+void respell_threads_option(std::vector<std::string>& args, const std::string& spelling) {
+  for (auto& a : args)
+    for (const char* name : {"--kokkos-num-threads", "--kokkos-threads"})
+      if (a.rfind(std::string(name) + "=", 0) == 0 && name != spelling)
+        a = spelling + a.substr(std::strlen(name));
+}
+
+// Threads asked of a Kokkos whose host backend has none (Serial): said
+// once, not silently ignored.
+void warn_if_no_threads(const std::string& app, const std::vector<std::string>& args,
+                        const std::string& spelling) {
+#if !defined(KOKKOS_ENABLE_OPENMP) && !defined(KOKKOS_ENABLE_THREADS)
+  for (const auto& a : args)
+    if (a.rfind(spelling + "=", 0) == 0 && std::atol(a.c_str() + spelling.size() + 1) > 1)
+      std::fprintf(stderr,
+                   "%s: warning: %s asks for threads, but this Kokkos has no threaded host backend (%s): "
+                   "every rank runs one thread (docs/building.md: Kokkos with OpenMP)\n",
+                   app.c_str(), a.c_str(), Kokkos::DefaultHostExecutionSpace::name());
+#else
+  (void)app, (void)args, (void)spelling;
+#endif
+}
+
 // The CPUs this process may run on (its affinity mask), FALLBACK when the
 // mask cannot be read.
 long affinity_cpus(long fallback) {
@@ -160,6 +186,8 @@ KokkosStart start_kokkos(const std::string& app_name, std::vector<std::string> a
   int threads = std::max(1, cpus / std::max(1, ranks_on_node));
   if (has_option(args, "--kokkos-threads") || has_option(args, "--kokkos-num-threads")) {
     source = "command line";
+    respell_threads_option(args, threads_opt);
+    if (rank == 0) warn_if_no_threads(app_name, args, threads_opt);
   } else if (std::getenv("KOKKOS_NUM_THREADS")) {
     source = "KOKKOS_NUM_THREADS";
   } else if (std::getenv("OMP_NUM_THREADS")) {
