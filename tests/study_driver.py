@@ -94,7 +94,13 @@ def main():
             (STUDY.replace("comm.halo: [p2p, locus]", "comm.hallo: [p2p]"), "tiny_bad.yaml:15: sweep: comm.hallo is not a heat3d deck key (did you mean 'comm.halo'?)"),
             (STUDY.replace("ranks: [1, 2]", "ranks: []"), "tiny_bad.yaml:4: ranks: must be a non-empty list"),
             (STUDY.replace("baseline: {comm.halo: p2p}", "baseline: {comm.halo: rma}"), "tiny_bad.yaml:17: baseline: comm.halo=rma is not one of the swept values"),
-            (STUDY.replace("scaling: strong", "scaling: weak"), "weak scaling needs weak_size")):
+            (STUDY.replace("scaling: strong", "scaling: weak"), "weak scaling needs weak_size"),
+            # several problems: all of them at once, each with its line
+            (STUDY.replace("repeats: 1", "repeats: 0").replace("comm.halo: [p2p, locus]", "comm.hallo: [p2p]")
+             .replace("scaling: strong", "scaling: sideways"),
+             "3 problems in the study file:\n  %s:3: scaling: must be strong or weak (got sideways)\n"
+             "  %s:5: repeats: must be a positive integer (got 0)\n  %s:15: sweep: comm.hallo is not a heat3d "
+             "deck key" % ((os.path.join(out, "tiny_bad.yaml"),) * 3))):
         bad = os.path.join(out, "tiny_bad.yaml")
         with open(bad, "w") as f:
             f.write(text)

@@ -180,26 +180,47 @@ class Study:
         d = doc.data
         if not isinstance(d, dict):
             raise UserError("%s: a study file is a mapping of: %s" % (path, ", ".join(STUDY_KEYS)))
-        doc.check_keys(d, STUDY_KEYS, "study")
-        for k in ("app", "deck"):
-            if k not in d:
-                raise UserError("%s: missing study key '%s' (%s)" % (path, k, STUDY_KEYS[k]))
+        # Every problem of the file at once, as a deck's are: each part is
+        # read on its own; the parts that need the app (keys, baseline, weak
+        # sizes) are read only when the app and deck were read.
+        errors = []
+
+        def part(fn, *args):
+            try:
+                fn(*args)
+                return True
+            except UserError as e:
+                errors.append(str(e))
+                return False
+
+        part(doc.check_keys, d, STUDY_KEYS, "study")
+        missing = [k for k in ("app", "deck") if k not in d]
+        errors += ["%s: missing study key '%s' (%s)" % (path, k, STUDY_KEYS[k]) for k in missing]
+        app_ok = not missing and part(self._read_app, doc, d)
+        self.scaling = str(d.get("scaling", "strong"))
+        if self.scaling not in ("strong", "weak"):
+            errors.append("%s: scaling: must be strong or weak (got %s)" % (doc.where("scaling"), self.scaling))
         if ("ranks" in d) == ("nodes" in d):
-            raise UserError("%s: give either ranks (one node) or nodes with ranks_per_node" % path)
-        self._read_app(doc, d)
-        self._read_points(doc, d)
+            errors.append("%s: give either ranks (one node) or nodes with ranks_per_node" % path)
+            points_ok = False
+        else:
+            points_ok = part(self._read_points, doc, d)
         self.repeats = d.get("repeats", 3)
-        if not isinstance(self.repeats, int) or self.repeats < 1:
-            raise UserError("%s: repeats: must be a positive integer (got %s)" % (doc.where("repeats"), self.repeats))
+        if not isinstance(self.repeats, int) or isinstance(self.repeats, bool) or self.repeats < 1:
+            errors.append("%s: repeats: must be a positive integer (got %s)" % (doc.where("repeats"), self.repeats))
         self.timeout = d.get("timeout", 900)
         self.metric = str(d.get("metric", "total"))
-        self._read_keys(doc, d)
-        self._read_mpi(doc, d)
-        self._read_baseline(doc, d)
-        self._read_weak_size(doc, d)
+        if app_ok and part(self._read_keys, doc, d):
+            part(self._read_mpi, doc, d)
+            part(self._read_baseline, doc, d)
+            if points_ok:
+                part(self._read_weak_size, doc, d)
+        if errors:
+            raise UserError("\n".join(errors) if len(errors) == 1 else
+                            "%d problems in the study file:\n  %s" % (len(errors), "\n  ".join(errors)))
 
     def _read_app(self, doc, d):
-        """name, app, deck and scaling."""
+        """name, app and deck."""
         path = self.path
         self.name = str(d.get("name") or os.path.splitext(os.path.basename(path))[0])
         self.app = str(d["app"])
@@ -210,9 +231,6 @@ class Study:
         if not self.deck:
             raise UserError("%s: deck: %s not found (relative to the study file or the repository)" %
                             (doc.where("deck"), d["deck"]))
-        self.scaling = str(d.get("scaling", "strong"))
-        if self.scaling not in ("strong", "weak"):
-            raise UserError("%s: scaling: must be strong or weak (got %s)" % (doc.where("scaling"), self.scaling))
 
     def _read_points(self, doc, d):
         """The (ranks, nodes, ranks per node) of every point: ranks on one
