@@ -17,6 +17,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from locuslib import ROOT, UserError, build_cache, build_dir, fail, launcher_argv  # noqa: E402
+from bench_legend import goals_help, legend  # noqa: E402
 
 PYTHON = "/usr/bin/python3"
 
@@ -426,6 +427,8 @@ PARTS = {"latency": latency, "exchange": exchange, "halo": halo, "overlap": over
 def main(argv):
     if any(a in ("-h", "--help") for a in argv):
         print(HELP)
+        print()
+        print(goals_help())
         return 0
     check_only = bool(argv) and argv[0] == "--check"
     try:
@@ -441,6 +444,7 @@ def main(argv):
     r = Runner(inv)
     for name in ALL if inv.name == "all" else (inv.name,):
         PARTS[name](r)
+        print("\n".join(legend(name)), flush=True)
     took = int(time.monotonic() - t0)
     say("bench %s: took %d min %d s" % (inv.name, took // 60, took % 60))
     return 0
