@@ -48,12 +48,13 @@ def version(path):
 
 def command(path, jsonl, two, negative):
     """Extra-P's command line for one file of fitted points."""
-    cmd = [path, "--json", "--disable-progress", "--print", FORMAT]
+    cmd = [path, "--json", "--disable-progress", "--print", FORMAT, jsonl]
     if negative and not two:
         # Extra-P's Basic modeller with locus's negative exponents added
+        # (--options takes every word after it: last)
         expos = ",".join(repr(float(Fraction(a, b))) for a, b, _ in NEGATIVE_SPACE)
         cmd += ["--modeler", "basic", "--options", "poly_exponents=" + expos, "retain_default_exponents=True"]
-    return cmd + [jsonl]
+    return cmd
 
 
 def run_file(path, jsonl, two, negative):
@@ -86,7 +87,9 @@ def shape(text, names):
     """The terms of an Extra-P model string (its default format: 'c0 + c1 *
     p^(1) * log2(p)^(1) + ...') as locus writes them, without coefficients."""
     terms = []
-    for part in text.split(" + ")[1:]:
+    for part in text.split(" + "):
+        if " * " not in part:
+            continue  # the constant (Extra-P leaves out a zero one)
         factors = {}
         for f in part.split(" * ")[1:]:
             m = FACTOR.match(f.strip())

@@ -537,7 +537,7 @@ def fit_study(args, results, study, rows, metrics):
     out, notes = [], []
     for label, grows, two in make_groups(rows, study, set(rows[0]), size_col, args.params):
         ps = sorted({int(num(r["ranks"])) for r in grows})
-        held = set(ps[len(ps) - args.holdout:]) if args.holdout else set()
+        held = set(ps[max(0, len(ps) - args.holdout):]) if args.holdout else set()
         if len(ps) - len(held) < MIN_POINTS:
             notes.append("variant %s has %d rank count%s (%s)%s; a model needs %d distinct rank counts to fit "
                          "(a study with more rank counts, or a smaller --holdout)"
@@ -719,7 +719,8 @@ def plot_series(ax, s, colour):
     """One variant's repeats, medians, held-out points and model curve (one
     curve per size, up to four, for a two-parameter model)."""
     two = len(s["parameters"]) == 2
-    ns = sorted({f["n"] for f in s["fitted"] + s["held_out"]}, key=lambda n: n or 0)[:len(STYLES)]
+    ns = sorted({f["n"] for f in s["fitted"] + s["held_out"]}, key=lambda n: n or 0)
+    ns = [ns[int(i)] for i in np.unique(np.linspace(0, len(ns) - 1, min(len(ns), len(STYLES))).round())]
     allp = [f["p"] for f in s["fitted"] + s["held_out"]]
     grid = np.geomspace(min(allp), max(allp), 200)
     for j, n in enumerate(ns):
@@ -735,7 +736,8 @@ def plot_series(ax, s, colour):
             ax.plot([h["p"] for h in held], [h["measured"] for h in held], "D", mfc="none", mec=colour, ms=9, mew=1.5,
                     label="%s: held out" % s["variant"] if j == 0 else None)
         X = np.vstack([grid] + ([np.full(len(grid), n)] if two else []))
-        name = s["model"].text() + ("" if not two else " (n=%s%s)" % (number(n), ", ..." if len(ns) > 1 else ""))
+        name = s["model"].text() + ("" if not two else " (%s: n = %s)" % (
+            " ".join(STYLES[:len(ns)]), ", ".join("%.10g" % v for v in ns)))
         ax.plot(grid, s["model"].evaluate(X), STYLES[j], color=colour, lw=1.3,
                 label="%s: %s" % (s["variant"], name) if j == 0 else None)
 
