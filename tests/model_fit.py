@@ -1,8 +1,9 @@
 """./locus model (issue 52): synthetic studies of known models.
 
 - One parameter: t = 0.5 + 0.01 p log2(p) with 1 % noise, 3 repeats, p = 1..64
-  (every rank count: with powers of two only, p^(4/3) fits 1 % noise about
-  as well, and about 1 noise draw in 5 picks it): fitted on p <= 48, the
+  (every rank count: fitted on powers of two up to 32, p^(4/3) and p^(5/4)
+  fit 1 % noise about as well, and 7 noise draws in 40 pick another term;
+  docs/co-design.md): fitted on p <= 48, the
   exponents (i = 1, j = 1) and coefficients come back, and the 16 held-out
   rank counts are predicted within 2 %; a p^(1/2) timer and exact
   counts (4096 log2(p), a constant) likewise; avg timers are not modelled

@@ -570,6 +570,18 @@ def pct(rel):
     return "n/a" if rel is None else "%+.1f %%" % (100 * rel)
 
 
+def spans(values):
+    """1, 2, 3, 4, 8 as '1-4, 8': runs of three or more consecutive integers as ranges."""
+    out, run = [], []
+    for v in sorted(values) + [None]:
+        if run and (v is None or v != run[-1] + 1):
+            out += ["%d-%d" % (run[0], run[-1])] if len(run) >= 3 else [str(x) for x in run]
+            run = []
+        if v is not None:
+            run.append(v)
+    return ", ".join(out)
+
+
 def where(h):
     return "p=%d" % h["p"] + ("" if h.get("n") is None else ", n=%.10g" % h["n"])
 
@@ -589,7 +601,7 @@ def summary_lines(args, results, study, series, ntotal, nrows):
         results, study.get("app", "study"), ", %s scaling" % study["scaling"] if study.get("scaling") else "",
         nrows, "" if nrows == 1 else "s", ntotal, len(variants), "" if len(variants) == 1 else "s"),
         "Extra-P's PMNF, medians of the repeats, fitted on p = %s; held out: %s; times: timer_*_%s" % (
-        ", ".join(map(str, fitted)), "p = " + ", ".join(map(str, held)) if held else "none (--holdout 0)",
+        spans(fitted), "p = " + spans(held) if held else "none (--holdout 0)",
         args.timer_stat)]
     out = head
     width = max(len(s["metric"]) for s in series)
@@ -629,10 +641,11 @@ def models_json(args, results, study, series, notes, extrap=None):
 
 def models_md(args, results, study, series, notes, lines, extrap_lines=()):
     out = ["# Fitted models: %s" % (study.get("name") or os.path.basename(results)), "",
-           "Written by `./locus model %s`%s. Models in Extra-P's performance-model normal form, fitted on the "
-           "medians of the repeats by Extra-P's procedure (docs/co-design.md, Fitted models); the largest %d rank "
-           "count(s) held out and predicted." % (results, " " + " ".join(args.argv) if args.argv else "",
-                                                 args.holdout), "", "```"] + lines + ["```", ""]
+           "Written by `./locus model %s`. Models in Extra-P's performance-model normal form, fitted on the "
+           "medians of the repeats by Extra-P's procedure (docs/co-design.md, Fitted models); held out and "
+           "predicted: the largest %d rank count%s." % (" ".join([results] + args.argv), args.holdout,
+                                                       "" if args.holdout == 1 else "s"), "", "```"]
+    out += lines + ["```", ""]
     out += ["## Held-out points", "", "| variant | metric | point | measured | predicted | error |",
             "| --- | --- | --- | --- | --- | --- |"]
     for s in series:
