@@ -458,7 +458,8 @@ def make_groups(rows, study, columns, size_col, params):
         by = {}
         for r in grows:
             by.setdefault(r.get(size_col), []).append(r)
-        out += [("%s, n=%s" % (label, n), rs, False) for n, rs in sorted(by.items(), key=lambda kv: num(kv[0]) or 0)]
+        out += [("%s, n=%.10g" % (label, num(n) or 0), rs, False)
+                for n, rs in sorted(by.items(), key=lambda kv: num(kv[0]) or 0)]
     return out
 
 
