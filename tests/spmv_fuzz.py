@@ -2,8 +2,8 @@
 """Matrix Market fuzz test: COUNT malformed variants of valid files (cut,
 lines dropped, doubled or swapped, tokens replaced by garbage, numbers
 pushed out of range, banners and size lines damaged, bytes flipped), all
-read by the parallel reader at NP ranks in one job (apps/spmv/tests/
-mm_fuzz.cpp). Passes when nothing crashes or hangs and every rejected
+read by the parallel reader at NP ranks in one job (tests/
+spmv_mm_fuzz.cpp). Passes when nothing crashes or hangs and every rejected
 file ends with one "PATH:LINE: what" error, the same on every rank; at
 least half of the variants must be rejected (else the mutations are too
 mild to test anything).
@@ -102,7 +102,7 @@ listing = os.path.join(OUT, "files.txt")
 with open(listing, "w") as f:
     f.write("\n".join(paths) + "\n")
 
-exe = os.path.join(BUILD, "apps", "spmv", "spmv_mm_fuzz")
+exe = os.path.join(BUILD, "tests", "spmv_mm_fuzz")
 try:
     p = subprocess.run([MPIEXEC, "-n", str(NP), exe, listing], capture_output=True, text=True, timeout=600)
 except subprocess.TimeoutExpired:

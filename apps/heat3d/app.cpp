@@ -9,7 +9,6 @@
 #include "locus/field.hpp"
 #include "locus/io.hpp"
 #include "locus/kokkos.hpp"
-#include "locus/limits.hpp"
 #include "locus/report.hpp"
 
 namespace heat3d {
@@ -47,13 +46,8 @@ locus::AppInfo app_info() {
             "steady: largest |T - t_boundary| allowed at the end", true)
       .choice("heat3d.kernel.streaming_stores", "auto", {"auto", "on", "off"},
               "stencil stores: on (streaming: no read for ownership of the new field, 16 B of traffic per "
-              "cell instead of 24; AVX2), off (cached), or auto (the faster, timed on steps 2-9)")
-      .choice(
-          "comm.halo", "locus", locus::halo_strategies(),
-          "halo exchange: p2p (MPI two-sided), rma (MPI RMA + barriers), locus (notified one-sided: each "
-          "rank "
-          "waits for its neighbours only), locus-nb (split-phase locus) or locus-barrier (the DART papers' "
-          "barrier-synchronised one-sided halo); see docs/user-guide.md")
+              "cell instead of 24; AVX2), off (cached), or auto (the faster, timed on steps 2-9)");
+  locus::add_halo_key(s)
       .integer("checkpoint.every", 0, 0, big, "write a restart file every N steps (0: never)")
       .string("checkpoint.file", "", "restart file to write (default <output.dir>/<output.name>.restart.h5)")
       .string("checkpoint.restart", "", "restart file to resume from (empty: start fresh)");
@@ -73,7 +67,6 @@ struct Settings {
   double tolerance = 0;
   long checkpoint_every = 0;
   std::string checkpoint_file, restart_file;
-  std::string out_dir, out_name;
 };
 
 Settings read_settings(const Config& c) {
@@ -96,10 +89,8 @@ Settings read_settings(const Config& c) {
   s.max_steps = c.integer("heat3d.time.max_steps");
   s.tolerance = c.real("heat3d.time.tolerance");
   s.checkpoint_every = c.integer("checkpoint.every");
-  s.out_dir = c.string("output.dir");
-  s.out_name = c.string("output.name");
   s.checkpoint_file = c.string("checkpoint.file");
-  if (s.checkpoint_file.empty()) s.checkpoint_file = s.out_dir + "/" + s.out_name + ".restart.h5";
+  if (s.checkpoint_file.empty()) s.checkpoint_file = locus::output_path(c, ".restart.h5");
   s.restart_file = c.string("checkpoint.restart");
   return s;
 }
@@ -253,7 +244,7 @@ void check_settings(const Context& ctx, const Settings& s) {
     // file it restarts from
     namespace fs = std::filesystem;
     auto norm = [](const std::string& p) { return fs::absolute(fs::path(p)).lexically_normal().string(); };
-    const std::string out_path = norm(s.out_dir + "/" + s.out_name + ".h5");
+    const std::string out_path = norm(locus::output_path(cfg));
     const std::string ck = norm(s.checkpoint_file);
     locus::collective_require(ctx.comm(),
                               ck != out_path && ck != out_path + ".tmp" && ck != out_path + ".lock",
@@ -274,15 +265,12 @@ void check_settings(const Context& ctx, const Settings& s) {
     double b[3];
     for (int d = 0; d < 3; ++d)
       b[d] = std::ceil(double(s.problem.n[d] + 1) * scale / double(pg[d])) + 2.0;  // a block with ghosts
-    const double faces = 2.0 * (b[0] * b[1] + b[1] * b[2] + b[0] * b[2]);
+    const double face_bytes = 8.0 * 2.0 * 2.0 * (b[0] * b[1] + b[1] * b[2] + b[0] * b[2]);
     const double fields = 8.0 * 2.0 * b[0] * b[1] * b[2];
-    const bool in_segments = locus::fields_in_segments();
-    const double shared = 8.0 * 2.0 * faces + (in_segments ? fields : 0.0);
-    const double priv = 8.0 * 2.0 * faces + (in_segments ? 0.0 : fields);
     char grid[96];
     std::snprintf(grid, sizeof grid, ": a %ldx%ldx%ld grid%s", s.problem.n[0], s.problem.n[1], s.problem.n[2],
                   s.mode == "order" ? " (order study: the finest grid is 4x as fine)" : "");
-    locus::require_memory(ctx.runtime().world(), shared, priv, cfg.locate("heat3d.grid.nx") + grid);
+    locus::require_run_memory(ctx, face_bytes, face_bytes, cfg.locate("heat3d.grid.nx") + grid, fields);
   }
   locus::collective_require(
       ctx.comm(), !(s.mode == "order" && (s.checkpoint_every > 0 || !s.restart_file.empty())),
@@ -315,11 +303,7 @@ void report_run(const Context& ctx, const Solver& solver, const locus::Timers& t
   results["process_grid"] = locus::yaml_flow_list(std::vector<int>{pg[0], pg[1], pg[2]});
   results["halo"] = solver.halo_name();
   {
-    YAML::Node k;
-    k["space"] = locus::ExecSpace::name();
-    k["concurrency"] = locus::ExecSpace().concurrency();
-    k["memory_space"] = locus::MemSpace::name();
-    k["fields"] = locus::field_storage();
+    YAML::Node k = locus::kernels_summary(true);
     k["check"] =
         solver.kernel_checked() ? "step 1 bitwise equal to the reference kernel" : "not run (no step)";
     k["stores"] = solver.stores_report();
@@ -406,19 +390,15 @@ void write_results(locus::H5Output& out, const Context& ctx, const Solver* solve
   out.attribute("residual", "units", std::string("1 (nondimensional, as temperature)"));
 }
 
-// Rank 0: the XDMF file beside the output (when the field is written);
-// returns false when it could not be written.
-bool write_xdmf_beside(const Config& cfg, const Settings& s, const Solver* solver, const Outcome& outcome,
-                       const std::string& path) {
-  if (!solver || !cfg.boolean("output.write_field") || !cfg.boolean("output.xdmf")) return true;
-  const Problem& p = solver->problem();
-  std::string xmf = s.out_dir + "/" + s.out_name + ".xmf";
-  const std::string err = locus::write_xdmf(xmf, std::filesystem::path(path).filename().string(),
-                                            "temperature", p.n, {p.h(0), p.h(1), p.h(2)},
-                                            {p.h(0), p.h(1), p.h(2)}, p.dt * double(outcome.history.step));
-  if (err.empty()) return true;
-  std::fprintf(stderr, "heat3d: error: %s (%s itself is complete)\n", err.c_str(), path.c_str());
-  return false;
+// The temperature field on its grid, for the XDMF file beside the output.
+locus::XdmfField xdmf_field(const Solver& solver, const Outcome& outcome) {
+  const Problem& p = solver.problem();
+  locus::XdmfField f;
+  f.dataset = "temperature";
+  f.dims = p.n;
+  f.origin = f.spacing = {p.h(0), p.h(1), p.h(2)};
+  f.time = p.dt * double(outcome.history.step);
+  return f;
 }
 
 }  // namespace
@@ -431,10 +411,7 @@ int run(Context& ctx) {
 
   locus::Timers timers({"total", "compute", "halo", "reduce", "checkpoint", "io"});
   timers.start("total");
-  const std::string path = s.out_dir + "/" + s.out_name + ".h5";
-  // Created now (as NAME.h5.tmp) so that a clash with an existing output is
-  // reported before the run, not after it.
-  locus::H5Output out(ctx.comm(), path, cfg.boolean("output.overwrite"));
+  locus::H5Output out = locus::open_output(ctx);
 
   YAML::Node results(YAML::NodeType::Map), validation;
   validation["mode"] = s.mode;
@@ -456,20 +433,15 @@ int run(Context& ctx) {
     validation["field_finite"] = finite;
     if (!finite) validation["reason"] = "the temperature field holds NaN or infinite values";
   }
-  validation["verdict"] = !finite ? "FAIL" : s.mode == "none" ? "not checked" : (pass ? "pass" : "FAIL");
   pass = pass && finite;
+  locus::set_verdict(validation, pass, s.mode != "none");
 
   {
     auto t = timers.scope("io");
     write_results(out, ctx, solver.get(), outcome);
   }
-  const std::string summary = locus::finish_output(out, ctx, timers, results, validation);
-  if (ctx.rank() == 0) {
-    if (!write_xdmf_beside(cfg, s, solver.get(), outcome, path)) pass = false;
-    std::fputs(summary.c_str(), stdout);
-    std::fflush(stdout);
-  }
-  return pass ? 0 : 1;
+  const locus::XdmfField field = solver ? xdmf_field(*solver, outcome) : locus::XdmfField{};
+  return locus::finish_run(out, ctx, timers, results, validation, pass, solver ? &field : nullptr);
 }
 
 }  // namespace heat3d

@@ -2,14 +2,10 @@
 // studies, output and summary.
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <limits>
 
 #include "locus/console.hpp"
-#include "locus/field.hpp"
 #include "locus/io.hpp"
-#include "locus/kokkos.hpp"
-#include "locus/limits.hpp"
 #include "locus/report.hpp"
 #include "poisson5pt.hpp"
 
@@ -17,6 +13,7 @@ namespace poisson5pt {
 
 using locus::Config;
 using locus::Context;
+using locus::yaml_number;
 
 locus::AppInfo app_info() {
   locus::AppInfo app;
@@ -70,17 +67,12 @@ locus::AppInfo app_info() {
       .real("poisson5pt.validation.order_slack", 0.05, 0.0, 1.0, "order: allowed |observed order - 2|", true)
       .real("poisson5pt.validation.exponent_slack", 0.25, 0.0, 1.0,
             "iterations: allowed |observed exponent - expected| (2 for Gauss-Seidel and Jacobi, 1 for SOR)",
-            true)
-      .choice(
-          "comm.halo", "locus", locus::halo_strategies(),
-          "halo exchange: p2p (MPI two-sided), rma (MPI RMA + barriers), locus (notified one-sided: each "
-          "rank "
-          "waits for its neighbours only), locus-nb (split-phase locus) or locus-barrier (the DART papers' "
-          "barrier-synchronised one-sided halo); see docs/user-guide.md")
-      .choice("comm.direction", "put", {"put", "get"},
-              "barrier-synchronised one-sided halos (rma, locus-barrier): put own boundary rows into the "
-              "neighbours' ghosts (the paper's) or get theirs; the notified halos (locus, locus-nb) move "
-              "every face from its owner and ignore it");
+            true);
+  locus::add_halo_key(s).choice(
+      "comm.direction", "put", {"put", "get"},
+      "barrier-synchronised one-sided halos (rma, locus-barrier): put own boundary rows into the "
+      "neighbours' ghosts (the paper's) or get theirs; the notified halos (locus, locus-nb) move "
+      "every face from its owner and ignore it");
   locus::add_common_keys(s, "poisson5pt");
   return app;
 }
@@ -215,10 +207,6 @@ std::string diagnosis(const SolveResult& r, const Settings& s, double umax) {
   return text;
 }
 
-YAML::Node number(double v) {
-  return locus::yaml_number(v);
-}
-
 std::string grid_text(long n) {
   return std::to_string(n) + "x" + std::to_string(n);
 }
@@ -242,12 +230,12 @@ YAML::Node refinement_study(const Context& ctx, const Settings& s, locus::Timers
     all_converged = all_converged && r.converged;
     YAML::Node lv;
     lv["grid"] = grid_text(ls.problem.n);
-    lv["h"] = number(ls.problem.h());
-    if (ls.options.method == Method::sor) lv["omega"] = number(ls.options.omega);
+    lv["h"] = yaml_number(ls.problem.h());
+    if (ls.options.method == Method::sor) lv["omega"] = yaml_number(ls.options.omega);
     lv["iterations"] = r.iterations;
     lv["converged"] = r.converged;
-    lv["relative_residual"] = number(r.relative_residual);
-    if (r.max_error >= 0) lv["max_error"] = number(r.max_error);
+    lv["relative_residual"] = yaml_number(r.relative_residual);
+    if (r.max_error >= 0) lv["max_error"] = yaml_number(r.max_error);
     out["levels"].push_back(lv);
     figure.push_back(order ? r.max_error : double(r.iterations));
   }
@@ -260,11 +248,11 @@ YAML::Node refinement_study(const Context& ctx, const Settings& s, locus::Timers
   for (std::size_t i = 0; i + 1 < figure.size(); ++i) {
     // Errors fall as h^p; iteration counts grow as N^p (h halves per level).
     const double obs = order ? std::log2(figure[i] / figure[i + 1]) : std::log2(figure[i + 1] / figure[i]);
-    out[key].push_back(number(obs));
+    out[key].push_back(yaml_number(obs));
     pass = pass && std::isfinite(obs) && std::fabs(obs - expected) <= slack;
   }
-  out[order ? "expected_order" : "expected_exponent"] = number(expected);
-  out["allowed_deviation"] = number(slack);
+  out[order ? "expected_order" : "expected_exponent"] = yaml_number(expected);
+  out["allowed_deviation"] = yaml_number(slack);
   return out;
 }
 
@@ -286,20 +274,19 @@ void check_memory(const Context& ctx, const Settings& s) {
                 levels > 1 ? " (the finest of poisson5pt.validation.levels)" : "");
   // The iterate and the second field live in segments unless transfers
   // stage (comm.staging: always): then they are private allocations.
-  const double fields = cells * 2.0 * t, in_segments = locus::fields_in_segments() ? 1.0 : 0.0;
-  locus::require_memory(ctx.runtime().world(), cells * t + in_segments * fields,
-                        cells * (2.0 * t + 40.0) + (1.0 - in_segments) * fields,
-                        cfg.locate(levels > 1 ? "poisson5pt.validation.levels" : "poisson5pt.grid.n") + what);
+  locus::require_run_memory(
+      ctx, cells * t, cells * (2.0 * t + 40.0),
+      cfg.locate(levels > 1 ? "poisson5pt.validation.levels" : "poisson5pt.grid.n") + what, cells * 2.0 * t);
 }
 
 // The problem and how it is solved, into RESULTS.
 void describe_problem(const Config& cfg, const Settings& s, YAML::Node& results) {
   const Problem& p = s.problem;
   results["grid"] = grid_text(p.n);
-  results["h"] = number(p.h());
+  results["h"] = yaml_number(p.h());
   results["setup"] = cfg.string("poisson5pt.setup");
   results["method"] = method_name(s.options.method);
-  if (s.options.method == Method::sor) results["omega"] = number(s.options.omega);
+  if (s.options.method == Method::sor) results["omega"] = yaml_number(s.options.omega);
   results["precision"] = s.precision;
   // The storage the sweeps ran on (Jacobi: always natural).
   results["layout"] = sweeps_split(s.options) ? "split" : "natural";
@@ -321,11 +308,11 @@ void report_solve(const Context& ctx, const Settings& s, SolverBase& solver, con
   results["iterations"] = r.iterations;
   results["converged"] = r.converged;
   results["stalled"] = r.stalled;
-  results["initial_residual"] = number(r.initial_residual);
-  results["relative_residual"] = number(r.relative_residual);
-  results["tolerance"] = number(s.stop.tolerance);
+  results["initial_residual"] = yaml_number(r.initial_residual);
+  results["relative_residual"] = yaml_number(r.relative_residual);
+  results["tolerance"] = yaml_number(s.stop.tolerance);
   const double per_it = r.iterations > 0 ? r.seconds / double(r.iterations) : 0.0;
-  results["time_per_iteration"] = number(per_it);
+  results["time_per_iteration"] = yaml_number(per_it);
   const double updates = double(p.n) * double(p.n) * double(r.iterations);
   double compute = timers.seconds("compute");
   MPI_Allreduce(MPI_IN_PLACE, &compute, 1, MPI_DOUBLE, MPI_MAX, ctx.comm());
@@ -333,11 +320,11 @@ void report_solve(const Context& ctx, const Settings& s, SolverBase& solver, con
       "point updates per second", updates / 1e6, "Mpoint_updates/s", r.seconds,
       "the whole iteration loop of the slowest rank: sweeps, halo exchanges and residual checks");
   // Beside it, the sweeps alone (slowest rank's compute timer).
-  results["compute_only_mpoint_updates_per_s"] = number(locus::rate(updates / 1e6, compute));
-  if (r.max_error >= 0) results["max_error"] = number(r.max_error);
-  results["min"] = number(range[0]);
-  results["max"] = number(range[1]);
-  results["centre"] = number(solver.centre_value());
+  results["compute_only_mpoint_updates_per_s"] = yaml_number(locus::rate(updates / 1e6, compute));
+  if (r.max_error >= 0) results["max_error"] = yaml_number(r.max_error);
+  results["min"] = yaml_number(range[0]);
+  results["max"] = yaml_number(range[1]);
+  results["centre"] = yaml_number(solver.centre_value());
 }
 
 // The solve's verdict (converged; with tolerance 0, finite) into
@@ -389,9 +376,9 @@ bool exact_check(const Settings& s, const SolveResult& r, YAML::Node& validation
   validation["check"] =
       "max_error against the known discrete error |2 pi^2 / l_h - 1| max u (u = sin(pi x) sin(pi y) is an "
       "eigenvector of the 5-point Laplacian)";
-  validation["predicted_max_error"] = number(predicted);
-  validation["max_error"] = number(r.max_error);
-  validation["allowed_difference"] = number(allowed);
+  validation["predicted_max_error"] = yaml_number(predicted);
+  validation["max_error"] = yaml_number(r.max_error);
+  validation["allowed_difference"] = yaml_number(allowed);
   char buf[256];
   std::snprintf(buf, sizeof buf, "max_error %.6e against the predicted %.6e: difference %.3e %s %.3e allowed",
                 r.max_error, predicted, diff, ok ? "<=" : ">", allowed);
@@ -417,31 +404,25 @@ void write_results(locus::H5Output& out, const Context& ctx, const Problem& p, S
 }
 
 YAML::Node kernels(const SolverBase* solver) {
-  YAML::Node k;
-  k["space"] = locus::ExecSpace::name();
-  k["concurrency"] = locus::ExecSpace().concurrency();
-  k["memory_space"] = locus::MemSpace::name();
-  k["fields"] = locus::field_storage();
+  YAML::Node k = locus::kernels_summary(true);
   k["check"] = solver && solver->kernel_checked() ? "first iteration bitwise equal to the reference kernel"
                                                   : "not run (no iteration)";
   return k;
 }
 
-// Rank 0: the XDMF file beside the output (when the field is written);
-// returns false when it could not be written.
-bool write_xdmf_beside(const Config& cfg, const Settings& s, const SolverBase* solver,
-                       const std::string& path) {
-  if (!solver || !cfg.boolean("output.write_field") || !cfg.boolean("output.xdmf")) return true;
+// The solution (and the error, when the problem has an exact solution) on
+// its 2D grid, for the XDMF file beside the output.
+locus::XdmfField xdmf_field(const Settings& s) {
   const Problem& p = s.problem;
-  std::string xmf = cfg.string("output.dir") + "/" + cfg.string("output.name") + ".xmf";
   const double h = p.h();
-  const std::string err =
-      locus::write_xdmf(xmf, std::filesystem::path(path).filename().string(), "solution", {p.n, p.n, 1},
-                        {h, h, 0.0}, {h, h, 0.0}, 0.0, 2, s.precision == "float32" ? 4 : 8,
-                        p.has_exact() ? std::vector<std::string>{"error"} : std::vector<std::string>{});
-  if (err.empty()) return true;
-  std::fprintf(stderr, "poisson5pt: error: %s (%s itself is complete)\n", err.c_str(), path.c_str());
-  return false;
+  locus::XdmfField f;
+  f.dataset = "solution";
+  f.dims = {p.n, p.n, 1};
+  f.origin = f.spacing = {h, h, 0.0};
+  f.ndims = 2;
+  f.precision = s.precision == "float32" ? 4 : 8;
+  if (p.has_exact()) f.more = {"error"};
+  return f;
 }
 
 }  // namespace
@@ -455,8 +436,7 @@ int run(Context& ctx) {
 
   locus::Timers timers({"total", "compute", "halo", "residual", "io"});
   timers.start("total");
-  const std::string path = cfg.string("output.dir") + "/" + cfg.string("output.name") + ".h5";
-  locus::H5Output out(ctx.comm(), path, cfg.boolean("output.overwrite"));
+  locus::H5Output out = locus::open_output(ctx);
 
   YAML::Node results(YAML::NodeType::Map), validation;
   validation["mode"] = s.mode;
@@ -479,32 +459,27 @@ int run(Context& ctx) {
   // validation.mode none: the manufactured problem's converged solution
   // against its known discrete error (exact_check); other setups compare
   // with nothing: "not checked" (a run that did not converge, or went
-  // non-finite, still fails).
+  // non-finite, still fails). A fixed number of iterations (tolerance 0) is
+  // not checked either, for the reason judge_solve gave.
   bool checked = s.mode != "none";
-  if (s.mode == "none" && pass && !fixed_work) {
-    if (p.has_exact()) {
-      pass = exact_check(s, r, validation);
-      checked = true;
-    } else {
-      validation["reason"] = "validation.mode none: converged; setup " + cfg.string("poisson5pt.setup") +
-                             " has no known solution to compare with (setup: manufactured has one)";
-    }
+  if (s.mode == "none" && pass && !fixed_work && p.has_exact()) {
+    pass = exact_check(s, r, validation);
+    checked = true;
   }
-  validation["verdict"] = !pass ? "FAIL" : (fixed_work || !checked) ? "not checked" : "pass";
+  const std::string unchecked = fixed_work ? ""
+                                           : "validation.mode none: converged; setup " +
+                                                 cfg.string("poisson5pt.setup") +
+                                                 " has no known solution to compare with (setup: "
+                                                 "manufactured has one)";
+  locus::set_verdict(validation, pass, checked, unchecked);
 
   {
     auto t = timers.scope("io");
     write_results(out, ctx, p, solver.get(), r);
   }
   results["kernels"] = kernels(solver.get());
-  const std::string summary = locus::finish_output(out, ctx, timers, results, validation);
-  if (ctx.rank() == 0) {
-    if (!write_xdmf_beside(cfg, s, solver.get(), path)) pass = false;
-    std::fputs(summary.c_str(), stdout);
-    std::fflush(stdout);
-    if (!warning.empty()) std::fprintf(stderr, "poisson5pt: warning: %s\n", warning.c_str());
-  }
-  return pass ? 0 : 1;
+  const locus::XdmfField field = xdmf_field(s);
+  return locus::finish_run(out, ctx, timers, results, validation, pass, solver ? &field : nullptr, warning);
 }
 
 }  // namespace poisson5pt

@@ -26,6 +26,7 @@ namespace spmv {
 
 using locus::Config;
 using locus::Context;
+using locus::yaml_number;
 
 locus::AppInfo app_info() {
   locus::AppInfo app;
@@ -114,10 +115,6 @@ struct Settings {
   long levels = 3;
   double slack = 0.25;
 };
-
-YAML::Node number(double v) {
-  return locus::yaml_number(v);
-}
 
 std::string resolve_matrix_path(const Config& c, const std::string& file) {
   namespace fs = std::filesystem;
@@ -500,17 +497,17 @@ YAML::Node symmetry_test(MPI_Comm comm, Operator& op, long long row_nnz, bool& p
                            (2.0 * anorm * scale * std::numeric_limits<double>::epsilon());
   pass = departure <= 1.0;
   YAML::Node out;
-  out["xtAy"] = number(xtay);
-  out["ytAx"] = number(ytax);
-  out["a_norm_inf"] = number(anorm);
-  out["departure_scaled"] = number(departure);
+  out["xtAy"] = yaml_number(xtay);
+  out["ytAx"] = yaml_number(ytax);
+  out["a_norm_inf"] = yaml_number(anorm);
+  out["departure_scaled"] = yaml_number(departure);
   out["threshold"] = 1.0;
   out["formula"] =
       "|x'Ay - y'Ax| / (2 ||A|| max(x'x y'y, (row_nnz + 1) ||x|| ||y||) eps), x, y uniform [0,1) (HPCG "
       "TestSymmetry; "
       "the second term keeps the bound above one rounding unit on tiny matrices)";
   out["row_nnz_max"] = row_nnz;
-  out["verdict"] = pass ? "pass" : "FAIL";
+  out["verdict"] = locus::verdict(pass);
   return out;
 }
 
@@ -527,8 +524,7 @@ constexpr double kBytesPerEntry = 2 * 32 + 16 + 16 + 12, kBytesPerRow = 3 * 8 + 
 
 void check_memory(const Context& ctx, double rows, double entries, const std::string& what) {
   const double p = ctx.size();
-  locus::require_memory(ctx.runtime().world(), 0.0, (entries * kBytesPerEntry + rows * kBytesPerRow) / p,
-                        what);
+  locus::require_run_memory(ctx, 0.0, (entries * kBytesPerEntry + rows * kBytesPerRow) / p, what);
 }
 
 Built build_matrix(const Context& ctx, const Settings& s, const GeneratorSpec& gen) {
@@ -605,12 +601,13 @@ YAML::Node matrix_summary(const MatrixInfo& info, const Operator& op, long long 
   }
   matrix["rows"] = op.n();
   matrix["nonzeros"] = nnz_total;
-  matrix["load_seconds"] = number(info.load_seconds);
+  matrix["load_seconds"] = yaml_number(info.load_seconds);
   if (info.file_bytes > 0 && info.load_seconds > 0) {
-    matrix["load_mb_per_s"] = number(std::round(info.file_bytes / info.load_seconds / 1e5) / 10);
+    matrix["load_mb_per_s"] = yaml_number(std::round(info.file_bytes / info.load_seconds / 1e5) / 10);
   }
   if (info.load_seconds > 0)
-    matrix["load_mnonzeros_per_s"] = number(std::round(double(nnz_total) / info.load_seconds / 1e5) / 10);
+    matrix["load_mnonzeros_per_s"] =
+        yaml_number(std::round(double(nnz_total) / info.load_seconds / 1e5) / 10);
   return matrix;
 }
 
@@ -636,7 +633,7 @@ void describe_problem(const Context& ctx, const Settings& s, const MatrixInfo& i
   results["threads"] = s.threads;
   results["partition"] = ctx.config().string("spmv.partition");
   results["nonzero_imbalance"] =
-      number(nnz.total > 0 ? double(nnz.max) * ctx.size() / double(nnz.total) : 1.0);
+      yaml_number(nnz.total > 0 ? double(nnz.max) * ctx.size() / double(nnz.total) : 1.0);
   results["halo"] = halo_summary(comm, op);
 }
 
@@ -668,9 +665,7 @@ void check_kernels(Operator& op, const Settings& s, std::vector<double>& y, YAML
     fill_vector(x, op.first(), op.rows(), 7, s.ones);
     op.apply(y.data());
   }
-  YAML::Node k;
-  k["space"] = op.kernel_space();
-  k["concurrency"] = locus::ExecSpace().concurrency();
+  YAML::Node k = locus::kernels_summary(false, op.kernel_space());
   k["check"] = "product bitwise equal to the reference kernels";
   results["kernels"] = k;
 }
@@ -700,11 +695,11 @@ void solve_cg(MPI_Comm comm, Operator& op, const Settings& s, bool show, locus::
   YAML::Node c;
   c["iterations"] = cg.iterations;
   c["converged"] = cg.converged;
-  c["tolerance"] = number(s.tolerance);
-  c["relative_residual"] = number(cg.relative_residual);
-  c["true_relative_residual"] = number(cg.true_residual);
-  c["max_error"] = number(cg.max_error);
-  c["seconds"] = number(cg.seconds);
+  c["tolerance"] = yaml_number(s.tolerance);
+  c["relative_residual"] = yaml_number(cg.relative_residual);
+  c["true_relative_residual"] = yaml_number(cg.true_residual);
+  c["max_error"] = yaml_number(cg.max_error);
+  c["seconds"] = yaml_number(cg.seconds);
   results["cg"] = c;
   validation["cg_converged"] = cg.converged;
   pass = pass && cg.converged;
@@ -759,21 +754,21 @@ void report_products(MPI_Comm comm, const Settings& s, const Operator& op, locus
   MPI_Allreduce(&bytes, &bytes_total, 1, MPI_DOUBLE, MPI_SUM, comm);
   YAML::Node pn;
   pn["products"] = t.products;
-  pn["seconds_per_product"] = number(per);
+  pn["seconds_per_product"] = yaml_number(per);
   auto us = [&](double x) {
-    return number(t.products > 0 ? std::round(x / double(t.products) * 1e8) / 100 : 0.0);
+    return yaml_number(t.products > 0 ? std::round(x / double(t.products) * 1e8) / 100 : 0.0);
   };
   pn["local_us"] = us(mx[1]);
   pn["remote_us"] = us(mx[2]);
   pn["post_us"] = us(mx[3]);
   pn["wait_us"] = us(mx[4]);
-  pn["gflop_per_s"] = number(per > 0 ? std::round(2.0 * double(nnz_total) / per / 1e6) / 1e3 : 0.0);
+  pn["gflop_per_s"] = yaml_number(per > 0 ? std::round(2.0 * double(nnz_total) / per / 1e6) / 1e3 : 0.0);
   results["figure_of_merit"] = loop_figure_of_merit(comm, s, op, timers, cg, nnz_total);
   double mult[2] = {t.local + t.remote, 0.0};
   MPI_Allreduce(&mult[0], &mult[1], 1, MPI_DOUBLE, MPI_MAX, comm);
   results["compute_only_gflop_per_s"] =
-      number(locus::rate(2.0 * double(nnz_total) * double(t.products) / 1e9, mult[1]));
-  pn["model_gb_per_s"] = number(per > 0 ? std::round(bytes_total / per / 1e6) / 1e3 : 0.0);
+      yaml_number(locus::rate(2.0 * double(nnz_total) * double(t.products) / 1e9, mult[1]));
+  pn["model_gb_per_s"] = yaml_number(per > 0 ? std::round(bytes_total / per / 1e6) / 1e3 : 0.0);
   results["product"] = pn;
   timers.add("local", t.local);
   timers.add("remote", t.remote);
@@ -799,7 +794,7 @@ bool iteration_study(const Context& ctx, const Settings& s, YAML::Node& validati
     lv["grid"] = lb.info.source;
     lv["iterations"] = r.iterations;
     lv["converged"] = r.converged;
-    lv["max_error"] = number(r.max_error);
+    lv["max_error"] = yaml_number(r.max_error);
     study["levels"].push_back(lv);
     its.push_back(double(r.iterations));
     all = all && r.converged;
@@ -807,11 +802,11 @@ bool iteration_study(const Context& ctx, const Settings& s, YAML::Node& validati
   bool ok = all;
   for (std::size_t i = 0; i + 1 < its.size(); ++i) {
     const double e = std::log2(its[i + 1] / its[i]);
-    study["observed_exponent"].push_back(number(e));
+    study["observed_exponent"].push_back(yaml_number(e));
     ok = ok && std::isfinite(e) && std::fabs(e - 1.0) <= s.slack;
   }
   study["expected_exponent"] = 1.0;
-  study["allowed_deviation"] = number(s.slack);
+  study["allowed_deviation"] = yaml_number(s.slack);
   study["meaning"] = "CG iterations ~ sqrt(condition number) ~ points per dimension";
   validation["study"] = study;
   return ok;
@@ -857,7 +852,6 @@ void write_results(locus::H5Output& out, const Context& ctx, const Settings& s, 
 }  // namespace
 
 int run(Context& ctx) {
-  const Config& cfg = ctx.config();
   MPI_Comm comm = ctx.comm();
   const Settings s = read_settings(ctx);
   locus::Timers timers({"total", "load", "setup", "products", "local", "remote", "post", "wait", "cg", "io"});
@@ -869,8 +863,7 @@ int run(Context& ctx) {
   Built built = build_matrix(ctx, s, s.gen);
   timers.stop("load");
   if (!s.export_path.empty()) export_matrix(comm, built.rows, s.export_path);
-  const std::string path = cfg.string("output.dir") + "/" + cfg.string("output.name") + ".h5";
-  locus::H5Output out(comm, path, cfg.boolean("output.overwrite"));
+  locus::H5Output out = locus::open_output(ctx);
 
   timers.start("setup");
   const gidx nnz_mine = built.rows.nnz();
@@ -892,25 +885,18 @@ int run(Context& ctx) {
   }
   // Nothing checked (no symmetry test, no validation study): "not checked";
   // CG that did not converge still fails.
-  const bool checked = run_sym || s.validation != "none";
-  if (pass && !checked)
-    validation["reason"] = "no symmetry test and validation.mode none: the result is not checked";
-  validation["verdict"] = !pass ? "FAIL" : checked ? "pass" : "not checked";
+  locus::set_verdict(validation, pass, run_sym || s.validation != "none",
+                     "no symmetry test and validation.mode none: the result is not checked");
 
   {
     auto t = timers.scope("io");
     write_results(out, ctx, s, op, built.starts, sol);
   }
-  const std::string summary = locus::finish_output(out, ctx, timers, results, validation);
-  if (ctx.rank() == 0) {
-    std::fputs(summary.c_str(), stdout);
-    std::fflush(stdout);
-    if (s.cg && !sol.cg.converged)
-      std::fprintf(stderr,
-                   "spmv: warning: CG did not converge: relative residual %.3e after %ld iterations\n",
-                   sol.cg.relative_residual, sol.cg.iterations);
-  }
-  return pass ? 0 : 1;
+  char warning[160] = "";
+  if (s.cg && !sol.cg.converged)
+    std::snprintf(warning, sizeof warning, "CG did not converge: relative residual %.3e after %ld iterations",
+                  sol.cg.relative_residual, sol.cg.iterations);
+  return locus::finish_run(out, ctx, timers, results, validation, pass, nullptr, warning);
 }
 
 }  // namespace spmv

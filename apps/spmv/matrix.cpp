@@ -19,6 +19,8 @@
 
 namespace spmv {
 
+using locus::mix64;
+
 namespace {
 
 // One entry on its way to the owner of its row. `order` is the entry's
@@ -625,10 +627,6 @@ RowBlock read_matrix_market(MPI_Comm comm, const std::string& path, const ReadOp
 
 namespace {
 
-std::uint64_t mix(std::uint64_t z) {
-  return locus::mix64(z);
-}
-
 void stencil_row(const GeneratorSpec& g, gidx row, std::vector<gidx>& cols, std::vector<double>& vals) {
   const gidx nx = g.nx, ny = g.ny, nz = g.kind == "laplace2d" ? 1 : g.nz;
   const gidx x = row % nx, y = (row / nx) % ny, z = row / (nx * ny);
@@ -661,9 +659,9 @@ void banded_row(const GeneratorSpec& g, gidx row, std::vector<gidx>& cols, std::
     const bool leave_out = want > slots / 2;
     const gidx draws = leave_out ? slots - want : want;
     std::vector<gidx> chosen;
-    std::uint64_t stream = mix(g.seed ^ mix(static_cast<std::uint64_t>(row)));
+    std::uint64_t stream = mix64(g.seed ^ mix64(static_cast<std::uint64_t>(row)));
     while (static_cast<gidx>(chosen.size()) < draws) {
-      stream = mix(stream);
+      stream = mix64(stream);
       gidx c = lo + static_cast<gidx>(stream % static_cast<std::uint64_t>(slots));
       if (c >= row) ++c;  // skip the diagonal
       if (std::find(chosen.begin(), chosen.end(), c) == chosen.end()) chosen.push_back(c);
@@ -682,8 +680,9 @@ void banded_row(const GeneratorSpec& g, gidx row, std::vector<gidx>& cols, std::
   for (std::size_t k = 0; k < picked.size(); ++k) {
     if (picked[k] == row) continue;
     // off-diagonal values in [-1, 1), multiples of 1/1024 (exact in sums)
-    const std::uint64_t h = mix(g.seed * 0x2545f4914f6cdd1dULL ^ mix(static_cast<std::uint64_t>(row) << 20 ^
-                                                                     static_cast<std::uint64_t>(picked[k])));
+    const std::uint64_t h =
+        mix64(g.seed * 0x2545f4914f6cdd1dULL ^
+              mix64(static_cast<std::uint64_t>(row) << 20 ^ static_cast<std::uint64_t>(picked[k])));
     v[k] = static_cast<double>(static_cast<std::int64_t>(h % 2048) - 1024) / 1024.0;
     off_sum += std::fabs(v[k]);
   }
@@ -697,7 +696,7 @@ void banded_row(const GeneratorSpec& g, gidx row, std::vector<gidx>& cols, std::
 }  // namespace
 
 double hash_uniform(std::uint64_t seed, std::uint64_t index) {
-  return static_cast<double>(mix(mix(seed) ^ index) >> 11) * 0x1.0p-53;
+  return static_cast<double>(mix64(mix64(seed) ^ index) >> 11) * 0x1.0p-53;
 }
 
 RowBlock generate(MPI_Comm comm, const GeneratorSpec& g, MatrixInfo& info) {

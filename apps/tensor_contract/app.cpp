@@ -11,7 +11,6 @@
 #include "locus/async.hpp"
 #include "locus/console.hpp"
 #include "locus/io.hpp"
-#include "locus/kokkos.hpp"
 #include "locus/limits.hpp"
 #include "locus/report.hpp"
 #include "locus/rma.hpp"
@@ -23,6 +22,7 @@ namespace tensor_contract {
 
 using locus::Config;
 using locus::Context;
+using locus::yaml_number;
 
 namespace {
 
@@ -105,10 +105,6 @@ locus::AppInfo app_info() {
 
 namespace {
 
-YAML::Node number(double v) {
-  return locus::yaml_number(v);
-}
-
 // "a=40,i=20" -> {a: 40, i: 20}; "" when fine, else what is wrong.
 std::string parse_overrides(const std::string& text, std::map<char, long>& out) {
   std::stringstream ss(text);
@@ -188,9 +184,9 @@ Problem read_problem(const Context& ctx, const std::string& base) {
   // and per rank the kept sorted blocks: at most the budget, at most A and B
   const double kept = std::min(double(c.integer("tensor_contract.sort_cache_mb")) * 1048576.0,
                                8.0 * (elems[0] + elems[1]) / double(p.irreps));
-  locus::require_memory(ctx.runtime().world(), 0.0, bytes / ctx.size() + kept,
-                        c.locate(base + ".extent") + ": tensors of " + p.con.text() +
-                            " and the kept sorted blocks (tensor_contract.sort_cache_mb)");
+  locus::require_run_memory(ctx, 0.0, bytes / ctx.size() + kept,
+                            c.locate(base + ".extent") + ": tensors of " + p.con.text() +
+                                " and the kept sorted blocks (tensor_contract.sort_cache_mb)");
   return p;
 }
 
@@ -316,11 +312,11 @@ YAML::Node compare_reference(MPI_Comm comm, bool root, const Problem& p, const s
   MPI_Bcast(&maxdiff, 1, MPI_DOUBLE, 0, comm);
   MPI_Bcast(&maxbound, 1, MPI_DOUBLE, 0, comm);
   YAML::Node rf;
-  rf["max_abs_difference"] = number(maxdiff);
+  rf["max_abs_difference"] = yaml_number(maxdiff);
   rf["bound"] = p.values == Values::integer ? std::string("exact (integer values)")
                                             : std::string("(K + 2) eps sum|a b| per element");
-  if (p.values != Values::integer) rf["largest_bound"] = number(maxbound);
-  rf["verdict"] = verdict ? "pass" : "FAIL";
+  if (p.values != Values::integer) rf["largest_bound"] = yaml_number(maxbound);
+  rf["verdict"] = locus::verdict(verdict);
   ok = ok && verdict;
   return rf;
 }
@@ -341,11 +337,11 @@ YAML::Node phase_entry(const Context& ctx, const PhaseSpec& spec, std::size_t i,
   ph["blocks_a_b_c"] = locus::yaml_flow_list(
       std::vector<long>{long(run.A->blocks()), long(run.B->blocks()), long(run.C->blocks())});
   ph["tasks"] = r.tasks;
-  ph["seconds"] = number(r.seconds);
+  ph["seconds"] = yaml_number(r.seconds);
   if (ctx.runtime().settings().async.mode != locus::AsyncMode::off)
     ph["redirection"] = locus::async_enabled(ctx.runtime().world());
-  ph["gflop_per_s"] = number(std::round(gflops * 1000) / 1000);
-  ph["communication_ratio"] = number(tot > 0 ? std::round(comm_t / tot * 1000) / 1000 : 0.0);
+  ph["gflop_per_s"] = yaml_number(std::round(gflops * 1000) / 1000);
+  ph["communication_ratio"] = yaml_number(tot > 0 ? std::round(comm_t / tot * 1000) / 1000 : 0.0);
   long long acc = r.stats.accumulates, all = 0;
   MPI_Allreduce(&acc, &all, 1, MPI_LONG_LONG, MPI_SUM, ctx.comm());
   ph["accumulates"] = all;
@@ -398,7 +394,7 @@ void run_phase(Context& ctx, const Schedule& sched, const PhaseSpec& spec, std::
     auto t = timers.scope("reference");
     ph["reference"] = compare_reference(comm, ctx.rank() == 0, p, cd, ok);
   }
-  ph["verdict"] = !ok ? "FAIL" : mode == "none" ? "not checked" : "pass";
+  ph["verdict"] = locus::verdict(ok, mode != "none");
   run.pass = run.pass && ok;
   run.validation["phases"].push_back(ph);
   run.ph_seconds.push_back(r.seconds);
@@ -434,9 +430,7 @@ YAML::Node results_of(const Context& ctx, const Schedule& sched, const Run& run,
     results["skip_first"] = sched.skip_first;
   }
   results["accumulate"] = cfg.string("tensor_contract.accumulate");
-  YAML::Node k;
-  k["space"] = locus::ExecSpace::name();
-  k["concurrency"] = locus::ExecSpace().concurrency();
+  YAML::Node k = locus::kernels_summary(false);
   std::string kinds;
   for (const auto& key : permute_checked()) kinds += (kinds.empty() ? "" : ", ") + key;
   k["check"] = "every sort kind bitwise equal to the reference kernel on first use (" +
@@ -455,18 +449,18 @@ YAML::Node results_of(const Context& ctx, const Schedule& sched, const Run& run,
   results["phases"] = static_cast<long>(phases);
   results["tasks"] = static_cast<long>(tasks);
   results["tasks_per_rank_min_max"] = locus::yaml_flow_list(std::vector<long>{long(tmin), long(tmax)});
-  results["seconds"] = number(secs);
-  results["gflop"] = number(flops / 1e9);
+  results["seconds"] = yaml_number(secs);
+  results["gflop"] = yaml_number(flops / 1e9);
   results["figure_of_merit"] = locus::figure_of_merit(
       "floating-point operations per second", flops / 1e9, "GFLOP/s", secs,
       "the whole task loop of every phase, slowest rank, summed over phases: gets, waits, sorts, DGEMMs, "
       "accumulates and the task counter");
   results["gflop_per_s_per_rank"] =
-      number(secs > 0 ? std::round(flops / secs / ctx.size() / 1e6) / 1e3 : 0.0);
+      yaml_number(secs > 0 ? std::round(flops / secs / ctx.size() / 1e6) / 1e3 : 0.0);
   // Beside it, the DGEMMs alone (slowest rank's dgemm time).
   double dgemm = run.sum.dgemm;
   MPI_Allreduce(MPI_IN_PLACE, &dgemm, 1, MPI_DOUBLE, MPI_MAX, comm);
-  results["compute_only_gflop_per_s"] = number(locus::rate(flops / 1e9, dgemm));
+  results["compute_only_gflop_per_s"] = yaml_number(locus::rate(flops / 1e9, dgemm));
   return results;
 }
 
@@ -540,8 +534,7 @@ int run(Context& ctx) {
   locus::Timers timers({"total", "setup", "contract", "get", "wait", "sort", "dgemm", "accumulate", "nxtask",
                         "reference", "io"});
   timers.start("total");
-  const std::string path = cfg.string("output.dir") + "/" + cfg.string("output.name") + ".h5";
-  locus::H5Output out(ctx.comm(), path, cfg.boolean("output.overwrite"));
+  locus::H5Output out = locus::open_output(ctx);
   Run run;
   for (std::size_t i = 0; i < phases.size(); ++i)
     run_phase(ctx, sched, phases[i], i, i + 1 == phases.size(), timers, run);
@@ -554,11 +547,9 @@ int run(Context& ctx) {
   const YAML::Node results = results_of(ctx, sched, run, phases.size());
   // validation.mode none: C is compared with nothing, "not checked" (a task
   // or counter error still fails the run).
-  if (run.pass && mode == "none")
-    run.validation["reason"] =
-        "validation.mode none: C is not compared with a reference (every task ran once and "
-        "the counter ended where it should)";
-  run.validation["verdict"] = !run.pass ? "FAIL" : mode == "none" ? "not checked" : "pass";
+  locus::set_verdict(run.validation, run.pass, mode != "none",
+                     "validation.mode none: C is not compared with a reference (every task ran once and "
+                     "the counter ended where it should)");
   {
     auto t = timers.scope("io");
     write_output(ctx, out, run);
@@ -566,12 +557,7 @@ int run(Context& ctx) {
   run.C.reset();
   run.B.reset();
   run.A.reset();
-  const std::string summary = locus::finish_output(out, ctx, timers, results, run.validation);
-  if (ctx.rank() == 0) {
-    std::fputs(summary.c_str(), stdout);
-    std::fflush(stdout);
-  }
-  return run.pass ? 0 : 1;
+  return locus::finish_run(out, ctx, timers, results, run.validation, run.pass);
 }
 
 }  // namespace tensor_contract

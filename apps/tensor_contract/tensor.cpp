@@ -26,6 +26,8 @@
 
 namespace tensor_contract {
 
+using locus::mix64;
+
 std::string preset_contraction(const std::string& name) {
   if (name == "matmul") return "ij = ik * kj";
   if (name == "ccsd") return "abij = acik * cbkj";
@@ -76,10 +78,6 @@ std::string parse_contraction(const std::string& text, Contraction& out) {
 }
 
 namespace {
-
-std::uint64_t mix(std::uint64_t z) {
-  return locus::mix64(z);
-}
 
 gidx product(const std::vector<gidx>& v) {
   gidx p = 1;
@@ -393,8 +391,8 @@ void permute(const double* src, const std::string& sidx, const std::vector<gidx>
 
 double TiledTensor::value(const Problem& p, int which, const std::vector<gidx>& coord) {
   (void)which;
-  std::uint64_t h = mix(p.seed * 1000003ULL + static_cast<std::uint64_t>(which));
-  for (gidx c : coord) h = mix(h ^ static_cast<std::uint64_t>(c));
+  std::uint64_t h = mix64(p.seed * 1000003ULL + static_cast<std::uint64_t>(which));
+  for (gidx c : coord) h = mix64(h ^ static_cast<std::uint64_t>(c));
   if (p.values == Values::integer) return static_cast<double>(static_cast<int>(h % 5) - 2);
   return static_cast<double>(h >> 11) * 0x1.0p-52 - 1.0;
 }

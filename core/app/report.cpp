@@ -1,20 +1,51 @@
-// The end of every app's run (report.hpp): provenance and the summary
-// into the HDF5 output.
+// The end of every app's run (report.hpp): the output path, the memory
+// check, provenance, the verdict, the summary into the HDF5 output, the
+// XDMF file beside it and what rank 0 prints.
 #include "locus/report.hpp"
 
 #include <mpi.h>
 
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <vector>
 
 #include "locus/async.hpp"
+#include "locus/field.hpp"
+#include "locus/kokkos.hpp"
+#include "locus/limits.hpp"
 #include "locus/machine.hpp"
 #include "locus/version.hpp"
 
 namespace fs = std::filesystem;
 
 namespace locus {
+
+std::string output_path(const Config& cfg, const std::string& suffix) {
+  return cfg.string("output.dir") + "/" + cfg.string("output.name") + suffix;
+}
+
+H5Output open_output(const Context& ctx) {
+  return H5Output(ctx.comm(), output_path(ctx.config()), ctx.config().boolean("output.overwrite"));
+}
+
+void require_run_memory(const Context& ctx, double shared, double private_bytes, const std::string& what,
+                        double fields) {
+  const bool in_segments = fields_in_segments();
+  require_memory(ctx.runtime().world(), shared + (in_segments ? fields : 0.0),
+                 private_bytes + (in_segments ? 0.0 : fields), what);
+}
+
+YAML::Node kernels_summary(bool grid_fields, const std::string& space) {
+  YAML::Node k;
+  k["space"] = space.empty() ? std::string(ExecSpace::name()) : space;
+  k["concurrency"] = ExecSpace().concurrency();
+  if (grid_fields) {
+    k["memory_space"] = MemSpace::name();
+    k["fields"] = field_storage();
+  }
+  return k;
+}
 
 void write_provenance(H5Output& out, const Context& ctx) {
   out.attribute("", "app", ctx.app().name);
@@ -44,6 +75,15 @@ void write_provenance(H5Output& out, const Context& ctx) {
   MPI_Bcast(date.data(), len, MPI_CHAR, 0, ctx.comm());
   out.attribute("", "date", date);
   out.attribute("", "command_line", ctx.command_line());
+}
+
+const char* verdict(bool pass, bool checked) {
+  return !pass ? "FAIL" : checked ? "pass" : "not checked";
+}
+
+void set_verdict(YAML::Node& validation, bool pass, bool checked, const std::string& unchecked_reason) {
+  if (pass && !checked && !unchecked_reason.empty()) validation["reason"] = unchecked_reason;
+  validation["verdict"] = verdict(pass, checked);
 }
 
 std::string finish_output(H5Output& out, const Context& ctx, Timers& timers, const YAML::Node& results,
@@ -115,6 +155,30 @@ std::string finish_output(H5Output& out, const Context& ctx, Timers& timers, con
   out.attribute("", "summary", text);
   out.commit();
   return ctx.summary_json() ? summary.json() : text;
+}
+
+bool write_xdmf_beside(const Context& ctx, const std::string& h5_path, const XdmfField& f) {
+  const Config& cfg = ctx.config();
+  if (!cfg.boolean("output.write_field") || !cfg.boolean("output.xdmf")) return true;
+  const std::string err =
+      write_xdmf(output_path(cfg, ".xmf"), fs::path(h5_path).filename().string(), f.dataset, f.dims, f.origin,
+                 f.spacing, f.time, f.ndims, f.precision, f.more);
+  if (err.empty()) return true;
+  std::fprintf(stderr, "%s: error: %s (%s itself is complete)\n", ctx.app().name.c_str(), err.c_str(),
+               h5_path.c_str());
+  return false;
+}
+
+int finish_run(H5Output& out, const Context& ctx, Timers& timers, const YAML::Node& results,
+               const YAML::Node& validation, bool pass, const XdmfField* field, const std::string& warning) {
+  const std::string summary = finish_output(out, ctx, timers, results, validation);
+  if (ctx.rank() == 0) {
+    if (field && !write_xdmf_beside(ctx, out.path(), *field)) pass = false;
+    std::fputs(summary.c_str(), stdout);
+    std::fflush(stdout);
+    if (!warning.empty()) std::fprintf(stderr, "%s: warning: %s\n", ctx.app().name.c_str(), warning.c_str());
+  }
+  return pass ? 0 : 1;
 }
 
 }  // namespace locus

@@ -480,6 +480,14 @@ std::vector<std::string> halo_strategies() {
   return {"p2p", "rma", "locus", "locus-nb", "locus-barrier"};
 }
 
+Schema& add_halo_key(Schema& s) {
+  return s.choice(
+      "comm.halo", "locus", halo_strategies(),
+      "halo exchange: p2p (MPI two-sided), rma (MPI RMA + barriers), locus (notified one-sided: "
+      "each rank waits for its neighbours only), locus-nb (split-phase locus) or locus-barrier (the "
+      "DART papers' barrier-synchronised one-sided halo); see docs/user-guide.md");
+}
+
 template <class T>
 std::unique_ptr<HaloExchange<T>> make_halo(const std::string& strategy, const CartDecomp& decomp, Team& team,
                                            const HaloOptions& options) {

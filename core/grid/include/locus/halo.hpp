@@ -34,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "locus/config.hpp"
 #include "locus/decomp.hpp"
 #include "locus/field.hpp"
 #include "locus/rma.hpp"
@@ -75,6 +76,9 @@ class HaloExchange {
 
 // The strategies this build offers, for the `comm.halo` schema key.
 std::vector<std::string> halo_strategies();
+// Declares the `comm.halo` key (one of halo_strategies(), default locus)
+// in an app's schema.
+Schema& add_halo_key(Schema& s);
 
 // The face of a block of shape s in dimension d at layer `layer` (0 and
 // n[d]+1 are ghosts, 1 and n[d] the boundary layers): element offset and

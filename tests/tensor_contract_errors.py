@@ -2,7 +2,7 @@
 """tensor_contract: bad decks end every rank with one clear error naming
 the deck key, exit 1, no traceback or MPI abort, no output file.
 
-    tensor_errors.py NP
+    tensor_contract_errors.py NP
 """
 import os
 import sys
@@ -11,7 +11,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from locus_testlib import SOURCE, check, run_app, scratch  # noqa: E402
 
 NP = int(sys.argv[1])
-OUT = scratch("tensor_errors_np%d" % NP)
+OUT = scratch("tensor_contract_errors_np%d" % NP)
 DECK = os.path.join(SOURCE, "inputs", "tensor_contract", "default.yaml")
 
 CASES = [

@@ -15,7 +15,7 @@
   * random values pass the in-app reference within the rounding bound;
   * the multiphase run reports every phase.
 
-    tensor_check.py NP
+    tensor_contract_check.py NP
 """
 import os
 import sys
@@ -27,7 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from locus_testlib import SOURCE, check, run_app, scratch, summary  # noqa: E402
 
 NP = int(sys.argv[1])
-OUT = scratch("tensor_check_np%d" % NP)
+OUT = scratch("tensor_contract_check_np%d" % NP)
 DECK = os.path.join(SOURCE, "inputs", "tensor_contract", "default.yaml")
 count = [0]
 
