@@ -95,17 +95,10 @@ std::string finish_output(H5Output& out, const Context& ctx, Timers& timers, con
   summary.output = fs::absolute(out.path()).string();
   const AsyncSettings& as = ctx.runtime().settings().async;
   if (as.mode != AsyncMode::off) {
-    // What redirection did: the mode and one entry per phase point, in the
-    // summary and as datasets (async_time, async_on, async_cr: points x units).
-    YAML::Node a;
-    a["mode"] = async_mode_name(as.mode);
-    if (as.mode == AsyncMode::user) a["on_phases"] = yaml_flow_list(as.on_phases);
-    if (as.mode == AsyncMode::automatic) {
-      a["interval"] = yaml_number(as.interval);
-      a["low"] = yaml_number(as.low);
-      a["high"] = yaml_number(as.high);
-      if (!as.thresholds.empty()) a["thresholds"] = as.thresholds;
-    }
+    // What redirection did: after its settings (the Summary prints them),
+    // one entry per phase point, in the summary and as datasets
+    // (async_time, async_on, async_cr: points x units).
+    YAML::Node a = summary.async;
     const auto& log = async_log();
     std::vector<double> t, on, cr;
     for (const auto& d : log) {
@@ -121,7 +114,6 @@ std::string finish_output(H5Output& out, const Context& ctx, Timers& timers, con
       cr.insert(cr.end(), d.cr.begin(), d.cr.end());
     }
     a["on_at_end"] = async_enabled(ctx.runtime().world());
-    summary.async = a;
     if (!log.empty()) {
       out.write_root_vector("async_time", t);
       out.write_root_vector("async_on", on);

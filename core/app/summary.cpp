@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "app/settings_summary.hpp"
+#include "config/settings_table.hpp"
 #include "locus/app.hpp"
 #include "locus/machine.hpp"
 #include "locus/plan.hpp"
@@ -21,7 +23,27 @@ std::string short_number(double v) {
   std::snprintf(buf, sizeof buf, "%.6g", v);
   return buf;
 }
+// A setting's value as YAML: numbers by their shortest text, lists inline.
+YAML::Node yaml_printed(const Printed& p) {
+  if (const double* d = std::get_if<double>(&p)) return yaml_number(*d);
+  if (const auto* names = std::get_if<std::vector<std::string>>(&p)) return yaml_flow_list(*names);
+  return std::visit([](const auto& v) { return YAML::Node(v); }, p);
+}
 }  // namespace
+
+YAML::Node settings_summary(const CommSettings& settings) {
+  YAML::Node tree(YAML::NodeType::Map);
+  for (const Setting& e : settings_table()) {
+    const std::optional<Printed> p = e.print(settings);
+    if (!p) continue;
+    const std::size_t dot = e.summary.find('.');
+    if (dot == std::string::npos)
+      tree[e.summary] = yaml_printed(*p);
+    else
+      tree[e.summary.substr(0, dot)][e.summary.substr(dot + 1)] = yaml_printed(*p);
+  }
+  return tree;
+}
 
 Summary::Summary(const Context& ctx, const std::vector<TimerStats>& timers) {
   head_["app"] = ctx.app().name;
@@ -44,47 +66,41 @@ Summary::Summary(const Context& ctx, const std::vector<TimerStats>& timers) {
     if (std::find(seen.begin(), seen.end(), n) == seen.end()) seen.push_back(n);
   for (const auto& n : seen) nodes.push_back(n);
   setup_["nodes"] = nodes;
-  const NodeMap& nm = ctx.runtime().node_map();
-  YAML::Node map;
-  map["emulated_node_size"] = nm.emulated_size;
-  map["node_of_unit"] = yaml_flow_list(nm.node_of);
-  setup_["node_map"] = map;
-  // Who served: progress processes (ranks in MPI_COMM_WORLD) and thread.
+  // The core's settings at the places their table names (node_map,
+  // progress, remote, htm; async only with redirection on, where
+  // finish_output adds the decisions), then what the run made of them.
   const Runtime& rt = ctx.runtime();
-  YAML::Node progress;
+  for (const auto& section : settings_summary(rt.settings())) {
+    const std::string name = section.first.as<std::string>();
+    if (name == "async")
+      async = section.second;
+    else
+      setup_[name] = section.second;
+  }
+  setup_["node_map"]["node_of_unit"] = yaml_flow_list(rt.node_map().node_of);
+  // Who served: progress processes (ranks in MPI_COMM_WORLD).
+  YAML::Node progress = setup_["progress"];
   progress["processes"] = yaml_flow_list(rt.server_ranks());
   progress["unit_ranks"] = yaml_flow_list(rt.app_ranks());
   progress["cpus"] = yaml_flow_list(rt.bound_cpus());
   progress["binding"] = rt.binding();
-  progress["thread"] = rt.settings().progress.thread;
   progress["offloaded_unit0"] = rt.offloaded();
-  setup_["progress"] = progress;
-  // Routes to other nodes (comm.remote): the mode, where auto's calibration
-  // came from, and what this unit's plans chose.
+  // Routes to other nodes (comm.remote): how auto's calibration was found,
+  // and what this unit's plans chose.
   {
-    const RemoteSettings& rs = rt.settings().remote;
-    YAML::Node remote;
-    remote["mode"] = rs.mode == RemoteMode::rma ? "rma" : rs.mode == RemoteMode::message ? "message" : "auto";
-    remote["why"] = rs.why;
-    remote["faces"] = rs.faces == RemoteFaces::direct ? "direct" : "packed";
-    if (!rs.calibration.empty()) remote["calibration"] = rs.calibration;
+    YAML::Node remote = setup_["remote"];
+    remote["why"] = rt.settings().remote.why;
     const RemoteRoutes r = remote_routes();
     remote["message_pairs_unit0"] = r.message_pairs;
     remote["rma_pairs_unit0"] = r.rma_pairs;
     if (r.message_pairs) remote["message_max_bytes"] = r.message_max_bytes;
     if (r.rma_pairs) remote["rma_max_bytes"] = r.rma_max_bytes;
-    remote["requests"] = rs.requests == RemoteRequests::immediate    ? "immediate"
-                         : rs.requests == RemoteRequests::persistent ? "persistent"
-                         : rs.requests == RemoteRequests::eager      ? "eager"
-                                                                     : "auto";
     if (r.message_pairs) {
       remote["persistent_plans_unit0"] = r.persistent_plans;
       remote["immediate_plans_unit0"] = r.immediate_plans;
       remote["eager_plans_unit0"] = r.eager_plans;
     }
-    setup_["remote"] = remote;
   }
-  setup_["htm"] = rt.settings().htm_why;  // comm.htm: same-node accumulate runs as transactions
   YAML::Node machine;
   for (const auto& [k, v] : machine_description()) machine[k] = v;
   setup_["machine"] = machine;

@@ -1,6 +1,8 @@
-// The communication settings of a run (comm.*, runtime.progress.*), read
-// and checked from the deck: redirection (comm.async, comm.adapt.*) and
-// the routes to other nodes with their calibration (comm.remote).
+// The communication settings of a run (comm.*, runtime.*) from the deck:
+// every entry of the settings table (settings_table.cpp), then what the
+// table leaves to code: env overrides (LOCUS_NODE_SIZE, LOCUS_ASYNC), the
+// thresholds and calibration files, the comm.htm decision and the checks
+// across keys.
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -12,6 +14,7 @@
 #include <string>
 
 #include "build_info.hpp"
+#include "config/settings_table.hpp"
 #include "locus/cpu.hpp"
 #include "locus/settings.hpp"
 
@@ -26,45 +29,6 @@ int effective_node_size(long from_deck) {
   if (*end != '\0' || v < 0 || v > 1000000)
     throw Error("LOCUS_NODE_SIZE: must be a non-negative integer (got '" + std::string(env) + "')");
   return static_cast<int>(v);
-}
-
-std::string idle_policy_name(IdlePolicy p) {
-  switch (p) {
-    case IdlePolicy::spin:
-      return "spin";
-    case IdlePolicy::yield:
-      return "yield";
-    case IdlePolicy::sleep:
-      return "sleep";
-  }
-  return "?";
-}
-
-IdlePolicy parse_idle_policy(const std::string& s) {
-  if (s == "spin") return IdlePolicy::spin;
-  if (s == "yield") return IdlePolicy::yield;
-  if (s == "sleep") return IdlePolicy::sleep;
-  throw Error("idle policy must be spin, yield or sleep (got '" + s + "')");
-}
-
-std::string async_mode_name(AsyncMode m) {
-  switch (m) {
-    case AsyncMode::off:
-      return "off";
-    case AsyncMode::on:
-      return "on";
-    case AsyncMode::user:
-      return "user";
-    case AsyncMode::automatic:
-      return "auto";
-  }
-  return "off";
-}
-
-std::optional<AsyncMode> async_mode_from_name(const std::string& name) {
-  for (AsyncMode m : {AsyncMode::off, AsyncMode::on, AsyncMode::user, AsyncMode::automatic})
-    if (async_mode_name(m) == name) return m;
-  return std::nullopt;
 }
 
 namespace {
@@ -85,31 +49,18 @@ YAML::Node load_settings_file(const std::string& path, const std::string& where,
   }
 }
 
-// comm.async and comm.adapt.*, checked (the same on every rank: the error
-// is collective).
-AsyncSettings async_settings(const Config& c, const CommSettings& cs) {
-  AsyncSettings a;
-  std::string mode = c.string("comm.async");
+// comm.async and comm.adapt.* after the table (settings_table.cpp): the
+// LOCUS_ASYNC override, the thresholds file and the checks (the same on
+// every rank: the errors are collective).
+void async_specials(const Config& c, CommSettings& s) {
+  AsyncSettings& a = s.async;
   std::string where = c.locate("comm.async");
   if (const char* env = std::getenv("LOCUS_ASYNC"); env && *env) {
-    mode = env;
-    where = "LOCUS_ASYNC=" + mode;
+    where = "LOCUS_ASYNC=" + std::string(env);
+    const std::optional<AsyncMode> parsed = async_mode_from_name(env);
+    if (!parsed) throw CollectiveError(where + ": must be one of off, on, user, auto");
+    a.mode = *parsed;
   }
-  const std::optional<AsyncMode> parsed = async_mode_from_name(mode);
-  if (!parsed) throw CollectiveError(where + ": must be one of off, on, user, auto");
-  a.mode = *parsed;
-  a.on_phases.clear();
-  std::stringstream phases(c.string("comm.async_phases"));
-  for (std::string p; std::getline(phases, p, ',');) {
-    p.erase(0, p.find_first_not_of(' '));
-    p.erase(p.find_last_not_of(' ') + 1);
-    if (!p.empty()) a.on_phases.push_back(p);
-  }
-  a.data = c.string("comm.async_ops") == "all";
-  a.interval = c.real("comm.adapt.interval");
-  a.low = c.real("comm.adapt.low");
-  a.high = c.real("comm.adapt.high");
-  a.thresholds = c.string("comm.adapt.thresholds");
   if (!a.thresholds.empty()) {
     const std::string at = c.locate("comm.adapt.thresholds") + ": " + a.thresholds;
     const YAML::Node t = load_settings_file(a.thresholds, at, "thresholds file");
@@ -125,33 +76,24 @@ AsyncSettings async_settings(const Config& c, const CommSettings& cs) {
     throw CollectiveError(c.locate(a.thresholds.empty() ? "comm.adapt.low" : "comm.adapt.thresholds") +
                           ": low (" + std::to_string(a.low) + ") must be below high (" +
                           std::to_string(a.high) + "); equal values give no hysteresis");
-  if (a.mode != AsyncMode::off && cs.progress.processes_per_node < 1)
+  if (a.mode != AsyncMode::off && s.progress.processes_per_node < 1)
     throw CollectiveError(where +
                           ": redirection needs progress processes "
                           "(set runtime.progress.processes_per_node: 1 or more)");
-  if (a.mode != AsyncMode::off && cs.window != WindowKind::segment)
+  if (a.mode != AsyncMode::off && s.window != WindowKind::segment)
     throw CollectiveError(where + ": redirection needs comm.window: segment");
-  return a;
 }
 }  // namespace
 
 namespace {
-// The calibration file of comm.remote: auto: the deck's, or the one shipped
-// for this MPI library. Errors name the key and the file (collective: every
-// rank reads the same file).
-RemoteSettings remote_settings(const Config& c) {
-  RemoteSettings r;
-  r.faces = c.string("comm.remote_faces") == "packed" ? RemoteFaces::packed : RemoteFaces::direct;
-  const std::string requests = c.string("comm.remote_requests");
-  r.requests = requests == "immediate"    ? RemoteRequests::immediate
-               : requests == "persistent" ? RemoteRequests::persistent
-               : requests == "eager"      ? RemoteRequests::eager
-                                          : RemoteRequests::automatic;
-  const std::string mode = c.string("comm.remote");
-  r.mode = mode == "rma" ? RemoteMode::rma : mode == "message" ? RemoteMode::message : RemoteMode::automatic;
+// The calibration file of comm.remote: auto: comm.remote_calibration, or
+// the one shipped for this MPI library (after the table: r.mode is set).
+// Errors name the key and the file (collective: every rank reads the same
+// file).
+void find_calibration(const Config& c, RemoteSettings& r) {
   if (r.mode != RemoteMode::automatic) {
-    r.why = "comm.remote: " + mode;
-    return r;
+    r.why = "comm.remote: " + c.string("comm.remote");
+    return;
   }
   std::string file = c.string("comm.remote_calibration");
   std::string at = c.locate("comm.remote_calibration");
@@ -167,7 +109,7 @@ RemoteSettings remote_settings(const Config& c) {
     }
     if (file.empty()) {
       r.why = "no calibration for this MPI library (" + name + "): message to other nodes";
-      return r;
+      return;
     }
     at = "calibration shipped for " + std::string(LOCUS_MPI_FLAVOUR);
   }
@@ -204,7 +146,6 @@ RemoteSettings remote_settings(const Config& c) {
   r.calibration = std::filesystem::absolute(file).lexically_normal().string();
   if (t["library"]) r.calibrated_library = t["library"].as<std::string>("");
   r.why = "calibrated" + (r.calibrated_library.empty() ? std::string() : " with " + r.calibrated_library);
-  return r;
 }
 }  // namespace
 
@@ -249,9 +190,9 @@ RemoteRequests RemoteSettings::requests_for(double bytes) const {
 }
 
 namespace {
-// comm.aggregate.applier, checked against the keys it needs.
-AggregateApplier aggregate_applier(const Config& c, const CommSettings& s) {
-  if (c.string("comm.aggregate.applier") != "progress") return AggregateApplier::owner;
+// comm.aggregate.applier: progress, checked against the keys it needs.
+void check_applier(const Config& c, const CommSettings& s) {
+  if (s.aggregate.applier != AggregateApplier::progress) return;
   const std::string at = c.locate("comm.aggregate.applier") + ": progress";
   if (s.progress.processes_per_node < 1)
     throw CollectiveError(at +
@@ -259,43 +200,34 @@ AggregateApplier aggregate_applier(const Config& c, const CommSettings& s) {
                           "apply the batches");
   if (s.aggregate.transport != AggregateTransport::message)
     throw CollectiveError(at + " needs comm.aggregate.transport: message (got put)");
-  return AggregateApplier::progress;
+}
+
+// comm.htm: auto takes hardware transactions where the CPU has RTM.
+void decide_htm(const Config& c, CommSettings& s) {
+  if (c.string("comm.htm") == "off") {
+    s.htm = false;
+    s.htm_why = "off (comm.htm)";
+    return;
+  }
+  s.htm = cpu::features().rtm;
+  const bool hidden = cpu::features().hidden.find("rtm") != std::string::npos;
+  s.htm_why = s.htm    ? "on (auto: the CPU has RTM)"
+              : hidden ? "off (auto: RTM hidden by LOCUS_CPU_HIDE)"
+                       : "off (auto: the CPU has no RTM)";
 }
 }  // namespace
 
 CommSettings comm_settings(const Config& c) {
   CommSettings s;
-  s.node_size = effective_node_size(c.integer("runtime.node_size"));
-  s.locality = c.boolean("comm.locality");
-  s.window = c.string("comm.window") == "dynamic" ? WindowKind::dynamic : WindowKind::segment;
-  s.check = c.boolean("comm.check");
-  s.atomics = c.string("comm.atomics") == "aggregate" ? AtomicMode::aggregate : AtomicMode::mpi;
-  s.aggregate.records = static_cast<std::size_t>(c.integer("comm.aggregate.records"));
-  s.aggregate.slots = static_cast<int>(c.integer("comm.aggregate.slots"));
-  s.aggregate.transport =
-      c.string("comm.aggregate.transport") == "put" ? AggregateTransport::put : AggregateTransport::message;
-  s.progress.processes_per_node = static_cast<int>(c.integer("runtime.progress.processes_per_node"));
-  s.aggregate.applier = aggregate_applier(c, s);
-  s.progress.threshold = static_cast<std::size_t>(c.integer("runtime.progress.threshold"));
-  s.progress.staging = static_cast<std::size_t>(c.integer("runtime.progress.staging"));
-  s.progress.idle = parse_idle_policy(c.string("runtime.progress.idle"));
-  s.progress.max_sleep_us = static_cast<int>(c.integer("runtime.progress.max_sleep_us"));
-  s.progress.linger_us = static_cast<int>(c.integer("runtime.progress.linger_us"));
-  s.progress.bind = c.string("runtime.progress.bind") == "auto";
-  s.progress.thread = c.boolean("runtime.progress.thread");
-  s.progress.thread_interval_us = static_cast<int>(c.integer("runtime.progress.thread_interval_us"));
-  s.async = async_settings(c, s);
-  s.remote = remote_settings(c);
-  s.staging = c.string("comm.staging") == "always" ? Staging::always : Staging::automatic;
-  if (c.string("comm.htm") == "off") {
-    s.htm_why = "off (comm.htm)";
-  } else {
-    s.htm = cpu::features().rtm;
-    const bool hidden = cpu::features().hidden.find("rtm") != std::string::npos;
-    s.htm_why = s.htm    ? "on (auto: the CPU has RTM)"
-                : hidden ? "off (auto: RTM hidden by LOCUS_CPU_HIDE)"
-                         : "off (auto: the CPU has no RTM)";
-  }
+  for (const Setting& e : settings_table())
+    if (e.set) e.set(s, deck_value(c, e));
+  // What the entries leave to code (their `special`), in this order: the
+  // first error wins.
+  s.node_size = effective_node_size(s.node_size);
+  check_applier(c, s);
+  async_specials(c, s);
+  find_calibration(c, s.remote);
+  decide_htm(c, s);
 #ifndef NDEBUG
   s.check = true;
 #endif

@@ -1,5 +1,9 @@
 #pragma once
-// The core's settings (comm.* and runtime.progress.* in every deck).
+// The core's settings (the runtime.* and comm.* keys of every deck) as the
+// layers use them. Each is declared once, with its key, default, range,
+// help and summary line, in the settings table (config/settings_table.cpp);
+// the defaults below are what a CommSettings holds without a deck (tests
+// check that they are the table's).
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -25,9 +29,8 @@ struct ProgressSettings {
   int thread_interval_us = 20;          // the thread's polling interval
 };
 
+// "spin", "yield", "sleep" (the names of runtime.progress.idle).
 std::string idle_policy_name(IdlePolicy p);
-// Throws Error for anything but spin, yield, sleep.
-IdlePolicy parse_idle_policy(const std::string& s);
 
 // Which MPI window the remote path uses: one window per segment, created
 // over the segment's memory at allocation (MPI_Win_create: registered, the
@@ -197,13 +200,16 @@ struct CommSettings {
 // else 0 (real nodes). Throws Error for a malformed LOCUS_NODE_SIZE.
 int effective_node_size(long from_deck);
 
-// The keys every app's deck has (name, output.*, runtime.*, comm.*): the
-// core's settings, declared in config/schema_keys.cpp.
+// The keys every app's deck has: name, output.* (config/schema_keys.cpp)
+// and the core's settings, runtime.* and comm.* (config/settings_table.cpp).
 void add_common_keys(Schema& schema, const std::string& app_name);
 
-// The core's settings from a checked deck (runtime.node_size or env
-// LOCUS_NODE_SIZE, comm.*, runtime.progress.*; LOCUS_ASYNC overrides
-// comm.async).
+// The core's settings from a checked deck: every entry of the settings
+// table, then env LOCUS_NODE_SIZE (runtime.node_size 0) and LOCUS_ASYNC
+// (overrides comm.async), the thresholds and calibration files, comm.htm's
+// decision and the checks across keys. Throws CollectiveError naming the
+// key's place for values the schema lets through but the core cannot run
+// (Error for a malformed LOCUS_NODE_SIZE).
 CommSettings comm_settings(const Config& config);
 
 }  // namespace locus
