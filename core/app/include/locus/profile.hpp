@@ -102,6 +102,8 @@ class Summary {
   YAML::Node validation;  // mode, verdict, figures
   std::string output;     // path of the output file
   YAML::Node async;       // redirection mode and decisions (comm.async not off)
+  // The counted requirements (counts.hpp; docs/outputs.md, "requirements").
+  YAML::Node requirements;
   std::string yaml() const;
   // The same tree as JSON (numbers and booleans unquoted; NaN and
   // infinities as strings, which JSON has no numbers for).
