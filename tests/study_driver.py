@@ -59,6 +59,10 @@ def main():
     check(all(float(r["timer_total_max"]) > 0 and float(r["timer_halo_avg"]) >= 0 and r["results_steps"] == "5"
               for r in ok), "timers and results in every ok row")
     check({r["oversubscribed"] for r in ok} == {"0"}, "1 and 2 ranks are not over-subscribed")
+    # the counted requirements (sums over the ranks): 11 flops per cell and step
+    check(all(r["count_compute_flops"] == str(11 * 12 * 10 * 8 * 5) and int(r["count_footprint_bytes_max"]) > 0
+              and r["count_halo_bytes_off_node"] == "0" for r in ok), "count_ columns in every ok row")
+    check(all(int(r["count_halo_bytes_on_node"]) > 0 for r in ok if r["ranks"] == "2"), "2 ranks move faces")
     with h5py.File(os.path.join(res, "results.h5"), "r") as h:
         check(len(h["run_id"]) == 8 and h["timer_total_max"].shape == (8,), "results.h5 has one row per run")
     for name in ("time", "speedup", "breakdown", "ratio"):

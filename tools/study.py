@@ -784,6 +784,30 @@ def flatten_results(tree, prefix="results_"):
     return out
 
 
+def requirement_columns(req):
+    """The counted requirements of a run's summary (docs/outputs.md,
+    "requirements") as columns: count_<phase>_<kind>, each kind's sum over
+    the ranks in each phase (0 where nothing was counted), count_all_<kind>
+    over every phase, and count_footprint_bytes_max, the largest rank's
+    memory footprint. No columns for a summary without them (an older build)."""
+    if not isinstance(req, dict):
+        return {}
+    kinds = req.get("kinds") or []
+
+    def sums(counts):
+        counts = counts or {}
+        return {k: (counts.get(k) or {}).get("sum", 0) for k in kinds}
+
+    out = {}
+    for phase, counts in (req.get("phases") or {}).items():
+        for k, v in sums(counts).items():
+            out["count_%s_%s" % (phase, k)] = v
+    for k, v in sums(req.get("all_phases")).items():
+        out["count_all_%s" % k] = v
+    out["count_footprint_bytes_max"] = (req.get("footprint_bytes") or {}).get("max")
+    return out
+
+
 def rows_of(study, records):
     rows, timer_names = [], []
     for rec in records:
@@ -813,6 +837,7 @@ def rows_of(study, records):
             for stat in ("min", "avg", "max"):
                 row["timer_%s_%s" % (name, stat)] = t.get(stat)
         row.update(flatten_results(s.get("results")))
+        row.update(requirement_columns(s.get("requirements")))
         rows.append(row)
     columns = []
     for r in rows:

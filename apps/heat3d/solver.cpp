@@ -13,6 +13,7 @@
 #endif
 
 #include "heat3d.hpp"
+#include "locus/counts.hpp"
 #include "locus/cpu.hpp"
 #include "locus/error.hpp"
 #include "locus/kokkos.hpp"
@@ -376,6 +377,27 @@ std::string Solver::stores_report() const {
   return buf;
 }
 
+namespace {
+// The step's counted requirements (counts.hpp), per interior cell, in the
+// compute phase. Only the solve's kernel: the first step's reference and
+// checking kernels are not counted.
+void count_step(long cells) {
+  const auto n = static_cast<std::uint64_t>(cells);
+  // T' = (c0 T + cx (W + E)) + (cy (S + N) + cz (B + U)): 6 additions and 4
+  // multiplications, and the residual's subtraction |T' - T| (the
+  // maximum is a comparison, not counted).
+  locus::count(locus::Count::flops, 11 * n,
+               "heat3d step: 11 per interior cell (6 additions and 4 multiplications of the update, 1 "
+               "subtraction of the residual)");
+  // T read once and T' written once; the neighbours come from cache (the
+  // sweep's cache blocking). Cached stores also read T' for ownership
+  // (8 bytes more); the streaming-store kernel does not.
+  locus::count(locus::Count::memory_bytes, 16 * n,
+               "heat3d step: 16 bytes per interior cell (T read once, T' written once; neighbours from "
+               "cache, no read for ownership)");
+}
+}  // namespace
+
 double Solver::step() {
   const auto& n = decomp_.local();
   const long nx = n[0], ny = n[1], nz = n[2];
@@ -408,6 +430,7 @@ double Solver::step() {
     reference();
     auto t = timers_.scope("compute");
     local_max = sweep_rows<FullStep>("heat3d::step", st, streaming, &kernel_seconds);
+    count_step(nx * ny * nz);
   } else {
     // The paper's overlap: start the face transfers, update the cells that
     // read no ghost, complete the transfers, update the boundary shell.
@@ -430,6 +453,7 @@ double Solver::step() {
     {
       auto t = timers_.scope("compute");
       shell_max = sweep("heat3d::step_shell", ShellStep{st}, false);  // a few cells per row: portable
+      count_step(nx * ny * nz);  // (the inner cells and the shell: every cell once)
     }
     local_max = std::max(inner_max, shell_max);
   }

@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "locus/console.hpp"
+#include "locus/counts.hpp"
 #include "locus/cpu.hpp"
 #include "locus/error.hpp"
 #include "locus/io.hpp"
@@ -207,6 +208,39 @@ void split_pair(bool avx2, T* x, const T* y, T* xs, const T* ys, const T* xss, c
   split_pair_baseline<T, Sor>(x, y, xs, ys, xss, xup, b, bs, k0, k1, a, w, ahead, next);
 }
 
+// The counted requirements of the kernels (counts.hpp), per interior point
+// of this rank, in the phase their timer gives. Memory: each point's own
+// values read (and written) once, neighbours from cache; `esize` is the
+// solver's element (8 bytes, 4 in single precision). Only the solve's
+// kernels: the first iteration's reference kernels are not counted.
+void count_sweep(long points, std::size_t esize, bool sor) {
+  const auto n = static_cast<std::uint64_t>(points);
+  if (sor)
+    // g = 1/4 ((W + E) + (S + N) + h^2 f), then u + w (g - u)
+    locus::count(locus::Count::flops, 8 * n,
+                 "poisson5pt SOR sweep: 8 per point (4 additions and 1 multiplication of the Gauss-Seidel "
+                 "value, 1 subtraction, 1 multiplication and 1 addition of the over-relaxation)");
+  else
+    // g = 1/4 ((W + E) + (S + N) + h^2 f)
+    locus::count(locus::Count::flops, 5 * n,
+                 "poisson5pt Gauss-Seidel and Jacobi sweeps: 5 per point (4 additions, 1 multiplication)");
+  locus::count(
+      locus::Count::memory_bytes, 3 * esize * n,
+      "poisson5pt sweeps: 3 elements per point (u read, u written, h^2 f read; elements of 8 bytes, 4 "
+      "in single precision)");
+}
+
+void count_residual(long points, std::size_t esize) {
+  const auto n = static_cast<std::uint64_t>(points);
+  // f + (W + E + S + N - 4 u) / h^2 (as a multiplication by 1/h^2); the
+  // maximum of |.| is not counted
+  locus::count(locus::Count::flops, 7 * n,
+               "poisson5pt residual: 7 per point (4 additions and subtractions and 2 multiplications of the "
+               "Laplacian, 1 addition of f)");
+  locus::count(locus::Count::memory_bytes, (esize + 8) * n,
+               "poisson5pt residual: an element and a double per point (u, f read)");
+}
+
 template <class T>
 class Solver final : public SolverBase {
  public:
@@ -304,6 +338,7 @@ class Solver final : public SolverBase {
       return (left + right + below + above - 4.0 * u) * r;
     };
     double m = 0.0;
+    count_residual(nx_ * ny_, sizeof(T));
     if (!split_) {
       const T* u = u_->data();
       Kokkos::parallel_reduce(
@@ -534,6 +569,7 @@ class Solver final : public SolverBase {
     if (check) reference_first_pass<Sor>();
     {
       auto t = timers_.scope("compute");
+      count_sweep(nx_ * ny_, sizeof(T), Sor);  // (every point: this pass and the edges' below)
       const long chunks = std::max<long>(1, std::min<long>(row_chunks(), ny_ / 4));
       auto first_row = [&](long c) { return 1 + c * ny_ / chunks; };
       Kokkos::parallel_for("poisson5pt::red_black", locus::Range<long>(0, chunks), [&, chunks](long c) {
@@ -659,6 +695,7 @@ class Solver final : public SolverBase {
     }
     {
       auto t = timers_.scope("compute");
+      count_sweep(nx_ * ny_, sizeof(T), false);
       Kokkos::parallel_for("poisson5pt::jacobi", locus::Range<long>(1, ny_ + 1), [=](long j) {
         const T* r = u + j * sx;
         const T* dn = r - sx;

@@ -15,6 +15,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "locus/counts.hpp"
 #include "locus/error.hpp"
 #include "locus/kokkos.hpp"
 #include "locus/plan.hpp"
@@ -579,6 +580,9 @@ void Operator::post_exchange(std::vector<MPI_Request>& reqs) {
     }
     reqs.emplace_back();
     MPI_Isend(packed + b, static_cast<int>(e - b), MPI_DOUBLE, send_rank_[i], kTag, comm, &reqs.back());
+    // counted (counts.hpp) at the sender: one message, its entries' bytes
+    locus::count(locus::Count::messages, 1);
+    locus::count_bytes(team_.same_node(send_rank_[i]), static_cast<std::uint64_t>(e - b) * sizeof(double));
   }
 }
 
@@ -714,6 +718,14 @@ void Operator::apply_rma(double* y) {
 
 void Operator::apply(double* y) {
   const double t0 = MPI_Wtime();
+  // The product's counted requirements (counts.hpp), in the phase of the
+  // caller's timer (products, cg); the exchange counts its own.
+  locus::count(locus::Count::flops, 2 * static_cast<std::uint64_t>(nnz_local_ + nnz_remote_),
+               "spmv product: 2 per nonzero (a multiplication and an addition)");
+  locus::count(locus::Count::memory_bytes, static_cast<std::uint64_t>(model_bytes()),
+               "spmv product: the CSR bytes, 12 per nonzero (value, 32-bit column) + 8 (rows + 1) row "
+               "pointers + 8 (rows + halo entries) of x + 8 rows of y + 32 per row with halo entries (its "
+               "row, pointer, y read and written again)");
   switch (mode_) {
     case Mode::vector:
     case Mode::overlap:

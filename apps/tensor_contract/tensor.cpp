@@ -18,6 +18,7 @@
 #include <numeric>
 #include <set>
 
+#include "locus/counts.hpp"
 #include "locus/error.hpp"
 #include "locus/hash.hpp"
 #include "locus/kokkos.hpp"
@@ -567,6 +568,24 @@ class SortedBlocks {
   std::vector<Slot> slots_;
 };
 
+// The counted requirements of the task loop's kernels (counts.hpp), in the
+// phase of the caller's timer (contract). The NXTASK counter, the gets and
+// the accumulates count themselves in the core.
+void count_product(gidx m, gidx n, gidx k) {
+  const auto mm = static_cast<std::uint64_t>(m), nn = static_cast<std::uint64_t>(n),
+             kk = static_cast<std::uint64_t>(k);
+  locus::count(locus::Count::flops, 2 * mm * nn * kk,
+               "tensor_contract tile product (dgemm C += A B, m x k by k x n): 2 m n k");
+  locus::count(locus::Count::memory_bytes, 8 * (mm * kk + kk * nn + 2 * mm * nn),
+               "tensor_contract tile product: 8 (m k + k n + 2 m n) bytes (A and B read, C read and written "
+               "once)");
+}
+void count_sort(std::size_t elements) {
+  locus::count(locus::Count::memory_bytes, 16 * static_cast<std::uint64_t>(elements),
+               "tensor_contract sort (a block permuted into matrix or C layout): 16 bytes per element (read "
+               "and written once)");
+}
+
 class Loop {
  public:
   Loop(locus::Team& team, const Problem& p, const Schedule& s, TiledTensor& A, TiledTensor& B, TiledTensor& C,
@@ -683,6 +702,7 @@ class Loop {
                   cmat_.data(), static_cast<int>(nn));
       st_.dgemm += MPI_Wtime() - t2;
       st_.flops += 2.0 * double(m) * double(nn) * double(kk);
+      count_product(m, nn, kk);
       ++st_.pairs;
     }
   }
@@ -720,6 +740,7 @@ class Loop {
     }
     permute(src, t.indices(), dims, dst, to, dst != scratch.data());
     st_.sort_bytes += 16.0 * double(n);
+    count_sort(n);
     ++st_.sorts;
     return dst;
   }
@@ -736,6 +757,7 @@ class Loop {
       for (char ch : c_mat_) mdims.push_back(cd[k.c.find(ch)]);
       permute(cmat_.data(), c_mat_, mdims, cblk_.data(), k.c);
       st_.sort_bytes += 16.0 * double(cblk_.size());
+      count_sort(cblk_.size());
       ++st_.sorts;
     }
     double t5 = MPI_Wtime();

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <vector>
 
+#include "app/requirements.hpp"
 #include "locus/async.hpp"
 #include "locus/field.hpp"
 #include "locus/kokkos.hpp"
@@ -86,10 +87,27 @@ void set_verdict(YAML::Node& validation, bool pass, bool checked, const std::str
   validation["verdict"] = verdict(pass, checked);
 }
 
+namespace {
+// The counted requirements (counts.hpp) into the summary and the output:
+// the dataset `requirements` (ranks x columns) and its formulas.
+void write_requirements(H5Output& out, Summary& summary, const Timers& timers, MPI_Comm comm) {
+  const detail::Requirements r = detail::gather_requirements(timers, comm);
+  summary.requirements = r.summary;
+  out.write_rank_rows("requirements", r.row);
+  out.attribute("requirements", "columns", r.columns);
+  out.attribute("requirements", "formulas", r.formulas);
+  out.attribute(
+      "requirements", "meaning",
+      std::string("counted exactly per rank (rows) and per phase: PHASE.KIND is what ran while timer "
+                  "PHASE was the innermost running one (outside: none); docs/outputs.md"));
+}
+}  // namespace
+
 std::string finish_output(H5Output& out, const Context& ctx, Timers& timers, const YAML::Node& results,
                           const YAML::Node& validation) {
   timers.stop("total");
   Summary summary(ctx, reduce_timers(timers, ctx.comm()));
+  write_requirements(out, summary, timers, ctx.comm());
   summary.results = results;
   summary.validation = validation;
   summary.output = fs::absolute(out.path()).string();

@@ -123,6 +123,7 @@ YAML::Node Summary::tree() const {
   if (async.IsDefined() && !async.IsNull()) t["async"] = async;
   t["validation"] = validation;
   t["output"] = output;
+  if (requirements.IsDefined() && !requirements.IsNull()) t["requirements"] = requirements;
   for (auto it = setup_.begin(); it != setup_.end(); ++it) t[it->first] = it->second;
   return t;
 }

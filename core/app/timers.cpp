@@ -5,14 +5,18 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <iterator>
 
+#include "locus/counts.hpp"
 #include "locus/error.hpp"
 #include "locus/profile.hpp"
 
 namespace locus {
 
 Timers::Timers(std::vector<std::string> names)
-    : names_(std::move(names)), total_(names_.size(), 0.0), started_(names_.size(), -1.0) {}
+    : names_(std::move(names)), total_(names_.size(), 0.0), started_(names_.size(), -1.0) {
+  for (const auto& n : names_) phase_.push_back(count_phase(n));
+}
 
 std::size_t Timers::index(const std::string& name) const {
   auto it = std::find(names_.begin(), names_.end(), name);
@@ -26,6 +30,8 @@ std::size_t Timers::index(const std::string& name) const {
 void Timers::start(const std::string& name) {
   std::size_t i = index(name);
   if (Kokkos::is_initialized()) Kokkos::Profiling::pushRegion("locus::" + name);
+  running_.push_back(phase_[i]);
+  set_count_phase(phase_[i]);
   started_[i] = MPI_Wtime();
 }
 
@@ -36,6 +42,10 @@ void Timers::stop(const std::string& name) {
   if (kokkos) Kokkos::fence();
   total_[i] += MPI_Wtime() - started_[i];
   started_[i] = -1.0;
+  // (timers need not stop in the reverse order of their starts)
+  const auto it = std::find(running_.rbegin(), running_.rend(), phase_[i]);
+  if (it != running_.rend()) running_.erase(std::next(it).base());
+  set_count_phase(running_.empty() ? 0 : running_.back());
   if (kokkos) Kokkos::Profiling::popRegion();
 }
 

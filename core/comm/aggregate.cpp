@@ -8,11 +8,19 @@
 #include <type_traits>
 
 #include "comm/comm_state.hpp"
+#include "locus/counts.hpp"
 #include "locus/segment.hpp"
 #include "locus/wait.hpp"
 #include "mem/htm.hpp"
 #include "progress/progress_engine.hpp"
 
+// Counted requirements (counts.hpp): a record is counted where it is
+// appended (an update: its element's bytes off my node and one atomic
+// update; a get: its bytes; a fetch or compare-and-swap: one atomic
+// fetch), same-node elements of the bulk calls where they are applied,
+// and every batch sent as one message (or, by the put transport, two RMA
+// calls), acknowledgements too. Replies are not counted as bytes (the get
+// was); the progress processes' applier counts nothing (not a unit).
 namespace locus::detail {
 
 namespace {
@@ -288,6 +296,7 @@ void Aggregator::send_message(int dest, Batch& b, int k) {
   std::memcpy(b.bytes.data(), &h, kHeader);
   std::vector<char>& slot = send_buf_[static_cast<std::size_t>(k)];
   slot.swap(b.bytes);
+  locus::count(Count::messages, 1);
   MPI_Isend(slot.data(), static_cast<int>(b.used), MPI_BYTE, rank_of_[static_cast<std::size_t>(dest)],
             kBatchTag, comm_, &send_req_[static_cast<std::size_t>(k)]);
 }
@@ -298,6 +307,7 @@ void Aggregator::put_batch(int dest, Batch& b, std::uint64_t slot) {
   const MPI_Aint disp =
       box_->disp[static_cast<std::size_t>(dest)] + static_cast<MPI_Aint>(slot_offset(me_, slot));
   MPI_Win win = box_->rma;
+  locus::count(Count::rma_ops, 2);  // the records, then their sequence number
   MPI_Put(b.bytes.data() + 8, static_cast<int>(b.used - 8), MPI_BYTE, dest, disp + 8,
           static_cast<int>(b.used - 8), MPI_BYTE, win);
   MPI_Win_flush(dest, win);  // the records are there before their number
@@ -524,6 +534,7 @@ void Aggregator::drain_messages() {
     if (!due[s]) continue;
     if (ack_send_req_[s] != MPI_REQUEST_NULL) MPI_Wait(&ack_send_req_[s], MPI_STATUS_IGNORE);
     ack_out_[s] = Ack{static_cast<std::uint64_t>(me_), applied_[s]};
+    locus::count(Count::messages, 1);
     MPI_Isend(&ack_out_[s], 2, MPI_UINT64_T, static_cast<int>(s), kAckTag, comm_, &ack_send_req_[s]);
   }
 }
@@ -565,6 +576,7 @@ void Aggregator::drain() {
       v = done;
       const MPI_Aint disp = box_->disp[static_cast<std::size_t>(s)] +
                             static_cast<MPI_Aint>(static_cast<std::size_t>(me_) * sizeof(std::uint64_t));
+      locus::count(Count::rma_ops, 1);
       MPI_Accumulate(&v, 1, MPI_UINT64_T, s, disp, 1, MPI_UINT64_T, MPI_REPLACE, box_->rma);
       MPI_Win_flush_local(s, box_->rma);
     }
@@ -602,6 +614,7 @@ void Aggregator::update(int unit, int segment, std::uint64_t offset, const void*
   const RunHeader key = op_key(RecordKind::update, segment, type, op);
   std::uint64_t fields[2] = {offset, 0};
   std::memcpy(&fields[1], value, type_size(key.type));
+  locus::count(Count::bytes_off_node, type_size(key.type), Count::atomic_updates, 1);
   Lock lock(lock_);
   std::memcpy(append(out_[static_cast<std::size_t>(unit)], key), fields, sizeof fields);
   pushed(unit);
@@ -624,6 +637,7 @@ void Aggregator::expect_reply(Out& o, void* dst, std::uint32_t size) {
 
 void Aggregator::get(void* dst, int unit, int segment, std::uint64_t offset, std::size_t bytes) {
   const RunHeader key = get_key(segment, bytes);
+  locus::count(Count::bytes_off_node, bytes);
   Lock lock(lock_);
   Out& o = out_[static_cast<std::size_t>(unit)];
   expect_reply(o, dst, static_cast<std::uint32_t>(bytes));
@@ -668,6 +682,9 @@ void split_chunks(std::uint64_t offset, std::size_t esize, std::size_t per_unit,
       if (i + kAhead < nn) ahead(i + kAhead);
       near(b, here[i], addr(i));
     }
+    // (the far ones become records in batches, sent as messages later)
+    locus::count(Count::bytes_on_node, nn * esize, Count::bytes_off_node, nf * esize);
+    if (kWrite) locus::count(Count::atomic_updates, m);
     if (nf == 0) continue;
     if (units <= 2) {  // one other unit at most: already in order
       far(unit[other[0]], b, other, nf, at);
@@ -789,6 +806,7 @@ void Aggregator::update_many(const char* values, MPI_Datatype type, Op op, int s
 }
 
 void Aggregator::fetch(const Target& t, const void* operand, void* result, MPI_Datatype type, Op op) {
+  locus::count(Count::atomic_fetches, 1);
   const RunHeader key = op_key(RecordKind::fetch, t.seg->id, type, op);
   std::uint64_t fields[2] = {t.offset, 0};
   std::memcpy(&fields[1], operand, type_size(key.type));
@@ -797,6 +815,7 @@ void Aggregator::fetch(const Target& t, const void* operand, void* result, MPI_D
 
 void Aggregator::compare_and_swap(const Target& t, const void* compare, const void* value, void* result,
                                   MPI_Datatype type) {
+  locus::count(Count::atomic_fetches, 1);
   RunHeader key;
   key.kind = static_cast<std::uint8_t>(RecordKind::cas);
   key.type = type_code(type);

@@ -4,6 +4,7 @@
 #include "comm/aggregate.hpp"
 #include "comm/calls.hpp"
 #include "comm/comm_state.hpp"
+#include "locus/counts.hpp"
 #include "locus/rma.hpp"
 #include "locus/wait.hpp"
 #include "xfer/transfer.hpp"
@@ -12,7 +13,10 @@ namespace locus {
 
 namespace detail {
 
+// Counted (counts.hpp) as one atomic update, no bytes (a flag is
+// synchronisation, not data), and one RMA call when MPI writes it.
 void notify(const Target& t, std::uint64_t value) {
+  locus::count(Count::atomic_updates, 1);
   if ((*detail::core().settings).locality && same_node(t)) {
     std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t*>(cpu_address(t)))
         .store(value, std::memory_order_release);
@@ -26,6 +30,7 @@ void notify(const Target& t, std::uint64_t value) {
   // it; accumulates from one origin to one location stay ordered, so a
   // later value never lands before an earlier one. (A same-node flag is a
   // release store above, redirection or not: a flag has one producer.)
+  locus::count(Count::rma_ops, 1);
   const Endpoint e = endpoint(t, atomic_path(t));
   MPI_Accumulate(&value, 1, MPI_UINT64_T, e.rank, e.disp, 1, MPI_UINT64_T, MPI_REPLACE, e.win);
   MPI_Win_flush_local(e.rank, e.win);

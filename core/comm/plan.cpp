@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "comm/comm_state.hpp"
+#include "locus/counts.hpp"
 #include "locus/datatype.hpp"
 #include "locus/error.hpp"
 #include "locus/team.hpp"
@@ -119,6 +120,14 @@ class PlanImpl {
   bool get = true;
   std::set<std::pair<MPI_Win, int>> in_flight;  // awaiting a flush
   std::vector<MPI_Request> requests;            // contiguous entries
+  // What one execution counts (counts.hpp), fixed when the plan is built:
+  // the bytes of my entries by where their unit is (offloaded ones are
+  // counted by the transfer they become), one RMA call per RMA entry, and
+  // the sends this unit posts (my message entries in a put plan, the
+  // serves in a get plan).
+  struct Tally {
+    std::uint64_t on_node = 0, off_node = 0, rma_ops = 0, messages = 0;
+  } tally;
 
   ~PlanImpl() {
     // (the entries' and serves' datatypes free themselves)
@@ -300,6 +309,23 @@ void setup_messages(PlanImpl& p, Team& team, RemoteMode mode, const std::vector<
 
 }  // namespace
 
+namespace {
+void tally(PlanImpl& p) {
+  const Team& team = detail::team(p.team);
+  PlanImpl::Tally& t = p.tally;
+  for (const auto& e : p.entries) {
+    if (e.offload) continue;
+    const auto bytes = static_cast<std::uint64_t>(bytes_of(e.local, p.esize));
+    (team.same_node(e.unit) ? t.on_node : t.off_node) += bytes;
+    if (e.message)
+      t.messages += p.get ? 0 : 1;
+    else if (!e.shared)
+      ++t.rma_ops;
+  }
+  if (p.get && !p.message_units.empty()) t.messages += p.serves.size();
+}
+}  // namespace
+
 PlanImpl* make_plan(int team, int segment, std::vector<PlanEntry> entries, std::size_t esize, bool get,
                     Route route, RemoteMode remote) {
   const CoreState& rt = core();
@@ -366,6 +392,7 @@ PlanImpl* make_plan(int team, int segment, std::vector<PlanEntry> entries, std::
     // One-sided: my entries' units of other nodes are RMA pairs.
     for (const auto& [unit, bytes] : bytes_per_unit(*p, candidate)) count_pair(false, bytes);
   }
+  tally(*p);
   return p.release();
 }
 
@@ -469,6 +496,8 @@ RemoteRequests plan_requests(const PlanImpl& p) {
 void plan_start(PlanImpl& p, void* local_base) {
   if (p.entries.empty() && p.serves.empty()) return;  // nothing of mine moves (a halo's idle plan)
   CommScope timed;
+  locus::count(Count::bytes_on_node, p.tally.on_node, Count::bytes_off_node, p.tally.off_node);
+  locus::count(Count::rma_ops, p.tally.rma_ops, Count::messages, p.tally.messages);
   char* local = static_cast<char*>(local_base);
   if (p.get) std::atomic_thread_fence(std::memory_order_acquire);
   if (!p.message_units.empty()) {

@@ -13,6 +13,7 @@
 #include "comm/aggregate.hpp"
 #include "comm/calls.hpp"
 #include "comm/comm_state.hpp"
+#include "locus/counts.hpp"
 #include "locus/datatype.hpp"
 #include "locus/wait.hpp"
 #include "mem/htm.hpp"
@@ -56,6 +57,24 @@ void check_rc(int rc, const char* what) {
   if (rc != MPI_SUCCESS) throw Error(std::string(what) + ": " + detail::mpi_error_text(rc));
 }
 
+// Counted requirements (counts.hpp) of the general route, at the unit
+// that issues the call, whoever moves the data (a progress process takes
+// an offloaded transfer, a ghost a redirected one): the payload's bytes by
+// where the target unit is, and the MPI calls the route issues.
+// MPI calls of a transfer of `bytes` over these layouts (start_transfer:
+// pieces of at most kChunk when dense and larger).
+std::uint64_t mpi_calls(const Layout& local, const Layout& remote, std::size_t bytes) {
+  if (!detail::contiguous(local) || !detail::contiguous(remote) || bytes <= detail::kChunk) return 1;
+  return (bytes + detail::kChunk - 1) / detail::kChunk;
+}
+void count_transfer(const Target& t, const Layout& local, const Layout& remote, std::size_t esize, Path p) {
+  const std::size_t bytes = local.elements() * esize;
+  count_bytes(same_node(t), bytes);
+  const bool shm =
+      p == Path::shared || (p == Path::offload && (*detail::core().settings).locality && same_node(t));
+  if (!shm) locus::count(Count::rma_ops, mpi_calls(local, remote, bytes));
+}
+
 // Completes what an executor started, blocking (yielding).
 void complete(Started& s, const Endpoint& e) {
   if (s.req != MPI_REQUEST_NULL) wait_yielding(s.req);
@@ -76,6 +95,7 @@ Handle transfer_async(bool get, void* origin, const Layout& local, const Target&
   check_shapes(local, remote);
   if (local.elements() == 0) return HandleAccess::ready();
   Path p = choose(t, r, local.elements() * esize, true);
+  count_transfer(t, local, remote, esize, p);
   if (p == Path::offload) {
     Handle h;
     if (offload(get ? detail::CommandKind::get : detail::CommandKind::put, origin, local, t, remote, esize,
@@ -94,7 +114,9 @@ void transfer(bool get, void* origin, const Layout& local, const Target& t, cons
   CommScope timed;
   check_shapes(local, remote);
   if (local.elements() == 0) return;
-  const Endpoint e = endpoint(t, choose(t, r, 0, false));
+  const Path p = choose(t, r, 0, false);
+  count_transfer(t, local, remote, esize, p);
+  const Endpoint e = endpoint(t, p);
   Started s = detail::start_transfer(get, static_cast<char*>(origin), local, e, remote, esize);
   check_rc(s.rc, get ? "get" : "put");
   complete(s, e);
@@ -272,8 +294,12 @@ Handle accumulate_async(const Target& t, const Layout& remote, const void* src, 
       });
     });
     std::atomic_thread_fence(std::memory_order_release);
+    locus::count(Count::bytes_on_node, local.elements() * esize, Count::atomic_updates, local.elements());
     return HandleAccess::ready();
   }
+  // (aggregated: Aggregator::update counted each element)
+  count_bytes(same_node(t), local.elements() * esize);
+  locus::count(Count::atomic_updates, local.elements(), Count::rma_ops, 1);
   const Endpoint e = endpoint(t, atomic_path(t));
   int n = 1;
   MPI_Datatype lt = type, rt = type;
@@ -309,8 +335,10 @@ void fetch_and_op(const Target& t, const void* operand, void* result, MPI_Dataty
       T old = cpu_apply(reinterpret_cast<T*>(detail::cpu_address(t)), v, op);
       std::memcpy(result, &old, sizeof old);
     });
+    locus::count(Count::atomic_fetches, 1);
     return;
   }
+  locus::count(Count::atomic_fetches, 1, Count::rma_ops, 1);
   // MPI_Rget_accumulate is the request form of MPI_Fetch_and_op: its
   // completion means the old value arrived, so the update was applied.
   const Endpoint e = endpoint(t, atomic_path(t));
@@ -345,8 +373,10 @@ void compare_and_swap(const Target& t, const void* compare, const void* value, v
       cas(std::int32_t{});
     else
       cas(std::int64_t{});
+    locus::count(Count::atomic_fetches, 1);
     return;
   }
+  locus::count(Count::atomic_fetches, 1, Count::rma_ops, 1);
   const Endpoint e = endpoint(t, atomic_path(t));
   MPI_Compare_and_swap(value, compare, result, type, e.rank, e.disp, e.win);
   MPI_Win_flush(e.rank, e.win);
@@ -408,11 +438,13 @@ int move_nbi(bool get, char* origin, std::size_t bytes, const Endpoint& e) {
 void put_nbi(const Target& t, const void* src, std::size_t bytes) {
   CommScope timed;
   const Endpoint e = endpoint(t, choose(t, Route::local, bytes, false));
+  count_bytes(same_node(t), bytes);
   if (e.shared) {
     std::memcpy(e.shared, src, bytes);
     std::atomic_thread_fence(std::memory_order_release);
     return;
   }
+  locus::count(Count::rma_ops, (bytes + kChunk - 1) / kChunk);
   check_rc(move_nbi(false, const_cast<char*>(static_cast<const char*>(src)), bytes, e), "put_nbi");
 }
 
@@ -423,11 +455,13 @@ void get_nbi(void* dst, const Target& t, std::size_t bytes) {
     return;
   }
   const Endpoint e = endpoint(t, choose(t, Route::local, bytes, false));
+  count_bytes(same_node(t), bytes);
   if (e.shared) {
     std::atomic_thread_fence(std::memory_order_acquire);
     std::memcpy(dst, e.shared, bytes);
     return;
   }
+  locus::count(Count::rma_ops, (bytes + kChunk - 1) / kChunk);
   // No request: a flush completes it.
   check_rc(move_nbi(true, static_cast<char*>(dst), bytes, e), "get_nbi");
 }
@@ -449,6 +483,7 @@ void accumulate_nbi(const Target& t, const void* values, std::size_t count, MPI_
           cpu_apply(dst + k, v, op);
         }
       });
+      locus::count(Count::bytes_on_node, count * esize, Count::atomic_updates, count);
       return;
     case AtomicPath::aggregate: {
       Aggregator& agg = target_aggregator(t);
@@ -465,6 +500,8 @@ void accumulate_nbi(const Target& t, const void* values, std::size_t count, MPI_
   const Endpoint e = endpoint(t, atomic_path(t));
   if (count > static_cast<std::size_t>(INT_MAX))
     throw Error("accumulate_nbi: more than " + std::to_string(INT_MAX) + " elements in one call");
+  count_bytes(same_node(t), count * esize);
+  locus::count(Count::atomic_updates, count, Count::rma_ops, 1);
   const void* kept = arena_copy(values, count * esize, e.win);
   const int n = static_cast<int>(count);
   const int rc = MPI_Accumulate(kept, n, type, e.rank, e.disp, n, type, mpi_op(op), e.win);

@@ -14,6 +14,7 @@
 #include "comm/comm_state.hpp"
 #include "locus/async.hpp"
 #include "locus/collective.hpp"
+#include "locus/counts.hpp"
 #include "mem/core_state.hpp"
 #include "mem/node_memory.hpp"
 #include "mem/shared_pages.hpp"
@@ -171,6 +172,7 @@ int allocate_segment(Team& team, std::size_t count, std::size_t elem_size, Async
   int id = seg->id;
   const bool aggregate = seg->aggregate;
   st.segments.add(std::move(seg));
+  note_segment_bytes(static_cast<std::int64_t>(bytes));  // the footprint (counts.hpp): my part, unrounded
   if (aggregate && mismatch.empty()) ensure_aggregator(team);
   if (!mismatch.empty()) {
     // Every unit saw the same gathered claims, so every unit raises this.
@@ -204,6 +206,7 @@ void free_segment(int team_id, int segment) {
   else
     MPI_Barrier(team.comm());
   auto seg = st.segments.take(team_id, segment);
+  note_segment_bytes(-static_cast<std::int64_t>(seg->bytes[static_cast<std::size_t>(team.rank())]));
   if (team.served()) core().engine->notify_servers(Control::free, team_id, segment);
   if (seg->own != MPI_WIN_NULL) {
     free_segment_window(seg->own);

@@ -8,6 +8,7 @@
 
 #include "grid/halo_split.hpp"
 #include "grid/halo_staged.hpp"
+#include "locus/counts.hpp"
 #include "locus/datatype.hpp"
 #include "locus/error.hpp"
 #include "locus/kokkos.hpp"
@@ -40,13 +41,24 @@ Datatype face_type(const BlockShape& s, int d, long layer) {
   return Datatype(t);
 }
 
+// Elements of a face in dimension d of a block (the interior of the other
+// two dimensions).
+std::size_t face_elements(const std::array<long, 3>& n, int d) {
+  std::size_t e = 1;
+  for (int k = 0; k < 3; ++k)
+    if (k != d) e *= static_cast<std::size_t>(n[k]);
+  return e;
+}
+
 // MPI two-sided: non-blocking receives into the ghost faces and sends of the
 // boundary faces, described by subarray datatypes (no packing copies).
 // Message matching orders the exchanges, so no barrier is needed.
+// Counted (counts.hpp) at the sender: one message per face, its bytes by
+// where the neighbour is (the decomposition's ranks are the team's units).
 template <class T>
 class P2PHalo : public HaloExchange<T> {
  public:
-  P2PHalo(const CartDecomp& dc, const BlockShape& shape) : comm_(dc.comm()) {
+  P2PHalo(const CartDecomp& dc, const BlockShape& shape, const Team& team) : comm_(dc.comm()) {
     for (int d = 0; d < 3; ++d) {
       long n = shape.n[d];
       for (int side = 0; side < 2; ++side) {
@@ -60,6 +72,7 @@ class P2PHalo : public HaloExchange<T> {
         // the direction of travel so the two faces of one pair never mix.
         f.send_tag = 2 * d + side;
         f.recv_tag = 2 * d + (1 - side);
+        (team.same_node(nb) ? on_node_ : off_node_) += face_elements(shape.n, d) * sizeof(T);
         faces_.push_back(std::move(f));
       }
     }
@@ -73,6 +86,8 @@ class P2PHalo : public HaloExchange<T> {
       MPI_Irecv(base, 1, f.recv.get(), f.neighbor, f.recv_tag, comm_, &requests_[r++]);
     for (const auto& f : faces_)
       MPI_Isend(base, 1, f.send.get(), f.neighbor, f.send_tag, comm_, &requests_[r++]);
+    locus::count(Count::messages, faces_.size());
+    locus::count(Count::bytes_on_node, on_node_, Count::bytes_off_node, off_node_);
     wait_all_yielding(requests_);
   }
 
@@ -87,6 +102,7 @@ class P2PHalo : public HaloExchange<T> {
   MPI_Comm comm_;
   std::vector<Face> faces_;
   std::vector<MPI_Request> requests_;
+  std::uint64_t on_node_ = 0, off_node_ = 0;  // bytes sent per exchange
 };
 
 // One-sided: every unit gets its ghost faces from its neighbours' boundary
@@ -194,15 +210,6 @@ class OneSidedHalo : public HaloExchange<T> {
   std::vector<Face> faces_;
   std::vector<Handle> handles_;
 };
-
-// Elements of a face in dimension d of a block (the interior of the other
-// two dimensions).
-std::size_t face_elements(const std::array<long, 3>& n, int d) {
-  std::size_t e = 1;
-  for (int k = 0; k < 3; ++k)
-    if (k != d) e *= static_cast<std::size_t>(n[k]);
-  return e;
-}
 
 // Notified one-sided halos: every unit waits only for its neighbours.
 //
@@ -497,7 +504,7 @@ std::unique_ptr<HaloExchange<T>> make_halo(const std::string& strategy, const Ca
       throw Error(std::string("halo: the grid is decomposed in ") + "xyz"[d] +
                   " but the field has no ghost layer there");
   if (staging_active()) return detail::make_staged_halo<T>(strategy, decomp, shape, team, options);
-  if (strategy == "p2p") return std::make_unique<P2PHalo<T>>(decomp, shape);
+  if (strategy == "p2p") return std::make_unique<P2PHalo<T>>(decomp, shape, team);
   if (strategy == "rma")
     return std::make_unique<OneSidedHalo<T>>(decomp, shape, team, strategy, Route::mpi, false, options);
   if (strategy == "locus-barrier")

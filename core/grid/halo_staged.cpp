@@ -31,6 +31,7 @@
 #include <atomic>
 
 #include "grid/halo_split.hpp"
+#include "locus/counts.hpp"
 #include "locus/error.hpp"
 #include "locus/kokkos.hpp"
 #include "locus/plan.hpp"
@@ -183,6 +184,8 @@ class StagedHalo : public SplitHalo<T> {
     unpack(field);
   }
 
+  // Counted (counts.hpp) at the sender: a message per face, its bytes by
+  // where the neighbour is (the one-sided transports count in the core).
   void post_messages() {
     std::size_t r = 0;
     // A face sent towards +d arrives at the neighbour's -d ghost: tagged by
@@ -190,9 +193,12 @@ class StagedHalo : public SplitHalo<T> {
     for (const Face& f : faces_)
       MPI_Irecv(recv_.host() + f.my_slot, static_cast<int>(f.elements), mpi_type<T>(), f.unit, f.their_slot,
                 comm_, &requests_[r++]);
-    for (const Face& f : faces_)
+    for (const Face& f : faces_) {
       MPI_Isend(send_.host() + f.my_slot, static_cast<int>(f.elements), mpi_type<T>(), f.unit, f.slot, comm_,
                 &requests_[r++]);
+      count_bytes(team_.same_node(f.unit), f.elements * sizeof(T));
+    }
+    locus::count(Count::messages, faces_.size());
   }
 
   void transfer_one_sided() {

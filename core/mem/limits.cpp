@@ -12,6 +12,7 @@
 #include <string>
 
 #include "locus/collective.hpp"
+#include "locus/counts.hpp"
 #include "mem/node_memory.hpp"
 #include "mem/shared_pages.hpp"
 
@@ -219,6 +220,7 @@ std::string process_limit_problem(double shared, double private_bytes) {
 
 void require_memory(Team& team, double shared, double private_bytes, const std::string& what) {
   using detail::gib;
+  note_private_bytes(private_bytes);  // the footprint (counts.hpp): the largest declaration
   double mine[2] = {shared, private_bytes}, node[2] = {0, 0};
   MPI_Allreduce(mine, node, 2, MPI_DOUBLE, MPI_SUM, team.node_comm());
   int units = 1, node_rank = 0;

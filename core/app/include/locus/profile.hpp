@@ -1,6 +1,8 @@
 #pragma once
 // Named wall-clock timers per rank, their min/avg/max over ranks, and the
-// YAML run summary every app prints at the end.
+// YAML run summary every app prints at the end. The timers are also the
+// phases of the counted requirements (counts.hpp): while a timer runs, and
+// no timer started after it still runs, counts go to its phase.
 #include <mpi.h>
 #include <yaml-cpp/yaml.h>
 
@@ -17,6 +19,8 @@ class Timers {
   // The same names, in the same order, on every rank.
   explicit Timers(std::vector<std::string> names);
 
+  // start makes the timer's phase the current one; stop makes the
+  // innermost timer still running current again ("outside" when none).
   void start(const std::string& name);
   void stop(const std::string& name);
   double seconds(const std::string& name) const;
@@ -44,6 +48,8 @@ class Timers {
   std::vector<std::string> names_;
   std::vector<double> total_;
   std::vector<double> started_;
+  std::vector<int> phase_;    // timer -> its phase (counts.hpp)
+  std::vector<int> running_;  // phases of the running timers, in start order
 };
 
 struct TimerStats {
@@ -96,6 +102,8 @@ class Summary {
   YAML::Node validation;  // mode, verdict, figures
   std::string output;     // path of the output file
   YAML::Node async;       // redirection mode and decisions (comm.async not off)
+  // The counted requirements (counts.hpp; docs/outputs.md, "requirements").
+  YAML::Node requirements;
   std::string yaml() const;
   // The same tree as JSON (numbers and booleans unquoted; NaN and
   // infinities as strings, which JSON has no numbers for).

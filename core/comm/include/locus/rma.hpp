@@ -30,6 +30,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "locus/counts.hpp"
 #include "locus/gptr.hpp"
 #include "locus/handle.hpp"
 #include "locus/team.hpp"
@@ -86,6 +87,10 @@ inline MPI_Datatype mpi_type<double>() {
 }
 }  // namespace detail
 
+// Counted requirements (counts.hpp): each call counts once, where it is
+// issued: the inline paths here (bytes on my node; CPU atomics), the
+// general route in rma.cpp, aggregated records in aggregate.cpp.
+
 // Route per call: same node and comm.locality on -> memcpy on shared
 // memory; non-blocking, at least runtime.progress.threshold bytes and
 // progress processes on -> the node's progress process (offload);
@@ -102,6 +107,7 @@ void get(T* dst, GlobalPtr<T> src, std::size_t count, Route r = Route::automatic
             detail::direct_address(src.team, src.segment, src.unit, src.offset, count * sizeof(T))) {
       std::atomic_thread_fence(std::memory_order_acquire);
       detail::copy_small(dst, a, count * sizeof(T));
+      locus::count(Count::bytes_on_node, count * sizeof(T));
       return;
     }
   const Layout l = detail::contiguous_layout(count);
@@ -114,6 +120,7 @@ void put(GlobalPtr<T> dst, const T* src, std::size_t count, Route r = Route::aut
     if (char* a = detail::direct_address(dst.team, dst.segment, dst.unit, dst.offset, count * sizeof(T))) {
       detail::copy_small(a, reinterpret_cast<const char*>(src), count * sizeof(T));
       std::atomic_thread_fence(std::memory_order_release);
+      locus::count(Count::bytes_on_node, count * sizeof(T));
       return;
     }
   const Layout l = detail::contiguous_layout(count);
@@ -241,6 +248,7 @@ bool direct_accumulate(GlobalPtr<T> dst, const T* values, std::size_t count, Op 
   complete_lookahead_if_any();  // queued updates first: atomics keep the thread's order
   T* p = reinterpret_cast<T*>(a);
   for (std::size_t i = 0; i < count; ++i) cpu_apply(p + i, values[i], op);
+  locus::count(Count::bytes_on_node, count * sizeof(T), Count::atomic_updates, count);
   return true;
 }
 }  // namespace detail
@@ -282,6 +290,7 @@ T fetch_and_op(GlobalPtr<T> dst, T operand, Op op) {
   if (std::is_integral_v<T> || op != Op::bxor)
     if (char* a = detail::direct_atomic_address(dst.team, dst.segment, dst.unit, dst.offset, sizeof(T))) {
       detail::complete_lookahead_if_any();
+      locus::count(Count::atomic_fetches, 1);
       return detail::cpu_apply(reinterpret_cast<T*>(a), operand, op);
     }
   T result{};
@@ -293,6 +302,7 @@ template <class T>
 T compare_and_swap(GlobalPtr<T> dst, T compare, T value) {
   if (char* a = detail::direct_atomic_address(dst.team, dst.segment, dst.unit, dst.offset, sizeof(T))) {
     detail::complete_lookahead_if_any();
+    locus::count(Count::atomic_fetches, 1);
     // Floating-point values are compared bit for bit (as MPI does).
     using Bits = std::conditional_t<sizeof(T) == 8, std::uint64_t, std::uint32_t>;
     Bits expected, desired;
@@ -331,6 +341,7 @@ void put_nbi(GlobalPtr<T> dst, const T* src, std::size_t count) {
   // No fence per call: flush, which completes these, is the fence.
   if (char* a = detail::direct_address(dst.team, dst.segment, dst.unit, dst.offset, count * sizeof(T))) {
     detail::copy_small(a, reinterpret_cast<const char*>(src), count * sizeof(T));
+    locus::count(Count::bytes_on_node, count * sizeof(T));
     return;
   }
   detail::put_nbi(detail::target(dst, count, "put_nbi"), src);
@@ -346,6 +357,7 @@ void get_nbi(T* dst, GlobalPtr<T> src, std::size_t count) {
       detail::complete_lookahead();  // earlier gets first: they may write the same buffer
       std::memcpy(dst, a, count * sizeof(T));
     }
+    locus::count(Count::bytes_on_node, count * sizeof(T));
     return;
   }
   if (count * sizeof(T) <= 8 &&
@@ -407,6 +419,7 @@ void atomic_update(GlobalPtr<T> dst, T value, Op op) {
   if (std::is_integral_v<T> || op != Op::bxor) {
     if (char* a = detail::direct_atomic_address(dst.team, dst.segment, dst.unit, dst.offset, sizeof(T))) {
       detail::lookahead_update(a, value, op);  // done within kLookahead calls or at flush
+      locus::count(Count::bytes_on_node, sizeof(T), Count::atomic_updates, 1);
       return;
     }
     if (detail::aggregate_update(dst.team, dst.segment, dst.unit, dst.offset, &value, detail::mpi_type<T>(),
