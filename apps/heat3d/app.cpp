@@ -407,7 +407,7 @@ int run(Context& ctx) {
   const Config& cfg = ctx.config();
   const Settings s = read_settings(cfg);
   check_settings(ctx, s);
-  const bool show = ctx.rank() == 0 && !ctx.quiet() && locus::stderr_is_terminal();
+  const bool show = ctx.show_progress();
 
   locus::Timers timers({"total", "compute", "halo", "reduce", "checkpoint", "io"});
   timers.start("total");

@@ -4,7 +4,6 @@
 #include <cstdio>
 #include <limits>
 
-#include "locus/console.hpp"
 #include "locus/io.hpp"
 #include "locus/report.hpp"
 #include "poisson5pt.hpp"
@@ -431,7 +430,7 @@ int run(Context& ctx) {
   const Config& cfg = ctx.config();
   Settings s = read_settings(ctx);
   s.options.procs = process_grid(ctx, s, s.problem.n);
-  const bool show = ctx.rank() == 0 && !ctx.quiet() && locus::stderr_is_terminal();
+  const bool show = ctx.show_progress();
   check_memory(ctx, s);
 
   locus::Timers timers({"total", "compute", "halo", "residual", "io"});

@@ -13,7 +13,6 @@
 #include <fstream>
 #include <limits>
 
-#include "locus/console.hpp"
 #include "locus/error.hpp"
 #include "locus/io.hpp"
 #include "locus/kokkos.hpp"
@@ -708,7 +707,7 @@ void solve_cg(MPI_Comm comm, Operator& op, const Settings& s, bool show, locus::
 // The kernel check, then spmv.repetitions timed products or CG.
 Solution solve(const Context& ctx, const Settings& s, Operator& op, locus::Timers& timers,
                YAML::Node& results, YAML::Node& validation, bool& pass) {
-  const bool show = ctx.rank() == 0 && !ctx.quiet() && locus::stderr_is_terminal();
+  const bool show = ctx.show_progress();
   Solution sol;
   sol.y.resize(static_cast<std::size_t>(op.rows()));
   check_kernels(op, s, sol.y, results);

@@ -9,7 +9,6 @@
 #include <sstream>
 
 #include "locus/async.hpp"
-#include "locus/console.hpp"
 #include "locus/io.hpp"
 #include "locus/limits.hpp"
 #include "locus/report.hpp"

@@ -16,6 +16,7 @@
 #include "io/reaper.hpp"
 #include "locus/app.hpp"
 #include "locus/async.hpp"
+#include "locus/console.hpp"
 #include "locus/cpu.hpp"
 #include "locus/io.hpp"
 #include "locus/kokkos.hpp"
@@ -73,6 +74,10 @@ Context::Context(const AppInfo& app, int argc, char** argv, bool quiet, bool sum
 }
 
 // The deck is loaded: --print-config, or the run.
+bool Context::show_progress() const {
+  return rank_ == 0 && !quiet_ && stderr_is_terminal();
+}
+
 int Context::run_deck(const std::string& deck, bool print_config, const std::function<int(Context&)>& main) {
   check_output_keys(comm_, config_);
   run_name_ = config_.string("name").empty() ? stem_of(deck) : config_.string("name");

@@ -40,6 +40,9 @@ class Context {
   const std::string& run_name() const { return run_name_; }
   // --quiet: no progress line.
   bool quiet() const { return quiet_; }
+  // Whether this rank shows a progress line: rank 0, not --quiet, stderr a
+  // terminal.
+  bool show_progress() const;
   // --summary json: the final summary as JSON instead of YAML.
   bool summary_json() const { return summary_json_; }
   // Processor name of every rank (index = rank).
