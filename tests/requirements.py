@@ -8,7 +8,8 @@ tasks, halo entries), never pasted from a run:
                   nodes of one rank, on it when the ranks share a node
                   (mixed at 4 ranks with nodes of 2); p2p sends one
                   message a face, rma issues one MPI call a face; 11 flops
-                  and 16 bytes per cell and step
+                  and 16 bytes per cell and step; one collective (the
+                  change's allreduce) per step and rank
   poisson5pt 8^2  red-black Gauss-Seidel exchanges 2 I + 1 times in I
                   iterations (its residual checks included), Jacobi I + 1;
                   5 flops per point and sweep, 7 per residual check
@@ -31,7 +32,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from locus_testlib import SOURCE, check, run_app, scratch, summary  # noqa: E402
 
 KINDS = ["bytes_on_node", "bytes_off_node", "messages", "rma_ops", "atomic_updates", "atomic_fetches", "flops",
-         "memory_bytes"]
+         "memory_bytes", "collectives"]
 
 
 def block_span(n, p, c):
@@ -135,6 +136,8 @@ def heat3d(ranks, out):
             cells = math.prod(grid)
             expect(s, "compute", "flops", 11 * cells * steps, what)
             expect(s, "compute", "memory_bytes", 16 * cells * steps, what)
+            # one allreduce of the largest change a step, on every rank
+            expect(s, "reduce", "collectives", steps * ranks, what)
             if halo == "p2p" and "segment" in str(s["results"]["kernels"]["fields"]):
                 # two fields with ghosts in segments: the largest block's
                 largest = max(math.prod(block_span(grid[k], procs[k], c[k]) + 2 for k in range(3))

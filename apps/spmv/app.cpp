@@ -376,6 +376,7 @@ double dot(MPI_Comm comm, const double* a, const double* b, gidx n) {
   }
   {
     locus::Region region("spmv::reduce");
+    locus::count(locus::Count::collectives, 1);
     MPI_Allreduce(&s, &t, 1, MPI_DOUBLE, MPI_SUM, comm);
   }
   return t;

@@ -80,7 +80,7 @@ void note_formula(Count k, const char* formula) noexcept {
 const char* count_name(Count k) noexcept {
   static const char* const names[kCountKinds] = {"bytes_on_node", "bytes_off_node", "messages",
                                                  "rma_ops",       "atomic_updates", "atomic_fetches",
-                                                 "flops",         "memory_bytes"};
+                                                 "flops",         "memory_bytes",   "collectives"};
   const auto i = static_cast<unsigned>(k);
   return i < kCountKinds ? names[i] : "?";
 }

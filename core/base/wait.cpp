@@ -2,6 +2,8 @@
 
 #include <sched.h>
 
+#include "locus/counts.hpp"
+
 namespace locus {
 
 namespace {
@@ -57,6 +59,7 @@ void wait_each_yielding(std::vector<MPI_Request>& reqs) {
 }
 
 void barrier_yielding(MPI_Comm comm) {
+  count(Count::collectives, 1);
   MPI_Request req;
   MPI_Ibarrier(comm, &req);
   wait_yielding(req);
@@ -64,6 +67,7 @@ void barrier_yielding(MPI_Comm comm) {
 
 void allreduce_yielding(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op,
                         MPI_Comm comm) {
+  locus::count(Count::collectives, 1);
   MPI_Request req;
   MPI_Iallreduce(send, recv, count, type, op, comm, &req);
   wait_yielding(req);

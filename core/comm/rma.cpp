@@ -566,9 +566,10 @@ void barrier(Team& team) {
   // MPICH); the fences around MPI_Barrier give the same guarantee for every
   // segment at once.
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (detail::Aggregator* a = detail::aggregator_of(team))
+  if (detail::Aggregator* a = detail::aggregator_of(team)) {
+    count(Count::collectives, 1);
     a->barrier();  // applies batches until every unit has flushed its own
-  else
+  } else
     barrier_yielding(team.comm());
   std::atomic_thread_fence(std::memory_order_seq_cst);
 }

@@ -31,8 +31,9 @@ enum class Count : unsigned {
   atomic_fetches,  // fetch-and-op and compare-and-swap calls
   flops,           // floating-point operations of the apps' kernels (their formulas)
   memory_bytes,    // memory traffic of the apps' kernels (their formulas)
+  collectives,     // collective calls (allreduce, barrier): the library chooses their messages
 };
-constexpr unsigned kCountKinds = 8;
+constexpr unsigned kCountKinds = 9;
 // The kinds' names, in the enum's order (the summary's and the outputs').
 const char* count_name(Count k) noexcept;
 
