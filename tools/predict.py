@@ -1,0 +1,544 @@
+#!/usr/bin/python3
+"""locus predict: what a deck would do on N nodes of a machine described by a
+machine file, from its counted requirements and the machine's costs.
+
+    ./locus predict DECK --machine M.yaml --nodes N [--ranks-per-node R]
+                    [--scaling weak|strong] [--steps K] [--what-if KEY=FACTOR]...
+                    [--set key=value]... [--count-ranks 1,2,4,8] [--validate]
+                    [--json FILE]
+
+How (docs/co-design.md, "Predictions"):
+1. Counting runs. The deck runs here at a few small rank counts (default
+   1, 2, 4, 8 and, for the stencil apps, the first count whose busiest rank
+   has every neighbour a rank has at scale: heat3d 27, poisson5pt 9, spmv
+   3) with a few loop iterations (--count-steps), emulated nodes of
+   min(R, 2) ranks, and every count of every phase is read from their
+   summaries (docs/outputs.md, "The counted requirements"). Counts do not
+   depend on time, so over-subscription does not change them. The runs are
+   kept in output/predict/ and reused.
+2. Requirement models. For every phase and kind, the busiest rank's count
+   per loop iteration is modelled over the rank count p: in PMNF (./locus
+   model's fitter: c0 + c * p^i * log2(p)^j), fitted on all counting runs
+   but the largest and checked on it (the held-out error printed), then
+   refitted on all; for a weak-scaled stencil app, constant from the
+   interior count on (its busiest rank has every neighbour: more ranks add
+   none). A target inside the counted range uses the count itself.
+3. Machine costs. Per phase of the busiest rank: the kernels' roofline
+   max(flops / core rate, memory bytes / bandwidth per rank), messages and
+   one-sided calls in LogGP's form (per loop iteration one latency, then
+   bytes over bandwidth or messages over the message rate, whichever is
+   longer) on the node and between nodes, atomic updates at their rate,
+   fetch-and-ops at their latency or, for a shared counter, at the rate its
+   owner serves all ranks (NXTASK's contention), collectives as a binary
+   tree of messages. The terms are added (no overlap) and the largest is
+   named.
+Then the figure of merit at N nodes: the app's work over the predicted time
+of its timed loop.
+
+--what-if network.message.latency_s=0.5 multiplies one machine number (any
+key of the machine file; repeatable). --validate runs the deck itself at
+N x R ranks here (N emulated nodes of R ranks) and prints the prediction's
+error per phase and for the figure of merit.
+
+Exit status: 0; 2 for bad input (deck, machine file, option); 1 when a
+counting or validation run fails.
+"""
+import argparse
+import hashlib
+import json
+import math
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import model as pmnf  # noqa: E402
+from locuslib import (ROOT, UserError, app_error, dig, effective_config, parse_summary, run_app,  # noqa: E402
+                      write_file, yaml_value)
+from machine import all_keys, load_machine  # noqa: E402
+
+KINDS = ["bytes_on_node", "bytes_off_node", "messages", "rma_ops", "atomic_updates", "atomic_fetches",
+         "flops", "memory_bytes", "collectives"]
+
+# Per app: the keys that make the loop a fixed number of iterations K (the
+# counting runs' K and the target's), the summary result that says how
+# many ran, the phases of the timed loop (the figure of merit's), the
+# deck keys off in counting runs, and the rank count whose busiest rank has
+# every neighbour (weak scaling of a stencil; None: no fixed neighbours).
+APPS = {
+    "heat3d": {"loop": ("heat3d.time.max_steps", "heat3d.time.tolerance"), "done": "steps",
+               "phases": ["compute", "halo", "reduce"], "interior": 27,
+               "quiet": {"heat3d.validation.mode": "none", "output.write_field": "false"}},
+    "poisson5pt": {"loop": ("poisson5pt.solver.max_iterations", "poisson5pt.solver.tolerance"),
+                   "done": "iterations", "phases": ["compute", "halo", "residual"], "interior": 9,
+                   "quiet": {"poisson5pt.validation.mode": "none", "output.write_field": "false"}},
+    "spmv": {"loop": ("spmv.repetitions", None), "done": None, "phases": ["products", "cg"], "interior": 3,
+             "quiet": {"output.write_field": "false"}},
+    "tensor_contract": {"loop": None, "done": None, "phases": ["contract"], "interior": None,
+                        "quiet": {"output.write_field": "false"}},
+}
+
+
+# ---------------------------------------------------------------- the deck
+
+def deck_app(deck):
+    """The app a deck is for: its first top-level key that names an app."""
+    import yaml
+    try:
+        with open(deck) as f:
+            data = yaml.safe_load(f)
+    except OSError as e:
+        raise UserError("%s: cannot read (%s)" % (deck, e.strerror))
+    except yaml.YAMLError as e:
+        raise UserError("%s: YAML syntax error: %s" % (deck, e))
+    for k in (data or {}):
+        if k in APPS:
+            return k
+    raise UserError("%s: no top-level section naming an app (%s)" % (deck, ", ".join(APPS)))
+
+
+def per_rank_size(app, config):
+    """The deck's problem on one rank, as the study's weak_size."""
+    g = lambda k: dig(config, k)  # noqa: E731
+    if app == "heat3d":
+        return [int(g("heat3d.grid.nx")), int(g("heat3d.grid.ny")), int(g("heat3d.grid.nz"))]
+    if app == "poisson5pt":
+        return [int(g("poisson5pt.grid.n"))]
+    if app == "spmv":
+        return [int(g("spmv.matrix.nx")), int(g("spmv.matrix.ny")), int(g("spmv.matrix.nz"))]
+    return [int(g("tensor_contract.extent"))]
+
+
+def target_loop(app, config, steps):
+    """K, the target's loop iterations, and a note when the deck stops on a
+    tolerance (the prediction then assumes the iteration limit)."""
+    spec = APPS[app]["loop"]
+    if spec is None:
+        return 1, None
+    key, tol = spec
+    if app == "spmv" and str(dig(config, "spmv.solver")) == "cg":
+        key, tol = "spmv.cg.max_iterations", "spmv.cg.tolerance"
+    k = steps if steps else int(dig(config, key))
+    note = None
+    if not steps and tol and float(dig(config, tol) or 0) > 0:
+        note = ("the deck stops at %s = %s: the prediction assumes all %s = %d iterations run (--steps K "
+                "to say how many)" % (tol, dig(config, tol), key, k))
+    return k, note
+
+
+def loop_sets(app, config, k):
+    spec = APPS[app]["loop"]
+    if spec is None:
+        return []
+    key, tol = spec
+    if app == "spmv" and str(dig(config, "spmv.solver")) == "cg":
+        key, tol = "spmv.cg.max_iterations", "spmv.cg.tolerance"
+    out = [(key, str(k))]
+    if tol:
+        out.append((tol, "0"))
+    return out
+
+
+def problem_sets(app, config, user_sets, scaling, size, ranks):
+    """The deck keys of the problem at RANKS ranks (weak: SIZE per rank)."""
+    if scaling == "strong":
+        return []
+    import study
+    base = effective_config(app, config["__deck"], user_sets) if app == "tensor_contract" else {}
+    return list(study.WEAK_RULES[app](size, ranks, base))
+
+
+# ---------------------------------------------------------------- counting runs
+
+def cache_dir():
+    return os.path.join(ROOT, "output", "predict")
+
+
+def counting_run(app, deck, ranks, node_size, sets, timeout):
+    """The summary of one counting run (kept in output/predict/<hash>.json)."""
+    key = json.dumps([app, os.path.abspath(deck), open(deck).read(), ranks, node_size, sorted(sets)])
+    path = os.path.join(cache_dir(), "%s-%s.json" % (app, hashlib.sha1(key.encode()).hexdigest()[:16]))
+    if os.path.exists(path):
+        with open(path) as f:
+            return json.load(f)
+    all_sets = list(sets) + [("runtime.node_size", str(node_size))]
+    print("locus predict: counting run, %d rank(s), nodes of %d: %s" % (
+        ranks, node_size, " ".join("%s=%s" % kv for kv in sets)), file=sys.stderr, flush=True)
+    rc, out, err, _ = run_app(app, deck, ranks, all_sets, timeout)
+    s = parse_summary(out)
+    if rc != 0 or s is None:
+        raise RuntimeError("counting run on %d rank(s) failed: %s" % (ranks, app_error(err, rc)))
+    os.makedirs(cache_dir(), exist_ok=True)
+    write_file(path, json.dumps(s))
+    return s
+
+
+def counts_of(summary, app):
+    """{phase: {kind: busiest rank's count}} and {phase: {kind: sum}}."""
+    req = summary.get("requirements") or {}
+    mx, sm = {}, {}
+    for phase, kinds in (req.get("phases") or {}).items():
+        for k, v in (kinds or {}).items():
+            mx.setdefault(phase, {})[k] = float(v.get("max", 0))
+            sm.setdefault(phase, {})[k] = float(v.get("sum", 0))
+    return mx, sm
+
+
+def fom_work(summary):
+    """(work, unit numerator, fom unit, name) of a run's figure of merit:
+    value x seconds (e.g. Mcell_updates)."""
+    f = dig(summary, "results.figure_of_merit") or {}
+    if f.get("value") is None or not f.get("seconds"):
+        return None
+    return float(f["value"]) * float(f["seconds"]), f.get("unit", ""), f.get("name", "")
+
+
+# ---------------------------------------------------------------- requirement models
+
+class Requirement:
+    """The busiest rank's count of one phase and kind per loop iteration,
+    at any rank count: the count itself inside the counted range, else a
+    model."""
+
+    def __init__(self, ps, ys, saturate_from=None):
+        self.ps, self.ys = list(ps), list(ys)
+        self.saturate_from = saturate_from
+        self.model, self.heldout_error, self.how = None, None, ""
+        self._fit()
+
+    def _fit(self):
+        ps, ys = np.array(self.ps, float), np.array(self.ys, float)
+        if np.all(ys == ys[0]):
+            self.how = "constant"
+            return
+        if self.saturate_from and self.saturate_from in self.ps:
+            self.how = "constant from p = %d (every neighbour present)" % self.saturate_from
+            return
+        if len(ps) >= 3:
+            fit, _ = pmnf.fit_single(ps[:-1].reshape(1, -1), ys[:-1], 0, ["p"], negative=True)
+            pred = float(fit.evaluate(np.array([[ps[-1]]]))[0])
+            self.heldout_error = (pred - ys[-1]) / ys[-1] if ys[-1] else (0.0 if pred == 0 else float("inf"))
+        self.model, _ = pmnf.fit_single(ps.reshape(1, -1), ys, 0, ["p"], negative=True)
+        self.how = "PMNF " + self.model.text()
+
+    def at(self, p):
+        if p in self.ps:
+            return self.ys[self.ps.index(p)]
+        if self.model is None:
+            if self.saturate_from and p > self.saturate_from:
+                return self.ys[self.ps.index(self.saturate_from)]
+            return self.ys[-1]
+        return max(0.0, float(self.model.evaluate(np.array([[p]]))[0]))
+
+
+# ---------------------------------------------------------------- the machine model
+
+def link_time(m, scope, op, n, nbytes, rounds, ranks_sharing=1):
+    """LogGP-style time of n operations carrying nbytes in `rounds`
+    rounds (operations of one round overlap): a latency per round, then the
+    bytes over the bandwidth (shared by the ranks of a node between nodes)
+    or the operations over the rate, whichever is longer."""
+    if n <= 0 and nbytes <= 0:
+        return 0.0
+    lat = m.get("%s.%s.latency_s" % (scope, op))
+    bw = m.get("%s.%s.bandwidth_Bps" % (scope, op)) / ranks_sharing
+    rate = m.get("%s.message.rate_per_s" % scope) if op == "message" else float("inf")
+    return min(rounds, n) * lat + max(nbytes / bw, n / rate)
+
+
+def phase_time(m, c, ranks, rpn, iters, fetch_total):
+    """{term: seconds} of one phase of the busiest rank with counts c."""
+    F = m.get("core_gflops") * 1e9
+    bw = min(m.get("memory.bandwidth_Bps_core"), m.get("memory.bandwidth_Bps_node") / rpn)
+    t = {}
+    flops, mem = c.get("flops", 0.0), c.get("memory_bytes", 0.0)
+    t["flops"] = flops / F
+    t["memory"] = mem / bw
+    on, off = c.get("bytes_on_node", 0.0), c.get("bytes_off_node", 0.0)
+    frac_off = off / (on + off) if on + off else (1.0 - min(rpn, ranks) / ranks if ranks > 1 else 0.0)
+    msgs, rma = c.get("messages", 0.0), c.get("rma_ops", 0.0)
+    ops = msgs + rma
+    share = lambda n: (n * (1 - frac_off), n * frac_off)  # noqa: E731
+    m_on, m_off = share(msgs)
+    r_on, r_off = share(rma)
+    # bytes by route: messages and one-sided calls in proportion to their
+    # counts; bytes of no call (locus's copies on a node) at the node's get
+    b_msg = (on + off) * (msgs / ops) if ops else 0.0
+    b_rma = (on + off) * (rma / ops) if ops else 0.0
+    t["node messages"] = link_time(m, "node", "message", m_on, b_msg * (1 - frac_off), iters)
+    t["network messages"] = link_time(m, "network", "message", m_off, b_msg * frac_off, iters, rpn)
+    t["node one-sided"] = link_time(m, "node", "put", r_on, b_rma * (1 - frac_off), iters)
+    t["network one-sided"] = link_time(m, "network", "put", r_off, b_rma * frac_off, iters, rpn)
+    if not ops:
+        t["node copies"] = link_time(m, "node", "get", 0, on, 0)
+        t["network messages"] = link_time(m, "network", "message", 0, off, 0, rpn)
+    upd = c.get("atomic_updates", 0.0)
+    a_on, a_off = share(upd)
+    t["atomics"] = a_on / m.get("node.atomic_rate_per_s") + a_off / m.get("network.atomic_rate_per_s")
+    fetch = c.get("atomic_fetches", 0.0)
+    if fetch:
+        remote = 1.0 - min(rpn, ranks) / ranks
+        lat = fetch * ((1 - remote) * m.get("node.fetch_and_op_s") + remote * m.get("network.fetch_and_op_s"))
+        serve = fetch_total / (m.get("network.counter_rate_per_s") if ranks > rpn else m.get(
+            "node.counter_rate_per_s"))
+        t["fetch-and-op latency"] = lat
+        t["counter contention"] = max(0.0, serve - lat)
+    coll = c.get("collectives", 0.0)
+    if coll and ranks > 1:
+        nodes = math.ceil(ranks / rpn)
+        depth_net = math.ceil(math.log2(nodes)) if nodes > 1 else 0
+        depth_node = math.ceil(math.log2(min(rpn, ranks)))
+        t["collectives"] = coll * 2 * (depth_net * m.get("network.message.latency_s") +
+                                       depth_node * m.get("node.message.latency_s"))
+    return {k: v for k, v in t.items() if v > 0}
+
+
+def total_of(terms):
+    """A phase's time: the kernel's roofline (flops or memory, the longer)
+    plus every other term."""
+    kern = max(terms.get("flops", 0.0), terms.get("memory", 0.0))
+    return kern + sum(v for k, v in terms.items() if k not in ("flops", "memory"))
+
+
+def dominant(terms):
+    if not terms:
+        return "nothing counted"
+    kern = {k: v for k, v in terms.items() if k not in ("flops", "memory")}
+    kern["kernel (%s-bound)" % ("flop" if terms.get("flops", 0) > terms.get("memory", 0) else "memory")] = max(
+        terms.get("flops", 0.0), terms.get("memory", 0.0))
+    return max(kern, key=kern.get)
+
+
+# ---------------------------------------------------------------- driver
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(prog="./locus predict", description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog="\n\n".join(__doc__.split("\n\n")[1:]))
+    ap.add_argument("deck", help="the app's deck (YAML)")
+    ap.add_argument("--machine", required=True, help="machine file (YAML; ./locus machine writes this host's)")
+    ap.add_argument("--nodes", type=int, required=True, help="nodes of the target")
+    ap.add_argument("--ranks-per-node", type=int, help="ranks per node (default: the machine's cores_per_node)")
+    ap.add_argument("--scaling", choices=["weak", "strong"], default="weak",
+                    help="weak (default): the deck's problem on every rank; strong: the deck's problem on all")
+    ap.add_argument("--steps", type=int, help="loop iterations of the target (default: the deck's limit)")
+    ap.add_argument("--count-steps", type=int, default=3, help="loop iterations of a counting run (default 3)")
+    ap.add_argument("--count-ranks", default="1,2,4,8", help="rank counts of the counting runs (default 1,2,4,8 "
+                    "and the app's interior count)")
+    ap.add_argument("--what-if", action="append", default=[], metavar="KEY=FACTOR",
+                    help="multiply a machine number, e.g. network.message.latency_s=0.5 (repeatable)")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="deck override (repeatable)")
+    ap.add_argument("--validate", action="store_true", help="also run the deck at N x R ranks here and compare")
+    ap.add_argument("--json", help="write the prediction as JSON to this file")
+    ap.add_argument("--timeout", type=int, default=900, help="seconds per run (default 900)")
+    a = ap.parse_args(argv)
+    if a.nodes < 1:
+        raise UserError("--nodes: a positive number of nodes (got %d)" % a.nodes)
+    if a.ranks_per_node is not None and a.ranks_per_node < 1:
+        raise UserError("--ranks-per-node: a positive number (got %d)" % a.ranks_per_node)
+    if a.steps is not None and a.steps < 1:
+        raise UserError("--steps: a positive number (got %d)" % a.steps)
+    if a.count_steps < 1:
+        raise UserError("--count-steps: a positive number (got %d)" % a.count_steps)
+    try:
+        a.count_list = sorted({int(x) for x in a.count_ranks.split(",") if x.strip()})
+    except ValueError:
+        raise UserError("--count-ranks: a list of positive integers, e.g. 1,2,4,8 (got '%s')" % a.count_ranks)
+    if not a.count_list or a.count_list[0] < 1:
+        raise UserError("--count-ranks: a list of positive integers, e.g. 1,2,4,8 (got '%s')" % a.count_ranks)
+    keys = {k for k, _, _ in all_keys()}
+    a.changes = []
+    for w in a.what_if:
+        k, eq, v = w.partition("=")
+        if not eq or k not in keys:
+            raise UserError("--what-if %s: KEY=FACTOR with a machine key (%s)" % (w, ", ".join(sorted(keys))))
+        try:
+            f = float(v)
+        except ValueError:
+            f = -1.0
+        if not f > 0:
+            raise UserError("--what-if %s: the factor must be a number > 0" % w)
+        a.changes.append((k, f))
+    a.sets = []
+    for s in a.set:
+        k, eq, v = s.partition("=")
+        if not eq or not k:
+            raise UserError("--set %s: key=value" % s)
+        a.sets.append((k, v))
+    return a
+
+
+def count_plan(app, a, rpn, target):
+    """The counting runs' rank counts: the list given, the app's interior
+    count (weak scaling), and the target when it is as small."""
+    ps = set(a.count_list)
+    inter = APPS[app]["interior"]
+    if a.scaling == "weak" and inter and target > max(ps):
+        ps.add(inter)
+    if target <= max(max(ps), 8):
+        ps.add(target)
+    return sorted(ps)
+
+
+def predict(a):
+    m = load_machine(a.machine).with_changes(a.changes)
+    if not os.path.isfile(a.deck):
+        raise UserError("%s: no such deck" % a.deck)
+    app = deck_app(a.deck)
+    rpn = a.ranks_per_node or int(m.get("cores_per_node"))
+    ranks = a.nodes * rpn
+    config = effective_config(app, a.deck, a.sets)
+    config["__deck"] = a.deck
+    size = per_rank_size(app, config)
+    k_target, loop_note = target_loop(app, config, a.steps)
+    k_count = min(a.count_steps, k_target)
+    plan = count_plan(app, a, rpn, ranks)
+    runs = {}
+    for p in plan:
+        sets = list(a.sets) + [(k, v) for k, v in APPS[app]["quiet"].items()] + loop_sets(app, config, k_count)
+        sets += problem_sets(app, config, a.sets, a.scaling, size, p)
+        node = min(rpn, 2, p) if p != ranks else min(rpn, p)
+        runs[p] = counting_run(app, a.deck, p, node, sets, a.timeout)
+    # per loop iteration (tensor_contract: the whole run)
+    per = {}
+    for p, s in runs.items():
+        mx, sm = counts_of(s, app)
+        done = dig(s, "results.%s" % APPS[app]["done"]) if APPS[app]["done"] else None
+        k = float(done) if done else float(k_count)
+        per[p] = ({ph: {kd: v / k for kd, v in kinds.items()} for ph, kinds in mx.items()},
+                  {ph: {kd: v / k for kd, v in kinds.items()} for ph, kinds in sm.items()})
+    ps = sorted(per)
+    inter = APPS[app]["interior"] if a.scaling == "weak" else None
+    phases = [ph for ph in APPS[app]["phases"] if any(ph in per[p][0] or ph in runs[p].get("timers_seconds", {})
+                                                       for p in ps)]
+    reqs, fetch_sum = {}, {}
+    for ph in phases:
+        for kd in KINDS:
+            ys = [per[p][0].get(ph, {}).get(kd, 0.0) for p in ps]
+            if any(ys):
+                reqs[(ph, kd)] = Requirement(ps, ys, inter)
+        ys = [per[p][1].get(ph, {}).get("atomic_fetches", 0.0) for p in ps]
+        if any(ys):
+            fetch_sum[ph] = Requirement(ps, ys, None)
+    out_phases = {}
+    loop_time = 0.0
+    for ph in phases:
+        c = {kd: r.at(ranks) * k_target for (p2, kd), r in reqs.items() if p2 == ph}
+        ft = fetch_sum[ph].at(ranks) * k_target if ph in fetch_sum else 0.0
+        terms = phase_time(m, c, ranks, rpn, k_target, ft)
+        t = total_of(terms)
+        loop_time += t
+        out_phases[ph] = {"seconds": t, "dominant": dominant(terms), "terms": terms, "counts": c}
+    # the figure of merit: work per rank per iteration from the largest run
+    big = max(ps)
+    w = fom_work(runs[big])
+    fom = None
+    if w:
+        work_iter = w[0] / (float(dig(runs[big], "results.%s" % APPS[app]["done"]) or k_count)
+                            if APPS[app]["done"] else float(k_count) if APPS[app]["loop"] else 1.0)
+        work = work_iter * k_target * (ranks / big if a.scaling == "weak" else 1.0)
+        fom = {"value": work / loop_time if loop_time > 0 else float("inf"), "unit": w[1], "name": w[2],
+               "work": work}
+    models = [{"phase": ph, "kind": kd, "how": r.how, "points": dict(zip(r.ps, r.ys)),
+               "heldout_error": r.heldout_error} for (ph, kd), r in sorted(reqs.items())]
+    errs = [abs(x["heldout_error"]) for x in models if x["heldout_error"] is not None]
+    return {"app": app, "deck": os.path.abspath(a.deck), "machine": os.path.abspath(a.machine),
+            "machine_name": m.name, "what_if": dict(a.changes), "nodes": a.nodes, "ranks_per_node": rpn,
+            "ranks": ranks, "scaling": a.scaling, "per_rank_size": size if a.scaling == "weak" else None,
+            "loop_iterations": k_target, "loop_note": loop_note, "counting_ranks": ps,
+            "counting_steps": k_count, "outside_by": ranks / max(ps) if ranks > max(ps) else None,
+            "phases": out_phases, "loop_seconds": loop_time, "figure_of_merit": fom,
+            "dominant": max(out_phases, key=lambda ph: out_phases[ph]["seconds"]) if out_phases else None,
+            "models": models, "worst_heldout_error": max(errs) if errs else None}
+
+
+def fmt_s(x):
+    return "%.4g s" % x
+
+
+def report(r):
+    lines = ["locus predict: %s on %d node(s) x %d rank(s) = %d ranks of '%s'%s" % (
+        r["app"], r["nodes"], r["ranks_per_node"], r["ranks"], r["machine_name"],
+        " (what-if: %s)" % ", ".join("%s x%g" % kv for kv in r["what_if"].items()) if r["what_if"] else "")]
+    lines.append("  inputs: deck %s; machine %s; %s scaling%s; %d loop iteration(s)" % (
+        r["deck"], r["machine"], r["scaling"],
+        " (per rank: %s)" % "x".join(map(str, r["per_rank_size"])) if r["per_rank_size"] else "",
+        r["loop_iterations"]))
+    lines.append("  requirement models: counted on %s rank(s), %d iteration(s) each; %s" % (
+        ", ".join(map(str, r["counting_ranks"])), r["counting_steps"],
+        "target %.3gx beyond the largest counted run" % r["outside_by"] if r["outside_by"] else
+        "target inside the counted range (counts used as counted)"))
+    if r["worst_heldout_error"] is not None and r["outside_by"]:
+        lines.append("  held-out error of the requirement models (largest counting run): worst %.2f %%" % (
+            100 * r["worst_heldout_error"]))
+    if r["loop_note"]:
+        lines.append("  note: " + r["loop_note"])
+    lines.append("  %-10s %12s  %-28s %s" % ("phase", "time", "dominant term", "terms"))
+    for ph, v in r["phases"].items():
+        terms = ", ".join("%s %.3g" % kv for kv in sorted(v["terms"].items(), key=lambda kv: -kv[1])[:4])
+        lines.append("  %-10s %12s  %-28s %s" % (ph, fmt_s(v["seconds"]), v["dominant"], terms))
+    lines.append("  timed loop: %s (largest phase: %s)" % (fmt_s(r["loop_seconds"]), r["dominant"]))
+    f = r["figure_of_merit"]
+    if f:
+        lines.append("  figure of merit: %.4g %s (%s)" % (f["value"], f["unit"], f["name"]))
+    for mdl in r["models"] if r["outside_by"] else ():
+        if mdl["heldout_error"] is not None or not mdl["how"].startswith("constant"):
+            e = "" if mdl["heldout_error"] is None else "  held-out %+.2f %%" % (100 * mdl["heldout_error"])
+            lines.append("  model %s.%s: %s%s" % (mdl["phase"], mdl["kind"], mdl["how"], e))
+    return "\n".join(lines)
+
+
+def validate(a, r):
+    """Runs the deck at the target here and compares (emulated nodes of R)."""
+    app = r["app"]
+    config = effective_config(app, a.deck, a.sets)
+    config["__deck"] = a.deck
+    sets = list(a.sets) + [(k, v) for k, v in APPS[app]["quiet"].items()]
+    sets += loop_sets(app, config, r["loop_iterations"])
+    sets += problem_sets(app, config, a.sets, a.scaling, per_rank_size(app, config), r["ranks"])
+    sets.append(("runtime.node_size", str(r["ranks_per_node"])))
+    rc, out, err, _ = run_app(app, a.deck, r["ranks"], sets, a.timeout)
+    s = parse_summary(out)
+    if rc != 0 or s is None:
+        raise RuntimeError("validation run failed: %s" % app_error(err, rc))
+    meas = {ph: float(v["max"]) for ph, v in (s.get("timers_seconds") or {}).items()}
+    rows = []
+    for ph, v in r["phases"].items():
+        if ph in meas:
+            rows.append((ph, v["seconds"], meas[ph]))
+    f = dig(s, "results.figure_of_merit") or {}
+    loop_meas = float(f.get("seconds") or sum(x[2] for x in rows))
+    rows.append(("timed loop", r["loop_seconds"], loop_meas))
+    if r["figure_of_merit"] and f.get("value"):
+        rows.append(("figure of merit", r["figure_of_merit"]["value"], float(f["value"])))
+    return rows
+
+
+def main(argv=None):
+    try:
+        a = parse_args(sys.argv[1:] if argv is None else argv)
+        r = predict(a)
+        print(report(r))
+        if a.validate:
+            rows = validate(a, r)
+            r["validation"] = [{"what": w, "predicted": p, "measured": x,
+                                "error": (p - x) / x if x else None} for w, p, x in rows]
+            print("  validation (the deck run here: %d rank(s), emulated nodes of %d):" % (
+                r["ranks"], r["ranks_per_node"]))
+            for w, p, x in rows:
+                print("    %-16s predicted %-12.4g measured %-12.4g error %+.1f %%" % (
+                    w, p, x, 100 * (p - x) / x if x else float("nan")))
+        if a.json:
+            write_file(a.json, json.dumps(r, indent=1, default=float) + "\n")
+        return 0
+    except UserError as e:
+        print("locus: error: %s" % e, file=sys.stderr)
+        return 2
+    except RuntimeError as e:
+        print("locus: error: %s" % e, file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
