@@ -41,7 +41,7 @@ import numpy as np
 import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from locuslib import ROOT, Located, UserError, write_file  # noqa: E402
+from locuslib import ROOT, Located, UserError, app_binary, closest, launcher_argv, write_file  # noqa: E402
 
 # ---------------------------------------------------------------- the format
 
@@ -71,6 +71,12 @@ TOP_KEYS = [
 ]
 SCOPES = ("node", "network")  # ranks of one node; ranks of different nodes
 COST_OPS = ("message", "get", "put", "accumulate")
+
+
+def is_time(key):
+    """A time (>= 0 s, finite); every other number is a rate (> 0, .inf
+    allowed)."""
+    return key.endswith("latency_s") or key.endswith("fetch_and_op_s")
 
 
 def all_keys():
@@ -117,7 +123,8 @@ class Machine:
         import copy
         d = copy.deepcopy(self.data)
         for key, factor in changes:
-            set_key(d, key, lookup(d, key) * factor)
+            v = lookup(d, key) * factor
+            set_key(d, key, max(1, int(round(v))) if key == "cores_per_node" else v)
         return Machine(d, self.path)
 
 
@@ -148,7 +155,7 @@ def check_machine(data, loc=None):
         elif key == "cores_per_node":
             if not isinstance(v, int) or v < 1:
                 errors.append("%s: %s: %r is not a positive integer" % (where, key, v))
-        elif key.endswith("latency_s") or key.endswith("_s"):
+        elif is_time(key):
             if v < 0 or math.isinf(v):
                 errors.append("%s: %s: %r must be a finite time >= 0 s" % (where, key, v))
         elif v <= 0:
@@ -165,7 +172,9 @@ def check_machine(data, loc=None):
                 else:
                     walk(v, key + ".")
             elif key not in known:
-                errors.append("%s: %s: unknown key" % (_where(loc, key), key))
+                hint = closest(key, sorted(known))
+                errors.append("%s: %s: unknown key%s" % (_where(loc, key), key,
+                                                         " (did you mean %s?)" % hint if hint else ""))
     walk(data, "")
     costs = data.get("costs")
     if costs is not None:
@@ -300,8 +309,7 @@ def core_gflops():
 
 def stream_total_gbs(ranks):
     """STREAM triad GB/s of RANKS ranks at once (heat3d --machine)."""
-    exe = os.path.join(ROOT, "build", "apps", "heat3d", "heat3d")
-    cmd = ["mpiexec.mpich", "-n", str(ranks), exe, "--machine"]
+    cmd = launcher_argv(ranks) + [app_binary("heat3d"), "--machine"]
     out = run(cmd, "STREAM triad on %d rank(s)" % ranks)
     m = re.search(r"stream_triad_gbs_total:\s*([0-9.eE+-]+)", out)
     if not m:
@@ -375,10 +383,44 @@ def cpu_name():
     return "unknown"
 
 
+def g4(v):
+    """A number as YAML, to 4 significant digits (.inf for an ideal part)."""
+    if isinstance(v, float) and math.isinf(v):
+        return ".inf"
+    if isinstance(v, int):
+        return str(v)
+    t = "%.4g" % v
+    m, e, x = t.partition("e")
+    # YAML 1.1 (PyYAML) reads 2e-06 as a string: the mantissa needs a point
+    return (m if "." in m else m + ".0") + e + x
+
+
 def to_yaml(d):
-    head = ("# locus machine file (docs/co-design.md, \"Machine files\"): seconds, bytes per second,\n"
-            "# operations per second; costs: measured [bytes, seconds] per operation.\n")
-    return head + yaml.safe_dump(d, sort_keys=False, default_flow_style=None, width=100)
+    """The machine file's text: every number with its unit and meaning in
+    a comment, the measured costs as [bytes, seconds] pairs."""
+    out = ["# locus machine file (docs/co-design.md, \"Machine files\"): seconds, bytes per second,",
+           "# operations per second; costs: measured [bytes, seconds] per operation.",
+           "name: %s" % yaml.safe_dump(d["name"], default_style=None).strip().removesuffix("\n...")]
+    opened = set()
+    for key, unit, meaning in all_keys():
+        parts = key.split(".")
+        for depth in range(len(parts) - 1):
+            sec = ".".join(parts[:depth + 1])
+            if sec not in opened:
+                opened.add(sec)
+                out.append("%s%s:" % ("  " * depth, parts[depth]))
+        indent = "  " * (len(parts) - 1)
+        out.append("%s%s: %s  # %s%s" % (indent, parts[-1], g4(lookup(d, key)), unit + ", " if unit else "",
+                                         meaning.split(": ", 1)[-1]))
+    if d.get("measured"):
+        out.append(yaml.safe_dump({"measured": d["measured"]}, sort_keys=False, width=100).rstrip())
+    if d.get("costs"):
+        out.append("costs:")
+        for scope, ops in d["costs"].items():
+            out.append("  %s:" % scope)
+            for op, rows in ops.items():
+                out.append("    %s: [%s]" % (op, ", ".join("[%d, %s]" % (b, g4(t)) for b, t in rows)))
+    return "\n".join(out) + "\n"
 
 
 def describe(m):

@@ -15,7 +15,7 @@ How (docs/co-design.md, "Predictions"):
    min(R, 2) ranks, and every count of every phase is read from their
    summaries (docs/outputs.md, "The counted requirements"). Counts do not
    depend on time, so over-subscription does not change them. The runs are
-   kept in output/predict/ and reused.
+   kept in output/predict/ (--work) and reused.
 2. Requirement models. For every phase and kind, the busiest rank's count
    per loop iteration is modelled over the rank count p: in PMNF (./locus
    model's fitter: c0 + c * p^i * log2(p)^j), fitted on all counting runs
@@ -151,14 +151,10 @@ def problem_sets(app, config, user_sets, scaling, size, ranks):
 
 # ---------------------------------------------------------------- counting runs
 
-def cache_dir():
-    return os.path.join(ROOT, "output", "predict")
-
-
-def counting_run(app, deck, ranks, node_size, sets, timeout):
+def counting_run(app, deck, ranks, node_size, sets, timeout, cache):
     """The summary of one counting run (kept in output/predict/<hash>.json)."""
     key = json.dumps([app, os.path.abspath(deck), open(deck).read(), ranks, node_size, sorted(sets)])
-    path = os.path.join(cache_dir(), "%s-%s.json" % (app, hashlib.sha1(key.encode()).hexdigest()[:16]))
+    path = os.path.join(cache, "%s-%s.json" % (app, hashlib.sha1(key.encode()).hexdigest()[:16]))
     if os.path.exists(path):
         with open(path) as f:
             return json.load(f)
@@ -169,7 +165,7 @@ def counting_run(app, deck, ranks, node_size, sets, timeout):
     s = parse_summary(out)
     if rc != 0 or s is None:
         raise RuntimeError("counting run on %d rank(s) failed: %s" % (ranks, app_error(err, rc)))
-    os.makedirs(cache_dir(), exist_ok=True)
+    os.makedirs(cache, exist_ok=True)
     write_file(path, json.dumps(s))
     return s
 
@@ -332,6 +328,8 @@ def parse_args(argv):
     ap.add_argument("--validate", action="store_true", help="also run the deck at N x R ranks here and compare")
     ap.add_argument("--json", help="write the prediction as JSON to this file")
     ap.add_argument("--timeout", type=int, default=900, help="seconds per run (default 900)")
+    ap.add_argument("--work", default=os.path.join(ROOT, "output", "predict"),
+                    help="where counting runs are kept and reused (default output/predict)")
     a = ap.parse_args(argv)
     if a.nodes < 1:
         raise UserError("--nodes: a positive number of nodes (got %d)" % a.nodes)
@@ -369,15 +367,15 @@ def parse_args(argv):
     return a
 
 
-def count_plan(app, a, rpn, target):
-    """The counting runs' rank counts: the list given, the app's interior
-    count (weak scaling), and the target when it is as small."""
+def count_plan(app, a, target):
+    """The counting runs' rank counts: the list given, and the target when
+    it is as small as 8 ranks or the list's largest; else, for a weak-scaled
+    stencil, the app's interior count."""
     ps = set(a.count_list)
-    inter = APPS[app]["interior"]
-    if a.scaling == "weak" and inter and target > max(ps):
-        ps.add(inter)
     if target <= max(max(ps), 8):
         ps.add(target)
+    elif a.scaling == "weak" and APPS[app]["interior"]:
+        ps.add(APPS[app]["interior"])
     return sorted(ps)
 
 
@@ -393,13 +391,13 @@ def predict(a):
     size = per_rank_size(app, config)
     k_target, loop_note = target_loop(app, config, a.steps)
     k_count = min(a.count_steps, k_target)
-    plan = count_plan(app, a, rpn, ranks)
+    plan = count_plan(app, a, ranks)
     runs = {}
     for p in plan:
         sets = list(a.sets) + [(k, v) for k, v in APPS[app]["quiet"].items()] + loop_sets(app, config, k_count)
         sets += problem_sets(app, config, a.sets, a.scaling, size, p)
         node = min(rpn, 2, p) if p != ranks else min(rpn, p)
-        runs[p] = counting_run(app, a.deck, p, node, sets, a.timeout)
+        runs[p] = counting_run(app, a.deck, p, node, sets, a.timeout, a.work)
     # per loop iteration (tensor_contract: the whole run)
     per = {}
     for p, s in runs.items():

@@ -1,0 +1,159 @@
+"""./locus machine and ./locus predict (issue 52): machine files checked,
+the compute-roofline limit, the what-if directions, errors.
+
+- An ideal machine (no latency, infinite bandwidths and rates) gives heat3d
+  the kernels' roofline exactly: 16 bytes per cell and step over the
+  memory bandwidth per rank (the node's shared by its ranks, at most one
+  core's), nothing for the halo or the reduction.
+- On a finite machine (this file's numbers: a plausible cluster), at 64
+  nodes (outside the counted range, which the output says): halving the
+  network latency or doubling its bandwidth does not slow the timed loop
+  and speeds up the halo; doubling the cores per node raises the figure of
+  merit, by at most 2x; an ideal network leaves the compute alone.
+- Bad machine files (every problem at once, with file:line and key), bad
+  options and a deck without an app: exit 2 and one clear error.
+"""
+import copy
+import json
+import math
+import os
+import subprocess
+import sys
+
+import yaml
+
+sys.path.insert(0, os.path.dirname(__file__))
+from locus_testlib import SOURCE, check, scratch  # noqa: E402
+
+sys.path.insert(0, os.path.join(SOURCE, "tools"))
+from machine import all_keys, is_time  # noqa: E402
+
+PY = sys.executable
+PREDICT = os.path.join(SOURCE, "tools", "predict.py")
+MACHINE = os.path.join(SOURCE, "tools", "machine.py")
+
+# a plausible cluster node (orders of magnitude of a current CPU node)
+FINITE = {"cores_per_node": 2, "core_gflops": 20.0,
+          "memory.bandwidth_Bps_core": 1.2e10, "memory.bandwidth_Bps_node": 2.0e10}
+for scope, lat, bw, fao, atom in (("node", 3e-7, 8e9, 5e-8, 5e7), ("network", 2e-6, 1e10, 3e-6, 5e6)):
+    FINITE.update({"%s.message.latency_s" % scope: lat, "%s.message.bandwidth_Bps" % scope: bw,
+                   "%s.message.rate_per_s" % scope: 1e8})
+    for op in ("get", "put", "accumulate"):
+        FINITE.update({"%s.%s.latency_s" % (scope, op): lat, "%s.%s.bandwidth_Bps" % (scope, op): bw})
+    FINITE.update({"%s.atomic_rate_per_s" % scope: atom, "%s.fetch_and_op_s" % scope: fao,
+                   "%s.counter_rate_per_s" % scope: 1.0 / fao})
+
+
+def ideal(values, scopes=("node", "network")):
+    """The same machine with no latency and infinite rates in SCOPES."""
+    out = dict(values)
+    for k in out:
+        if k.split(".")[0] in scopes:
+            out[k] = 0.0 if is_time(k) else math.inf
+    return out
+
+
+def write_machine(path, values):
+    tree = {"name": os.path.basename(path)}
+    for key, v in values.items():
+        cur = tree
+        parts = key.split(".")
+        for p in parts[:-1]:
+            cur = cur.setdefault(p, {})
+        cur[parts[-1]] = v
+    with open(path, "w") as f:
+        yaml.safe_dump(tree, f)
+    return path
+
+
+def predict(args, work, expect=0):
+    p = subprocess.run([PY, PREDICT] + args + ["--work", work], capture_output=True, text=True, timeout=600)
+    check(p.returncode == expect, "predict %s: exit %d (want %d)\n%s%s" % (
+        " ".join(args), p.returncode, expect, p.stdout, p.stderr))
+    return p
+
+
+def result(args, work, d, name):
+    out = os.path.join(d, name + ".json")
+    p = predict(args + ["--json", out], work)
+    with open(out) as f:
+        return json.load(f), p.stdout
+
+
+def main():
+    check(set(FINITE) == {k for k, _, _ in all_keys()}, "the test's machine lists every machine key")
+    d = scratch("predict")
+    work = os.path.join(d, "work")
+    heat = os.path.join(SOURCE, "inputs", "heat3d", "default.yaml")
+    n, steps = 16, 10
+    hset = ["--set", "heat3d.grid.nx=%d" % n, "--set", "heat3d.grid.ny=%d" % n, "--set", "heat3d.grid.nz=%d" % n]
+
+    # 1. the compute roofline of an ideal machine (2 nodes x 2 ranks, weak)
+    m_ideal = write_machine(os.path.join(d, "ideal.yaml"), ideal(FINITE))
+    r, out = result([heat, "--machine", m_ideal, "--nodes", "2", "--steps", str(steps), "--count-ranks", "1,2"] +
+                    hset, work, d, "ideal")
+    bw = min(FINITE["memory.bandwidth_Bps_core"], FINITE["memory.bandwidth_Bps_node"] / 2)
+    want = max(16.0 * n ** 3 * steps / bw, 11.0 * n ** 3 * steps / (FINITE["core_gflops"] * 1e9))
+    got = r["loop_seconds"]
+    check(abs(got - want) <= 1e-9 * want, "ideal machine: loop %.6g s, the roofline %.6g s" % (got, want))
+    check(r["phases"]["compute"]["dominant"].startswith("kernel (memory"), "ideal: memory-bound kernel")
+    for ph in ("halo", "reduce"):
+        check(r["phases"].get(ph, {"seconds": 0})["seconds"] == 0, "ideal machine: %s takes no time" % ph)
+    check("inside the counted range" in out, "4 ranks are counted: said so\n" + out)
+    fom = r["figure_of_merit"]["value"]
+    want_fom = 4 * n ** 3 * steps / 1e6 / want
+    check(abs(fom - want_fom) <= 1e-6 * want_fom, "figure of merit %g, work / roofline %g" % (fom, want_fom))
+
+    # 2. what-if on a finite machine at 64 nodes (poisson5pt: interior at 9)
+    pois = os.path.join(SOURCE, "inputs", "poisson5pt", "default.yaml")
+    pset = ["--set", "poisson5pt.grid.n=32", "--steps", "50", "--count-ranks", "1,2,4", "--nodes", "64"]
+    m_fin = write_machine(os.path.join(d, "finite.yaml"), FINITE)
+    base, out = result([pois, "--machine", m_fin] + pset, work, d, "base")
+    check("beyond the largest counted run" in out, "64 nodes are outside the counted range: said so\n" + out)
+    check(base["phases"]["halo"]["seconds"] > 0 and base["outside_by"] > 1, "finite machine: a halo time")
+    for change, name in (("network.message.latency_s=0.5", "latency"), ("network.message.bandwidth_Bps=2",
+                                                                         "bandwidth")):
+        w, _ = result([pois, "--machine", m_fin, "--what-if", change] + pset, work, d, name)
+        check(w["loop_seconds"] <= base["loop_seconds"], "%s: the loop is not slower" % change)
+        check(w["phases"]["halo"]["seconds"] < base["phases"]["halo"]["seconds"],
+              "%s: the halo is faster (%g vs %g)" % (change, w["phases"]["halo"]["seconds"],
+                                                     base["phases"]["halo"]["seconds"]))
+    w, _ = result([pois, "--machine", m_fin, "--what-if", "cores_per_node=2"] + pset, work, d, "cores")
+    ratio = w["figure_of_merit"]["value"] / base["figure_of_merit"]["value"]
+    check(w["ranks"] == 2 * base["ranks"] and 1.0 < ratio <= 2.0 + 1e-9,
+          "cores x2: figure of merit x%.3f (more than 1, at most 2)" % ratio)
+    net = write_machine(os.path.join(d, "ideal_net.yaml"), ideal(FINITE, ("network", "node")))
+    w, _ = result([pois, "--machine", net] + pset, work, d, "ideal_net")
+    comp = w["phases"]["compute"]["seconds"]
+    check(abs(comp - base["phases"]["compute"]["seconds"]) <= 1e-12 * comp, "an ideal network: same compute")
+    check(w["phases"]["halo"]["seconds"] == 0, "an ideal network: no halo time")
+
+    # 3. errors: every problem of a machine file at once, options, decks
+    bad = copy.deepcopy(FINITE)
+    bad["cores_per_node"] = "two"
+    bad["network.get.latency_s"] = -1.0
+    del bad["node.fetch_and_op_s"]
+    path = write_machine(os.path.join(d, "bad.yaml"), bad)
+    with open(path, "a") as f:
+        f.write("core_gflop: 3.0\n")
+    p = subprocess.run([PY, MACHINE, "--check", path], capture_output=True, text=True)
+    check(p.returncode == 2 and "Traceback" not in p.stderr, "bad machine file: exit 2\n" + p.stderr)
+    for text in ("cores_per_node: 'two' is not a number", "network.get.latency_s: -1.0 must be",
+                 "node.fetch_and_op_s: missing", "core_gflop: unknown key (did you mean core_gflops?)",
+                 path + ":"):
+        check(text in p.stderr, "bad machine file names '%s'\n%s" % (text, p.stderr))
+    p = predict([heat, "--machine", path, "--nodes", "2"], work, 2)
+    check("cores_per_node" in p.stderr, "predict with a bad machine file says why\n" + p.stderr)
+    for args, text in (([heat, "--machine", m_fin, "--nodes", "0"], "--nodes"),
+                       ([heat, "--machine", m_fin, "--nodes", "2", "--what-if", "network.latency=2"], "--what-if"),
+                       ([heat, "--machine", m_fin, "--nodes", "2", "--what-if", "core_gflops=-1"], "> 0"),
+                       ([os.path.join(d, "ideal.yaml"), "--machine", m_fin, "--nodes", "2"], "no top-level"),
+                       ([heat, "--machine", os.path.join(d, "none.yaml"), "--nodes", "2"], "cannot read")):
+        p = predict(args, work, 2)
+        check(text in p.stderr and "Traceback" not in p.stderr and p.stderr.count("\n") <= 3,
+              "%s: one clear error with '%s'\n%s" % (" ".join(args[1:]), text, p.stderr))
+    print("predict: roofline limit, what-if directions, errors: ok")
+
+
+if __name__ == "__main__":
+    main()
