@@ -446,6 +446,7 @@ def main(argv=None):
             return 0
         d = measure(args)
         check_machine(d)
+        os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
         write_file(args.output, to_yaml(d))
         print(describe(Machine(d, args.output)))
         print("locus machine: wrote %s" % args.output)
