@@ -74,9 +74,9 @@ APPS = {
                    "done": "iterations", "phases": ["compute", "halo", "residual"], "interior": 9,
                    "quiet": {"poisson5pt.validation.mode": "none", "output.write_field": "false"}},
     "spmv": {"loop": ("spmv.repetitions", None), "done": None, "phases": ["products", "cg"], "interior": 3,
-             "quiet": {"output.write_field": "false"}},
+             "quiet": {"output.write_field": "false", "spmv.validation.mode": "none"}},
     "tensor_contract": {"loop": None, "done": None, "phases": ["contract"], "interior": None,
-                        "quiet": {"output.write_field": "false"}},
+                        "quiet": {"output.write_field": "false", "tensor_contract.validation.mode": "none"}},
 }
 
 
