@@ -4,7 +4,8 @@ the compute-roofline limit, the what-if directions, errors.
 - An ideal machine (no latency, infinite bandwidths and rates) gives heat3d
   the kernels' roofline exactly: 16 bytes per cell and step over the
   memory bandwidth per rank (the node's shared by its ranks, at most one
-  core's), nothing for the halo or the reduction.
+  core's; the core's cache's when the rank's footprint fits it), nothing
+  for the halo or the reduction.
 - On a finite machine (this file's numbers: a plausible cluster), at 64
   nodes (outside the counted range, which the output says): halving the
   network latency or doubling its bandwidth does not slow the timed loop
@@ -34,7 +35,8 @@ MACHINE = os.path.join(SOURCE, "tools", "machine.py")
 
 # a plausible cluster node (orders of magnitude of a current CPU node)
 FINITE = {"cores_per_node": 2, "core_gflops": 20.0,
-          "memory.bandwidth_Bps_core": 1.2e10, "memory.bandwidth_Bps_node": 2.0e10}
+          "memory.bandwidth_Bps_core": 1.2e10, "memory.bandwidth_Bps_node": 2.0e10,
+          "memory.cache_bytes_core": 4096, "memory.cache_bandwidth_Bps_core": 5e10}
 for scope, lat, bw, fao, atom in (("node", 3e-7, 8e9, 5e-8, 5e7), ("network", 2e-6, 1e10, 3e-6, 5e6)):
     FINITE.update({"%s.message.latency_s" % scope: lat, "%s.message.bandwidth_Bps" % scope: bw,
                    "%s.message.rate_per_s" % scope: 1e8})
@@ -100,6 +102,15 @@ def main():
     for ph in ("halo", "reduce"):
         check(r["phases"].get(ph, {"seconds": 0})["seconds"] == 0, "ideal machine: %s takes no time" % ph)
     check("inside the counted range" in out, "4 ranks are counted: said so\n" + out)
+    check(not r["in_cache"] and r["footprint_bytes"] > 4096, "16^3 per rank does not fit 4 KiB of cache")
+    # the same with a cache the footprint fits: the cache's bandwidth
+    big = dict(ideal(FINITE), **{"memory.cache_bytes_core": 1 << 30})
+    rc, _ = result([heat, "--machine", write_machine(os.path.join(d, "cache.yaml"), big), "--nodes", "2", "--steps",
+                    str(steps), "--count-ranks", "1,2"] + hset, work, d, "cache")
+    want_c = max(16.0 * n ** 3 * steps / FINITE["memory.cache_bandwidth_Bps_core"],
+                 11.0 * n ** 3 * steps / (FINITE["core_gflops"] * 1e9))
+    check(rc["in_cache"] and abs(rc["loop_seconds"] - want_c) <= 1e-9 * want_c,
+          "in cache: loop %.6g s, the cache roofline %.6g s" % (rc["loop_seconds"], want_c))
     fom = r["figure_of_merit"]["value"]
     want_fom = 4 * n ** 3 * steps / 1e6 / want
     check(abs(fom - want_fom) <= 1e-6 * want_fom, "figure of merit %g, work / roofline %g" % (fom, want_fom))

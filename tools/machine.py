@@ -16,8 +16,8 @@ fetch-and-ops from many (a shared counter's contention); and, as evidence,
 the measured cost of every operation per size.
 
 Measured here (`./locus machine`): STREAM triad from every rank at once
-(`heat3d --machine`, 1 rank and one per core), the core's flop rate from
-OpenBLAS's DGEMM (bench/tensor), the same-node and inter-node (emulated
+(`heat3d --machine`, 1 rank and one per core; in a core's L2 and out of
+cache), the core's DGEMM rate (numpy on the system BLAS), the same-node and inter-node (emulated
 nodes, MPIR_CVAR_NOLOCAL with MPICH) costs per size from `bench latency`
 (locus with locality on, 1 B - 4 MiB) and `bench exchange` (two-sided, 8 B -
 8 KiB), and the atomic rates from `bench gups`. `--from-bench` reads the
@@ -68,6 +68,8 @@ TOP_KEYS = [
     ("core_gflops", "GFLOP/s", "sustained double-precision flop rate of one core (DGEMM)"),
     ("memory.bandwidth_Bps_core", "B/s", "STREAM triad of one core alone"),
     ("memory.bandwidth_Bps_node", "B/s", "STREAM triad of every core of a node at once"),
+    ("memory.cache_bytes_core", "B", "a core's own cache (L2): a rank whose footprint fits runs from it"),
+    ("memory.cache_bandwidth_Bps_core", "B/s", "STREAM triad of one core on arrays in half of that cache"),
 ]
 SCOPES = ("node", "network")  # ranks of one node; ranks of different nodes
 COST_OPS = ("message", "get", "put", "accumulate")
@@ -152,7 +154,7 @@ def check_machine(data, loc=None):
             continue
         if math.isnan(v):
             errors.append("%s: %s: nan" % (where, key))
-        elif key == "cores_per_node":
+        elif key in ("cores_per_node", "memory.cache_bytes_core"):
             if not isinstance(v, int) or v < 1:
                 errors.append("%s: %s: %r is not a positive integer" % (where, key, v))
         elif is_time(key):
@@ -307,14 +309,19 @@ def core_gflops():
     return float(p.stdout.strip())
 
 
-def stream_total_gbs(ranks):
-    """STREAM triad GB/s of RANKS ranks at once (heat3d --machine)."""
+def stream_triad(ranks):
+    """heat3d --machine on RANKS ranks at once: {key: number} of its STREAM
+    figures (stream_triad_gbs_total, stream_triad_in_cache_gbs_per_rank,
+    stream_triad_in_cache_bytes)."""
     cmd = launcher_argv(ranks) + [app_binary("heat3d"), "--machine"]
     out = run(cmd, "STREAM triad on %d rank(s)" % ranks)
-    m = re.search(r"stream_triad_gbs_total:\s*([0-9.eE+-]+)", out)
-    if not m:
-        raise RuntimeError("no stream_triad_gbs_total in heat3d --machine's output")
-    return float(m.group(1))
+    got = {}
+    for key in ("stream_triad_gbs_total", "stream_triad_in_cache_gbs_per_rank", "stream_triad_in_cache_bytes"):
+        m = re.search(r"%s:\s*([0-9.eE+-]+)" % key, out)
+        if not m:
+            raise RuntimeError("no %s in heat3d --machine's output" % key)
+        got[key] = float(m.group(1))
+    return got
 
 
 def link(lat, bw):
@@ -327,10 +334,13 @@ def measure(args):
     if not args.from_bench:
         for b in ("latency", "exchange", "gups"):
             run([os.path.join(ROOT, "locus"), "bench", b], "bench %s" % b)
-    tot1 = stream_total_gbs(1)
-    totn = stream_total_gbs(cores) if cores > 1 else tot1
+    one = stream_triad(1)
+    totn = stream_triad(cores)["stream_triad_gbs_total"] if cores > 1 else one["stream_triad_gbs_total"]
     d = {"name": args.name, "cores_per_node": cores, "core_gflops": round(core_gflops(), 3),
-         "memory": {"bandwidth_Bps_core": tot1 * 1e9, "bandwidth_Bps_node": totn * 1e9}}
+         "memory": {"bandwidth_Bps_core": one["stream_triad_gbs_total"] * 1e9, "bandwidth_Bps_node": totn * 1e9,
+                    # the arrays filled half of L2: the cache is twice that
+                    "cache_bytes_core": int(2 * one["stream_triad_in_cache_bytes"]),
+                    "cache_bandwidth_Bps_core": one["stream_triad_in_cache_gbs_per_rank"] * 1e9}}
     costs = {}
     for scope, placement, ex, gups in (("node", "same-node", "exchange_same-node.csv", "gups.csv"),
                                        ("network", "inter-node", "exchange_inter-node.csv", "gups_node1.csv")):

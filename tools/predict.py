@@ -24,7 +24,9 @@ How (docs/co-design.md, "Predictions"):
    interior count on (its busiest rank has every neighbour: more ranks add
    none). A target inside the counted range uses the count itself.
 3. Machine costs. Per phase of the busiest rank: the kernels' roofline
-   max(flops / core rate, memory bytes / bandwidth per rank), messages and
+   max(flops / core rate, memory bytes / bandwidth per rank: its core's
+   cache's when its footprint fits there, else its share of the node's
+   STREAM bandwidth), messages and
    one-sided calls in LogGP's form (per loop iteration one latency, then
    bytes over bandwidth or messages over the message rate, whichever is
    longer) on the node and between nodes, atomic updates at their rate,
@@ -243,10 +245,18 @@ def link_time(m, scope, op, n, nbytes, rounds, ranks_sharing=1):
     return min(rounds, n) * lat + max(nbytes / bw, n / rate)
 
 
-def phase_time(m, c, ranks, rpn, iters, fetch_total):
+def rank_bandwidth(m, rpn, footprint):
+    """A rank's memory bandwidth: its core's cache's when its footprint
+    fits that cache, else its share of the node's (at most a core's)."""
+    if footprint and footprint <= m.get("memory.cache_bytes_core"):
+        return m.get("memory.cache_bandwidth_Bps_core")
+    return min(m.get("memory.bandwidth_Bps_core"), m.get("memory.bandwidth_Bps_node") / rpn)
+
+
+def phase_time(m, c, ranks, rpn, iters, fetch_total, footprint=None):
     """{term: seconds} of one phase of the busiest rank with counts c."""
     F = m.get("core_gflops") * 1e9
-    bw = min(m.get("memory.bandwidth_Bps_core"), m.get("memory.bandwidth_Bps_node") / rpn)
+    bw = rank_bandwidth(m, rpn, footprint)
     t = {}
     flops, mem = c.get("flops", 0.0), c.get("memory_bytes", 0.0)
     t["flops"] = flops / F
@@ -419,12 +429,15 @@ def predict(a):
         ys = [per[p][1].get(ph, {}).get("atomic_fetches", 0.0) for p in ps]
         if any(ys):
             fetch_sum[ph] = Requirement(ps, ys, None)
+    # the busiest rank's footprint (weak: the largest counting run's; strong:
+    # the largest run's, an upper bound for more ranks)
+    footprint = float(dig(runs[max(ps)], "requirements.footprint_bytes.max") or 0) or None
     out_phases = {}
     loop_time = 0.0
     for ph in phases:
         c = {kd: r.at(ranks) * k_target for (p2, kd), r in reqs.items() if p2 == ph}
         ft = fetch_sum[ph].at(ranks) * k_target if ph in fetch_sum else 0.0
-        terms = phase_time(m, c, ranks, rpn, k_target, ft)
+        terms = phase_time(m, c, ranks, rpn, k_target, ft, footprint)
         t = total_of(terms)
         loop_time += t
         out_phases[ph] = {"seconds": t, "dominant": dominant(terms), "terms": terms, "counts": c}
@@ -448,7 +461,9 @@ def predict(a):
             "counting_steps": k_count, "outside_by": ranks / max(ps) if ranks > max(ps) else None,
             "phases": out_phases, "loop_seconds": loop_time, "figure_of_merit": fom,
             "dominant": max(out_phases, key=lambda ph: out_phases[ph]["seconds"]) if out_phases else None,
-            "models": models, "worst_heldout_error": max(errs) if errs else None}
+            "models": models, "worst_heldout_error": max(errs) if errs else None,
+            "footprint_bytes": footprint, "in_cache": bool(footprint and footprint <= m.get("memory.cache_bytes_core")),
+            "bandwidth_Bps_per_rank": rank_bandwidth(m, rpn, footprint)}
 
 
 def fmt_s(x):
@@ -470,6 +485,9 @@ def report(r):
     if r["worst_heldout_error"] is not None and r["outside_by"]:
         lines.append("  held-out error of the requirement models (largest counting run): worst %.2f %%" % (
             100 * r["worst_heldout_error"]))
+    lines.append("  memory: busiest rank's footprint %s, %s: %.3g GB/s per rank" % (
+        "%.3g MB" % (r["footprint_bytes"] / 1e6) if r["footprint_bytes"] else "not counted",
+        "fits its core's cache" if r["in_cache"] else "out of cache", r["bandwidth_Bps_per_rank"] / 1e9))
     if r["loop_note"]:
         lines.append("  note: " + r["loop_note"])
     lines.append("  %-10s %12s  %-28s %s" % ("phase", "time", "dominant term", "terms"))

@@ -229,12 +229,18 @@ double stream_read_gbs(long n, int repeats, MPI_Comm comm) {
 namespace detail {
 
 // --machine: the machine descriptor (rank 0's) and STREAM triad bandwidth
-// measured by every rank at once (32 MiB per array: out of cache), as YAML.
+// measured by every rank at once (32 MiB per array: out of cache), and in
+// cache (the three arrays in half of L2), as YAML.
 void print_machine(const AppInfo& app, int rank, int size) {
   MPI_Barrier(MPI_COMM_WORLD);
   double mine = stream_triad_gbs(4L << 20, 5);
   std::vector<double> all(static_cast<std::size_t>(size));
   MPI_Gather(&mine, 1, MPI_DOUBLE, all.data(), 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  const std::size_t l2 = cpu::features().l2 ? cpu::features().l2 : (std::size_t{256} << 10);
+  const long in_cache = static_cast<long>(l2 / 2 / (3 * sizeof(double)));
+  MPI_Barrier(MPI_COMM_WORLD);
+  double cached = stream_triad_gbs(in_cache, 2000), cached_min = 0;
+  MPI_Reduce(&cached, &cached_min, 1, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD);
   if (rank != 0) return;
   YAML::Emitter out;
   out << YAML::BeginMap << YAML::Key << "locus_machine" << YAML::Value << YAML::BeginMap;
@@ -254,6 +260,9 @@ void print_machine(const AppInfo& app, int rank, int size) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.2f", total);
   out << YAML::Key << "stream_triad_gbs_total" << YAML::Value << buf;
+  std::snprintf(buf, sizeof buf, "%.2f", cached_min);
+  out << YAML::Key << "stream_triad_in_cache_gbs_per_rank" << YAML::Value << buf;
+  out << YAML::Key << "stream_triad_in_cache_bytes" << YAML::Value << 3 * sizeof(double) * in_cache;
   out << YAML::EndMap << YAML::EndMap;
   std::printf("%s\n", out.c_str());
 }
