@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from locus_testlib import SOURCE, check  # noqa: E402
+from locus_testlib import BUILD, SOURCE, check  # noqa: E402
 
 LOCUS = os.path.join(SOURCE, "locus")
 
@@ -64,6 +64,15 @@ decks = [d for app in ("heat3d", "poisson5pt", "spmv", "tensor_contract")
 missing = [os.path.relpath(d, SOURCE) for d in decks
            if ((yaml.safe_load(open(d)) or {}).get("output") or {}).get("overwrite") is not True]
 check(len(decks) > 15 and not missing, "shipped decks without output.overwrite: true: %s" % missing)
+
+# the reference problems: small, medium and large for every app, each a
+# deck its app loads (docs/reference-problems.md has their figures)
+for app in ("heat3d", "poisson5pt", "spmv", "tensor_contract"):
+    for size in ("small", "medium", "large"):
+        deck = os.path.join(SOURCE, "inputs", app, size + ".yaml")
+        q = subprocess.run([os.path.join(BUILD, "apps", app, app), deck, "--print-config"], capture_output=True,
+                           text=True)
+        check(q.returncode == 0, "reference deck %s: %s" % (deck, q.stderr))
 
 # --help texts
 p = run("test", "--help")
