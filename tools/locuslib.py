@@ -627,6 +627,20 @@ def dig(tree, dotted):
     return cur
 
 
+def tool_exit(body):
+    """Runs body() (a tool's work, returning its exit status): a UserError
+    (bad input) is one error line and exit 2, a RuntimeError (a run that
+    failed) one line and exit 1."""
+    try:
+        return body()
+    except UserError as e:
+        print("locus: error: %s" % e, file=sys.stderr)
+        return 2
+    except RuntimeError as e:
+        print("locus: error: %s" % e, file=sys.stderr)
+        return 1
+
+
 def fail(msg, code=2):
     print("locus: error: " + msg, file=sys.stderr)
     sys.exit(code)

@@ -41,7 +41,8 @@ import numpy as np
 import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from locuslib import ROOT, Located, UserError, app_binary, closest, launcher_argv, write_file  # noqa: E402
+from locuslib import (ROOT, Located, UserError, app_binary, closest, launcher_argv, tool_exit,  # noqa: E402
+                      write_file)
 
 # ---------------------------------------------------------------- the format
 
@@ -459,7 +460,8 @@ def main(argv=None):
     ap.add_argument("--name", default="this-host", help="the machine's name in the file (default this-host)")
     ap.add_argument("--check", metavar="FILE", help="check a machine file and print it; measure nothing")
     args = ap.parse_args(sys.argv[1:] if argv is None else argv)
-    try:
+
+    def body():
         if args.check:
             print(describe(load_machine(args.check)))
             return 0
@@ -470,13 +472,7 @@ def main(argv=None):
         print(describe(Machine(d, args.output)))
         print("locus machine: wrote %s" % args.output)
         return 0
-    except UserError as e:
-        print("locus: error: %s" % e, file=sys.stderr)
-        return 2
-    except RuntimeError as e:
-        print("locus: error: %s" % e, file=sys.stderr)
-        return 1
-
+    return tool_exit(body)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -57,7 +57,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import model as pmnf  # noqa: E402
 from locuslib import (ROOT, UserError, app_error, dig, effective_config, parse_summary, run_app,  # noqa: E402
-                      write_file, yaml_value)
+                      tool_exit, write_file)
 from machine import all_keys, load_machine  # noqa: E402
 
 KINDS = ["bytes_on_node", "bytes_off_node", "messages", "rma_ops", "atomic_updates", "atomic_fetches",
@@ -532,7 +532,7 @@ def validate(a, r):
 
 
 def main(argv=None):
-    try:
+    def body():
         a = parse_args(sys.argv[1:] if argv is None else argv)
         r = predict(a)
         print(report(r))
@@ -548,13 +548,7 @@ def main(argv=None):
         if a.json:
             write_file(a.json, json.dumps(r, indent=1, default=float) + "\n")
         return 0
-    except UserError as e:
-        print("locus: error: %s" % e, file=sys.stderr)
-        return 2
-    except RuntimeError as e:
-        print("locus: error: %s" % e, file=sys.stderr)
-        return 1
-
+    return tool_exit(body)
 
 if __name__ == "__main__":
     sys.exit(main())
