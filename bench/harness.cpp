@@ -223,10 +223,10 @@ void Table::write_csv(const std::string& path, bool append) const {
   for (const auto& r : rows_) line([&](std::size_t c) { return csv_field(r[c].value); });
 }
 
-YAML::Node Table::data() const {
-  YAML::Node rows(YAML::NodeType::Sequence);
+locus::Tree Table::data() const {
+  locus::Tree rows = locus::Tree::list();
   for (const auto& r : rows_) {
-    YAML::Node m(YAML::NodeType::Map);
+    locus::Tree m = locus::Tree::map();
     for (std::size_t c = 0; c < columns_.size(); ++c)
       if (columns_[c].shown != Shown::text_only) m[columns_[c].key] = data_text(r[c].value);
     rows.push_back(m);
@@ -237,7 +237,7 @@ YAML::Node Table::data() const {
 // ---------------------------------------------------------------- report
 
 Report::Report(const locus::Config& config, const std::string& benchmark, const std::string& suffix)
-    : benchmark_(benchmark), tree_(YAML::NodeType::Map), rows_(YAML::NodeType::Sequence) {
+    : benchmark_(benchmark), tree_(locus::Tree::map()), rows_(locus::Tree::list()) {
   const std::string dir = config.string("output.dir");
   std::filesystem::create_directories(dir);
   const std::string stem = dir + "/" + config.string("output.name") + suffix;
@@ -246,7 +246,7 @@ Report::Report(const locus::Config& config, const std::string& benchmark, const 
   text("benchmark", benchmark);
 }
 
-YAML::Node& Report::current() {
+locus::Tree& Report::current() {
   return section_key_.empty() ? tree_ : section_;
 }
 
@@ -270,7 +270,7 @@ void Report::section(const std::string& key) {
   end_section();
   lines_.push_back("  " + key + ":");
   section_key_ = key;
-  section_ = YAML::Node(YAML::NodeType::Map);
+  section_ = locus::Tree::map();
 }
 
 void Report::end_section() {
@@ -297,7 +297,8 @@ void Report::verification(bool pass, const std::string& why) {
 
 void Report::table(const Table& t, bool append) {
   t.write_csv(csv_, append);
-  for (const auto& r : t.data()) rows_.push_back(r);
+  const locus::Tree rows = t.data();
+  for (const locus::Tree& r : rows.items()) rows_.push_back(r);
 }
 
 void Report::data(const std::string& key, const Table& t) {
@@ -307,13 +308,13 @@ void Report::data(const std::string& key, const Table& t) {
 void Report::finish(std::FILE* out) const {
   std::fprintf(out, "\nlocus_bench:\n");
   for (const std::string& line : lines_) std::fprintf(out, "%s\n", line.c_str());
-  YAML::Node tree = YAML::Clone(tree_);
+  locus::Tree tree = tree_;
   if (!section_key_.empty()) tree[section_key_] = section_;
   tree["rows"] = rows_;
-  for (const auto& kv : extra_) tree[kv.first.as<std::string>()] = kv.second;
-  YAML::Node root;
+  for (const auto& [key, rows] : extra_.entries()) tree[key] = rows;
+  locus::Tree root;
   root["locus_bench"] = tree;
-  std::ofstream(json_) << locus::yaml_to_json(root);
+  std::ofstream(json_) << root.json();
 }
 
 }  // namespace bench

@@ -14,7 +14,6 @@
 // Benchmarks keep only their own logic: what they time and what they
 // compare.
 #include <mpi.h>
-#include <yaml-cpp/yaml.h>
 
 #include <cstdio>
 #include <functional>
@@ -26,6 +25,7 @@
 
 #include "locus/app.hpp"
 #include "locus/team.hpp"
+#include "locus/tree.hpp"
 
 namespace bench {
 
@@ -119,7 +119,7 @@ class Table {
   // new one).
   void write_csv(const std::string& path, bool append = false) const;
   // The rows as a sequence of maps of the data columns.
-  YAML::Node data() const;
+  locus::Tree data() const;
   std::size_t rows() const { return rows_.size(); }
 
  private:
@@ -177,14 +177,14 @@ class Report {
   void finish(std::FILE* out = stdout) const;
 
  private:
-  YAML::Node& current();
+  locus::Tree& current();
   std::string benchmark_, csv_, json_;
   std::vector<std::string> lines_;  // the printed block, one entry a line
-  YAML::Node tree_;                 // the same as JSON
-  YAML::Node section_;              // the open section, if any
+  locus::Tree tree_;                // the same as JSON
+  locus::Tree section_;             // the open section, if any
   std::string section_key_;
-  YAML::Node rows_;
-  YAML::Node extra_;  // data(): more tables' rows, by key
+  locus::Tree rows_;
+  locus::Tree extra_;  // data(): more tables' rows, by key
 };
 
 }  // namespace bench

@@ -253,7 +253,7 @@ const Row* find(const std::vector<Row>& rows, const std::string& op, long s) {
 }
 
 std::string rounded(double v, double scale) {
-  return locus::yaml_number(std::round(v * scale) / scale).Scalar();
+  return locus::Tree::shortest(std::round(v * scale) / scale);
 }
 
 // Fine-grained goals on one node: an 8 B blocking get and put within 1.5x

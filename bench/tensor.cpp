@@ -95,6 +95,7 @@ struct Run {
   std::string label;
   bench::Table figures;
   std::vector<std::pair<std::string, bool>> goals;
+  SortChecks sorts_checked;  // the sort kinds checked against the reference so far
   void figure(const std::string& part, const std::string& cs, const std::string& fig, double v) {
     figures.row({label, units, part, cs, fig, v});
   }
@@ -184,7 +185,7 @@ TileResult time_tile(Run& run, LargeDgemm& large, long tile) {
     const double round_peak = large();
     const MemcpyGbs round_memcpy = memcpy_gbs(run.comm, pool, mdst);
     TiledTensor A(run.world, p, p.con.a, 0), B(run.world, p, p.con.b, 1), C(run.world, p, p.con.c, 2);
-    PhaseResult res = contract(run.world, p, sched, A, B, C);
+    PhaseResult res = contract(run.world, p, sched, A, B, C, run.sorts_checked);
     double flops = 0;
     MPI_Allreduce(&res.stats.flops, &flops, 1, MPI_DOUBLE, MPI_SUM, run.comm);
     rates.push_back(flops / res.seconds / 1e9 / run.units);
@@ -343,7 +344,7 @@ void balance_part(Run& run) {
         Schedule sched;
         sched.scheduling = st ? Scheduling::static_rr : Scheduling::nxtask;
         TiledTensor A(run.world, p, p.con.a, 0), B(run.world, p, p.con.b, 1), C(run.world, p, p.con.c, 2);
-        PhaseResult res = contract(run.world, p, sched, A, B, C);
+        PhaseResult res = contract(run.world, p, sched, A, B, C, run.sorts_checked);
         double busy = res.stats.dgemm + res.stats.sort, mx = max_over_ranks(run.comm, busy), sum = 0;
         MPI_Allreduce(&busy, &sum, 1, MPI_DOUBLE, MPI_SUM, run.comm);
         imbalance[st] = sum > 0 ? mx * run.units / sum : 1.0;
@@ -374,6 +375,7 @@ int bench_run(Context& ctx) {
           ctx.size(),
           c.integer("bench.repeats"),
           c.string("bench.label"),
+          {},
           {},
           {}};
   if (run.label.empty())

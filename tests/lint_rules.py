@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """./locus lint's own rules, on made-up sources: an include that points up
-the core's layers is found (and one that points down is not), and a
-function's length counts its wrapped signature and functions defined
+the core's layers is found (and one that points down is not), a public
+header that declares in namespace detail, declares a process-wide
+variable, names MPI_Win or includes yaml-cpp is found (a detail/ header
+is not), and a function's length counts its wrapped signature and functions defined
 inside a class."""
 import os
 import sys
@@ -38,6 +40,22 @@ def check_layers():
             raise AssertionError("a public header in two layers was not refused")
 
 
+def check_public_headers():
+    with tempfile.TemporaryDirectory() as root:
+        write(root, "core/CMakeLists.txt", "set(LOCUS_LAYERS low high)\n")
+        write(root, "core/low/include/locus/a.hpp",
+              "#pragma once\n#include <yaml-cpp/yaml.h>\n// namespace detail in a comment is fine\n"
+              "namespace locus {\nnamespace detail {\nextern int g;\n}\nextern \"C\" void f();\n"
+              "struct S { MPI_Win w; };\ninline thread_local int t;\n}\n")
+        write(root, "core/low/include/locus/detail/a.hpp",
+              "#pragma once\nnamespace locus::detail {\nextern int g;\n}\n")
+        write(root, "core/high/include/locus/b.hpp", "#pragma once\n#include \"locus/a.hpp\"\n")
+        found = sorted((f, line) for f, line, _ in lint.public_header_problems(root))
+        a = "core/low/include/locus/a.hpp"
+        expect = [(a, 2), (a, 5), (a, 6), (a, 9), (a, 10)]
+        assert found == expect, "public header problems %s, expected %s" % (found, expect)
+
+
 def check_lengths():
     body = ["  x += 1;"] * 10
     text = "\n".join(
@@ -51,5 +69,6 @@ def check_lengths():
 
 
 check_layers()
+check_public_headers()
 check_lengths()
 print("PASS")

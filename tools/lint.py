@@ -16,9 +16,14 @@ And it checks the core's layers (core/CMakeLists.txt, LOCUS_LAYERS): no
 file of core/<layer>/ includes a header of a later layer, public
 (<layer>/include/locus/x.hpp, included as "locus/x.hpp") or internal
 ("<layer>/x.hpp").
+And that the core's public headers (<layer>/include/locus/x.hpp) declare
+nothing in namespace detail, no process-wide variable (extern,
+thread_local) and no MPI_Win, and include neither yaml-cpp nor HDF5: what
+the inline code of a public header needs from the library is in
+<layer>/include/locus/detail/ (docs/design.md, "Public headers").
 
-Exit 0 when every file is formatted, no function is too long and no
-include points up, 1 when some do, 2 when clang-format is missing or a file cannot be read.
+Exit 0 when every file is formatted, no function is too long, no include
+points up and the public headers keep their rules, 1 when some do not, 2 when clang-format is missing or a file cannot be read.
 """
 import ast
 import re
@@ -176,6 +181,36 @@ def upward_includes(root=ROOT):
     return found
 
 
+# What a public header of the core may not hold (code, not comments).
+PUBLIC_RULES = (
+    (re.compile(r"^\s*namespace\s+(locus::)?detail\b"), "declares in namespace detail (put it in locus/detail/)"),
+    (re.compile(r"^\s*(extern\b(?!\s*\"C\")|.*\bthread_local\b)"), "declares a process-wide variable"),
+    (re.compile(r"\bMPI_Win\b"), "names MPI_Win"),
+    (re.compile(r"^\s*#\s*include\s*<(yaml-cpp/|hdf5)"), "includes yaml-cpp or HDF5"),
+)
+
+
+def public_header_problems(root=ROOT):
+    """(file, line, text) of every line of a public core header
+    (core/<layer>/include/locus/*.hpp, not detail/) that breaks PUBLIC_RULES."""
+    found = []
+    for layer in core_layers(root):
+        top = os.path.join(root, "core", layer, "include", "locus")
+        if not os.path.isdir(top):
+            continue
+        for n in sorted(os.listdir(top)):
+            path = os.path.join(top, n)
+            if not n.endswith(".hpp") or not os.path.isfile(path):
+                continue
+            with open(path, encoding="utf-8") as f:
+                for i, line in enumerate(f, 1):
+                    code = line.split("//", 1)[0]
+                    for rule, what in PUBLIC_RULES:
+                        if rule.search(code):
+                            found.append((os.path.relpath(path, root), i, "public header " + what))
+    return found
+
+
 def check(prog, path):
     """clang-format's complaints about one file ('' when it is formatted)."""
     cmd = [prog, "--dry-run", "--Werror", "--style=file", path]
@@ -230,16 +265,18 @@ def main(argv=None):
         for rel, line, length, name in long_ones:
             print("%s:%d: %s is %d lines (at most %d)" % (rel, line, name, length, a.max_lines))
         upward = [] if a.files else upward_includes()
-        for rel, line, text in upward:
+        public = [] if a.files else public_header_problems()
+        for rel, line, text in upward + public:
             print("%s:%d: %s" % (rel, line, text))
     except UserError as e:
         fail(str(e))
     if not a.list:
-        print("lint: %d of %d file%s not formatted (%s); %d function%s over %d lines; %d upward include%s"
+        print("lint: %d of %d file%s not formatted (%s); %d function%s over %d lines; %d upward include%s; "
+              "%d public header problem%s"
               % (len(bad), len(files), "" if len(files) == 1 else "s", os.path.basename(prog), len(long_ones),
                  "" if len(long_ones) == 1 else "s", a.max_lines, len(upward),
-                 "" if len(upward) == 1 else "s"), file=sys.stderr)
-    return 1 if bad or long_ones or upward else 0
+                 "" if len(upward) == 1 else "s", len(public), "" if len(public) == 1 else "s"), file=sys.stderr)
+    return 1 if bad or long_ones or upward or public else 0
 
 
 if __name__ == "__main__":

@@ -188,12 +188,12 @@ double sine_amplitude(const Problem& p, long steps) {
 
 // Convergence order against exp(-3 pi^2 k0 t): three grids, each with half
 // the spacing of the one before and a quarter of its time step.
-YAML::Node order_study(const Context& ctx, const Settings& s, locus::Timers& timers, bool& pass) {
+locus::Tree order_study(const Context& ctx, const Settings& s, locus::Timers& timers, bool& pass) {
   const double t_end = ctx.config().real("heat3d.validation.order_time");
   const double slack = ctx.config().real("heat3d.validation.order_slack");
   Problem base = s.problem;
   long steps0 = static_cast<long>(std::ceil(t_end / base.dt));
-  YAML::Node out;
+  locus::Tree out;
   std::vector<double> errors;
   for (int level = 0; level < 3; ++level) {
     Problem p = base;
@@ -208,21 +208,21 @@ YAML::Node order_study(const Context& ctx, const Settings& s, locus::Timers& tim
     double exact = std::exp(-3.0 * M_PI * M_PI * p.k0 * t_end);
     double err = solver.sine_relative_error(exact);
     errors.push_back(err);
-    YAML::Node lv;
+    locus::Tree lv;
     lv["grid"] = std::to_string(p.n[0]) + "x" + std::to_string(p.n[1]) + "x" + std::to_string(p.n[2]);
     lv["steps"] = steps;
-    lv["dt"] = locus::yaml_number(p.dt);
-    lv["max_rel_error"] = locus::yaml_number(err);
+    lv["dt"] = p.dt;
+    lv["max_rel_error"] = err;
     out["levels"].push_back(lv);
   }
   pass = true;
   for (std::size_t i = 0; i + 1 < errors.size(); ++i) {
     double order = std::log2(errors[i] / errors[i + 1]);
-    out["observed_order"].push_back(locus::yaml_number(order));
+    out["observed_order"].push_back(order);
     pass = pass && std::fabs(order - 2.0) <= slack;
   }
   out["expected_order"] = 2;
-  out["allowed_deviation"] = locus::yaml_number(slack);
+  out["allowed_deviation"] = slack;
   return out;
 }
 
@@ -279,7 +279,7 @@ void check_settings(const Context& ctx, const Settings& s) {
 
 // The state to start from: the restart file's when there is one.
 History restart(const Context& ctx, const Settings& s, Solver& solver, locus::Timers& timers,
-                YAML::Node& results) {
+                locus::Tree& results) {
   History start;
   if (s.restart_file.empty()) return start;
   auto t = timers.scope("checkpoint");
@@ -297,13 +297,13 @@ History restart(const Context& ctx, const Settings& s, Solver& solver, locus::Ti
 // The run's figures into RESULTS: the process grid, kernels, steps, the
 // field's extremes and the figure of merit over SOLVE_SECONDS.
 void report_run(const Context& ctx, const Solver& solver, const locus::Timers& timers, const Outcome& outcome,
-                long first_step, double solve_seconds, YAML::Node& results) {
+                long first_step, double solve_seconds, locus::Tree& results) {
   const Problem& p = solver.problem();
   const auto& pg = solver.decomp().procs();
-  results["process_grid"] = locus::yaml_flow_list(std::vector<int>{pg[0], pg[1], pg[2]});
+  results["process_grid"] = locus::Tree::flow_list(std::vector<int>{pg[0], pg[1], pg[2]});
   results["halo"] = solver.halo_name();
   {
-    YAML::Node k = locus::kernels_summary(true);
+    locus::Tree k = locus::kernels_summary(true);
     k["check"] =
         solver.kernel_checked() ? "step 1 bitwise equal to the reference kernel" : "not run (no step)";
     k["stores"] = solver.stores_report();
@@ -311,14 +311,13 @@ void report_run(const Context& ctx, const Solver& solver, const locus::Timers& t
     k["block_rows"] = solver.block_rows();  // rows of y per cache block, from this CPU's L2
     results["kernels"] = k;
   }
-  results["dt"] = locus::yaml_number(p.dt);
+  results["dt"] = p.dt;
   results["steps"] = outcome.history.step;
   results["converged"] = outcome.converged;
-  results["final_residual"] =
-      locus::yaml_number(outcome.history.residuals.empty() ? 0.0 : outcome.history.residuals.back());
-  results["min"] = locus::yaml_number(solver.global_min());
-  results["max"] = locus::yaml_number(solver.global_max());
-  results["centre"] = locus::yaml_number(solver.centre_value());
+  results["final_residual"] = outcome.history.residuals.empty() ? 0.0 : outcome.history.residuals.back();
+  results["min"] = solver.global_min();
+  results["max"] = solver.global_max();
+  results["centre"] = solver.centre_value();
   const double cells = double(p.n[0]) * double(p.n[1]) * double(p.n[2]);
   const double updates = cells * double(outcome.history.step - first_step);
   double compute = timers.seconds("compute");
@@ -328,12 +327,12 @@ void report_run(const Context& ctx, const Solver& solver, const locus::Timers& t
       "the whole time loop of the slowest rank: compute, halo exchange and residual reductions "
       "(checkpoint writes left out)");
   // Beside it, the stencil alone (slowest rank's compute timer).
-  results["compute_only_mcell_updates_per_s"] = locus::yaml_number(locus::rate(updates / 1e6, compute));
+  results["compute_only_mcell_updates_per_s"] = locus::rate(updates / 1e6, compute);
 }
 
 // Restart when asked, then the time loop; its figures into RESULTS.
 Outcome solve(const Context& ctx, const Settings& s, Solver& solver, locus::Timers& timers,
-              YAML::Node& results, bool show) {
+              locus::Tree& results, bool show) {
   History start = restart(ctx, s, solver, timers, results);
   // The figure of merit's time: the whole time loop (compute, halo,
   // reductions), without checkpoint writes, on the slowest rank.
@@ -349,23 +348,23 @@ Outcome solve(const Context& ctx, const Settings& s, Solver& solver, locus::Time
 
 // The sine and steady verdicts (none: nothing to check); returns the pass.
 bool validate(const Config& cfg, const Settings& s, const Solver& solver, const Outcome& outcome,
-              YAML::Node& validation) {
+              locus::Tree& validation) {
   const Problem& p = solver.problem();
   if (s.mode == "sine") {
     double amp = sine_amplitude(p, outcome.history.step);
     double err = solver.sine_relative_error(amp);
     double tol = cfg.real("heat3d.validation.sine_tol");
-    validation["amplitude"] = locus::yaml_number(amp);
-    validation["max_rel_error"] = locus::yaml_number(err);
-    validation["tolerance"] = locus::yaml_number(tol);
+    validation["amplitude"] = amp;
+    validation["max_rel_error"] = err;
+    validation["tolerance"] = tol;
     return err <= tol;
   }
   if (s.mode == "steady") {
     double dev = std::max(std::fabs(solver.global_max() - p.t_boundary),
                           std::fabs(solver.global_min() - p.t_boundary));
     double tol = cfg.real("heat3d.validation.steady_tol");
-    validation["max_abs_deviation"] = locus::yaml_number(dev);
-    validation["tolerance"] = locus::yaml_number(tol);
+    validation["max_abs_deviation"] = dev;
+    validation["tolerance"] = tol;
     validation["converged"] = outcome.converged;
     if (!outcome.converged) validation["reason"] = "did not reach time.tolerance within max_steps";
     return outcome.converged && dev <= tol;
@@ -413,7 +412,7 @@ int run(Context& ctx) {
   timers.start("total");
   locus::H5Output out = locus::open_output(ctx);
 
-  YAML::Node results(YAML::NodeType::Map), validation;
+  locus::Tree results = locus::Tree::map(), validation;
   validation["mode"] = s.mode;
   bool pass = true;
   std::unique_ptr<Solver> solver;

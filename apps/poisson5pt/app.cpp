@@ -12,7 +12,6 @@ namespace poisson5pt {
 
 using locus::Config;
 using locus::Context;
-using locus::yaml_number;
 
 locus::AppInfo app_info() {
   locus::AppInfo app;
@@ -212,11 +211,11 @@ std::string grid_text(long n) {
 
 // The refinement studies: one converged solve per grid N, 2N+1, 4N+3, ...
 // (h halves each time).
-YAML::Node refinement_study(const Context& ctx, const Settings& s, locus::Timers& timers, bool& pass) {
+locus::Tree refinement_study(const Context& ctx, const Settings& s, locus::Timers& timers, bool& pass) {
   const Config& c = ctx.config();
   const long levels = c.integer("poisson5pt.validation.levels");
   const bool order = s.mode == "order";
-  YAML::Node out;
+  locus::Tree out;
   std::vector<double> figure;  // max error (order) or iterations
   bool all_converged = true;
   for (long level = 0; level < levels; ++level) {
@@ -227,14 +226,14 @@ YAML::Node refinement_study(const Context& ctx, const Settings& s, locus::Timers
     auto solver = make_solver(s.precision, ctx.runtime().world(), ls.problem, ls.options, timers);
     SolveResult r = solve_problem(ctx, *solver, ls.problem, ls, false);
     all_converged = all_converged && r.converged;
-    YAML::Node lv;
+    locus::Tree lv;
     lv["grid"] = grid_text(ls.problem.n);
-    lv["h"] = yaml_number(ls.problem.h());
-    if (ls.options.method == Method::sor) lv["omega"] = yaml_number(ls.options.omega);
+    lv["h"] = ls.problem.h();
+    if (ls.options.method == Method::sor) lv["omega"] = ls.options.omega;
     lv["iterations"] = r.iterations;
     lv["converged"] = r.converged;
-    lv["relative_residual"] = yaml_number(r.relative_residual);
-    if (r.max_error >= 0) lv["max_error"] = yaml_number(r.max_error);
+    lv["relative_residual"] = r.relative_residual;
+    if (r.max_error >= 0) lv["max_error"] = r.max_error;
     out["levels"].push_back(lv);
     figure.push_back(order ? r.max_error : double(r.iterations));
   }
@@ -247,11 +246,11 @@ YAML::Node refinement_study(const Context& ctx, const Settings& s, locus::Timers
   for (std::size_t i = 0; i + 1 < figure.size(); ++i) {
     // Errors fall as h^p; iteration counts grow as N^p (h halves per level).
     const double obs = order ? std::log2(figure[i] / figure[i + 1]) : std::log2(figure[i + 1] / figure[i]);
-    out[key].push_back(yaml_number(obs));
+    out[key].push_back(obs);
     pass = pass && std::isfinite(obs) && std::fabs(obs - expected) <= slack;
   }
-  out[order ? "expected_order" : "expected_exponent"] = yaml_number(expected);
-  out["allowed_deviation"] = yaml_number(slack);
+  out[order ? "expected_order" : "expected_exponent"] = expected;
+  out["allowed_deviation"] = slack;
   return out;
 }
 
@@ -279,13 +278,13 @@ void check_memory(const Context& ctx, const Settings& s) {
 }
 
 // The problem and how it is solved, into RESULTS.
-void describe_problem(const Config& cfg, const Settings& s, YAML::Node& results) {
+void describe_problem(const Config& cfg, const Settings& s, locus::Tree& results) {
   const Problem& p = s.problem;
   results["grid"] = grid_text(p.n);
-  results["h"] = yaml_number(p.h());
+  results["h"] = p.h();
   results["setup"] = cfg.string("poisson5pt.setup");
   results["method"] = method_name(s.options.method);
-  if (s.options.method == Method::sor) results["omega"] = yaml_number(s.options.omega);
+  if (s.options.method == Method::sor) results["omega"] = s.options.omega;
   results["precision"] = s.precision;
   // The storage the sweeps ran on (Jacobi: always natural).
   results["layout"] = sweeps_split(s.options) ? "split" : "natural";
@@ -295,23 +294,23 @@ void describe_problem(const Config& cfg, const Settings& s, YAML::Node& results)
   }
   results["decomposition"] = s.decomposition;
   const auto& pg = s.options.procs;
-  results["process_grid"] = locus::yaml_flow_list(std::vector<int>{pg[0], pg[1]});
+  results["process_grid"] = locus::Tree::flow_list(std::vector<int>{pg[0], pg[1]});
   results["halo"] = s.options.halo;
   if (s.options.halo != "p2p") results["direction"] = cfg.string("comm.direction");
 }
 
 // The solve's figures into RESULTS; RANGE: the solution's min and max.
 void report_solve(const Context& ctx, const Settings& s, SolverBase& solver, const SolveResult& r,
-                  const std::array<double, 2>& range, const locus::Timers& timers, YAML::Node& results) {
+                  const std::array<double, 2>& range, const locus::Timers& timers, locus::Tree& results) {
   const Problem& p = s.problem;
   results["iterations"] = r.iterations;
   results["converged"] = r.converged;
   results["stalled"] = r.stalled;
-  results["initial_residual"] = yaml_number(r.initial_residual);
-  results["relative_residual"] = yaml_number(r.relative_residual);
-  results["tolerance"] = yaml_number(s.stop.tolerance);
+  results["initial_residual"] = r.initial_residual;
+  results["relative_residual"] = r.relative_residual;
+  results["tolerance"] = s.stop.tolerance;
   const double per_it = r.iterations > 0 ? r.seconds / double(r.iterations) : 0.0;
-  results["time_per_iteration"] = yaml_number(per_it);
+  results["time_per_iteration"] = per_it;
   const double updates = double(p.n) * double(p.n) * double(r.iterations);
   double compute = timers.seconds("compute");
   MPI_Allreduce(MPI_IN_PLACE, &compute, 1, MPI_DOUBLE, MPI_MAX, ctx.comm());
@@ -319,17 +318,17 @@ void report_solve(const Context& ctx, const Settings& s, SolverBase& solver, con
       "point updates per second", updates / 1e6, "Mpoint_updates/s", r.seconds,
       "the whole iteration loop of the slowest rank: sweeps, halo exchanges and residual checks");
   // Beside it, the sweeps alone (slowest rank's compute timer).
-  results["compute_only_mpoint_updates_per_s"] = yaml_number(locus::rate(updates / 1e6, compute));
-  if (r.max_error >= 0) results["max_error"] = yaml_number(r.max_error);
-  results["min"] = yaml_number(range[0]);
-  results["max"] = yaml_number(range[1]);
-  results["centre"] = yaml_number(solver.centre_value());
+  results["compute_only_mpoint_updates_per_s"] = locus::rate(updates / 1e6, compute);
+  if (r.max_error >= 0) results["max_error"] = r.max_error;
+  results["min"] = range[0];
+  results["max"] = range[1];
+  results["centre"] = solver.centre_value();
 }
 
 // The solve's verdict (converged; with tolerance 0, finite) into
 // VALIDATION; returns the pass, and the warning to print (if any).
 bool judge_solve(const Settings& s, const SolveResult& r, const std::array<double, 2>& range,
-                 YAML::Node& validation, std::string& warning) {
+                 locus::Tree& validation, std::string& warning) {
   validation["converged"] = r.converged;
   if (s.stop.tolerance == 0) {
     // A fixed number of iterations: nothing to converge to, so the run is
@@ -338,7 +337,7 @@ bool judge_solve(const Settings& s, const SolveResult& r, const std::array<doubl
         std::isfinite(r.relative_residual) && std::isfinite(range[0]) && std::isfinite(range[1]);
     validation["reason"] = finite ? "tolerance 0: a fixed number of iterations, convergence not checked"
                                   : "the residual or the solution is not finite (NaN or infinity)";
-    if (!finite) warning = validation["reason"].as<std::string>();
+    if (!finite) warning = validation["reason"].text();
     return finite;
   }
   if (!r.converged) {
@@ -360,7 +359,7 @@ bool judge_solve(const Settings& s, const SolveResult& r, const std::array<doubl
 // at n = 127). Passes when the measured max_error is within 1 % of it, plus
 // the algebraic error the tolerance leaves (the residual falls by `tol`
 // from 2 pi^2 max u, so the error is about tol max u) and rounding.
-bool exact_check(const Settings& s, const SolveResult& r, YAML::Node& validation) {
+bool exact_check(const Settings& s, const SolveResult& r, locus::Tree& validation) {
   const Problem& p = s.problem;
   const double h = p.h(), sh = std::sin(M_PI * h / 2.0);
   const double lambda_h = 8.0 * sh * sh / (h * h);
@@ -375,9 +374,9 @@ bool exact_check(const Settings& s, const SolveResult& r, YAML::Node& validation
   validation["check"] =
       "max_error against the known discrete error |2 pi^2 / l_h - 1| max u (u = sin(pi x) sin(pi y) is an "
       "eigenvector of the 5-point Laplacian)";
-  validation["predicted_max_error"] = yaml_number(predicted);
-  validation["max_error"] = yaml_number(r.max_error);
-  validation["allowed_difference"] = yaml_number(allowed);
+  validation["predicted_max_error"] = predicted;
+  validation["max_error"] = r.max_error;
+  validation["allowed_difference"] = allowed;
   char buf[256];
   std::snprintf(buf, sizeof buf, "max_error %.6e against the predicted %.6e: difference %.3e %s %.3e allowed",
                 r.max_error, predicted, diff, ok ? "<=" : ">", allowed);
@@ -402,8 +401,8 @@ void write_results(locus::H5Output& out, const Context& ctx, const Problem& p, S
   out.write_root_vector("residual_iterations", r.history_iterations);
 }
 
-YAML::Node kernels(const SolverBase* solver) {
-  YAML::Node k = locus::kernels_summary(true);
+locus::Tree kernels(const SolverBase* solver) {
+  locus::Tree k = locus::kernels_summary(true);
   k["check"] = solver && solver->kernel_checked() ? "first iteration bitwise equal to the reference kernel"
                                                   : "not run (no iteration)";
   return k;
@@ -437,7 +436,7 @@ int run(Context& ctx) {
   timers.start("total");
   locus::H5Output out = locus::open_output(ctx);
 
-  YAML::Node results(YAML::NodeType::Map), validation;
+  locus::Tree results = locus::Tree::map(), validation;
   validation["mode"] = s.mode;
   bool pass = true;
   std::unique_ptr<SolverBase> solver;

@@ -570,7 +570,7 @@ class Solver final : public SolverBase {
     {
       auto t = timers_.scope("compute");
       count_sweep(nx_ * ny_, sizeof(T), Sor);  // (every point: this pass and the edges' below)
-      const long chunks = std::max<long>(1, std::min<long>(row_chunks(), ny_ / 4));
+      const long chunks = std::max<long>(1, std::min<long>(row_chunks_, ny_ / 4));
       auto first_row = [&](long c) { return 1 + c * ny_ / chunks; };
       Kokkos::parallel_for("poisson5pt::red_black", locus::Range<long>(0, chunks), [&, chunks](long c) {
         const long ja = first_row(c), jb = first_row(c + 1);
@@ -616,15 +616,13 @@ class Solver final : public SolverBase {
 
   // Chunks of rows of the red-black pass: one per thread of the execution
   // space; LOCUS_ROW_CHUNKS (a test hook) asks for more, so that a
-  // one-thread build runs the chunked pass too. Read once (Kokkos is
-  // running by then): a getenv per pass showed in profiles of small grids.
+  // one-thread build runs the chunked pass too. Read once per solver
+  // (Kokkos is running by then): a getenv per pass showed in profiles of
+  // small grids.
   static long row_chunks() {
-    static const long chunks = [] {
-      long c = locus::ExecSpace().concurrency();
-      if (const char* e = std::getenv("LOCUS_ROW_CHUNKS")) c = std::max(c, std::atol(e));
-      return c;
-    }();
-    return chunks;
+    long c = locus::ExecSpace().concurrency();
+    if (const char* e = std::getenv("LOCUS_ROW_CHUNKS")) c = std::max(c, std::atol(e));
+    return c;
   }
 
   // The plain reference of the first pass of the first iteration (on a
@@ -734,6 +732,7 @@ class Solver final : public SolverBase {
   bool checked_ = false;  // the first iteration matched the reference kernel
   std::vector<T> ref_;    // the reference's row-major copy (first iteration only)
   bool avx2_ = false;     // the split sweeps' AVX2 compilation (sweep_vector: run time, locus::cpu)
+  long row_chunks_ = row_chunks();
 };
 
 }  // namespace

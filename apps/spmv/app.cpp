@@ -25,7 +25,6 @@ namespace spmv {
 
 using locus::Config;
 using locus::Context;
-using locus::yaml_number;
 
 locus::AppInfo app_info() {
   locus::AppInfo app;
@@ -352,35 +351,42 @@ struct DotBlocks {
   }
 };
 
-double local_dot(const double* a, const double* b, gidx n) {
-  static std::vector<double> part;  // CG runs on one thread per rank
-  const gidx nb = (n + kDotBlock - 1) / kDotBlock;
-  part.resize(static_cast<std::size_t>(nb));
-  if (nb > 0) Kokkos::parallel_for("spmv::dot", locus::Range<gidx>(0, nb), DotBlocks{a, b, part.data(), n});
-  Kokkos::fence();
-  double total = 0;
-  for (gidx k = 0; k < nb; ++k) total += part[k];
-  return total;
-}
-
-// The first dot product of a run is checked against the reference.
-double dot(MPI_Comm comm, const double* a, const double* b, gidx n) {
-  static bool checked = false;
-  double s = local_dot(a, b, n), t = 0;
-  if (!checked) {
-    const double r = dot_reference(a, b, n);
-    if (std::memcmp(&r, &s, sizeof r) != 0)
-      throw locus::Error("spmv: the dot-product kernel differs from the reference (" + std::to_string(s) +
-                         " vs " + std::to_string(r) + ")");
-    checked = true;
-  }
-  {
+// The dot products of one solve or test over `comm`: the kernel's
+// per-block sums (kept between calls) and whether its first product was
+// checked against the reference yet.
+class Dot {
+ public:
+  explicit Dot(MPI_Comm comm) : comm_(comm) {}
+  double operator()(const double* a, const double* b, gidx n) {
+    double s = local(a, b, n), t = 0;
+    if (!checked_) {
+      const double r = dot_reference(a, b, n);
+      if (std::memcmp(&r, &s, sizeof r) != 0)
+        throw locus::Error("spmv: the dot-product kernel differs from the reference (" + std::to_string(s) +
+                           " vs " + std::to_string(r) + ")");
+      checked_ = true;
+    }
     locus::Region region("spmv::reduce");
     locus::count(locus::Count::collectives, 1);
-    MPI_Allreduce(&s, &t, 1, MPI_DOUBLE, MPI_SUM, comm);
+    MPI_Allreduce(&s, &t, 1, MPI_DOUBLE, MPI_SUM, comm_);
+    return t;
   }
-  return t;
-}
+
+ private:
+  double local(const double* a, const double* b, gidx n) {
+    const gidx nb = (n + kDotBlock - 1) / kDotBlock;
+    part_.resize(static_cast<std::size_t>(nb));
+    if (nb > 0)
+      Kokkos::parallel_for("spmv::dot", locus::Range<gidx>(0, nb), DotBlocks{a, b, part_.data(), n});
+    Kokkos::fence();
+    double total = 0;
+    for (gidx k = 0; k < nb; ++k) total += part_[k];
+    return total;
+  }
+  MPI_Comm comm_;
+  std::vector<double> part_;
+  bool checked_ = false;
+};
 
 // x += alpha p, r -= alpha ap.
 struct CgUpdate {
@@ -421,6 +427,7 @@ struct CgResult {
 CgResult conjugate_gradients(MPI_Comm comm, Operator& op, const Settings& s, std::vector<double>& x,
                              std::vector<double>& xstar, bool show) {
   const gidx n = op.rows();
+  Dot dot(comm);
   CgResult res;
   xstar.assign(static_cast<std::size_t>(n), 0.0);
   fill_vector(xstar.data(), op.first(), n, 7, s.ones);
@@ -431,20 +438,20 @@ CgResult conjugate_gradients(MPI_Comm comm, Operator& op, const Settings& s, std
   r = b;
   double* p = op.x();
   std::copy(r.begin(), r.end(), p);
-  const double bnorm = std::sqrt(dot(comm, b.data(), b.data(), n));
-  double rr = dot(comm, r.data(), r.data(), n);
+  const double bnorm = std::sqrt(dot(b.data(), b.data(), n));
+  double rr = dot(r.data(), r.data(), n);
   MPI_Barrier(comm);
   const double t0 = MPI_Wtime();
   res.history.push_back(bnorm > 0 ? std::sqrt(rr) / bnorm : 0.0);
   while (res.iterations < s.max_iterations && res.history.back() > s.tolerance) {
     op.apply(ap.data());
     p = op.x();  // (rma: waits until the readers fetched p; nothing writes p before the update below)
-    const double pap = dot(comm, p, ap.data(), n);
+    const double pap = dot(p, ap.data(), n);
     const double alpha = rr / pap;
     Kokkos::parallel_for("spmv::cg_update", locus::Range<gidx>(0, n),
                          CgUpdate{x.data(), r.data(), p, ap.data(), alpha});
     Kokkos::fence();
-    const double rr_new = dot(comm, r.data(), r.data(), n);
+    const double rr_new = dot(r.data(), r.data(), n);
     const double beta = rr_new / rr;
     rr = rr_new;
     Kokkos::parallel_for("spmv::cg_direction", locus::Range<gidx>(0, n), CgDirection{p, r.data(), beta});
@@ -465,7 +472,7 @@ CgResult conjugate_gradients(MPI_Comm comm, Operator& op, const Settings& s, std
   std::copy(x.begin(), x.end(), op.x());
   op.apply(ap.data());
   for (gidx i = 0; i < n; ++i) ap[i] = b[i] - ap[i];
-  res.true_residual = bnorm > 0 ? std::sqrt(dot(comm, ap.data(), ap.data(), n)) / bnorm : 0.0;
+  res.true_residual = bnorm > 0 ? std::sqrt(dot(ap.data(), ap.data(), n)) / bnorm : 0.0;
   double err = 0;
   for (gidx i = 0; i < n; ++i) err = std::max(err, std::fabs(x[i] - xstar[i]));
   MPI_Allreduce(&err, &res.max_error, 1, MPI_DOUBLE, MPI_MAX, comm);
@@ -478,29 +485,30 @@ CgResult conjugate_gradients(MPI_Comm comm, Operator& op, const Settings& s, std
 // rounding unit of x'Ay itself. The scale is therefore at least
 // (row_nnz + 1) ||x|| ||y||, the rounding bound of one row's sum and one
 // product, which HPCG's term exceeds from a few rows on.
-YAML::Node symmetry_test(MPI_Comm comm, Operator& op, long long row_nnz, bool& pass) {
+locus::Tree symmetry_test(MPI_Comm comm, Operator& op, long long row_nnz, bool& pass) {
   const gidx n = op.rows();
+  Dot dot(comm);
   std::vector<double> xv(n), yv(n), z(n);
   fill_vector(xv.data(), op.first(), n, 11, false);
   fill_vector(yv.data(), op.first(), n, 13, false);
-  const double xx = dot(comm, xv.data(), xv.data(), n), yy = dot(comm, yv.data(), yv.data(), n);
+  const double xx = dot(xv.data(), xv.data(), n), yy = dot(yv.data(), yv.data(), n);
   std::copy(yv.begin(), yv.end(), op.x());
   op.apply(z.data());
-  const double xtay = dot(comm, xv.data(), z.data(), n);
+  const double xtay = dot(xv.data(), z.data(), n);
   std::copy(xv.begin(), xv.end(), op.x());
   op.apply(z.data());
-  const double ytax = dot(comm, yv.data(), z.data(), n);
+  const double ytax = dot(yv.data(), z.data(), n);
   double anorm = 0, mine = op.row_abs_max();
   MPI_Allreduce(&mine, &anorm, 1, MPI_DOUBLE, MPI_MAX, comm);
   const double scale = std::max(xx * yy, double(row_nnz + 1) * std::sqrt(xx) * std::sqrt(yy));
   const double departure = std::fabs(static_cast<long double>(xtay - ytax)) /
                            (2.0 * anorm * scale * std::numeric_limits<double>::epsilon());
   pass = departure <= 1.0;
-  YAML::Node out;
-  out["xtAy"] = yaml_number(xtay);
-  out["ytAx"] = yaml_number(ytax);
-  out["a_norm_inf"] = yaml_number(anorm);
-  out["departure_scaled"] = yaml_number(departure);
+  locus::Tree out;
+  out["xtAy"] = xtay;
+  out["ytAx"] = ytax;
+  out["a_norm_inf"] = anorm;
+  out["departure_scaled"] = departure;
   out["threshold"] = 1.0;
   out["formula"] =
       "|x'Ay - y'Ax| / (2 ||A|| max(x'x y'y, (row_nnz + 1) ||x|| ||y||) eps), x, y uniform [0,1) (HPCG "
@@ -590,8 +598,8 @@ NonzeroCounts count_nonzeros(MPI_Comm comm, gidx mine) {
   return c;
 }
 
-YAML::Node matrix_summary(const MatrixInfo& info, const Operator& op, long long nnz_total) {
-  YAML::Node matrix;
+locus::Tree matrix_summary(const MatrixInfo& info, const Operator& op, long long nnz_total) {
+  locus::Tree matrix;
   matrix["source"] = info.source;
   matrix["format"] = info.format;
   if (info.format != "generator") {
@@ -601,23 +609,22 @@ YAML::Node matrix_summary(const MatrixInfo& info, const Operator& op, long long 
   }
   matrix["rows"] = op.n();
   matrix["nonzeros"] = nnz_total;
-  matrix["load_seconds"] = yaml_number(info.load_seconds);
+  matrix["load_seconds"] = info.load_seconds;
   if (info.file_bytes > 0 && info.load_seconds > 0) {
-    matrix["load_mb_per_s"] = yaml_number(std::round(info.file_bytes / info.load_seconds / 1e5) / 10);
+    matrix["load_mb_per_s"] = std::round(info.file_bytes / info.load_seconds / 1e5) / 10;
   }
   if (info.load_seconds > 0)
-    matrix["load_mnonzeros_per_s"] =
-        yaml_number(std::round(double(nnz_total) / info.load_seconds / 1e5) / 10);
+    matrix["load_mnonzeros_per_s"] = std::round(double(nnz_total) / info.load_seconds / 1e5) / 10;
   return matrix;
 }
 
-YAML::Node halo_summary(MPI_Comm comm, const Operator& op) {
+locus::Tree halo_summary(MPI_Comm comm, const Operator& op) {
   const HaloStats& h = op.halo();
   int nb_max = 0;
   long long halo_total = 0, halo_mine = h.halo_entries;
   MPI_Allreduce(&h.neighbours, &nb_max, 1, MPI_INT, MPI_MAX, comm);
   MPI_Allreduce(&halo_mine, &halo_total, 1, MPI_LONG_LONG, MPI_SUM, comm);
-  YAML::Node hn;
+  locus::Tree hn;
   hn["max_neighbours"] = nb_max;
   hn["halo_entries"] = halo_total;
   hn["halo_bytes_per_product"] = halo_total * 8;
@@ -626,21 +633,20 @@ YAML::Node halo_summary(MPI_Comm comm, const Operator& op) {
 
 // The problem as built: matrix, mode, partition and halo into RESULTS.
 void describe_problem(const Context& ctx, const Settings& s, const MatrixInfo& info, const Operator& op,
-                      const NonzeroCounts& nnz, YAML::Node& results) {
+                      const NonzeroCounts& nnz, locus::Tree& results) {
   MPI_Comm comm = ctx.comm();
   results["matrix"] = matrix_summary(info, op, nnz.total);
   results["mode"] = mode_name(s.mode);
   results["threads"] = s.threads;
   results["partition"] = ctx.config().string("spmv.partition");
-  results["nonzero_imbalance"] =
-      yaml_number(nnz.total > 0 ? double(nnz.max) * ctx.size() / double(nnz.total) : 1.0);
+  results["nonzero_imbalance"] = nnz.total > 0 ? double(nnz.max) * ctx.size() / double(nnz.total) : 1.0;
   results["halo"] = halo_summary(comm, op);
 }
 
 // HPCG's symmetry test when asked for (or, with auto, when the input is
 // symmetric); returns whether it ran.
 bool check_symmetry(MPI_Comm comm, const Settings& s, const MatrixInfo& info, Operator& op, long long row_nnz,
-                    YAML::Node& validation, bool& pass) {
+                    locus::Tree& validation, bool& pass) {
   const bool run_sym = s.symmetry == "on" || (s.symmetry == "auto" && info.symmetric);
   if (run_sym) {
     bool ok = false;
@@ -659,13 +665,13 @@ struct Solution {
 };
 
 // One untimed product checks the kernels against the reference ones.
-void check_kernels(Operator& op, const Settings& s, std::vector<double>& y, YAML::Node& results) {
+void check_kernels(Operator& op, const Settings& s, std::vector<double>& y, locus::Tree& results) {
   if (!op.kernel_checked()) {
     double* x = op.x();
     fill_vector(x, op.first(), op.rows(), 7, s.ones);
     op.apply(y.data());
   }
-  YAML::Node k = locus::kernels_summary(false, op.kernel_space());
+  locus::Tree k = locus::kernels_summary(false, op.kernel_space());
   k["check"] = "product bitwise equal to the reference kernels";
   results["kernels"] = k;
 }
@@ -684,7 +690,7 @@ void time_products(MPI_Comm comm, Operator& op, const Settings& s, locus::Timers
 }
 
 void solve_cg(MPI_Comm comm, Operator& op, const Settings& s, bool show, locus::Timers& timers, Solution& sol,
-              YAML::Node& results, YAML::Node& validation, bool& pass) {
+              locus::Tree& results, locus::Tree& validation, bool& pass) {
   timers.start("cg");
   sol.cg = conjugate_gradients(comm, op, s, sol.xsol, sol.xstar, show);
   timers.stop("cg");
@@ -692,14 +698,14 @@ void solve_cg(MPI_Comm comm, Operator& op, const Settings& s, bool show, locus::
   std::copy(sol.xsol.begin(), sol.xsol.end(), op.x());
   op.apply(sol.y.data());
   const CgResult& cg = sol.cg;
-  YAML::Node c;
+  locus::Tree c;
   c["iterations"] = cg.iterations;
   c["converged"] = cg.converged;
-  c["tolerance"] = yaml_number(s.tolerance);
-  c["relative_residual"] = yaml_number(cg.relative_residual);
-  c["true_relative_residual"] = yaml_number(cg.true_residual);
-  c["max_error"] = yaml_number(cg.max_error);
-  c["seconds"] = yaml_number(cg.seconds);
+  c["tolerance"] = s.tolerance;
+  c["relative_residual"] = cg.relative_residual;
+  c["true_relative_residual"] = cg.true_residual;
+  c["max_error"] = cg.max_error;
+  c["seconds"] = cg.seconds;
   results["cg"] = c;
   validation["cg_converged"] = cg.converged;
   pass = pass && cg.converged;
@@ -707,7 +713,7 @@ void solve_cg(MPI_Comm comm, Operator& op, const Settings& s, bool show, locus::
 
 // The kernel check, then spmv.repetitions timed products or CG.
 Solution solve(const Context& ctx, const Settings& s, Operator& op, locus::Timers& timers,
-               YAML::Node& results, YAML::Node& validation, bool& pass) {
+               locus::Tree& results, locus::Tree& validation, bool& pass) {
   const bool show = ctx.show_progress();
   Solution sol;
   sol.y.resize(static_cast<std::size_t>(op.rows()));
@@ -722,8 +728,8 @@ Solution solve(const Context& ctx, const Settings& s, Operator& op, locus::Timer
 
 // The figure of merit: the whole timed loop (products with their halo
 // exchange, or CG with its dot products), slowest rank.
-YAML::Node loop_figure_of_merit(MPI_Comm comm, const Settings& s, const Operator& op,
-                                const locus::Timers& timers, const CgResult& cg, long long nnz_total) {
+locus::Tree loop_figure_of_merit(MPI_Comm comm, const Settings& s, const Operator& op,
+                                 const locus::Timers& timers, const CgResult& cg, long long nnz_total) {
   if (!s.cg) {
     double loop = timers.seconds("products");
     MPI_Allreduce(MPI_IN_PLACE, &loop, 1, MPI_DOUBLE, MPI_MAX, comm);
@@ -745,30 +751,28 @@ YAML::Node loop_figure_of_merit(MPI_Comm comm, const Settings& s, const Operator
 // Per-product figures (max over ranks of each phase), the figure of merit
 // and beside it the local and remote multiplications alone.
 void report_products(MPI_Comm comm, const Settings& s, const Operator& op, locus::Timers& timers,
-                     const CgResult& cg, long long nnz_total, YAML::Node& results) {
+                     const CgResult& cg, long long nnz_total, locus::Tree& results) {
   const ModeTimes& t = op.times();
   double v[5] = {t.total, t.local, t.remote, t.post, t.wait}, mx[5];
   MPI_Allreduce(v, mx, 5, MPI_DOUBLE, MPI_MAX, comm);
   const double per = t.products > 0 ? mx[0] / double(t.products) : 0.0;
   double bytes = op.model_bytes(), bytes_total = 0;
   MPI_Allreduce(&bytes, &bytes_total, 1, MPI_DOUBLE, MPI_SUM, comm);
-  YAML::Node pn;
+  locus::Tree pn;
   pn["products"] = t.products;
-  pn["seconds_per_product"] = yaml_number(per);
-  auto us = [&](double x) {
-    return yaml_number(t.products > 0 ? std::round(x / double(t.products) * 1e8) / 100 : 0.0);
-  };
+  pn["seconds_per_product"] = per;
+  auto us = [&](double x) { return (t.products > 0 ? std::round(x / double(t.products) * 1e8) / 100 : 0.0); };
   pn["local_us"] = us(mx[1]);
   pn["remote_us"] = us(mx[2]);
   pn["post_us"] = us(mx[3]);
   pn["wait_us"] = us(mx[4]);
-  pn["gflop_per_s"] = yaml_number(per > 0 ? std::round(2.0 * double(nnz_total) / per / 1e6) / 1e3 : 0.0);
+  pn["gflop_per_s"] = per > 0 ? std::round(2.0 * double(nnz_total) / per / 1e6) / 1e3 : 0.0;
   results["figure_of_merit"] = loop_figure_of_merit(comm, s, op, timers, cg, nnz_total);
   double mult[2] = {t.local + t.remote, 0.0};
   MPI_Allreduce(&mult[0], &mult[1], 1, MPI_DOUBLE, MPI_MAX, comm);
   results["compute_only_gflop_per_s"] =
-      yaml_number(locus::rate(2.0 * double(nnz_total) * double(t.products) / 1e9, mult[1]));
-  pn["model_gb_per_s"] = yaml_number(per > 0 ? std::round(bytes_total / per / 1e6) / 1e3 : 0.0);
+      locus::rate(2.0 * double(nnz_total) * double(t.products) / 1e9, mult[1]);
+  pn["model_gb_per_s"] = per > 0 ? std::round(bytes_total / per / 1e6) / 1e3 : 0.0;
   results["product"] = pn;
   timers.add("local", t.local);
   timers.add("remote", t.remote);
@@ -777,8 +781,8 @@ void report_products(MPI_Comm comm, const Settings& s, const Operator& op, locus
 }
 
 // CG iteration growth on refined grids; returns whether it holds.
-bool iteration_study(const Context& ctx, const Settings& s, YAML::Node& validation) {
-  YAML::Node study;
+bool iteration_study(const Context& ctx, const Settings& s, locus::Tree& validation) {
+  locus::Tree study;
   std::vector<double> its;
   bool all = true;
   for (long level = 0; level < s.levels; ++level) {
@@ -790,11 +794,11 @@ bool iteration_study(const Context& ctx, const Settings& s, YAML::Node& validati
     Operator lop(ctx.runtime().world(), std::move(lb.rows), lb.starts, s.mode, s.threads);
     std::vector<double> lx, lxs;
     CgResult r = conjugate_gradients(ctx.comm(), lop, s, lx, lxs, false);
-    YAML::Node lv;
+    locus::Tree lv;
     lv["grid"] = lb.info.source;
     lv["iterations"] = r.iterations;
     lv["converged"] = r.converged;
-    lv["max_error"] = yaml_number(r.max_error);
+    lv["max_error"] = r.max_error;
     study["levels"].push_back(lv);
     its.push_back(double(r.iterations));
     all = all && r.converged;
@@ -802,11 +806,11 @@ bool iteration_study(const Context& ctx, const Settings& s, YAML::Node& validati
   bool ok = all;
   for (std::size_t i = 0; i + 1 < its.size(); ++i) {
     const double e = std::log2(its[i + 1] / its[i]);
-    study["observed_exponent"].push_back(yaml_number(e));
+    study["observed_exponent"].push_back(e);
     ok = ok && std::isfinite(e) && std::fabs(e - 1.0) <= s.slack;
   }
   study["expected_exponent"] = 1.0;
-  study["allowed_deviation"] = yaml_number(s.slack);
+  study["allowed_deviation"] = s.slack;
   study["meaning"] = "CG iterations ~ sqrt(condition number) ~ points per dimension";
   validation["study"] = study;
   return ok;
@@ -871,7 +875,7 @@ int run(Context& ctx) {
   Operator op(ctx.runtime().world(), std::move(built.rows), built.starts, s.mode, s.threads);
   timers.stop("setup");
 
-  YAML::Node results(YAML::NodeType::Map), validation;
+  locus::Tree results = locus::Tree::map(), validation;
   const NonzeroCounts nnz = count_nonzeros(comm, nnz_mine);
   describe_problem(ctx, s, built.info, op, nnz, results);
 

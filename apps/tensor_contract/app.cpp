@@ -21,7 +21,6 @@ namespace tensor_contract {
 
 using locus::Config;
 using locus::Context;
-using locus::yaml_number;
 
 namespace {
 
@@ -265,13 +264,14 @@ void require_reference_fits(const Context& ctx, const std::vector<PhaseSpec>& ph
 
 // What the run keeps across its phases.
 struct Run {
-  YAML::Node validation{YAML::NodeType::Map};
+  locus::Tree validation = locus::Tree::map();
   bool pass = true;
   std::vector<double> ph_seconds, ph_gflops, ph_comm_ratio, ph_tasks;
   std::vector<double> last_c, last_a, last_b;
   std::unique_ptr<TiledTensor> A, B, C;
   const Problem* last = nullptr;
   LoopStats sum;
+  SortChecks sorts_checked;
 };
 
 void add_stats(LoopStats& sum, const LoopStats& st) {
@@ -289,8 +289,8 @@ void add_stats(LoopStats& sum, const LoopStats& st) {
 
 // C against the serial reference (rank 0 computes it; the verdict is
 // everyone's): exact for integer values, else within (K + 2) eps sum|a b|.
-YAML::Node compare_reference(MPI_Comm comm, bool root, const Problem& p, const std::vector<double>& cd,
-                             bool& ok) {
+locus::Tree compare_reference(MPI_Comm comm, bool root, const Problem& p, const std::vector<double>& cd,
+                              bool& ok) {
   int verdict = 1;
   double maxdiff = 0, maxbound = 0;
   if (root) {
@@ -310,21 +310,21 @@ YAML::Node compare_reference(MPI_Comm comm, bool root, const Problem& p, const s
   MPI_Bcast(&verdict, 1, MPI_INT, 0, comm);
   MPI_Bcast(&maxdiff, 1, MPI_DOUBLE, 0, comm);
   MPI_Bcast(&maxbound, 1, MPI_DOUBLE, 0, comm);
-  YAML::Node rf;
-  rf["max_abs_difference"] = yaml_number(maxdiff);
+  locus::Tree rf;
+  rf["max_abs_difference"] = maxdiff;
   rf["bound"] = p.values == Values::integer ? std::string("exact (integer values)")
                                             : std::string("(K + 2) eps sum|a b| per element");
-  if (p.values != Values::integer) rf["largest_bound"] = yaml_number(maxbound);
+  if (p.values != Values::integer) rf["largest_bound"] = maxbound;
   rf["verdict"] = locus::verdict(verdict);
   ok = ok && verdict;
   return rf;
 }
 
 // A phase's entry in the summary: what ran and how fast.
-YAML::Node phase_entry(const Context& ctx, const PhaseSpec& spec, std::size_t i, const Run& run,
-                       const PhaseResult& r, double gflops, double comm_t, double tot) {
+locus::Tree phase_entry(const Context& ctx, const PhaseSpec& spec, std::size_t i, const Run& run,
+                        const PhaseResult& r, double gflops, double comm_t, double tot) {
   const Problem& p = spec.problem;
-  YAML::Node ph;
+  locus::Tree ph;
   ph["phase"] = static_cast<long>(i + 1);
   if (!spec.kind.empty()) ph["kind"] = spec.kind;
   ph["contraction"] = p.con.text();
@@ -333,14 +333,14 @@ YAML::Node phase_entry(const Context& ctx, const PhaseSpec& spec, std::size_t i,
     tiles += (tiles.empty() ? "" : ", ") + std::string(1, ch) + "=" + std::to_string(is.extent) + "/" +
              std::to_string(is.tile);
   ph["extents_tiles"] = tiles;
-  ph["blocks_a_b_c"] = locus::yaml_flow_list(
+  ph["blocks_a_b_c"] = locus::Tree::flow_list(
       std::vector<long>{long(run.A->blocks()), long(run.B->blocks()), long(run.C->blocks())});
   ph["tasks"] = r.tasks;
-  ph["seconds"] = yaml_number(r.seconds);
+  ph["seconds"] = r.seconds;
   if (ctx.runtime().settings().async.mode != locus::AsyncMode::off)
     ph["redirection"] = locus::async_enabled(ctx.runtime().world());
-  ph["gflop_per_s"] = yaml_number(std::round(gflops * 1000) / 1000);
-  ph["communication_ratio"] = yaml_number(tot > 0 ? std::round(comm_t / tot * 1000) / 1000 : 0.0);
+  ph["gflop_per_s"] = std::round(gflops * 1000) / 1000;
+  ph["communication_ratio"] = tot > 0 ? std::round(comm_t / tot * 1000) / 1000 : 0.0;
   long long acc = r.stats.accumulates, all = 0;
   MPI_Allreduce(&acc, &all, 1, MPI_LONG_LONG, MPI_SUM, ctx.comm());
   ph["accumulates"] = all;
@@ -369,7 +369,7 @@ void run_phase(Context& ctx, const Schedule& sched, const PhaseSpec& spec, std::
   locus::phase_point(world, spec.kind.empty() ? "contract" : spec.kind);
   timers.stop("setup");
   timers.start("contract");
-  PhaseResult r = contract(world, p, sched, *run.A, *run.B, *run.C);
+  PhaseResult r = contract(world, p, sched, *run.A, *run.B, *run.C, run.sorts_checked);
   timers.stop("contract");
   const LoopStats& st = r.stats;
   add_stats(run.sum, st);
@@ -379,7 +379,7 @@ void run_phase(Context& ctx, const Schedule& sched, const PhaseSpec& spec, std::
   MPI_Allreduce(&mine_comm, &comm_t, 1, MPI_DOUBLE, MPI_SUM, comm);
   MPI_Allreduce(&st.total, &tot, 1, MPI_DOUBLE, MPI_SUM, comm);
   const double gflops = r.seconds > 0 ? flops / r.seconds / 1e9 : 0.0;
-  YAML::Node ph = phase_entry(ctx, spec, i, run, r, gflops, comm_t, tot);
+  locus::Tree ph = phase_entry(ctx, spec, i, run, r, gflops, comm_t, tot);
   if (sched.scheduling == Scheduling::nxtask) {
     ph["counter_final"] = static_cast<unsigned long>(r.counter_final);
     ph["counter_expected"] = static_cast<unsigned long>(r.counter_expected);
@@ -411,10 +411,10 @@ void run_phase(Context& ctx, const Schedule& sched, const PhaseSpec& spec, std::
 }
 
 // The run's results: the schedule, the kernels, tasks, rates.
-YAML::Node results_of(const Context& ctx, const Schedule& sched, const Run& run, std::size_t phases) {
+locus::Tree results_of(const Context& ctx, const Schedule& sched, const Run& run, std::size_t phases) {
   const Config& cfg = ctx.config();
   MPI_Comm comm = ctx.comm();
-  YAML::Node results(YAML::NodeType::Map);
+  locus::Tree results = locus::Tree::map();
   double flops = 0, tasks = 0, tmin = 0, tmax = 0, t = double(run.sum.tasks);
   MPI_Allreduce(&run.sum.flops, &flops, 1, MPI_DOUBLE, MPI_SUM, comm);
   MPI_Allreduce(&t, &tasks, 1, MPI_DOUBLE, MPI_SUM, comm);
@@ -429,9 +429,9 @@ YAML::Node results_of(const Context& ctx, const Schedule& sched, const Run& run,
     results["skip_first"] = sched.skip_first;
   }
   results["accumulate"] = cfg.string("tensor_contract.accumulate");
-  YAML::Node k = locus::kernels_summary(false);
+  locus::Tree k = locus::kernels_summary(false);
   std::string kinds;
-  for (const auto& key : permute_checked()) kinds += (kinds.empty() ? "" : ", ") + key;
+  for (const auto& key : run.sorts_checked) kinds += (kinds.empty() ? "" : ", ") + key;
   k["check"] = "every sort kind bitwise equal to the reference kernel on first use (" +
                (kinds.empty() ? std::string("none needed") : kinds) + ")";
   results["kernels"] = k;
@@ -439,7 +439,7 @@ YAML::Node results_of(const Context& ctx, const Schedule& sched, const Run& run,
     // sorts done and operand sorts saved by the kept blocks, all ranks
     long long counts[2] = {static_cast<long long>(run.sum.sorts), static_cast<long long>(run.sum.sorts_kept)};
     MPI_Allreduce(MPI_IN_PLACE, counts, 2, MPI_LONG_LONG, MPI_SUM, comm);
-    YAML::Node sorts;
+    locus::Tree sorts;
     sorts["cache_mb_per_rank"] = cfg.integer("tensor_contract.sort_cache_mb");
     sorts["done"] = counts[0];
     sorts["kept"] = counts[1];
@@ -447,19 +447,18 @@ YAML::Node results_of(const Context& ctx, const Schedule& sched, const Run& run,
   }
   results["phases"] = static_cast<long>(phases);
   results["tasks"] = static_cast<long>(tasks);
-  results["tasks_per_rank_min_max"] = locus::yaml_flow_list(std::vector<long>{long(tmin), long(tmax)});
-  results["seconds"] = yaml_number(secs);
-  results["gflop"] = yaml_number(flops / 1e9);
+  results["tasks_per_rank_min_max"] = locus::Tree::flow_list(std::vector<long>{long(tmin), long(tmax)});
+  results["seconds"] = secs;
+  results["gflop"] = flops / 1e9;
   results["figure_of_merit"] = locus::figure_of_merit(
       "floating-point operations per second", flops / 1e9, "GFLOP/s", secs,
       "the whole task loop of every phase, slowest rank, summed over phases: gets, waits, sorts, DGEMMs, "
       "accumulates and the task counter");
-  results["gflop_per_s_per_rank"] =
-      yaml_number(secs > 0 ? std::round(flops / secs / ctx.size() / 1e6) / 1e3 : 0.0);
+  results["gflop_per_s_per_rank"] = secs > 0 ? std::round(flops / secs / ctx.size() / 1e6) / 1e3 : 0.0;
   // Beside it, the DGEMMs alone (slowest rank's dgemm time).
   double dgemm = run.sum.dgemm;
   MPI_Allreduce(MPI_IN_PLACE, &dgemm, 1, MPI_DOUBLE, MPI_MAX, comm);
-  results["compute_only_gflop_per_s"] = yaml_number(locus::rate(flops / 1e9, dgemm));
+  results["compute_only_gflop_per_s"] = locus::rate(flops / 1e9, dgemm);
   return results;
 }
 
@@ -543,7 +542,7 @@ int run(Context& ctx) {
   timers.add("dgemm", run.sum.dgemm);
   timers.add("accumulate", run.sum.accumulate);
   timers.add("nxtask", run.sum.nxtask);
-  const YAML::Node results = results_of(ctx, sched, run, phases.size());
+  const locus::Tree results = results_of(ctx, sched, run, phases.size());
   // validation.mode none: C is compared with nothing, "not checked" (a task
   // or counter error still fails the run).
   locus::set_verdict(run.validation, run.pass, mode != "none",

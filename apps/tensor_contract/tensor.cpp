@@ -368,17 +368,11 @@ void permute_kernel(const double* src, const std::string& sidx, const std::vecto
 
 }  // namespace
 
-std::set<std::string>& permute_checked() {
-  static std::set<std::string> checked;  // the task loop runs on one thread per rank
-  return checked;
-}
-
 // The sort the task loop calls: the kernel, checked bitwise against the
 // reference the first time each permutation is seen (outside the timers).
 void permute(const double* src, const std::string& sidx, const std::vector<gidx>& sdims, double* dst,
-             const std::string& didx, bool stream) {
+             const std::string& didx, SortChecks& checked, bool stream) {
   permute_kernel(src, sidx, sdims, dst, didx, stream);
-  std::set<std::string>& checked = permute_checked();
   const std::string key = sidx + ">" + didx;
   if (checked.count(key)) return;
   std::vector<double> ref(static_cast<std::size_t>(product(sdims)));
@@ -589,7 +583,7 @@ void count_sort(std::size_t elements) {
 class Loop {
  public:
   Loop(locus::Team& team, const Problem& p, const Schedule& s, TiledTensor& A, TiledTensor& B, TiledTensor& C,
-       LoopStats& st)
+       LoopStats& st, SortChecks& checked)
       : team_(team),
         p_(p),
         strided_(s.accumulate == AccumulateKind::strided),
@@ -597,6 +591,7 @@ class Loop {
         B_(B),
         C_(C),
         st_(st),
+        checked_(checked),
         cache_(s.sort_cache_bytes, std::max(largest_block(A), largest_block(B)), in_place_blocks(A, B)) {
     const Contraction& k = p.con;
     for (char ch : k.contracted) cntiles_.push_back(p.index.at(ch).tiles());
@@ -738,7 +733,7 @@ class Loop {
       scratch.resize(n);
       dst = scratch.data();
     }
-    permute(src, t.indices(), dims, dst, to, dst != scratch.data());
+    permute(src, t.indices(), dims, dst, to, checked_, dst != scratch.data());
     st_.sort_bytes += 16.0 * double(n);
     count_sort(n);
     ++st_.sorts;
@@ -755,7 +750,7 @@ class Loop {
     } else {
       std::vector<gidx> mdims;
       for (char ch : c_mat_) mdims.push_back(cd[k.c.find(ch)]);
-      permute(cmat_.data(), c_mat_, mdims, cblk_.data(), k.c);
+      permute(cmat_.data(), c_mat_, mdims, cblk_.data(), k.c, checked_);
       st_.sort_bytes += 16.0 * double(cblk_.size());
       count_sort(cblk_.size());
       ++st_.sorts;
@@ -845,6 +840,7 @@ class Loop {
   std::vector<locus::Handle> accs_;  // strided accumulates in flight (from cmat_)
   TiledTensor &A_, &B_, &C_;
   LoopStats& st_;
+  SortChecks& checked_;
   SortedBlocks cache_;
   std::vector<gidx> cntiles_;
   std::string a_dst_, b_dst_, c_mat_;
@@ -861,7 +857,7 @@ class Loop {
 }  // namespace
 
 PhaseResult contract(locus::Team& team, const Problem& p, const Schedule& s, TiledTensor& A, TiledTensor& B,
-                     TiledTensor& C) {
+                     TiledTensor& C, SortChecks& checked) {
   const int units = team.size(), me = team.rank();
   PhaseResult res;
   res.tasks = C.blocks();
@@ -876,7 +872,7 @@ PhaseResult contract(locus::Team& team, const Problem& p, const Schedule& s, Til
   locus::barrier(team);
 
   LoopStats& st = res.stats;
-  Loop loop(team, p, s, A, B, C, st);
+  Loop loop(team, p, s, A, B, C, st, checked);
   std::vector<locus::Handle> marks;
   const std::int64_t one = 1;
   auto run_task = [&](gidx k) {

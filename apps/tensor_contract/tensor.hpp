@@ -138,20 +138,23 @@ struct PhaseResult {
   double seconds = 0;    // max over ranks
 };
 
+// The permutations ("sidx>didx") checked against the reference so far: a
+// run keeps one across its phases.
+using SortChecks = std::set<std::string>;
+
 // The sort: dst (index order didx) = src (index order sidx, extents
 // sdims) as a Kokkos kernel (`stream`: by non-temporal stores where the
 // kernel moves rows in blocks, for a destination not read again soon), checked bitwise against
-// permute_reference the first time each (sidx, didx) is seen; permute_reference is the plain odometer loop.
+// permute_reference the first time each (sidx, didx) is seen (not in `checked`: then added);
+// permute_reference is the plain odometer loop.
 void permute(const double* src, const std::string& sidx, const std::vector<gidx>& sdims, double* dst,
-             const std::string& didx, bool stream = false);
-// The permutations (sidx>didx) checked so far by this process.
-std::set<std::string>& permute_checked();
+             const std::string& didx, SortChecks& checked, bool stream = false);
 void permute_reference(const double* src, const std::string& sidx, const std::vector<gidx>& sdims,
                        double* dst, const std::string& didx);
 
 // Collective: runs the task loop of one phase over C += A * B.
 PhaseResult contract(locus::Team& team, const Problem& p, const Schedule& s, TiledTensor& A, TiledTensor& B,
-                     TiledTensor& C);
+                     TiledTensor& C, SortChecks& checked);
 
 // The counter's final value for n tasks: every unit's last hit overshoots.
 std::uint64_t expected_counter(gidx tasks, int units, gidx chunk, bool skip_first);

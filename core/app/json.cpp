@@ -1,11 +1,11 @@
-// YAML trees as JSON (profile.hpp, yaml_to_json): the summary for
+// YAML trees as JSON (app/summary.hpp, yaml_to_json): the summary for
 // scripts (--summary json).
 #include <cctype>
 #include <charconv>
 #include <cstdio>
 #include <string>
 
-#include "locus/profile.hpp"
+#include "app/summary.hpp"
 
 namespace locus {
 

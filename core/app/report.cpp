@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "app/requirements.hpp"
+#include "app/summary.hpp"
 #include "locus/async.hpp"
 #include "locus/field.hpp"
 #include "locus/kokkos.hpp"
@@ -37,8 +38,8 @@ void require_run_memory(const Context& ctx, double shared, double private_bytes,
                  private_bytes + (in_segments ? 0.0 : fields), what);
 }
 
-YAML::Node kernels_summary(bool grid_fields, const std::string& space) {
-  YAML::Node k;
+Tree kernels_summary(bool grid_fields, const std::string& space) {
+  Tree k = Tree::map();
   k["space"] = space.empty() ? std::string(ExecSpace::name()) : space;
   k["concurrency"] = ExecSpace().concurrency();
   if (grid_fields) {
@@ -82,7 +83,7 @@ const char* verdict(bool pass, bool checked) {
   return !pass ? "FAIL" : checked ? "pass" : "not checked";
 }
 
-void set_verdict(YAML::Node& validation, bool pass, bool checked, const std::string& unchecked_reason) {
+void set_verdict(Tree& validation, bool pass, bool checked, const std::string& unchecked_reason) {
   if (pass && !checked && !unchecked_reason.empty()) validation["reason"] = unchecked_reason;
   validation["verdict"] = verdict(pass, checked);
 }
@@ -103,13 +104,14 @@ void write_requirements(H5Output& out, Summary& summary, const Timers& timers, M
 }
 }  // namespace
 
-std::string finish_output(H5Output& out, const Context& ctx, Timers& timers, const YAML::Node& results,
-                          const YAML::Node& validation) {
+std::string finish_output(H5Output& out, const Context& ctx, Timers& timers, const Tree& app_results,
+                          const Tree& app_validation) {
+  const YAML::Node results = to_yaml(app_results);
   timers.stop("total");
   Summary summary(ctx, reduce_timers(timers, ctx.comm()));
   write_requirements(out, summary, timers, ctx.comm());
   summary.results = results;
-  summary.validation = validation;
+  summary.validation = to_yaml(app_validation);
   summary.output = fs::absolute(out.path()).string();
   const AsyncSettings& as = ctx.runtime().settings().async;
   if (as.mode != AsyncMode::off) {
@@ -179,8 +181,8 @@ bool write_xdmf_beside(const Context& ctx, const std::string& h5_path, const Xdm
   return false;
 }
 
-int finish_run(H5Output& out, const Context& ctx, Timers& timers, const YAML::Node& results,
-               const YAML::Node& validation, bool pass, const XdmfField* field, const std::string& warning) {
+int finish_run(H5Output& out, const Context& ctx, Timers& timers, const Tree& results, const Tree& validation,
+               bool pass, const XdmfField* field, const std::string& warning) {
   const std::string summary = finish_output(out, ctx, timers, results, validation);
   if (ctx.rank() == 0) {
     if (field && !write_xdmf_beside(ctx, out.path(), *field)) pass = false;

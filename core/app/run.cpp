@@ -85,9 +85,10 @@ int Context::run_deck(const std::string& deck, bool print_config, const std::fun
     if (rank_ == 0) std::fputs(config_.yaml().c_str(), stdout);
     return 0;
   }
-  start_status(config_, rank_);
+  RunSignals* signals = RunSignals::current();
+  if (signals) signals->start_status(config_);
   const int status = run_app(main);
-  if (rank_ == 0) complete_status(status);
+  if (signals) signals->complete_status(status);
   return status;
 }
 
@@ -128,7 +129,7 @@ int run(int argc, char** argv, const AppInfo& app, const std::function<int(Conte
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  install_signal_handlers(app.name, rank);
+  RunSignals signals(app.name, rank);
   // A bad LOCUS_CPU_HIDE / LOCUS_CPU_CACHE (locus/cpu.hpp): one message, every
   // rank ends (the variables may differ between ranks: agree first).
   {
@@ -167,7 +168,7 @@ int run(int argc, char** argv, const AppInfo& app, const std::function<int(Conte
       const std::string key = "runtime.progress.processes_per_node";
       if (msg.rfind(key + ": ", 0) == 0) msg = ctx.config_.locate(key) + msg.substr(key.size());
       if (rank == 0) std::fprintf(stderr, "%s: error: %s\n", app.name.c_str(), msg.c_str());
-      if (rank == 0) drop_status();
+      signals.drop_status();
       status = 1;
     } catch (const std::exception& e) {
       std::fprintf(stderr, "%s: error on rank %d: %s\n", app.name.c_str(), rank, e.what());

@@ -3,6 +3,7 @@
 // deck, the run's status file and signals, the machine descriptor.
 #include <mpi.h>
 
+#include <csignal>
 #include <string>
 #include <vector>
 
@@ -38,12 +39,40 @@ Config load_everywhere(MPI_Comm comm, const AppInfo& app, const CommandLine& cl)
 void check_output_keys(MPI_Comm comm, const Config& c);
 std::string stem_of(const std::string& path);
 
-// run_status.cpp: <output.dir>/<output.name>.status (rank 0) and the
-// SIGTERM/SIGINT handlers that record a signal in it.
-void install_signal_handlers(const std::string& app, int rank);
-void start_status(const Config& c, int rank);
-void complete_status(int status);
-void drop_status();
+// run_status.cpp: the SIGTERM/SIGINT handlers and the run's status file,
+// <output.dir>/<output.name>.status (rank 0), which records a signal.
+// locus::run owns the record for the whole run; the handlers reach it
+// through one process-wide pointer (current()), and without one they
+// only remove the unfinished output and exit.
+class RunSignals {
+ public:
+  // Installs the handlers and points them at this record.
+  RunSignals(const std::string& app, int rank);
+  ~RunSignals();
+  RunSignals(const RunSignals&) = delete;
+  RunSignals& operator=(const RunSignals&) = delete;
+  // The record of the running run, or nullptr.
+  static RunSignals* current() noexcept;
+  // Rank 0: the status file says "running" (creating output.dir if
+  // needed); from now on a signal is recorded in it.
+  void start_status(const Config& c);
+  // Rank 0: the app returned `status`.
+  void complete_status(int status);
+  // Rank 0, after a collective error: no status file (nor the directory
+  // this run created for it, when empty): an error leaves no file behind.
+  void drop_status();
+  // The handler's part (async-signal-safe): the status file and the message.
+  void on_signal(int sig) const noexcept;
+
+ private:
+  int rank_ = 0;
+  char msg_[2][256]{};  // SIGTERM's, SIGINT's
+  // What the handler writes: the status file, its temporary, its texts.
+  char status_path_[4096]{}, sig_tmp_[4096]{}, sig_text_[2][128]{};
+  volatile std::sig_atomic_t active_ = 0;  // a signal is recorded only while the run runs
+  std::string path_;                       // empty: none (not rank 0, or no run)
+  std::string created_dir_;                // output.dir, when this run created it
+};
 
 // machine.cpp: --machine, the machine descriptor and STREAM triad of every
 // rank at once, as YAML (rank 0 prints).

@@ -1,9 +1,11 @@
-// The run's status file and the signal handlers (run_parts.hpp). The
-// handler reads only static storage (async-signal-safe), so what it needs
-// lives here, set before the run starts.
+// The run's status file and the signal handlers (run_parts.hpp,
+// RunSignals). The handler is async-signal-safe: it reads the run's record
+// through one process-wide pointer, and the record's plain arrays, set
+// before the run starts.
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -19,23 +21,11 @@ namespace locus::detail {
 
 namespace {
 
-// SIGTERM / SIGINT (also forwarded by mpiexec): remove the unfinished
-// output, say so once (rank 0), exit 128 + signal. Everything here is
-// async-signal-safe.
-char g_signal_msg[2][256];
-int g_signal_rank = 0;
-
-// The run's status file, <output.dir>/<output.name>.status (rank 0 of the
-// world writes it; docs/outputs.md): "running" when the run starts,
-// "completed" with the exit status when the app returns, "terminated by
-// signal N" from the signal handler; removed after a collective error
-// (which leaves no output file). `./locus run` and the study runner read
-// it: a launcher may return 0 for a terminated run (MPICH's Hydra does,
-// about one time in four).
-char g_status_path[4096];
-char g_status_sig_tmp[4096];
-char g_status_sig_text[2][128];
-volatile sig_atomic_t g_status_active = 0;  // the handler records a signal only while the run runs
+// The record the handlers read while a run lives (RunSignals): the one
+// process-wide pointer a signal handler needs, since it can reach nothing
+// else.
+std::atomic<const RunSignals*> g_signals{nullptr};
+static_assert(std::atomic<const RunSignals*>::is_always_lock_free, "read in a signal handler");
 
 // Async-signal-safe: TEXT into TMP, renamed over PATH.
 bool write_file_atomically(const char* path, const char* tmp, const char* text) {
@@ -51,86 +41,88 @@ bool write_file_atomically(const char* path, const char* tmp, const char* text) 
   return true;
 }
 
+// SIGTERM / SIGINT (also forwarded by mpiexec): remove the unfinished
+// output, say so once (rank 0), exit 128 + signal.
 extern "C" void on_terminate(int sig) {
   detail::remove_unfinished_output();
-  if (g_signal_rank == 0) {
-    if (g_status_active)
-      write_file_atomically(g_status_path, g_status_sig_tmp, g_status_sig_text[sig == SIGINT ? 1 : 0]);
-    const char* m = g_signal_msg[sig == SIGINT ? 1 : 0];
-    ssize_t ignored = ::write(2, m, std::strlen(m));
-    (void)ignored;
-  }
+  if (const RunSignals* s = g_signals.load(std::memory_order_acquire)) s->on_signal(sig);
   ::_exit(128 + sig);
 }
 
-struct RunStatus {
-  std::string path;         // empty: none (not rank 0, or no run)
-  std::string created_dir;  // output.dir, when this run created it
-};
-RunStatus g_status;
-
 }  // namespace
 
-// Rank 0: the status file says "running" (creating output.dir if needed);
-// from now on a signal is recorded in it.
-void start_status(const Config& c, int rank) {
-  if (rank != 0) return;
-  namespace fs = std::filesystem;
-  const std::string dir = c.string("output.dir");
-  const std::string path = dir + "/" + c.string("output.name") + ".status";
-  if (path.size() + 8 >= sizeof g_status_path) return;
-  std::error_code ec;
-  if (!fs::exists(dir, ec)) {
-    fs::create_directories(dir, ec);
-    if (!ec) g_status.created_dir = dir;
-  }
-  g_status.path = path;
-  std::snprintf(g_status_path, sizeof g_status_path, "%s", path.c_str());
-  std::snprintf(g_status_sig_tmp, sizeof g_status_sig_tmp, "%s.sig", path.c_str());
-  std::snprintf(g_status_sig_text[0], sizeof g_status_sig_text[0],
-                "outcome: terminated by signal %d (SIGTERM)\nexit_status: %d\n", SIGTERM, 128 + SIGTERM);
-  std::snprintf(g_status_sig_text[1], sizeof g_status_sig_text[1],
-                "outcome: terminated by signal %d (SIGINT)\nexit_status: %d\n", SIGINT, 128 + SIGINT);
-  const std::string text = "outcome: running\npid: " + std::to_string(::getpid()) + "\n";
-  // a stale "completed" must not survive: without a status the run counts as not completed
-  if (!write_file_atomically(path.c_str(), (path + ".tmp").c_str(), text.c_str())) ::unlink(path.c_str());
-  g_status_active = 1;
-}
-
-// Rank 0: the app returned STATUS.
-void complete_status(int status) {
-  if (g_status.path.empty()) return;
-  g_status_active = 0;
-  const std::string text = "outcome: completed\nexit_status: " + std::to_string(status) + "\n";
-  if (!write_file_atomically(g_status.path.c_str(), (g_status.path + ".tmp").c_str(), text.c_str()))
-    std::fprintf(stderr, "warning: cannot record the run's outcome in %s (%s)\n", g_status.path.c_str(),
-                 std::strerror(errno));
-}
-
-// Rank 0, after a collective error: no status file (nor the directory this
-// run created for it, when empty): an error leaves no file behind.
-void drop_status() {
-  if (g_status.path.empty()) return;
-  g_status_active = 0;
-  ::unlink(g_status.path.c_str());
-  if (!g_status.created_dir.empty()) {
-    std::error_code ec;
-    std::filesystem::remove(g_status.created_dir, ec);  // only when empty
-  }
-  g_status = RunStatus{};
-}
-
-void install_signal_handlers(const std::string& app, int rank) {
-  g_signal_rank = rank;
-  std::snprintf(g_signal_msg[0], sizeof g_signal_msg[0],
-                "%s: terminated (SIGTERM); the unfinished output was removed\n", app.c_str());
-  std::snprintf(g_signal_msg[1], sizeof g_signal_msg[1],
-                "%s: interrupted (SIGINT); the unfinished output was removed\n", app.c_str());
+RunSignals::RunSignals(const std::string& app, int rank) : rank_(rank) {
+  std::snprintf(msg_[0], sizeof msg_[0], "%s: terminated (SIGTERM); the unfinished output was removed\n",
+                app.c_str());
+  std::snprintf(msg_[1], sizeof msg_[1], "%s: interrupted (SIGINT); the unfinished output was removed\n",
+                app.c_str());
+  g_signals.store(this, std::memory_order_release);
   struct sigaction sa {};
   sa.sa_handler = on_terminate;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGINT, &sa, nullptr);
+}
+
+RunSignals::~RunSignals() {
+  g_signals.store(nullptr, std::memory_order_release);
+}
+
+RunSignals* RunSignals::current() noexcept {
+  return const_cast<RunSignals*>(g_signals.load(std::memory_order_acquire));
+}
+
+void RunSignals::on_signal(int sig) const noexcept {
+  if (rank_ != 0) return;
+  const int k = sig == SIGINT ? 1 : 0;
+  if (active_) write_file_atomically(status_path_, sig_tmp_, sig_text_[k]);
+  ssize_t ignored = ::write(2, msg_[k], std::strlen(msg_[k]));
+  (void)ignored;
+}
+
+void RunSignals::start_status(const Config& c) {
+  if (rank_ != 0) return;
+  namespace fs = std::filesystem;
+  const std::string dir = c.string("output.dir");
+  const std::string path = dir + "/" + c.string("output.name") + ".status";
+  if (path.size() + 8 >= sizeof status_path_) return;
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) {
+    fs::create_directories(dir, ec);
+    if (!ec) created_dir_ = dir;
+  }
+  path_ = path;
+  std::snprintf(status_path_, sizeof status_path_, "%s", path.c_str());
+  std::snprintf(sig_tmp_, sizeof sig_tmp_, "%s.sig", path.c_str());
+  std::snprintf(sig_text_[0], sizeof sig_text_[0],
+                "outcome: terminated by signal %d (SIGTERM)\nexit_status: %d\n", SIGTERM, 128 + SIGTERM);
+  std::snprintf(sig_text_[1], sizeof sig_text_[1],
+                "outcome: terminated by signal %d (SIGINT)\nexit_status: %d\n", SIGINT, 128 + SIGINT);
+  const std::string text = "outcome: running\npid: " + std::to_string(::getpid()) + "\n";
+  // a stale "completed" must not survive: without a status the run counts as not completed
+  if (!write_file_atomically(path.c_str(), (path + ".tmp").c_str(), text.c_str())) ::unlink(path.c_str());
+  active_ = 1;
+}
+
+void RunSignals::complete_status(int status) {
+  if (path_.empty()) return;
+  active_ = 0;
+  const std::string text = "outcome: completed\nexit_status: " + std::to_string(status) + "\n";
+  if (!write_file_atomically(path_.c_str(), (path_ + ".tmp").c_str(), text.c_str()))
+    std::fprintf(stderr, "warning: cannot record the run's outcome in %s (%s)\n", path_.c_str(),
+                 std::strerror(errno));
+}
+
+void RunSignals::drop_status() {
+  if (path_.empty()) return;
+  active_ = 0;
+  ::unlink(path_.c_str());
+  if (!created_dir_.empty()) {
+    std::error_code ec;
+    std::filesystem::remove(created_dir_, ec);  // only when empty
+  }
+  path_.clear();
+  created_dir_.clear();
 }
 
 }  // namespace locus::detail

@@ -1,5 +1,7 @@
-// The run's summary (profile.hpp): what every app prints at the end and
+// The run's summary (app/summary.hpp): what every app prints at the end and
 // stores in its output.
+#include "app/summary.hpp"
+
 #include <Kokkos_Core.hpp>
 #include <algorithm>
 #include <cmath>

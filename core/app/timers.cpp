@@ -2,7 +2,6 @@
 // (profile.hpp).
 #include <Kokkos_Core.hpp>
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <iterator>
@@ -57,12 +56,6 @@ double Timers::seconds(const std::string& name) const {
   return total_[index(name)];
 }
 
-YAML::Node yaml_number(double v) {
-  char buf[64];
-  auto res = std::to_chars(buf, buf + sizeof buf, v);
-  return YAML::Node(std::string(buf, res.ptr));
-}
-
 double rate(double work, double seconds) {
   if (!(seconds > 0) || !std::isfinite(work)) return 0.0;
   const double v = work / seconds;
@@ -72,13 +65,13 @@ double rate(double work, double seconds) {
   return std::strtod(buf, nullptr);
 }
 
-YAML::Node figure_of_merit(const std::string& name, double work, const std::string& unit, double seconds,
-                           const std::string& divides_by) {
-  YAML::Node f;
+Tree figure_of_merit(const std::string& name, double work, const std::string& unit, double seconds,
+                     const std::string& divides_by) {
+  Tree f = Tree::map();
   f["name"] = name;
-  f["value"] = yaml_number(rate(work, seconds));
+  f["value"] = rate(work, seconds);
   f["unit"] = unit;
-  f["seconds"] = yaml_number(seconds);
+  f["seconds"] = seconds;
   f["divides_by"] = divides_by;
   return f;
 }

@@ -915,7 +915,7 @@ Aggregator* short_path(int team, int segment, int unit, std::uint64_t offset, st
   const DirectSegment* s = d.find(team, segment);
   if (!s || !s->aggregate || static_cast<unsigned>(unit) >= s->units || s->peer[unit]) return nullptr;
   if (d.check && !fits_part(*s, unit, offset, bytes)) return nullptr;
-  if (g_measure_comm.load(std::memory_order_relaxed)) return nullptr;
+  if (d.measuring.load(std::memory_order_relaxed)) return nullptr;
   return d.rows[team].aggregator;
 }
 }  // namespace
@@ -966,7 +966,7 @@ namespace {
 const DirectSegment* bulk_segment(int team, int segment, Aggregator** agg) {
   const Direct& d = g_direct;
   const DirectSegment* s = d.find(team, segment);
-  if (!d.locality || !s || g_measure_comm.load(std::memory_order_relaxed)) return nullptr;
+  if (!d.locality || !s || d.measuring.load(std::memory_order_relaxed)) return nullptr;
   *agg = s->aggregate ? d.rows[team].aggregator : nullptr;
   const bool one_node = std::all_of(s->peer, s->peer + s->units, [](const char* p) { return p != nullptr; });
   return one_node || *agg ? s : nullptr;

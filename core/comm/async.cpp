@@ -15,8 +15,6 @@
 namespace locus {
 
 namespace detail {
-std::atomic<bool> g_measure_comm{false};
-
 namespace {
 AsyncState& async_state() {
   return comm_state().async;
@@ -33,7 +31,7 @@ void async_start(const CommSettings& s) {
   a.start = a.window_start = MPI_Wtime();
   a.comm_ns.store(0);
   a.window_ns = 0;
-  g_measure_comm.store(s.async.mode == AsyncMode::automatic);
+  g_direct.measuring.store(s.async.mode == AsyncMode::automatic);
 }
 
 void add_comm_ns(std::uint64_t ns) {
@@ -41,7 +39,7 @@ void add_comm_ns(std::uint64_t ns) {
 }
 
 void async_stop() {
-  g_measure_comm.store(false);
+  g_direct.measuring.store(false);
 }
 
 bool async_default_on() {

@@ -28,7 +28,7 @@ struct AsyncState {
   double window_start = 0;      // start of the current profile interval
   std::uint64_t window_ns = 0;  // comm_ns at window_start
   // Nanoseconds spent in the core's communication calls, counted only
-  // while g_measure_comm (transfer.hpp, CommScope).
+  // while g_direct.measuring (transfer.hpp, CommScope).
   std::atomic<std::uint64_t> comm_ns{0};
   std::vector<AsyncDecision> log;
   // auto: the CR each phase name had the last time it ran (a profile

@@ -21,7 +21,7 @@
 #include <cstdint>
 
 #include "locus/cpu.hpp"
-#include "locus/direct.hpp"
+#include "locus/gptr.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>

@@ -1,9 +1,11 @@
-// The segment table (segment_table.hpp), the inline path's globals
-// (direct.hpp) and the runtime's attached state (core_state.hpp).
+// The segment table (segment_table.hpp), the inline path's global
+// (detail/direct.hpp), the look-ahead queue (detail/lookahead.hpp) and
+// the runtime's attached state (core_state.hpp).
 #include "mem/segment_table.hpp"
 
 #include <string>
 
+#include "locus/detail/lookahead.hpp"
 #include "locus/error.hpp"
 #include "locus/gptr.hpp"
 #include "locus/team.hpp"
@@ -135,12 +137,19 @@ void SegmentTable::set_aggregator(int team, Aggregator* a) {
 
 void SegmentTable::publish(bool locality, bool check) {
   published_ = true;
-  g_direct = Direct{locality, check, nullptr, 0};
+  g_direct.locality = locality;
+  g_direct.check = check;
+  g_direct.rows = nullptr;
+  g_direct.nrows = 0;
   reindex();
 }
 
 void SegmentTable::unpublish() {
-  if (published_) g_direct = Direct{};
+  if (published_) {
+    g_direct.locality = g_direct.check = false;
+    g_direct.rows = nullptr;
+    g_direct.nrows = 0;
+  }
   published_ = false;
 }
 

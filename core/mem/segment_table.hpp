@@ -1,7 +1,7 @@
 #pragma once
 // Internal: the core's segment records and the translation table, (team
 // id, segment id) -> SegmentInfo, indexed directly (no map, no hash). The
-// table keeps the inline path's plain-data mirror (locus/direct.hpp) in
+// table keeps the inline path's plain-data mirror (locus/detail/direct.hpp) in
 // step with the records; the Runtime owns the table (runtime_state.hpp).
 //
 // Team ids and segment ids are small integers handed out in order (a team
@@ -17,7 +17,7 @@
 #include <memory>
 #include <vector>
 
-#include "locus/direct.hpp"
+#include "locus/detail/direct.hpp"
 #include "locus/settings.hpp"
 
 namespace locus {

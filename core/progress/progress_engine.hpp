@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <memory>
@@ -87,7 +88,8 @@ struct HandleAccess {
     Handle h;
     h.o_.state = State::mpi;
     h.o_.req = req;
-    h.o_.win = win;
+    static_assert(sizeof(MPI_Win) <= sizeof(h.o_.win), "a window fits the handle's field");
+    std::memcpy(&h.o_.win, &win, sizeof(MPI_Win));
     h.o_.target = target;
     h.o_.flush = flush;
     return h;
@@ -102,7 +104,11 @@ struct HandleAccess {
   static void set_state(Handle& h, State s) { h.o_.state = s; }
   static MPI_Request& req(Handle& h) { return h.o_.req; }
   static bool flush(const Handle& h) { return h.o_.flush; }
-  static MPI_Win win(const Handle& h) { return h.o_.win; }
+  static MPI_Win win(const Handle& h) {
+    MPI_Win w;
+    std::memcpy(&w, &h.o_.win, sizeof(MPI_Win));
+    return w;
+  }
   static int target(const Handle& h) { return h.o_.target; }
   static std::int32_t& slot(Handle& h) { return h.o_.slot; }
   static std::int32_t& reg(Handle& h) { return h.o_.reg; }

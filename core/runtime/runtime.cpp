@@ -28,7 +28,7 @@ Runtime::Runtime(MPI_Comm comm, const CommSettings& settings) : settings_(settin
   std::vector<int> node_of = detect_nodes(comm, settings.node_size);
   std::vector<std::string> hosts = processor_names(comm);
   nodes_.emulated_size = settings.node_size;
-  state_ = std::make_unique<detail::RuntimeState>();
+  state_ = std::make_unique<State>();
   detail::CoreState& core = state_->core;
   core.settings = &settings_;
   core.nodes = &nodes_;

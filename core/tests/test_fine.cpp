@@ -145,7 +145,7 @@ TEST(Nbi, PutAndGetCompleteAtFlush) {
   locus::barrier(world());
 }
 
-// Same-node one-element get_nbi is queued (direct.hpp look-ahead): the
+// Same-node one-element get_nbi is queued (detail/lookahead.hpp): the
 // data is in place after flush, barrier or a flush of one unit; gets into
 // one buffer land in program order, small and large mixed; and a segment
 // freed with gets queued from it is read before it goes.
@@ -195,7 +195,7 @@ TEST(HandleFree, LookaheadGetsCompleteInOrderAtEveryCompletionPoint) {
   locus::barrier(world());
 }
 
-// Same-node atomic_update is queued too (direct.hpp look-ahead): a later
+// Same-node atomic_update is queued too (detail/lookahead.hpp): a later
 // blocking atomic of the thread sees every earlier update, in order
 // (replace then sum), and a flush publishes the rest.
 TEST(HandleFree, LookaheadUpdatesKeepTheThreadsOrder) {

@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "locus/detail/lookahead.hpp"
 #include "mem/htm.hpp"
 
 using locus::Op;

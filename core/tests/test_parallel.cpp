@@ -351,8 +351,28 @@ TEST(Timers, ReduceGivesMinAvgMax) {
 }
 
 TEST(Summary, ShortNumbers) {
-  EXPECT_EQ(locus::yaml_number(1e-12).Scalar(), "1e-12");
-  EXPECT_EQ(locus::yaml_number(0.1).Scalar(), "0.1");
+  EXPECT_EQ(locus::Tree(1e-12).text(), "1e-12");
+  EXPECT_EQ(locus::Tree(0.1).text(), "0.1");
+}
+
+TEST(Summary, TreeKeepsOrderAndCopies) {
+  locus::Tree t = locus::Tree::map();
+  t["b"] = 2;
+  t["a"] = "x";
+  t["a"] = true;  // set again: keeps its place
+  t["list"].push_back(0.5);
+  t["list"].push_back("two");
+  t["grid"] = locus::Tree::flow_list(std::vector<int>{2, 1});
+  locus::Tree copy = t;
+  copy["b"] = 3;  // a copy, not an alias
+  EXPECT_EQ(t["b"].text(), "2");
+  EXPECT_EQ(t.yaml(), "b: 2\na: true\nlist:\n  - 0.5\n  - two\ngrid: [2, 1]\n");
+  EXPECT_EQ(t.json(), "{\n  \"b\": 2,\n  \"a\": true,\n  \"list\": [0.5, \"two\"],\n  \"grid\": [2, 1]\n}\n");
+  EXPECT_TRUE(locus::Tree().is_null());
+  EXPECT_EQ(locus::Tree::map().yaml(), "{}\n");
+  locus::Tree scalar = 1.5;
+  EXPECT_THROW(scalar["k"], locus::Error);
+  EXPECT_THROW(t.push_back(1), locus::Error);
 }
 
 TEST(Runtime, ThreadLevelIsRequestedAndChecked) {

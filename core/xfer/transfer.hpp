@@ -19,7 +19,8 @@
 #include <tuple>
 
 #include "locus/datatype.hpp"
-#include "locus/direct.hpp"
+#include "locus/detail/ref.hpp"
+#include "locus/gptr.hpp"
 #include "locus/handle.hpp"
 #include "locus/team.hpp"
 #include "mem/segment_table.hpp"
@@ -148,7 +149,7 @@ std::string mpi_error_text(int rc);
 void add_comm_ns(std::uint64_t ns);
 class CommScope {
  public:
-  CommScope() : on_(g_measure_comm.load(std::memory_order_relaxed)) {
+  CommScope() : on_(g_direct.measuring.load(std::memory_order_relaxed)) {
     if (on_) t0_ = std::chrono::steady_clock::now();
   }
   ~CommScope() {

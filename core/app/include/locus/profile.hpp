@@ -1,18 +1,17 @@
 #pragma once
 // Named wall-clock timers per rank, their min/avg/max over ranks, and the
-// YAML run summary every app prints at the end. The timers are also the
+// figure of merit of the run summary every app prints at the end
+// (report.hpp). The timers are also the
 // phases of the counted requirements (counts.hpp): while a timer runs, and
 // no timer started after it still runs, counts go to its phase.
 #include <mpi.h>
-#include <yaml-cpp/yaml.h>
 
 #include <string>
 #include <vector>
 
-namespace locus {
+#include "locus/tree.hpp"
 
-class Runtime;
-class Context;
+namespace locus {
 
 class Timers {
  public:
@@ -57,26 +56,14 @@ struct TimerStats {
   double min, avg, max;
 };
 
-// A YAML scalar with the shortest text that reads back as the same double
-// (1e-12, not 9.9999999999999998e-13).
-YAML::Node yaml_number(double v);
-// A YAML list shown inline: [1, 2, 4].
-template <class T>
-YAML::Node yaml_flow_list(const std::vector<T>& v) {
-  YAML::Node n(YAML::NodeType::Sequence);
-  for (const auto& x : v) n.push_back(x);
-  n.SetStyle(YAML::EmitterStyle::Flow);
-  return n;
-}
-
 // The app's one figure of merit (the same shape in every app): `work`
 // units of `name` per second of `seconds`, which is the whole timed solve
 // of the slowest rank, communication included (`divides_by` says what it
-// covers). Value, unit, seconds and meaning as a YAML map; finish_output
+// covers). Value, unit, seconds and meaning as a map; finish_output
 // copies it into the HDF5 output as root attributes figure_of_merit_*.
 // `work` is in the unit's own scale (e.g. 1e6 updates for "Mupdates/s").
-YAML::Node figure_of_merit(const std::string& name, double work, const std::string& unit, double seconds,
-                           const std::string& divides_by);
+Tree figure_of_merit(const std::string& name, double work, const std::string& unit, double seconds,
+                     const std::string& divides_by);
 // A rate rounded to six significant digits (0 when `seconds` is not positive).
 double rate(double work, double seconds);
 
@@ -88,32 +75,5 @@ double median(std::vector<double> v);
 std::vector<TimerStats> reduce_timers(const Timers& t, MPI_Comm comm);
 // Collective: every rank's values, rank-major (ranks x timers).
 std::vector<double> gather_timers(const Timers& t, MPI_Comm comm);
-
-// A YAML tree as JSON, as Summary::json writes it (plain numbers and
-// booleans unquoted, the rest as strings); the benchmarks' summaries too.
-std::string yaml_to_json(const YAML::Node& tree);
-
-// The end-of-run summary: config name, ranks, timers, results, verdict.
-// Apps fill `results` and `validation`; print() writes it on rank 0.
-class Summary {
- public:
-  Summary(const Context& ctx, const std::vector<TimerStats>& timers);
-  YAML::Node results;     // app figures (steps, residual, ...)
-  YAML::Node validation;  // mode, verdict, figures
-  std::string output;     // path of the output file
-  YAML::Node async;       // redirection mode and decisions (comm.async not off)
-  // The counted requirements (counts.hpp; docs/outputs.md, "requirements").
-  YAML::Node requirements;
-  std::string yaml() const;
-  // The same tree as JSON (numbers and booleans unquoted; NaN and
-  // infinities as strings, which JSON has no numbers for).
-  std::string json() const;
-
- private:
-  YAML::Node tree() const;
-  YAML::Node head_;   // what ran: app, name, ranks
-  YAML::Node setup_;  // where and how: deck, nodes, node map, progress, machine, config
-  YAML::Node timers_;
-};
 
 }  // namespace locus

@@ -3,8 +3,6 @@
 // path from the deck, the memory check, provenance attributes, the verdict,
 // the summary written into the run's HDF5 output, the XDMF file beside it,
 // and what rank 0 prints.
-#include <yaml-cpp/yaml.h>
-
 #include <array>
 #include <string>
 #include <vector>
@@ -12,6 +10,7 @@
 #include "locus/app.hpp"
 #include "locus/io.hpp"
 #include "locus/profile.hpp"
+#include "locus/tree.hpp"
 
 namespace locus {
 
@@ -36,7 +35,7 @@ void require_run_memory(const Context& ctx, double shared, double private_bytes,
 // ExecSpace), and its concurrency; with `grid_fields` also the memory space
 // and where the grid fields live (field_storage). The app adds its `check`
 // and what else its kernels report.
-YAML::Node kernels_summary(bool grid_fields, const std::string& space = "");
+Tree kernels_summary(bool grid_fields, const std::string& space = "");
 
 // Run provenance as root attributes: effective config, locus version, git
 // commit, MPI library, ranks, node map, date, command line.
@@ -48,14 +47,14 @@ const char* verdict(bool pass, bool checked = true);
 // The run's verdict at the end of its validation block: first, when it
 // passed with nothing compared and `unchecked_reason` is not empty, that
 // reason as validation["reason"]; then validation["verdict"].
-void set_verdict(YAML::Node& validation, bool pass, bool checked, const std::string& unchecked_reason = "");
+void set_verdict(Tree& validation, bool pass, bool checked, const std::string& unchecked_reason = "");
 
 // The end of every app's run. Collective: stops the `total` timer, builds
 // the summary (timers reduced over ranks, the app's results and validation
 // blocks, the output path), writes the per-rank timers and the summary into
 // `out` and commits it. Returns the summary's YAML text for rank 0 to print.
-std::string finish_output(H5Output& out, const Context& ctx, Timers& timers, const YAML::Node& results,
-                          const YAML::Node& validation);
+std::string finish_output(H5Output& out, const Context& ctx, Timers& timers, const Tree& results,
+                          const Tree& validation);
 
 // A grid dataset of the output, for the XDMF file beside it (write_xdmf's
 // arguments: xyz order; ndims 2 for a (ny, nx) dataset; `precision` the
@@ -81,8 +80,7 @@ bool write_xdmf_beside(const Context& ctx, const std::string& h5_path, const Xdm
 // the summary on stdout and, when not empty, "<app>: warning: <warning>"
 // on stderr. Returns the exit status: 0 when `pass` and the XDMF file, if
 // due, was written; else 1.
-int finish_run(H5Output& out, const Context& ctx, Timers& timers, const YAML::Node& results,
-               const YAML::Node& validation, bool pass, const XdmfField* field = nullptr,
-               const std::string& warning = "");
+int finish_run(H5Output& out, const Context& ctx, Timers& timers, const Tree& results, const Tree& validation,
+               bool pass, const XdmfField* field = nullptr, const std::string& warning = "");
 
 }  // namespace locus

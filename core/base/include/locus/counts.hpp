@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "locus/detail/counts.hpp"
+
 namespace locus {
 
 enum class Count : unsigned {
@@ -33,37 +35,11 @@ enum class Count : unsigned {
   memory_bytes,    // memory traffic of the apps' kernels (their formulas)
   collectives,     // collective calls (allreduce, barrier): the library chooses their messages
 };
-constexpr unsigned kCountKinds = 9;
+constexpr unsigned kCountKinds = static_cast<unsigned>(Count::collectives) + 1;
 // The kinds' names, in the enum's order (the summary's and the outputs').
 const char* count_name(Count k) noexcept;
 
-namespace detail {
-
-constexpr int kMaxPhases = 64;
-struct CountBlock {
-  std::uint64_t v[kMaxPhases][kCountKinds];
-};
-// This thread's block (nullptr until its first count).
-extern constinit thread_local CountBlock* t_counts;
-// The current phase (an index into the phase table; 0: outside every timer).
-extern std::atomic<int> g_phase;
-// Allocates, zeroes and registers this thread's block; sets t_counts.
-CountBlock* register_counts() noexcept;
-// Records a kernel's formula for `k` (a string with static storage: the
-// first sight of its address is kept).
-void note_formula(Count k, const char* formula) noexcept;
-
-inline void add_count(CountBlock* b, int phase, Count k, std::uint64_t n) noexcept {
-  std::atomic_ref<std::uint64_t> c(b->v[phase][static_cast<unsigned>(k)]);
-  c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
-}
-inline CountBlock* counts_block() noexcept {
-  CountBlock* b = t_counts;
-  if (__builtin_expect(b == nullptr, 0)) b = register_counts();
-  return b;
-}
-
-}  // namespace detail
+static_assert(kCountKinds == detail::kCountSlots, "a block holds every kind");
 
 // Adds n to kind k of the current phase (this thread's counter).
 inline void count(Count k, std::uint64_t n) noexcept {

@@ -36,6 +36,7 @@
 #include <memory>
 #include <vector>
 
+#include "locus/detail/plan.hpp"
 #include "locus/gptr.hpp"
 #include "locus/rma.hpp"
 #include "locus/settings.hpp"
@@ -64,23 +65,6 @@ struct PlanEntry {
   int unit = -1;  // remote unit (team rank of the segment's team)
   Side local, remote;
 };
-
-namespace detail {
-class PlanImpl;
-// A new plan, owned by the caller (freed with destroy_plan).
-PlanImpl* make_plan(int team, int segment, std::vector<PlanEntry> entries, std::size_t esize, bool get,
-                    Route route, RemoteMode remote);
-void plan_start(PlanImpl& p, void* local_base);
-void plan_wait(PlanImpl& p);
-std::size_t plan_remote_entries(const PlanImpl& p);
-bool plan_message(const PlanImpl& p, int unit);
-void plan_set_requests(PlanImpl& p, RemoteRequests way);
-RemoteRequests plan_requests(const PlanImpl& p);
-void destroy_plan(PlanImpl* p);
-struct PlanDeleter {
-  void operator()(PlanImpl* p) const { destroy_plan(p); }
-};
-}  // namespace detail
 
 // Gets (get = true) or puts of a plan's entries over the segment `seg`
 // points into (its unit and offset are ignored: entries name both).

@@ -8,15 +8,14 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "locus/direct.hpp"
+#include "locus/detail/direct.hpp"
 
 namespace locus {
 
-namespace detail {
-// Address of (team, segment, unit, offset) if the unit is on my node, else
-// nullptr; Error for a segment that is not allocated.
-void* shared_address(int team, int segment, int unit, std::uint64_t offset);
-}  // namespace detail
+// The operation of an atomic on an element (rma.hpp): sum, min, max,
+// replace for every element type; bxor (bitwise exclusive or, HPCC
+// RandomAccess) for the integer types only.
+enum class Op { sum, min, max, replace, bxor };
 
 template <class T>
 struct GlobalPtr {
@@ -50,9 +49,9 @@ struct GlobalPtr {
 
   // True when transfers to this element go through shared memory: same node
   // and comm.locality on.
-  bool is_local() const { return detail::g_direct.locality && local() != nullptr; }
+  bool is_local() const { return detail::locality_on() && local() != nullptr; }
   // The element's address when its unit is on my node (whatever
-  // comm.locality says), else nullptr. Inline (segment_table.hpp); Error
+  // comm.locality says), else nullptr. Inline (detail/direct.hpp); Error
   // for a segment that is not allocated.
   T* local() const {
     if (char* part = detail::node_part(team, segment, unit)) return reinterpret_cast<T*>(part + offset);

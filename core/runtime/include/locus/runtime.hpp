@@ -16,10 +16,6 @@
 
 namespace locus {
 
-namespace detail {
-struct RuntimeState;
-}  // namespace detail
-
 class Runtime {
  public:
   // Collective over comm. Without progress processes every rank of comm is
@@ -79,7 +75,8 @@ class Runtime {
   void start_progress(MPI_Comm comm, const std::vector<int>& node_of, const std::vector<std::string>& hosts);
   // The state of every layer (runtime/runtime_state.hpp), attached for the
   // layers below while the runtime lives.
-  std::unique_ptr<detail::RuntimeState> state_;
+  struct State;
+  std::unique_ptr<State> state_;
   CommSettings settings_;
   NodeMap nodes_;
   std::unique_ptr<Team> world_;

@@ -66,7 +66,10 @@ class Handle {
     State state = State::empty;
     bool flush = false;  // mpi/thread: a flush of (target, win) completes it
     MPI_Request req = MPI_REQUEST_NULL;
-    MPI_Win win = MPI_WIN_NULL;
+    // mpi/thread with flush: the window to flush, kept as its bits (an
+    // MPI_Win is an int or a pointer; HandleAccess converts it), so that
+    // no public header names a window.
+    std::uint64_t win = 0;
     int target = -1;
     std::int32_t slot = -1;  // progress-process completion slot
     std::int32_t reg = -1;   // progress-thread registry entry
@@ -76,17 +79,5 @@ class Handle {
     Layout unpack_layout{};
   } o_;
 };
-
-namespace detail {
-// What a call hands the general route (rma.cpp): the global pointer's
-// fields, the bytes it spans and the call's name for errors. The route
-// resolves it (segment, unit and bounds checked) in one place.
-struct Ref {
-  int team = 0, segment = 0, unit = 0;
-  std::uint64_t offset = 0;
-  std::size_t bytes = 0;
-  const char* what = "";
-};
-}  // namespace detail
 
 }  // namespace locus

@@ -1,123 +1,16 @@
 #pragma once
-// The inline same-node path (included by rma.hpp and gptr.hpp).
-//
-// A global pointer into a part on my node resolves to an address with
-// three indexed loads from the direct table below: no lookup call, no map,
-// no handle. The calls in rma.hpp try it first and fall back to the
-// general route (rma.cpp) whenever it does not apply: another node,
-// comm.locality off, Route::mpi, redirection on, the communication-ratio
-// profile measuring, a failed bounds check, or a segment that is not
-// allocated (the general route then raises the error). So the semantics,
-// the errors included, are those of the general route.
-//
-// Not an API: what the inline templates need to see. The table is plain
-// data (no MPI object), a mirror of the core's segment records
-// (core/mem/segment_table.hpp) that the runtime rewrites inside the
-// collective calls that change them (allocate, free, team split and free,
-// set_async); between those, lookups are plain loads from any thread.
+// The CPU atomics and the look-ahead of the inline same-node calls
+// (rma.hpp): not an API. One process-wide variable, per thread:
+// t_lookahead, the calling thread's queue, which the inline calls fill
+// and the thread's flush empties (docs/design.md, "The runtime's state").
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
 
-namespace locus {
+#include "locus/gptr.hpp"
 
-// sum, min, max, replace for every element type; bxor (bitwise exclusive
-// or, HPCC RandomAccess) for the integer types only.
-enum class Op { sum, min, max, replace, bxor };
-
-namespace detail {
-
-// What the inline paths know of one segment. units == 0: no segment has
-// this id (never allocated, or freed).
-struct DirectSegment {
-  char* const* peer = nullptr;         // team unit -> its part if on my node, else nullptr
-  const std::size_t* bytes = nullptr;  // team unit -> size of its part
-  std::uint32_t units = 0;
-  // Atomics on same-node units are CPU atomics now (fixed at allocation,
-  // off while the segment is redirected).
-  bool cpu_atomics = false;
-  // Atomics and one-element gets to other nodes' units travel in batches
-  // now (comm.atomics: aggregate, not redirected).
-  bool aggregate = false;
-};
-
-class Aggregator;
-
-// One team's segments, slot[id] for id < n, and the team's aggregator (of
-// comm.atomics: aggregate; null without one).
-struct DirectRow {
-  const DirectSegment* slot = nullptr;
-  std::uint32_t n = 0;
-  Aggregator* aggregator = nullptr;
-};
-
-struct Direct {
-  bool locality = false;            // comm.locality
-  bool check = false;               // comm.check, or a debug build of the library
-  const DirectRow* rows = nullptr;  // team id -> row
-  std::uint32_t nrows = 0;
-  // The segment of (team, id), or nullptr.
-  const DirectSegment* find(int team, int id) const noexcept {
-    if (static_cast<unsigned>(team) >= nrows) return nullptr;
-    const DirectRow& row = rows[team];
-    if (static_cast<unsigned>(id) >= row.n) return nullptr;
-    const DirectSegment* s = row.slot + id;
-    return s->units ? s : nullptr;
-  }
-};
-// Set by the Runtime (empty without one).
-extern Direct g_direct;
-// The communication-ratio profile (async.hpp, auto mode) is measuring: the
-// inline paths step aside so that the timed general route counts them.
-extern std::atomic<bool> g_measure_comm;
-
-// The bounds rule of the inline paths, the same as bounds_problem's:
-// [offset, offset + bytes) lies in the unit's part (written so that a huge
-// offset cannot wrap around).
-inline bool fits_part(const DirectSegment& s, int unit, std::uint64_t offset, std::size_t bytes) noexcept {
-  const std::size_t part = s.bytes[static_cast<std::size_t>(unit)];
-  return offset <= part && bytes <= part - offset;
-}
-
-// The part of `unit` in the segment when it lies on my node (whatever
-// comm.locality says), else nullptr; nullptr also for an unknown segment
-// or unit.
-inline char* node_part(int team, int segment, int unit) noexcept {
-  const DirectSegment* s = g_direct.find(team, segment);
-  if (!s || static_cast<unsigned>(unit) >= s->units) return nullptr;
-  return s->peer[unit];
-}
-
-// The address of `bytes` at `offset` in `unit`'s part when a load or store
-// may serve a transfer there now (same node, comm.locality on, in bounds
-// when checks are on, the profile not measuring), else nullptr.
-inline char* direct_address(int team, int segment, int unit, std::uint64_t offset,
-                            std::size_t bytes) noexcept {
-  const Direct& d = g_direct;
-  if (!d.locality) return nullptr;
-  const DirectSegment* s = d.find(team, segment);
-  if (!s || static_cast<unsigned>(unit) >= s->units) return nullptr;
-  char* part = s->peer[unit];
-  if (!part) return nullptr;
-  if (d.check && !fits_part(*s, unit, offset, bytes)) return nullptr;
-  if (g_measure_comm.load(std::memory_order_relaxed)) return nullptr;
-  return part + offset;
-}
-
-// The same for an atomic: only where the segment's atomics are CPU atomics
-// on this node now.
-inline char* direct_atomic_address(int team, int segment, int unit, std::uint64_t offset,
-                                   std::size_t bytes) noexcept {
-  const Direct& d = g_direct;
-  const DirectSegment* s = d.find(team, segment);
-  if (!s || !s->cpu_atomics || static_cast<unsigned>(unit) >= s->units) return nullptr;
-  char* part = s->peer[unit];
-  if (!part) return nullptr;
-  if (d.check && !fits_part(*s, unit, offset, bytes)) return nullptr;
-  if (g_measure_comm.load(std::memory_order_relaxed)) return nullptr;
-  return part + offset;
-}
+namespace locus::detail {
 
 // The look-ahead of same-node handle-free calls: a get_nbi of at most 8
 // bytes (Bale's index-gather on one node) and an atomic_update (GUPS).
@@ -275,5 +168,4 @@ void lookahead_update(char* a, T value, Op op) noexcept {
   o.op = op;
 }
 
-}  // namespace detail
-}  // namespace locus
+}  // namespace locus::detail
