@@ -350,6 +350,55 @@ TEST(Timers, ReduceGivesMinAvgMax) {
   EXPECT_EQ(locus::gather_timers(t, MPI_COMM_WORLD).size(), 2u * world_size());
 }
 
+TEST(Timers, WithinNamesTheTimersAround) {
+  locus::Timers t({"total", "setup", "solve", "compute", "residual", "parts"});
+  t.start("total");
+  t.start("setup");
+  t.start("residual");
+  t.stop("residual");
+  t.stop("setup");
+  t.start("solve");
+  t.start("compute");
+  t.stop("compute");
+  t.start("residual");
+  t.stop("residual");
+  t.add("parts", 0.25);  // added while solve runs: within solve
+  t.stop("solve");
+  t.stop("total");
+  EXPECT_TRUE(t.within("total").empty());
+  EXPECT_EQ(t.within("setup"), std::vector<std::string>{"total"});
+  EXPECT_EQ(t.within("compute"), std::vector<std::string>{"solve"});
+  EXPECT_EQ(t.within("residual"), (std::vector<std::string>{"setup", "solve"}));
+  EXPECT_EQ(t.within("parts"), std::vector<std::string>{"solve"});
+  const auto stats = locus::reduce_timers(t, MPI_COMM_WORLD);
+  EXPECT_EQ(stats[3].within, std::vector<std::string>{"solve"});
+}
+
+TEST(Timers, FigureOfMeritIsTheTimersSlowestRank) {
+  locus::Timers t({"loop"});
+  locus::RepeatTimes reps;
+  // rank r's loop takes r + 1 repeats of 0.5 s ... measured elsewhere
+  for (int i = 0; i <= world_rank(); ++i) reps.add(0.5 + 0.25 * world_rank());
+  t.add("loop", 1.0 + world_rank());
+  const YAML::Node f = locus::figure_of_merit("work per second", 6.0, "W/s", t, "loop", "the loop",
+                                              MPI_COMM_WORLD, reps, "step");
+  EXPECT_EQ(f["seconds"].as<double>(), double(world_size()));
+  EXPECT_EQ(f["timer"].as<std::string>(), "loop");
+  EXPECT_EQ(f["value"].as<double>(), locus::rate(6.0, double(world_size())));
+  // the repeats only when every rank counted as many
+  EXPECT_EQ(f["repeats"].IsDefined(), world_size() == 1);
+  locus::RepeatTimes same;
+  same.add(0.5 + world_rank());
+  same.add(0.25);
+  const YAML::Node g =
+      locus::figure_of_merit("w", 1.0, "W/s", t, "loop", "the loop", MPI_COMM_WORLD, same, "step");
+  ASSERT_TRUE(g["repeats"].IsDefined());
+  EXPECT_EQ(g["repeats"]["count"].as<long>(), 2);
+  EXPECT_EQ(g["repeats"]["seconds_min"].as<double>(), 0.25);
+  EXPECT_EQ(g["repeats"]["seconds_max"].as<double>(), 0.5 + world_size() - 1);
+  EXPECT_EQ(g["repeats"]["seconds_mean"].as<double>(), double(world_size()) / 2.0);
+}
+
 TEST(Summary, ShortNumbers) {
   EXPECT_EQ(locus::yaml_number(1e-12).Scalar(), "1e-12");
   EXPECT_EQ(locus::yaml_number(0.1).Scalar(), "0.1");
