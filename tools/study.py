@@ -1457,23 +1457,26 @@ def per_rank_sets(argv):
         return 2
 
 
+EPILOG = ("Study file keys:\n" + "\n".join("  %-10s %s" % kv for kv in STUDY_KEYS.items()) +
+          "\n\nOptions of ./locus study itself (taken by the driver, see ./locus help):\n"
+          "  --launcher CMD   how ranks start (mpiexec, srun, or a command with {n} and {ppn})\n"
+          "  --ppn P, --bind core|none   ranks per node and binding for the launcher\n"
+          "  --site FILE      site settings (launcher, ppn, bind, slurm: account, partition, ...)\n"
+          "  --mpi mpich|openmpi   the build (and MPI library) of every run; the study key mpi: "
+          "[mpich, openmpi] makes the library an axis instead\n\n"
+          "results.csv and results.h5 hold per run: ranks, global_size, global_points, "
+          "points_per_rank, the swept keys, verdict, time_seconds (the study's time: by "
+          "default the timed loop, figure_of_merit_seconds), figure_of_merit (and its unit, "
+          "name, seconds and timer), validity and validity_reason, timers and results; "
+          "report.md's Regenerate line works from any directory.")
+
+
 def main():
     if len(sys.argv) >= 6 and sys.argv[1] == "--per-rank-sets":
         return per_rank_sets(sys.argv[2:])
     ap = argparse.ArgumentParser(prog="./locus study", description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
-                                 epilog="Study file keys:\n" + "\n".join("  %-10s %s" % kv for kv in STUDY_KEYS.items()) +
-                                 "\n\nOptions of ./locus study itself (taken by the driver, see ./locus help):\n"
-                                 "  --launcher CMD   how ranks start (mpiexec, srun, or a command with {n} and {ppn})\n"
-                                 "  --ppn P, --bind core|none   ranks per node and binding for the launcher\n"
-                                 "  --site FILE      site settings (launcher, ppn, bind, slurm: account, partition, ...)\n"
-                                 "  --mpi mpich|openmpi   the build (and MPI library) of every run; the study key mpi: "
-                                 "[mpich, openmpi] makes the library an axis instead\n\n"
-                                 "results.csv and results.h5 hold per run: ranks, global_size, global_points, "
-                                 "points_per_rank, the swept keys, verdict, time_seconds (the study's time: by "
-                                 "default the timed loop, figure_of_merit_seconds), figure_of_merit (and its unit, "
-                                 "name, seconds and timer), validity and validity_reason, timers and results; "
-                                 "report.md's Regenerate line works from any directory.")
+                                 epilog=EPILOG)
     ap.add_argument("study", help="the study file (YAML)")
     ap.add_argument("--results", help="results directory (default: results/<name>)")
     ap.add_argument("--retry-failed", action="store_true", help="run failed runs again (default: keep them)")
