@@ -53,8 +53,8 @@ def main():
         check(0.5 < r["max_error"] / ((math.pi * h) ** 2 / 12) < 1.5, "max error %g" % r["max_error"])
         check(res[0] == 1.0 and res[-1] <= 1e-8 and res[-1] == r["relative_residual"], "residual history")
         check(its[-1] == r["iterations"] and len(its) == len(res), "residual iterations")
-        check(f["timers"].shape == (ranks, 5), "timers per rank")
-        check(f["timers"].attrs["columns"] == "total,compute,halo,residual,io", "timer columns")
+        check(f["timers"].shape == (ranks, 8), "timers per rank")
+        check(f["timers"].attrs["columns"] == "total,setup,solve,compute,halo,residual,check,io", "timer columns")
         summ = yaml.safe_load(f.attrs["summary"])["locus_summary"]
         check(summ["results"]["iterations"] == r["iterations"], "summary attribute")
         check("poisson5pt" in yaml.safe_load(f.attrs["config"]), "effective config stored")

@@ -51,17 +51,20 @@ def load(results):
             v = row["variant"]
             if v not in order:
                 order.append(v)
-            if row.get("status") != "ok" or not row.get(col):
+            # the study's own time of the run (time_seconds: its metric, by
+            # default the timed loop), else (older studies) the metric's timer
+            t = row.get("time_seconds") or row.get(col)
+            if row.get("status") != "ok" or not t:
                 continue
             key = (v, int(row["ranks"]))
-            points.setdefault(key, []).append(float(row[col]))
+            points.setdefault(key, []).append(float(t))
             if row.get("figure_of_merit"):
                 fom.setdefault(key, []).append(float(row["figure_of_merit"]))
                 fom_unit = row.get("figure_of_merit_unit") or fom_unit
             if row.get("oversubscribed") in ("1", "True", "true"):
                 over.add(int(row["ranks"]))
     if not points:
-        raise UserError("%s: no successful runs with timer '%s'" % (results, metric))
+        raise UserError("%s: no successful runs with a time by metric '%s'" % (results, metric))
     machine = None
     for name in ["machine.yaml"] + sorted(os.listdir(os.path.join(results, "slurm"))
                                           if os.path.isdir(os.path.join(results, "slurm")) else []):

@@ -53,11 +53,57 @@ STUDY_KEYS = {
     "weak_size": "weak: the problem per rank (heat3d: [nx, ny, nz] per rank; poisson5pt: [n]; spmv: [nx, ny, nz], "
                  "nz grows; tensor_contract: [extent] on one rank, every extent grows as ranks^(1/indices) so the "
                  "flops per rank stay)",
-    "metric": "timer for the time plots (slowest rank); default total",
+    "metric": "the time the plots and tables use (slowest rank): timed_loop (default), the loop the figure of "
+              "merit divides by (its seconds; its timer is results.figure_of_merit.timer); or a timer's name, "
+              "e.g. total (the whole run, set-up and output included)",
     "timeout": "seconds per run before it counts as failed; default 900",
     "mpi": "MPI libraries as an axis: [mpich, openmpi]; each runs with its own build (build/, build-openmpi/: "
            "./locus build --mpi openmpi first) and may be named in baseline",
 }
+
+
+# The study's default time: the loop the figure of merit divides by.
+TIMED_LOOP = "timed_loop"
+
+
+def run_time(metric, summary):
+    """(seconds, None) of a run's summary by the study's metric (the slowest
+    rank's), or (None, why not)."""
+    if metric == TIMED_LOOP:
+        t = dig(summary, "results.figure_of_merit.seconds")
+        why = "no figure of merit in the summary (its timed loop is the study's time; a refinement study has " \
+              "none: give the study metric: total)"
+    else:
+        t = dig(summary, "timers_seconds.%s.max" % metric)
+        why = "no timer '%s' in the summary" % metric
+    if isinstance(t, bool) or not isinstance(t, (int, float, str)):
+        return None, why
+    try:
+        return float(t), None
+    except ValueError:
+        return None, why
+
+
+def validity_short(summary):
+    """A run's validity for a table: "VALID", or the reasons in brief
+    ("too short (0.0132 s < 1 s)", "not checked", "verdict FAIL")."""
+    v = (summary or {}).get("validity")
+    if not isinstance(v, dict) or "rating" not in v:
+        return "not rated"
+    if v["rating"] == "VALID":
+        return "VALID"
+    why = []
+    t, least = v.get("timed_seconds"), v.get("min_timed_seconds")
+    if t is None:
+        why.append("no timed loop")
+    elif least is not None and float(t) < float(least):
+        why.append("too short (%.3g s < %g s)" % (float(t), float(least)))
+    verdict = dig(summary, "validation.verdict")
+    if verdict == "FAIL":
+        why.append("verdict FAIL")
+    elif verdict != "pass":
+        why.append("not checked")
+    return ", ".join(why) or "INVALID"
 
 
 # ---------------------------------------------------------------- weak scaling rules per app
@@ -209,7 +255,10 @@ class Study:
         if not isinstance(self.repeats, int) or isinstance(self.repeats, bool) or self.repeats < 1:
             errors.append("%s: repeats: must be a positive integer (got %s)" % (doc.where("repeats"), self.repeats))
         self.timeout = d.get("timeout", 900)
-        self.metric = str(d.get("metric", "total"))
+        self.metric = str(d.get("metric", TIMED_LOOP))
+        if not self.metric.strip() or "." in self.metric:
+            errors.append("%s: metric: %s or a timer's name such as total (got '%s')" % (
+                doc.where("metric"), TIMED_LOOP, self.metric))
         if app_ok and part(self._read_keys, doc, d):
             part(self._read_mpi, doc, d)
             part(self._read_baseline, doc, d)
@@ -831,6 +880,13 @@ def rows_of(study, records):
         row["figure_of_merit"] = fom.get("value")
         row["figure_of_merit_unit"] = fom.get("unit", "")
         row["figure_of_merit_name"] = fom.get("name", "")
+        row["figure_of_merit_seconds"] = fom.get("seconds")
+        row["figure_of_merit_timer"] = fom.get("timer", "")
+        # the study's time of this run (its metric, slowest rank)
+        row["time_seconds"] = run_time(study.metric, s)[0] if rec["status"] == "ok" else None
+        v = s.get("validity") if isinstance(s.get("validity"), dict) else {}
+        row["validity"] = v.get("rating", "")
+        row["validity_reason"] = v.get("reason", "")
         for name, t in (s.get("timers_seconds") or {}).items():
             if name not in timer_names:
                 timer_names.append(name)
@@ -889,23 +945,30 @@ def write_h5_table(tmp, rows, columns):
 
 
 def aggregate(study, records):
-    """{(variant, ranks): {'median', 'min', 'max', 'n', 'failed', 'timers'}} of the metric."""
+    """{(variant, ranks): {'median', 'min', 'max', 'n', 'failed', 'timers', 'validity'}} of the metric."""
     agg = {}
     for rec in records:
-        a = agg.setdefault((rec["variant"], rec["ranks"]), {"values": [], "failed": [], "timers": {}, "fom": []})
+        a = agg.setdefault((rec["variant"], rec["ranks"]), {"values": [], "failed": [], "timers": {}, "fom": [],
+                                                            "total_max": [], "within": {}, "validity": []})
         if rec["status"] != "ok":
             a["failed"].append(rec)
             continue
-        t = dig(rec["summary"], "timers_seconds.%s.max" % study.metric)
+        t, why = run_time(study.metric, rec["summary"])
         if t is None:
-            a["failed"].append(dict(rec, error="no timer '%s' in the summary" % study.metric))
+            a["failed"].append(dict(rec, error=why))
             continue
-        a["values"].append(float(t))
+        a["values"].append(t)
+        a["validity"].append(validity_short(rec["summary"]))
         fom = dig(rec["summary"], "results.figure_of_merit.value")
         if isinstance(fom, (int, float)) and not isinstance(fom, bool):
             a["fom"].append(float(fom))
         for name, v in (rec["summary"].get("timers_seconds") or {}).items():
             a["timers"].setdefault(name, []).append(float(v["avg"]))
+            if "within" in v:
+                a["within"][name] = v["within"] if isinstance(v["within"], list) else [v["within"]]
+        total = dig(rec["summary"], "timers_seconds.total.max")
+        if total is not None:
+            a["total_max"].append(float(total))
     for a in agg.values():
         v = a["values"]
         a["n"] = len(v)
@@ -913,6 +976,7 @@ def aggregate(study, records):
         a["min"] = min(v) if v else None
         a["max"] = max(v) if v else None
         a["timer_median"] = {k: statistics.median(x) for k, x in a["timers"].items()}
+        a["total_max_median"] = statistics.median(a["total_max"]) if a["total_max"] else None
         f = a["fom"]
         a["fom_median"] = statistics.median(f) if f else None
         a["fom_min"] = min(f) if f else None
@@ -933,6 +997,19 @@ def variant_colours(variants):
     return {v: cmap(i % 10) for i, v in enumerate(variants)}
 
 
+def metric_label(study, records):
+    """The study's time in words, for plots and the report: "timed loop
+    (solve)" (the figure of merit's timer, from the first run that names
+    it) or the timer's name."""
+    if study.metric != TIMED_LOOP:
+        return study.metric
+    for r in records:
+        t = dig(r.get("summary") or {}, "results.figure_of_merit.timer")
+        if t:
+            return "timed loop (%s)" % t
+    return "timed loop"
+
+
 def fom_definition(records):
     """The figure of merit's name, unit and what it divides by (the first
     run that has one), or None."""
@@ -947,7 +1024,7 @@ class Plotter:
     """The study's figures (PNG and SVG in the results directory), one
     method a figure; the names of the figures drawn are in `files`."""
 
-    def __init__(self, study, agg, results):
+    def __init__(self, study, agg, results, records=()):
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
@@ -957,6 +1034,7 @@ class Plotter:
         self.cores = os.cpu_count() or 1
         self.variants = study.variants()
         self.colour = variant_colours(self.variants)
+        self.metric = metric_label(study, records)
         self.files = []
 
     def save(self, fig, name):
@@ -1022,7 +1100,7 @@ class Plotter:
             if xs:
                 self.errorbar(ax, v, xs, ys, [ys[i] - agg[(v, x)]["min"] for i, x in enumerate(xs)],
                               [agg[(v, x)]["max"] - ys[i] for i, x in enumerate(xs)])
-        self.style(ax, "%s time, slowest rank [s]" % study.metric, "%s: %s scaling, median of %d" %
+        self.style(ax, "%s, slowest rank [s]" % self.metric, "%s: %s scaling, median of %d" %
                    (study.name, study.scaling, study.repeats))
         ax.set_yscale("log")
         # Major labels only, and more of them when the range is under a
@@ -1080,34 +1158,53 @@ class Plotter:
         self.save(fig, "speedup" if strong else "efficiency")
 
     def breakdown(self, timer_names):
-        """Stacked timer breakdown (rank average, median over repeats): the
-        parts plus "other" (what no part timer covers) add up to the total's
-        rank average; the dot is the plotted total (slowest rank)."""
+        """Stacked breakdown of `total` (rank average, median over repeats):
+        the run's phases (the timers within total: setup, the timed loop,
+        check, io, ...), each split into the timers within it alone and its
+        rest, then "other" (total's time between the phases); the dot is
+        total on the slowest rank."""
         study, agg = self.study, self.agg
-        parts = [n for n in timer_names if n != "total"]
         bars = [(v, r) for v in self.variants for r in study.ranks
                 if agg.get((v, r)) and agg[(v, r)]["median"] is not None]
-        if not parts or not bars or study.metric != "total":
+        within = {}
+        for b in bars:
+            within.update(agg[b]["within"])
+        # the timers that ran (a timer the run never started has no time)
+        names = [n for n in timer_names if n != "total" and any(agg[b]["timer_median"].get(n) for b in bars)]
+        # summaries without `within` (older builds): every timer a phase
+        phases = [n for n in names if within.get(n, ["total"]) == ["total"]]
+        if not phases or not bars:
             return
-        fig, ax = self.plt.subplots(figsize=(max(6, 0.45 * len(bars) + 2), 4))
+        segments = []  # (label, f(timer medians) -> seconds)
+        for ph in phases:
+            parts = [n for n in names if within.get(n) == [ph]]
+            for c in parts:
+                segments.append(("%s: %s" % (ph, c), lambda m, c=c: m.get(c, 0.0)))
+            if parts:
+                segments.append(("%s: rest" % ph, lambda m, ph=ph, parts=parts:
+                                 max(0.0, m.get(ph, 0.0) - sum(m.get(c, 0.0) for c in parts))))
+            else:
+                segments.append((ph, lambda m, ph=ph: m.get(ph, 0.0)))
+        segments.append(("other (between the phases)", lambda m: max(
+            0.0, m.get("total", 0.0) - sum(m.get(ph, 0.0) for ph in phases))))
+        fig, ax = self.plt.subplots(figsize=(max(6, 0.45 * len(bars) + 2), 4.5))
         bottom = [0.0] * len(bars)
         cmap = self.plt.get_cmap("tab20")
-        for i, p in enumerate(parts + ["other"]):
-            if p == "other":
-                vals = [max(0.0, agg[b]["timer_median"].get("total", 0.0) - bt) for b, bt in zip(bars, bottom)]
-            else:
-                vals = [agg[b]["timer_median"].get(p, 0.0) for b in bars]
-            ax.bar(range(len(bars)), vals, bottom=bottom, label=p, color=cmap(i % 20) if p != "other" else "0.75")
+        for i, (name, f) in enumerate(segments):
+            vals = [f(agg[b]["timer_median"]) for b in bars]
+            last = i == len(segments) - 1
+            ax.bar(range(len(bars)), vals, bottom=bottom, label=name, color="0.75" if last else cmap(i % 20))
             bottom = [x + y for x, y in zip(bottom, vals)]
-        ax.plot(range(len(bars)), [agg[b]["median"] for b in bars], "k.", ms=6, label="total, slowest rank")
+        xs = [i for i, b in enumerate(bars) if agg[b]["total_max_median"] is not None]
+        ax.plot(xs, [agg[bars[i]]["total_max_median"] for i in xs], "k.", ms=6, label="total, slowest rank")
         ax.set_xticks(range(len(bars)))
         ax.set_xticklabels(["%s\n%d%s" % (label(v), r, "*" if r > self.cores else "") for v, r in bars],
                            fontsize=7, rotation=60, ha="right")
         for tick, (v, r) in zip(ax.get_xticklabels(), bars):
             tick.set_color(self.colour[v])
         ax.set_ylabel("time, rank average [s]")
-        ax.set_title("timer breakdown: parts add up to the total's rank average (* over-subscribed)", fontsize=9)
-        ax.legend(fontsize=7)
+        ax.set_title("the run's phases: they add up to total's rank average (* over-subscribed)", fontsize=9)
+        ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
         ax.grid(True, axis="y", alpha=0.3)
         self.save(fig, "breakdown")
 
@@ -1134,7 +1231,7 @@ class Plotter:
 
 def plots(study, agg, results, timer_names, records=()):
     """Every figure of the study; the names of those drawn."""
-    p = Plotter(study, agg, results)
+    p = Plotter(study, agg, results, records)
     p.time()
     p.figure_of_merit(records)
     p.speedup()
@@ -1154,11 +1251,15 @@ def report_head(study, records, results):
     """The report's opening: what ran, where, how to redraw it."""
     cores = os.cpu_count() or 1
     lines = ["# Study %s" % study.name, "",
-             "App `%s`, deck `%s`, %s scaling, ranks %s, %d repeat%s per point; metric: `%s` time of the "
-             "slowest rank (median, with the min–max spread of the repeats). Machine: %d cores; rank counts "
-             "above that are over-subscribed (marked *)." % (
+             "App `%s`, deck `%s`, %s scaling, ranks %s, %d repeat%s per point; time: the slowest rank's %s "
+             "(median, with the min–max spread of the repeats%s). Machine: %d cores; rank counts above that are "
+             "over-subscribed (marked *)." % (
                  study.app, os.path.relpath(study.deck, ROOT), study.scaling, study.ranks, study.repeats,
-                 "" if study.repeats == 1 else "s", study.metric, cores), "",
+                 "" if study.repeats == 1 else "s",
+                 "%s, the one the figure of merit divides by" % metric_label(study, records)
+                 if study.metric == TIMED_LOOP else "timer `%s`" % study.metric,
+                 "; `metric: total` would time the whole run, set-up and output included"
+                 if study.metric == TIMED_LOOP else "", cores), "",
              "Regenerate (from any directory): `%s`" % regenerate_command(study, results), ""]
     ok = [r for r in records if r.get("status") == "ok"]
     checked = sum(r.get("outputs_verified", 0) for r in ok)
@@ -1173,11 +1274,6 @@ def report_head(study, records, results):
         lines += ["Figure of merit: %s [%s], over %s (median of the repeats)." % (
             fom_def["name"], fom_def["unit"], fom_def.get("divides_by", "the whole timed solve")), ""]
     return lines
-
-
-# A timed loop shorter than this is marked in the report: too short to
-# time (HPCG's rule is the model: its official runs time at least 1800 s).
-SHORT_SECONDS = 1.0
 
 
 def per_rank_text(points, ranks):
@@ -1201,8 +1297,7 @@ def report_row(study, agg, v, r, sizes, fom_def):
         cells = ["–"] * (4 if strong else 3)
     else:
         sp = t0 / a["median"] if t0 else None
-        short = " †" if a["median"] < SHORT_SECONDS else ""
-        cells = ["%.4g%s" % (a["median"], short), "%.3g–%.3g" % (a["min"], a["max"]),
+        cells = ["%.4g" % a["median"], "%.3g–%.3g" % (a["min"], a["max"]),
                  "%.2f" % sp if sp is not None else "–"]
         if strong:
             cells.append("%.2f" % (sp * r0 / r) if sp is not None else "–")
@@ -1218,7 +1313,20 @@ def report_row(study, agg, v, r, sizes, fom_def):
     if study.baseline:
         b = (agg.get((baseline_of(study, v), r)) or {}).get("median")
         line += " %s |" % ("%.2f" % (b / a["median"]) if b and a["median"] else "–")
-    return line
+    return line + " %s |" % validity_cell(a["validity"])
+
+
+def validity_cell(ratings):
+    """A point's validity: VALID when every run is, else INVALID with
+    the reasons (and how many runs, when some are valid)."""
+    if not ratings:
+        return "–"
+    bad = [v for v in ratings if v != "VALID"]
+    if not bad:
+        return "VALID"
+    reasons = sorted(set(bad))
+    return "INVALID%s: %s" % ("" if len(bad) == len(ratings) else " (%d of %d)" % (len(bad), len(ratings)),
+                              "; ".join(reasons))
 
 
 def report_table(study, agg, records):
@@ -1234,17 +1342,19 @@ def report_table(study, agg, records):
     lines = ["| variant | ranks | global size | points per rank | runs ok | median [s] | spread [s] | %s |" % (
                  "speedup | efficiency" if strong else "weak efficiency") +
              (" figure of merit [%s] |" % fom_def["unit"] if fom_def else "") +
-             (" per rank |" if fom_def and not strong else "") + (" baseline/this |" if has_base else ""),
+             (" per rank |" if fom_def and not strong else "") + (" baseline/this |" if has_base else "") +
+             " validity |",
              "|---|---:|---|---:|---:|---:|---:|---:|" + ("---:|" if strong else "") +
              ("---:|" if fom_def else "") + ("---:|" if fom_def and not strong else "") +
-             ("---:|" if has_base else "")]
+             ("---:|" if has_base else "") + "---|"]
     for v in study.variants():
         for r in study.ranks:
             if agg.get((v, r)):
                 lines.append(report_row(study, agg, v, r, sizes, fom_def))
-    if any(a.get("median") is not None and a["median"] < SHORT_SECONDS for a in agg.values()):
-        lines += ["", "† shorter than %g s: too short to time well (start-up, clock and noise weigh on it); give "
-                  "the study a larger problem or more iterations for figures to rely on." % SHORT_SECONDS]
+    lines += ["", "Validity (each run's summary, docs/outputs.md \"Validity\"): VALID when the timed loop ran at least "
+              "`validity.min_timed_seconds` (default 1 s: shorter loops are too short to time well) and the "
+              "verdict is pass; otherwise INVALID and why. Give the study a larger problem or more iterations "
+              "for figures to rely on."]
     return lines
 
 
@@ -1316,7 +1426,8 @@ def report(study, agg, records, results, files, rows):
     for f in files:
         lines += ["![%s](%s.png)" % (f, f), ""]
     lines += ["Tables: `results.csv`, `results.h5` (one row per run: ranks, global size and points per rank, "
-              "swept keys, verdict, figure of merit, timers min/avg/max, results). Each run's effective deck, "
+              "swept keys, verdict, the study's time `time_seconds`, figure of merit, validity, timers "
+              "min/avg/max, results). Each run's effective deck, "
               "summary and logs: `runs/<id>/`.", ""]
     write_file(os.path.join(results, "report.md"), "\n".join(lines))
 
@@ -1346,21 +1457,26 @@ def per_rank_sets(argv):
         return 2
 
 
+EPILOG = ("Study file keys:\n" + "\n".join("  %-10s %s" % kv for kv in STUDY_KEYS.items()) +
+          "\n\nOptions of ./locus study itself (taken by the driver, see ./locus help):\n"
+          "  --launcher CMD   how ranks start (mpiexec, srun, or a command with {n} and {ppn})\n"
+          "  --ppn P, --bind core|none   ranks per node and binding for the launcher\n"
+          "  --site FILE      site settings (launcher, ppn, bind, slurm: account, partition, ...)\n"
+          "  --mpi mpich|openmpi   the build (and MPI library) of every run; the study key mpi: "
+          "[mpich, openmpi] makes the library an axis instead\n\n"
+          "results.csv and results.h5 hold per run: ranks, global_size, global_points, "
+          "points_per_rank, the swept keys, verdict, time_seconds (the study's time: by "
+          "default the timed loop, figure_of_merit_seconds), figure_of_merit (and its unit, "
+          "name, seconds and timer), validity and validity_reason, timers and results; "
+          "report.md's Regenerate line works from any directory.")
+
+
 def main():
     if len(sys.argv) >= 6 and sys.argv[1] == "--per-rank-sets":
         return per_rank_sets(sys.argv[2:])
     ap = argparse.ArgumentParser(prog="./locus study", description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
-                                 epilog="Study file keys:\n" + "\n".join("  %-10s %s" % kv for kv in STUDY_KEYS.items()) +
-                                 "\n\nOptions of ./locus study itself (taken by the driver, see ./locus help):\n"
-                                 "  --launcher CMD   how ranks start (mpiexec, srun, or a command with {n} and {ppn})\n"
-                                 "  --ppn P, --bind core|none   ranks per node and binding for the launcher\n"
-                                 "  --site FILE      site settings (launcher, ppn, bind, slurm: account, partition, ...)\n"
-                                 "  --mpi mpich|openmpi   the build (and MPI library) of every run; the study key mpi: "
-                                 "[mpich, openmpi] makes the library an axis instead\n\n"
-                                 "results.csv and results.h5 hold per run: ranks, global_size, global_points, "
-                                 "points_per_rank, the swept keys, verdict, figure_of_merit (and its unit and name), "
-                                 "timers and results; report.md's Regenerate line works from any directory.")
+                                 epilog=EPILOG)
     ap.add_argument("study", help="the study file (YAML)")
     ap.add_argument("--results", help="results directory (default: results/<name>)")
     ap.add_argument("--retry-failed", action="store_true", help="run failed runs again (default: keep them)")

@@ -154,23 +154,38 @@ History read_checkpoint(const Context& ctx, Solver& solver, const std::string& p
 struct Outcome {
   History history;
   bool converged = false;
+  locus::RepeatTimes steps;  // each step's time on this rank (checkpoint writes left out)
 };
 
-// The time loop: from h.step to max_steps or convergence.
-Outcome integrate(const Context& ctx, Solver& solver, const Settings& s, History h, bool show) {
+// The time loop: from h.step to max_steps or convergence, in timer
+// `solve` (the figure of merit's); checkpoint writes pause it and run in
+// `checkpoint`.
+Outcome integrate(const Context& ctx, Solver& solver, const Settings& s, History h, locus::Timers& timers,
+                  bool show) {
   locus::ProgressLine progress(show, s.max_steps, s.tolerance);
   Outcome out;
   double res = h.residuals.empty() ? HUGE_VAL : h.residuals.back();
   out.converged = s.tolerance > 0 && res < s.tolerance;
+  MPI_Barrier(ctx.comm());
+  timers.start("solve");
   while (!out.converged && h.step < s.max_steps) {
+    const double t0 = MPI_Wtime();
     res = solver.step();
     ++h.step;
     h.residuals.push_back(res);
     progress.update(h.step, res);
-    if (s.checkpoint_every > 0 && h.step % s.checkpoint_every == 0)
-      write_checkpoint(ctx, solver, h, s.checkpoint_file);
     out.converged = s.tolerance > 0 && res < s.tolerance;
+    out.steps.add(MPI_Wtime() - t0);
+    if (s.checkpoint_every > 0 && h.step % s.checkpoint_every == 0) {
+      timers.stop("solve");
+      {
+        auto t = timers.scope("checkpoint");
+        write_checkpoint(ctx, solver, h, s.checkpoint_file);
+      }
+      timers.start("solve");
+    }
   }
+  timers.stop("solve");
   progress.finish();
   out.history = std::move(h);
   return out;
@@ -295,9 +310,9 @@ History restart(const Context& ctx, const Settings& s, Solver& solver, locus::Ti
 }
 
 // The run's figures into RESULTS: the process grid, kernels, steps, the
-// field's extremes and the figure of merit over SOLVE_SECONDS.
+// field's extremes and the figure of merit over the `solve` timer.
 void report_run(const Context& ctx, const Solver& solver, const locus::Timers& timers, const Outcome& outcome,
-                long first_step, double solve_seconds, locus::Tree& results) {
+                long first_step, locus::Tree& results) {
   const Problem& p = solver.problem();
   const auto& pg = solver.decomp().procs();
   results["process_grid"] = locus::Tree::flow_list(std::vector<int>{pg[0], pg[1], pg[2]});
@@ -323,9 +338,10 @@ void report_run(const Context& ctx, const Solver& solver, const locus::Timers& t
   double compute = timers.seconds("compute");
   MPI_Allreduce(MPI_IN_PLACE, &compute, 1, MPI_DOUBLE, MPI_MAX, ctx.comm());
   results["figure_of_merit"] = locus::figure_of_merit(
-      "cell updates per second", updates / 1e6, "Mcell_updates/s", solve_seconds,
+      "cell updates per second", updates / 1e6, "Mcell_updates/s", timers, "solve",
       "the whole time loop of the slowest rank: compute, halo exchange and residual reductions "
-      "(checkpoint writes left out)");
+      "(checkpoint writes left out)",
+      ctx.comm(), outcome.steps, "step");
   // Beside it, the stencil alone (slowest rank's compute timer).
   results["compute_only_mcell_updates_per_s"] = locus::rate(updates / 1e6, compute);
 }
@@ -334,15 +350,10 @@ void report_run(const Context& ctx, const Solver& solver, const locus::Timers& t
 Outcome solve(const Context& ctx, const Settings& s, Solver& solver, locus::Timers& timers,
               locus::Tree& results, bool show) {
   History start = restart(ctx, s, solver, timers, results);
-  // The figure of merit's time: the whole time loop (compute, halo,
-  // reductions), without checkpoint writes, on the slowest rank.
   const long first_step = start.step;
-  MPI_Barrier(ctx.comm());
-  const double ck0 = timers.seconds("checkpoint"), t0 = MPI_Wtime();
-  Outcome outcome = integrate(ctx, solver, s, std::move(start), show);
-  double solve_seconds = MPI_Wtime() - t0 - (timers.seconds("checkpoint") - ck0);
-  MPI_Allreduce(MPI_IN_PLACE, &solve_seconds, 1, MPI_DOUBLE, MPI_MAX, ctx.comm());
-  report_run(ctx, solver, timers, outcome, first_step, solve_seconds, results);
+  Outcome outcome = integrate(ctx, solver, s, std::move(start), timers, show);
+  auto t = timers.scope("check");  // the field's extremes, centre and the rates: collectives
+  report_run(ctx, solver, timers, outcome, first_step, results);
   return outcome;
 }
 
@@ -408,8 +419,13 @@ int run(Context& ctx) {
   check_settings(ctx, s);
   const bool show = ctx.show_progress();
 
-  locus::Timers timers({"total", "compute", "halo", "reduce", "checkpoint", "io"});
+  // total: the whole run; setup (the output file, the solver, the initial
+  // field), solve (the time loop: compute, halo, reduce), checkpoint
+  // (reading a restart file, writing checkpoints), check (the verdict and
+  // the figures of the summary; the order study's grids), io (the output)
+  locus::Timers timers({"total", "setup", "solve", "compute", "halo", "reduce", "checkpoint", "check", "io"});
   timers.start("total");
+  timers.start("setup");
   locus::H5Output out = locus::open_output(ctx);
 
   locus::Tree results = locus::Tree::map(), validation;
@@ -418,16 +434,21 @@ int run(Context& ctx) {
   std::unique_ptr<Solver> solver;
   Outcome outcome;
   if (s.mode == "order") {
+    timers.stop("setup");
+    auto t = timers.scope("check");
     validation["study"] = order_study(ctx, s, timers, pass);
   } else {
     solver = std::make_unique<Solver>(ctx.runtime().world(), s.problem, s.procs, s.halo, timers);
     solver->set_stores(s.stores);
     solver->initialize();
+    timers.stop("setup");
     outcome = solve(ctx, s, *solver, timers, results, show);
+    auto t = timers.scope("check");
     pass = validate(cfg, s, *solver, outcome, validation);
   }
   bool finite = true;
   if (solver) {
+    auto t = timers.scope("check");
     finite = solver->all_finite();
     validation["field_finite"] = finite;
     if (!finite) validation["reason"] = "the temperature field holds NaN or infinite values";

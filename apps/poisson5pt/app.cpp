@@ -171,10 +171,14 @@ Settings read_settings(const Context& ctx) {
 }
 
 // A solve with the error against the exact solution, when there is one.
+// With `timers`: the initialisation in `setup`, the iterations in `solve`,
+// the error in `check` (a refinement study runs in `check` as a whole).
 SolveResult solve_problem(const Context& ctx, SolverBase& solver, const Problem& p, const Settings& s,
-                          bool show) {
-  SolveResult r = solve(ctx.comm(), solver, s.stop, show);
+                          locus::Timers* timers, bool show) {
+  SolveResult r = solve(ctx.comm(), solver, s.stop, show, timers);
+  if (timers) timers->start("check");
   if (p.has_exact()) r.max_error = solver.max_error();
+  if (timers) timers->stop("check");
   return r;
 }
 
@@ -224,7 +228,7 @@ locus::Tree refinement_study(const Context& ctx, const Settings& s, locus::Timer
     if (ls.omega_auto) ls.options.omega = optimal_omega(ls.problem.h());
     ls.options.procs = process_grid(ctx, ls, ls.problem.n);
     auto solver = make_solver(s.precision, ctx.runtime().world(), ls.problem, ls.options, timers);
-    SolveResult r = solve_problem(ctx, *solver, ls.problem, ls, false);
+    SolveResult r = solve_problem(ctx, *solver, ls.problem, ls, nullptr, false);
     all_converged = all_converged && r.converged;
     locus::Tree lv;
     lv["grid"] = grid_text(ls.problem.n);
@@ -315,8 +319,9 @@ void report_solve(const Context& ctx, const Settings& s, SolverBase& solver, con
   double compute = timers.seconds("compute");
   MPI_Allreduce(MPI_IN_PLACE, &compute, 1, MPI_DOUBLE, MPI_MAX, ctx.comm());
   results["figure_of_merit"] = locus::figure_of_merit(
-      "point updates per second", updates / 1e6, "Mpoint_updates/s", r.seconds,
-      "the whole iteration loop of the slowest rank: sweeps, halo exchanges and residual checks");
+      "point updates per second", updates / 1e6, "Mpoint_updates/s", timers, "solve",
+      "the whole iteration loop of the slowest rank: sweeps, halo exchanges and residual checks", ctx.comm(),
+      r.iteration_times, "iteration");
   // Beside it, the sweeps alone (slowest rank's compute timer).
   results["compute_only_mpoint_updates_per_s"] = locus::rate(updates / 1e6, compute);
   if (r.max_error >= 0) results["max_error"] = r.max_error;
@@ -432,8 +437,13 @@ int run(Context& ctx) {
   const bool show = ctx.show_progress();
   check_memory(ctx, s);
 
-  locus::Timers timers({"total", "compute", "halo", "residual", "io"});
+  // total: the whole run; setup (the output file, the solver, the initial
+  // iterate and residual), solve (the iteration loop: compute, halo,
+  // residual), check (the error, the verdict, the figures of the summary;
+  // the refinement studies' grids), io (the output)
+  locus::Timers timers({"total", "setup", "solve", "compute", "halo", "residual", "check", "io"});
   timers.start("total");
+  timers.start("setup");
   locus::H5Output out = locus::open_output(ctx);
 
   locus::Tree results = locus::Tree::map(), validation;
@@ -446,10 +456,14 @@ int run(Context& ctx) {
   const Problem& p = s.problem;
   describe_problem(cfg, s, results);
   if (s.mode != "none") {
+    timers.stop("setup");
+    auto t = timers.scope("check");
     validation["study"] = refinement_study(ctx, s, timers, pass);
   } else {
     solver = make_solver(s.precision, ctx.runtime().world(), p, s.options, timers);
-    r = solve_problem(ctx, *solver, p, s, show);
+    timers.stop("setup");
+    r = solve_problem(ctx, *solver, p, s, &timers, show);
+    auto t = timers.scope("check");
     const auto range = solver->range();
     report_solve(ctx, s, *solver, r, range, timers, results);
     pass = judge_solve(s, r, range, validation, warning);

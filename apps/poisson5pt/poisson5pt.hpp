@@ -121,13 +121,17 @@ struct SolveResult {
   double relative_residual = 0;  // final, relative to the initial one
   std::vector<double> history;   // relative residual at each check
   std::vector<double> history_iterations;
-  double seconds = 0;     // wall time of the iterations (max over ranks)
-  double max_error = -1;  // against the exact solution, when the caller knows it
+  double seconds = 0;                  // wall time of the iterations (max over ranks)
+  double max_error = -1;               // against the exact solution, when the caller knows it
+  locus::RepeatTimes iteration_times;  // each iteration's time on this rank (its check included)
 };
 
 // Collective over comm: initialises the solver and iterates until the rule
 // says stop; rank 0 shows the progress line when `show`. The app and the
-// benchmark both solve with it.
-SolveResult solve(MPI_Comm comm, SolverBase& solver, const StopRule& rule, bool show);
+// benchmark both solve with it. With `timers` (the app's, which has
+// "setup" and "solve"), the initialisation and the initial residual run
+// in `setup` and the iteration loop in `solve`, whose time is `seconds`.
+SolveResult solve(MPI_Comm comm, SolverBase& solver, const StopRule& rule, bool show,
+                  locus::Timers* timers = nullptr);
 
 }  // namespace poisson5pt

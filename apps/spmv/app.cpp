@@ -421,14 +421,28 @@ struct CgResult {
   double max_error = 0;      // max |x - x*|
   double seconds = 0;
   std::vector<double> history;
+  locus::RepeatTimes iteration_times;  // each iteration's time on this rank
 };
 
-// Unpreconditioned CG for A x = b, b = A x*, x0 = 0.
+// What the operator's products spent in each part while a timer ran (the
+// difference of two ModeTimes), added to the timers of those parts.
+void add_mode_times(locus::Timers& timers, const ModeTimes& before, const ModeTimes& after) {
+  timers.add("local", after.local - before.local);
+  timers.add("remote", after.remote - before.remote);
+  timers.add("post", after.post - before.post);
+  timers.add("wait", after.wait - before.wait);
+}
+
+// Unpreconditioned CG for A x = b, b = A x*, x0 = 0. With `timers` (the
+// app's): b and the first residual in `setup`, the iteration loop in `cg`
+// (the figure of merit's; `seconds` is its time), the true residual and
+// the error in `check`.
 CgResult conjugate_gradients(MPI_Comm comm, Operator& op, const Settings& s, std::vector<double>& x,
-                             std::vector<double>& xstar, bool show) {
+                             std::vector<double>& xstar, bool show, locus::Timers* timers = nullptr) {
   const gidx n = op.rows();
   Dot dot(comm);
   CgResult res;
+  if (timers) timers->start("setup");
   xstar.assign(static_cast<std::size_t>(n), 0.0);
   fill_vector(xstar.data(), op.first(), n, 7, s.ones);
   std::vector<double> b(n), r(n), ap(n);
@@ -440,10 +454,15 @@ CgResult conjugate_gradients(MPI_Comm comm, Operator& op, const Settings& s, std
   std::copy(r.begin(), r.end(), p);
   const double bnorm = std::sqrt(dot(b.data(), b.data(), n));
   double rr = dot(r.data(), r.data(), n);
+  if (timers) timers->stop("setup");
   MPI_Barrier(comm);
+  const ModeTimes modes_before = op.times();
+  const double before = timers ? timers->seconds("cg") : 0.0;
+  if (timers) timers->start("cg");
   const double t0 = MPI_Wtime();
   res.history.push_back(bnorm > 0 ? std::sqrt(rr) / bnorm : 0.0);
   while (res.iterations < s.max_iterations && res.history.back() > s.tolerance) {
+    const double ti = MPI_Wtime();
     op.apply(ap.data());
     p = op.x();  // (rma: waits until the readers fetched p; nothing writes p before the update below)
     const double pap = dot(p, ap.data(), n);
@@ -458,6 +477,7 @@ CgResult conjugate_gradients(MPI_Comm comm, Operator& op, const Settings& s, std
     Kokkos::fence();
     ++res.iterations;
     res.history.push_back(std::sqrt(rr) / bnorm);
+    res.iteration_times.add(MPI_Wtime() - ti);
     if (!std::isfinite(res.history.back())) break;
     if (show && res.iterations % 50 == 0)
       std::fprintf(stderr, "\rspmv: cg iteration %ld, relative residual %.3e   ", res.iterations,
@@ -465,6 +485,12 @@ CgResult conjugate_gradients(MPI_Comm comm, Operator& op, const Settings& s, std
   }
   if (show) std::fprintf(stderr, "\r%60s\r", "");
   double mine = MPI_Wtime() - t0;
+  if (timers) {
+    add_mode_times(*timers, modes_before, op.times());  // (while cg runs: its parts)
+    timers->stop("cg");
+    mine = timers->seconds("cg") - before;
+    timers->start("check");
+  }
   MPI_Allreduce(&mine, &res.seconds, 1, MPI_DOUBLE, MPI_MAX, comm);
   res.relative_residual = res.history.back();
   res.converged = res.relative_residual <= s.tolerance;
@@ -476,6 +502,7 @@ CgResult conjugate_gradients(MPI_Comm comm, Operator& op, const Settings& s, std
   double err = 0;
   for (gidx i = 0; i < n; ++i) err = std::max(err, std::fabs(x[i] - xstar[i]));
   MPI_Allreduce(&err, &res.max_error, 1, MPI_DOUBLE, MPI_MAX, comm);
+  if (timers) timers->stop("check");
   return res;
 }
 
@@ -662,6 +689,7 @@ bool check_symmetry(MPI_Comm comm, const Settings& s, const MatrixInfo& info, Op
 struct Solution {
   std::vector<double> xin, y, xsol, xstar;
   CgResult cg;
+  locus::RepeatTimes product_times;  // each timed product on this rank (solver none)
 };
 
 // One untimed product checks the kernels against the reference ones.
@@ -676,25 +704,29 @@ void check_kernels(Operator& op, const Settings& s, std::vector<double>& y, locu
   results["kernels"] = k;
 }
 
+// The timed product loop, in timer `products` (the figure of merit's).
 void time_products(MPI_Comm comm, Operator& op, const Settings& s, locus::Timers& timers, Solution& sol) {
   sol.xin.resize(static_cast<std::size_t>(op.rows()));
   fill_vector(sol.xin.data(), op.first(), op.rows(), 7, s.ones);
   MPI_Barrier(comm);
+  const ModeTimes before = op.times();
   timers.start("products");
   for (long rep = 0; rep < s.repetitions; ++rep) {
+    const double t0 = MPI_Wtime();
     double* x = op.x();
     std::copy(sol.xin.begin(), sol.xin.end(), x);
     op.apply(sol.y.data());
+    sol.product_times.add(MPI_Wtime() - t0);
   }
+  add_mode_times(timers, before, op.times());  // (while products runs: its parts)
   timers.stop("products");
 }
 
 void solve_cg(MPI_Comm comm, Operator& op, const Settings& s, bool show, locus::Timers& timers, Solution& sol,
               locus::Tree& results, locus::Tree& validation, bool& pass) {
-  timers.start("cg");
-  sol.cg = conjugate_gradients(comm, op, s, sol.xsol, sol.xstar, show);
-  timers.stop("cg");
+  sol.cg = conjugate_gradients(comm, op, s, sol.xsol, sol.xstar, show, &timers);
   // y = A x (the solution)
+  auto t = timers.scope("check");
   std::copy(sol.xsol.begin(), sol.xsol.end(), op.x());
   op.apply(sol.y.data());
   const CgResult& cg = sol.cg;
@@ -717,7 +749,10 @@ Solution solve(const Context& ctx, const Settings& s, Operator& op, locus::Timer
   const bool show = ctx.show_progress();
   Solution sol;
   sol.y.resize(static_cast<std::size_t>(op.rows()));
-  check_kernels(op, s, sol.y, results);
+  {
+    auto t = timers.scope("check");
+    check_kernels(op, s, sol.y, results);
+  }
   op.reset_times();
   if (!s.cg)
     time_products(ctx.comm(), op, s, timers, sol);
@@ -729,29 +764,28 @@ Solution solve(const Context& ctx, const Settings& s, Operator& op, locus::Timer
 // The figure of merit: the whole timed loop (products with their halo
 // exchange, or CG with its dot products), slowest rank.
 locus::Tree loop_figure_of_merit(MPI_Comm comm, const Settings& s, const Operator& op,
-                                 const locus::Timers& timers, const CgResult& cg, long long nnz_total) {
+                                 const locus::Timers& timers, const Solution& sol, long long nnz_total) {
   if (!s.cg) {
-    double loop = timers.seconds("products");
-    MPI_Allreduce(MPI_IN_PLACE, &loop, 1, MPI_DOUBLE, MPI_MAX, comm);
     return locus::figure_of_merit(
         "floating-point operations per second", 2.0 * double(nnz_total) * double(s.repetitions) / 1e9,
-        "GFLOP/s", loop,
+        "GFLOP/s", timers, "products",
         "the whole timed product loop of the slowest rank (2 nonzeros flops per product): copies, halo "
-        "exchange and multiplication");
+        "exchange and multiplication",
+        comm, sol.product_times, "product");
   }
   const double n_rows = double(op.n());
   return locus::figure_of_merit(
       "floating-point operations per second",
-      (2.0 * double(nnz_total) + 10.0 * n_rows) * double(cg.iterations) / 1e9, "GFLOP/s", cg.seconds,
+      (2.0 * double(nnz_total) + 10.0 * n_rows) * double(sol.cg.iterations) / 1e9, "GFLOP/s", timers, "cg",
       "the whole CG loop of the slowest rank (per iteration 2 nonzeros + 10 rows flops: a product, two "
-      "dot "
-      "products, three vector updates), halo exchanges and reductions included");
+      "dot products, three vector updates), halo exchanges and reductions included",
+      comm, sol.cg.iteration_times, "iteration");
 }
 
 // Per-product figures (max over ranks of each phase), the figure of merit
 // and beside it the local and remote multiplications alone.
-void report_products(MPI_Comm comm, const Settings& s, const Operator& op, locus::Timers& timers,
-                     const CgResult& cg, long long nnz_total, locus::Tree& results) {
+void report_products(MPI_Comm comm, const Settings& s, const Operator& op, const locus::Timers& timers,
+                     const Solution& sol, long long nnz_total, locus::Tree& results) {
   const ModeTimes& t = op.times();
   double v[5] = {t.total, t.local, t.remote, t.post, t.wait}, mx[5];
   MPI_Allreduce(v, mx, 5, MPI_DOUBLE, MPI_MAX, comm);
@@ -767,17 +801,13 @@ void report_products(MPI_Comm comm, const Settings& s, const Operator& op, locus
   pn["post_us"] = us(mx[3]);
   pn["wait_us"] = us(mx[4]);
   pn["gflop_per_s"] = per > 0 ? std::round(2.0 * double(nnz_total) / per / 1e6) / 1e3 : 0.0;
-  results["figure_of_merit"] = loop_figure_of_merit(comm, s, op, timers, cg, nnz_total);
+  results["figure_of_merit"] = loop_figure_of_merit(comm, s, op, timers, sol, nnz_total);
   double mult[2] = {t.local + t.remote, 0.0};
   MPI_Allreduce(&mult[0], &mult[1], 1, MPI_DOUBLE, MPI_MAX, comm);
   results["compute_only_gflop_per_s"] =
       locus::rate(2.0 * double(nnz_total) * double(t.products) / 1e9, mult[1]);
   pn["model_gb_per_s"] = per > 0 ? std::round(bytes_total / per / 1e6) / 1e3 : 0.0;
   results["product"] = pn;
-  timers.add("local", t.local);
-  timers.add("remote", t.remote);
-  timers.add("post", t.post);
-  timers.add("wait", t.wait);
 }
 
 // CG iteration growth on refined grids; returns whether it holds.
@@ -858,7 +888,14 @@ void write_results(locus::H5Output& out, const Context& ctx, const Settings& s, 
 int run(Context& ctx) {
   MPI_Comm comm = ctx.comm();
   const Settings s = read_settings(ctx);
-  locus::Timers timers({"total", "load", "setup", "products", "local", "remote", "post", "wait", "cg", "io"});
+  // total: the whole run; load (the matrix), setup (the output file, the
+  // operator: wish lists, split storage, plans; CG's right-hand side),
+  // products or cg (the timed loop; local, remote, post, wait its parts),
+  // check (the kernel check, the symmetry test, CG's true residual, the
+  // figures of the summary, the iteration study), io (the matrix export
+  // and the output)
+  locus::Timers timers(
+      {"total", "load", "setup", "products", "local", "remote", "post", "wait", "cg", "check", "io"});
   timers.start("total");
   check_study_memory(ctx, s);
 
@@ -866,26 +903,33 @@ int run(Context& ctx) {
   timers.start("load");
   Built built = build_matrix(ctx, s, s.gen);
   timers.stop("load");
-  if (!s.export_path.empty()) export_matrix(comm, built.rows, s.export_path);
-  locus::H5Output out = locus::open_output(ctx);
+  if (!s.export_path.empty()) {
+    auto t = timers.scope("io");
+    export_matrix(comm, built.rows, s.export_path);
+  }
 
   timers.start("setup");
+  locus::H5Output out = locus::open_output(ctx);
   const gidx nnz_mine = built.rows.nnz();
   const long long row_nnz = max_row_nonzeros(comm, built.rows);
   Operator op(ctx.runtime().world(), std::move(built.rows), built.starts, s.mode, s.threads);
-  timers.stop("setup");
-
   locus::Tree results = locus::Tree::map(), validation;
   const NonzeroCounts nnz = count_nonzeros(comm, nnz_mine);
   describe_problem(ctx, s, built.info, op, nnz, results);
+  timers.stop("setup");
 
   bool pass = true;
+  timers.start("check");
   const bool run_sym = check_symmetry(comm, s, built.info, op, row_nnz, validation, pass);
+  timers.stop("check");
   const Solution sol = solve(ctx, s, op, timers, results, validation, pass);
-  report_products(comm, s, op, timers, sol.cg, nnz.total, results);
-  if (s.validation == "iterations") {
-    const bool ok = iteration_study(ctx, s, validation);
-    pass = pass && ok;
+  {
+    auto t = timers.scope("check");
+    report_products(comm, s, op, timers, sol, nnz.total, results);
+    if (s.validation == "iterations") {
+      const bool ok = iteration_study(ctx, s, validation);
+      pass = pass && ok;
+    }
   }
   // Nothing checked (no symmetry test, no validation study): "not checked";
   // CG that did not converge still fails.

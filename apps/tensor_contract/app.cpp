@@ -267,6 +267,7 @@ struct Run {
   locus::Tree validation = locus::Tree::map();
   bool pass = true;
   std::vector<double> ph_seconds, ph_gflops, ph_comm_ratio, ph_tasks;
+  locus::RepeatTimes phase_times;  // each phase's task loop on this rank (timer contract)
   std::vector<double> last_c, last_a, last_b;
   std::unique_ptr<TiledTensor> A, B, C;
   const Problem* last = nullptr;
@@ -368,9 +369,10 @@ void run_phase(Context& ctx, const Schedule& sched, const PhaseSpec& spec, std::
   // whether this phase runs with redirection (locus/async.hpp).
   locus::phase_point(world, spec.kind.empty() ? "contract" : spec.kind);
   timers.stop("setup");
-  timers.start("contract");
-  PhaseResult r = contract(world, p, sched, *run.A, *run.B, *run.C, run.sorts_checked);
-  timers.stop("contract");
+  const double before = timers.seconds("contract");
+  PhaseResult r = contract(world, p, sched, *run.A, *run.B, *run.C, run.sorts_checked, &timers);
+  run.phase_times.add(timers.seconds("contract") - before);
+  auto check = timers.scope("check");  // the phase's figures and checks
   const LoopStats& st = r.stats;
   add_stats(run.sum, st);
   double flops = 0, comm_t = 0, tot = 0;
@@ -388,7 +390,7 @@ void run_phase(Context& ctx, const Schedule& sched, const PhaseSpec& spec, std::
   if (!r.every_task_once) ph["task_errors"] = r.task_errors;
   const bool dense_ok = dense_elements(p, p.con.c) <= max_dense;
   std::vector<double> cd;
-  if (dense_ok) cd = gather_dense(world, p, *run.C);
+  if (dense_ok) cd = gather_dense(world, p, *run.C);  // (for the reference and the output)
   if (mode == "reference") {
     auto t = timers.scope("reference");
     ph["reference"] = compare_reference(comm, ctx.rank() == 0, p, cd, ok);
@@ -411,7 +413,8 @@ void run_phase(Context& ctx, const Schedule& sched, const PhaseSpec& spec, std::
 }
 
 // The run's results: the schedule, the kernels, tasks, rates.
-locus::Tree results_of(const Context& ctx, const Schedule& sched, const Run& run, std::size_t phases) {
+locus::Tree results_of(const Context& ctx, const Schedule& sched, const Run& run, const locus::Timers& timers,
+                       std::size_t phases) {
   const Config& cfg = ctx.config();
   MPI_Comm comm = ctx.comm();
   locus::Tree results = locus::Tree::map();
@@ -420,8 +423,9 @@ locus::Tree results_of(const Context& ctx, const Schedule& sched, const Run& run
   MPI_Allreduce(&t, &tasks, 1, MPI_DOUBLE, MPI_SUM, comm);
   MPI_Allreduce(&t, &tmin, 1, MPI_DOUBLE, MPI_MIN, comm);
   MPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, comm);
-  double secs = 0;
-  for (double s : run.ph_seconds) secs += s;
+  // every phase's task loop, summed on each rank: the slowest rank's sum
+  double secs = timers.seconds("contract");
+  MPI_Allreduce(MPI_IN_PLACE, &secs, 1, MPI_DOUBLE, MPI_MAX, comm);
   results["scheduling"] = cfg.string("tensor_contract.scheduling");
   if (sched.scheduling == Scheduling::nxtask) {
     results["counter_owner"] = cfg.string("tensor_contract.counter.owner");
@@ -451,9 +455,10 @@ locus::Tree results_of(const Context& ctx, const Schedule& sched, const Run& run
   results["seconds"] = secs;
   results["gflop"] = flops / 1e9;
   results["figure_of_merit"] = locus::figure_of_merit(
-      "floating-point operations per second", flops / 1e9, "GFLOP/s", secs,
-      "the whole task loop of every phase, slowest rank, summed over phases: gets, waits, sorts, DGEMMs, "
-      "accumulates and the task counter");
+      "floating-point operations per second", flops / 1e9, "GFLOP/s", timers, "contract",
+      "the whole task loop of every phase to its closing barrier, summed over phases, slowest rank: gets, "
+      "waits, sorts, DGEMMs, accumulates and the task counter",
+      comm, run.phase_times, "phase");
   results["gflop_per_s_per_rank"] = secs > 0 ? std::round(flops / secs / ctx.size() / 1e6) / 1e3 : 0.0;
   // Beside it, the DGEMMs alone (slowest rank's dgemm time).
   double dgemm = run.sum.dgemm;
@@ -529,20 +534,22 @@ int run(Context& ctx) {
   const std::string mode = cfg.string("tensor_contract.validation.mode");
   if (mode == "reference")
     require_reference_fits(ctx, phases, double(cfg.integer("tensor_contract.validation.max_elements")));
+  // total: the whole run; setup (the output file; per phase the tensors,
+  // the phase point, the counter), contract (every phase's task loop; get
+  // ... nxtask its parts), check (the task and counter checks, gathering
+  // C, the figures; reference: the comparison), io (the output)
   locus::Timers timers({"total", "setup", "contract", "get", "wait", "sort", "dgemm", "accumulate", "nxtask",
-                        "reference", "io"});
+                        "check", "reference", "io"});
   timers.start("total");
+  timers.start("setup");
   locus::H5Output out = locus::open_output(ctx);
+  timers.stop("setup");
   Run run;
   for (std::size_t i = 0; i < phases.size(); ++i)
     run_phase(ctx, sched, phases[i], i, i + 1 == phases.size(), timers, run);
-  timers.add("get", run.sum.get);
-  timers.add("wait", run.sum.wait);
-  timers.add("sort", run.sum.sort);
-  timers.add("dgemm", run.sum.dgemm);
-  timers.add("accumulate", run.sum.accumulate);
-  timers.add("nxtask", run.sum.nxtask);
-  const locus::Tree results = results_of(ctx, sched, run, phases.size());
+  timers.start("check");
+  const locus::Tree results = results_of(ctx, sched, run, timers, phases.size());
+  timers.stop("check");
   // validation.mode none: C is compared with nothing, "not checked" (a task
   // or counter error still fails the run).
   locus::set_verdict(run.validation, run.pass, mode != "none",

@@ -854,10 +854,43 @@ class Loop {
   locus::Handle ha_[2], hb_[2], acc_;
 };
 
+// The task loop's parts, measured inside it, added to the app's timers
+// (while `contract` runs: within it).
+void add_loop_parts(locus::Timers& timers, const LoopStats& st) {
+  timers.add("get", st.get);
+  timers.add("wait", st.wait);
+  timers.add("sort", st.sort);
+  timers.add("dgemm", st.dgemm);
+  timers.add("accumulate", st.accumulate);
+  timers.add("nxtask", st.nxtask);
+}
+
+// Collective, after the task loop: every task exactly once (the marks in
+// `done`) and the counter's final value, into `res`.
+void check_phase(locus::Team& team, const Schedule& s, locus::Array<std::int64_t>& done,
+                 locus::Array<std::uint64_t>& counter, int owner, std::uint64_t init, PhaseResult& res) {
+  const int units = team.size(), me = team.rank();
+  const gidx n = res.tasks, per = (n + units - 1) / units;
+  gidx bad = 0;
+  for (gidx i = 0; i < per; ++i) {
+    const gidx k = i * units + me;
+    if (k < n && done.data()[i] != 1) ++bad;
+  }
+  MPI_Allreduce(&bad, &res.task_errors, 1, MPI_INT64_T, MPI_SUM, team.comm());
+  res.every_task_once = res.task_errors == 0;
+  std::uint64_t fin = me == owner ? counter.data()[0] : 0;
+  MPI_Allreduce(MPI_IN_PLACE, &fin, 1, MPI_UINT64_T, MPI_MAX, team.comm());
+  res.counter_final = fin;
+  res.counter_expected =
+      s.scheduling == Scheduling::nxtask ? expected_counter(n, units, s.chunk, s.skip_first) : init;
+  locus::barrier(team);
+}
+
 }  // namespace
 
 PhaseResult contract(locus::Team& team, const Problem& p, const Schedule& s, TiledTensor& A, TiledTensor& B,
-                     TiledTensor& C, SortChecks& checked) {
+                     TiledTensor& C, SortChecks& checked, locus::Timers* timers) {
+  if (timers) timers->start("setup");
   const int units = team.size(), me = team.rank();
   PhaseResult res;
   res.tasks = C.blocks();
@@ -888,7 +921,10 @@ PhaseResult contract(locus::Team& team, const Problem& p, const Schedule& s, Til
     ++st.counter_hits;
     return static_cast<gidx>(v);
   };
+  if (timers) timers->stop("setup");
   MPI_Barrier(team.comm());
+  const double before = timers ? timers->seconds("contract") : 0.0;
+  if (timers) timers->start("contract");
   const double t0 = MPI_Wtime();
   if (s.scheduling == Scheduling::static_rr) {
     for (gidx k = me; k < n; k += units) run_task(k);
@@ -910,22 +946,16 @@ PhaseResult contract(locus::Team& team, const Problem& p, const Schedule& s, Til
   st.total = MPI_Wtime() - t0;
   locus::flush(team);
   locus::barrier(team);
-  MPI_Allreduce(&st.total, &res.seconds, 1, MPI_DOUBLE, MPI_MAX, team.comm());
-
-  // every task exactly once; the counter's final value
-  gidx bad = 0;
-  for (gidx i = 0; i < per; ++i) {
-    const gidx k = i * units + me;
-    if (k < n && done.data()[i] != 1) ++bad;
+  double span = MPI_Wtime() - t0;  // the loop to its closing barrier
+  if (timers) {
+    add_loop_parts(*timers, st);
+    timers->stop("contract");
+    span = timers->seconds("contract") - before;
+    timers->start("check");
   }
-  MPI_Allreduce(&bad, &res.task_errors, 1, MPI_INT64_T, MPI_SUM, team.comm());
-  res.every_task_once = res.task_errors == 0;
-  std::uint64_t fin = me == owner ? counter.data()[0] : 0;
-  MPI_Allreduce(MPI_IN_PLACE, &fin, 1, MPI_UINT64_T, MPI_MAX, team.comm());
-  res.counter_final = fin;
-  res.counter_expected =
-      s.scheduling == Scheduling::nxtask ? expected_counter(n, units, s.chunk, s.skip_first) : init;
-  locus::barrier(team);
+  MPI_Allreduce(&span, &res.seconds, 1, MPI_DOUBLE, MPI_MAX, team.comm());
+  check_phase(team, s, done, counter, owner, init, res);
+  if (timers) timers->stop("check");
   return res;
 }
 

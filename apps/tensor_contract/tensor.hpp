@@ -135,7 +135,7 @@ struct PhaseResult {
   std::uint64_t counter_final = 0, counter_expected = 0;
   bool every_task_once = false;
   gidx task_errors = 0;  // tasks done 0 or > 1 times
-  double seconds = 0;    // max over ranks
+  double seconds = 0;    // the loop to its closing barrier, max over ranks
 };
 
 // The permutations ("sidx>didx") checked against the reference so far: a
@@ -152,9 +152,13 @@ void permute(const double* src, const std::string& sidx, const std::vector<gidx>
 void permute_reference(const double* src, const std::string& sidx, const std::vector<gidx>& sdims,
                        double* dst, const std::string& didx);
 
-// Collective: runs the task loop of one phase over C += A * B.
+// Collective: runs the task loop of one phase over C += A * B. With
+// `timers` (the app's): the counter and bookkeeping arrays in `setup`, the
+// loop to its closing flush and barrier in `contract` (whose time is
+// `seconds`, and which the loop's parts get ... nxtask are added to), the
+// every-task-once and counter checks in `check`.
 PhaseResult contract(locus::Team& team, const Problem& p, const Schedule& s, TiledTensor& A, TiledTensor& B,
-                     TiledTensor& C, SortChecks& checked);
+                     TiledTensor& C, SortChecks& checked, locus::Timers* timers = nullptr);
 
 // The counter's final value for n tasks: every unit's last hit overshoots.
 std::uint64_t expected_counter(gidx tasks, int units, gidx chunk, bool skip_first);

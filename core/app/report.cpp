@@ -102,6 +102,65 @@ void write_requirements(H5Output& out, Summary& summary, const Timers& timers, M
       std::string("counted exactly per rank (rows) and per phase: PHASE.KIND is what ran while timer "
                   "PHASE was the innermost running one (outside: none); docs/outputs.md"));
 }
+
+// `v` with three significant digits, as text.
+std::string three_digits(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", v);
+  return buf;
+}
+
+// The rating of the run's timed loop, after HPCG's rule (docs/outputs.md,
+// "Validity"): VALID when the loop the figure of merit divides by ran at
+// least validity.min_timed_seconds and the verdict is pass; else INVALID,
+// with every reason. The loop's repeats and their spread, when the app
+// measured them (results.figure_of_merit.repeats).
+YAML::Node rate_validity(const Config& cfg, const YAML::Node& results, const YAML::Node& validation) {
+  const double least = cfg.real("validity.min_timed_seconds");
+  const YAML::Node fom = results.IsMap() ? results["figure_of_merit"] : YAML::Node();
+  const bool timed = fom.IsDefined() && fom.IsMap() && fom["seconds"].IsDefined();
+  const double seconds = timed ? fom["seconds"].as<double>() : 0.0;
+  const std::string timer = timed && fom["timer"].IsDefined() ? fom["timer"].as<std::string>() : "";
+  const std::string loop = timer.empty() ? "the timed loop" : "the timed loop (" + timer + ")";
+  const YAML::Node verdict_node = validation.IsMap() ? validation["verdict"] : YAML::Node();
+  const std::string verdict = verdict_node.IsDefined() ? verdict_node.as<std::string>() : "none";
+  const std::string minimum = "the " + three_digits(least) + " s minimum (validity.min_timed_seconds)";
+  std::vector<std::string> why;
+  if (!timed)
+    why.push_back("no timed loop: the run reports no figure of merit (a refinement study)");
+  else if (!(seconds >= least))
+    why.push_back(loop + " ran " + three_digits(seconds) + " s, under " + minimum);
+  if (verdict == "FAIL")
+    why.push_back("the verdict is FAIL");
+  else if (verdict != "pass")
+    why.push_back("the result was not checked (verdict: " + verdict + ")");
+  YAML::Node v;
+  v["rating"] = why.empty() ? "VALID" : "INVALID";
+  std::string reason;
+  for (const auto& w : why) reason += (reason.empty() ? "" : "; ") + w;
+  v["reason"] = why.empty() ? loop + " ran " + three_digits(seconds) + " s, at least " + minimum +
+                                  ", and the verdict is pass"
+                            : reason;
+  if (timed) v["timed_seconds"] = yaml_number(seconds);
+  v["min_timed_seconds"] = yaml_number(least);
+  const YAML::Node r = timed ? fom["repeats"] : YAML::Node();
+  if (r.IsDefined() && r.IsMap()) {
+    v["repeats"] = r["count"].as<long>();
+    v["each"] = r["each"].as<std::string>();
+    const double lo = r["seconds_min"].as<double>(), mean = r["seconds_mean"].as<double>(),
+                 hi = r["seconds_max"].as<double>();
+    YAML::Node per;
+    per["min"] = yaml_number(lo);
+    per["mean"] = yaml_number(mean);
+    per["max"] = yaml_number(hi);
+    v["seconds_per_repeat"] = per;
+    // (max - min) / mean: 0 when every repeat took as long
+    v["spread"] = yaml_number(mean > 0 ? std::stod(three_digits((hi - lo) / mean)) : 0.0);
+  } else if (timed) {
+    v["repeats"] = "not measured";
+  }
+  return v;
+}
 }  // namespace
 
 std::string finish_output(H5Output& out, const Context& ctx, Timers& timers, const Tree& app_results,
@@ -112,6 +171,7 @@ std::string finish_output(H5Output& out, const Context& ctx, Timers& timers, con
   write_requirements(out, summary, timers, ctx.comm());
   summary.results = results;
   summary.validation = to_yaml(app_validation);
+  summary.validity = rate_validity(ctx.config(), results, summary.validation);
   summary.output = fs::absolute(out.path()).string();
   const AsyncSettings& as = ctx.runtime().settings().async;
   if (as.mode != AsyncMode::off) {
@@ -159,6 +219,9 @@ std::string finish_output(H5Output& out, const Context& ctx, Timers& timers, con
     out.attribute("", "figure_of_merit_seconds", fom["seconds"].as<double>());
     out.attribute("", "figure_of_merit_divides_by", fom["divides_by"].as<std::string>());
   }
+  out.attribute("", "validity", summary.validity["rating"].as<std::string>());
+  out.attribute("", "validity_reason", summary.validity["reason"].as<std::string>());
+  out.attribute("", "validity_min_timed_seconds", summary.validity["min_timed_seconds"].as<double>());
   out.write_rank_rows("timers", timers.values());
   std::string columns;
   for (const auto& n : timers.names()) columns += (columns.empty() ? "" : ",") + n;

@@ -112,6 +112,9 @@ Summary::Summary(const Context& ctx, const std::vector<TimerStats>& timers) {
     t["min"] = short_number(s.min);
     t["avg"] = short_number(s.avg);
     t["max"] = short_number(s.max);
+    // the timer(s) around it: its time is part of theirs
+    if (s.within.size() == 1) t["within"] = s.within[0];
+    if (s.within.size() > 1) t["within"] = yaml_flow_list(s.within);
     timers_[s.name] = t;
   }
 }
@@ -124,6 +127,7 @@ YAML::Node Summary::tree() const {
   t["results"] = results;
   if (async.IsDefined() && !async.IsNull()) t["async"] = async;
   t["validation"] = validation;
+  if (validity.IsDefined() && !validity.IsNull()) t["validity"] = validity;
   t["output"] = output;
   if (requirements.IsDefined() && !requirements.IsNull()) t["requirements"] = requirements;
   for (auto it = setup_.begin(); it != setup_.end(); ++it) t[it->first] = it->second;

@@ -42,6 +42,9 @@ class Summary {
   YAML::Node async;       // redirection mode and decisions (comm.async not off)
   // The counted requirements (counts.hpp; docs/outputs.md, "requirements").
   YAML::Node requirements;
+  // The rating of the timed loop (VALID / INVALID and why; report.hpp,
+  // validity), after `validation`.
+  YAML::Node validity;
   std::string yaml() const;
   // The same tree as JSON (numbers and booleans unquoted; NaN and
   // infinities as strings, which JSON has no numbers for).

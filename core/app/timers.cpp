@@ -13,7 +13,10 @@
 namespace locus {
 
 Timers::Timers(std::vector<std::string> names)
-    : names_(std::move(names)), total_(names_.size(), 0.0), started_(names_.size(), -1.0) {
+    : names_(std::move(names)),
+      total_(names_.size(), 0.0),
+      started_(names_.size(), -1.0),
+      parents_(names_.size()) {
   for (const auto& n : names_) phase_.push_back(count_phase(n));
 }
 
@@ -26,9 +29,18 @@ std::size_t Timers::index(const std::string& name) const {
 // Every timer is also a Kokkos::Profiling region ("locus::NAME"), and a
 // timer stops only after Kokkos::fence(), so that asynchronous kernels
 // are counted where they ran.
+void Timers::note_parent(std::size_t i) {
+  if (stack_.empty()) return;
+  const std::size_t p = stack_.back();
+  if (p != i && std::find(parents_[i].begin(), parents_[i].end(), p) == parents_[i].end())
+    parents_[i].push_back(p);
+}
+
 void Timers::start(const std::string& name) {
   std::size_t i = index(name);
   if (Kokkos::is_initialized()) Kokkos::Profiling::pushRegion("locus::" + name);
+  note_parent(i);
+  stack_.push_back(i);
   running_.push_back(phase_[i]);
   set_count_phase(phase_[i]);
   started_[i] = MPI_Wtime();
@@ -44,12 +56,28 @@ void Timers::stop(const std::string& name) {
   // (timers need not stop in the reverse order of their starts)
   const auto it = std::find(running_.rbegin(), running_.rend(), phase_[i]);
   if (it != running_.rend()) running_.erase(std::next(it).base());
+  const auto si = std::find(stack_.rbegin(), stack_.rend(), i);
+  if (si != stack_.rend()) stack_.erase(std::next(si).base());
   set_count_phase(running_.empty() ? 0 : running_.back());
   if (kokkos) Kokkos::Profiling::popRegion();
 }
 
 void Timers::add(const std::string& name, double seconds) {
-  total_[index(name)] += seconds;
+  const std::size_t i = index(name);
+  note_parent(i);
+  total_[i] += seconds;
+}
+
+std::vector<std::string> Timers::within(const std::string& name) const {
+  std::vector<std::string> out;
+  for (std::size_t p : parents_[index(name)]) out.push_back(names_[p]);
+  return out;
+}
+
+void RepeatTimes::add(double seconds) {
+  min = count == 0 ? seconds : std::min(min, seconds);
+  max = count == 0 ? seconds : std::max(max, seconds);
+  ++count;
 }
 
 double Timers::seconds(const std::string& name) const {
@@ -76,6 +104,30 @@ Tree figure_of_merit(const std::string& name, double work, const std::string& un
   return f;
 }
 
+Tree figure_of_merit(const std::string& name, double work, const std::string& unit, const Timers& timers,
+                     const std::string& timer, const std::string& divides_by, MPI_Comm comm,
+                     const RepeatTimes& repeats, const std::string& each) {
+  double seconds = timers.seconds(timer);
+  MPI_Allreduce(MPI_IN_PLACE, &seconds, 1, MPI_DOUBLE, MPI_MAX, comm);
+  Tree f = figure_of_merit(name, work, unit, seconds, divides_by);
+  f["timer"] = timer;
+  // every rank takes part (the reductions), whether it counted repeats or not
+  long count[2] = {repeats.count, -repeats.count};
+  double ext[2] = {repeats.count > 0 ? repeats.min : HUGE_VAL, repeats.count > 0 ? -repeats.max : HUGE_VAL};
+  MPI_Allreduce(MPI_IN_PLACE, count, 2, MPI_LONG, MPI_MIN, comm);
+  MPI_Allreduce(MPI_IN_PLACE, ext, 2, MPI_DOUBLE, MPI_MIN, comm);
+  if (!each.empty() && count[0] > 0 && count[0] == -count[1]) {
+    Tree r = Tree::map();
+    r["count"] = count[0];
+    r["each"] = each;
+    r["seconds_min"] = ext[0];
+    r["seconds_mean"] = seconds / double(count[0]);
+    r["seconds_max"] = -ext[1];
+    f["repeats"] = r;
+  }
+  return f;
+}
+
 std::vector<TimerStats> reduce_timers(const Timers& t, MPI_Comm comm) {
   int size = 1;
   MPI_Comm_size(comm, &size);
@@ -86,7 +138,8 @@ std::vector<TimerStats> reduce_timers(const Timers& t, MPI_Comm comm) {
   MPI_Allreduce(v.data(), mx.data(), n, MPI_DOUBLE, MPI_MAX, comm);
   MPI_Allreduce(v.data(), sum.data(), n, MPI_DOUBLE, MPI_SUM, comm);
   std::vector<TimerStats> out;
-  for (std::size_t i = 0; i < v.size(); ++i) out.push_back({t.names()[i], mn[i], sum[i] / size, mx[i]});
+  for (std::size_t i = 0; i < v.size(); ++i)
+    out.push_back({t.names()[i], mn[i], sum[i] / size, mx[i], t.within(t.names()[i])});
   return out;
 }
 

@@ -1,5 +1,5 @@
-// The keys every app's deck has, beside the app's own: name and output.*
-// (what the app layer reads), then the core's settings (runtime.*, comm.*)
+// The keys every app's deck has, beside the app's own: name, output.* and
+// validity.* (what the app layer reads), then the core's settings (runtime.*, comm.*)
 // from their table (settings_table.cpp).
 #include "config/settings_table.hpp"
 #include "locus/settings.hpp"
@@ -8,14 +8,17 @@ namespace locus {
 
 namespace {
 
-// name and output.*
+// name, output.* and validity.*
 void add_output_keys(Schema& s, const std::string& app_name) {
   s.string("name", "", "run name for summaries (default: the deck's file name without .yaml)")
       .string("output.dir", "output", "directory for " + app_name + ".h5 and friends (created if missing)")
       .string("output.name", app_name, "output file stem: <output.dir>/<output.name>.h5")
       .boolean("output.overwrite", false, "replace an existing output file")
       .boolean("output.write_field", true, "write the final field(s) into the HDF5 file")
-      .boolean("output.xdmf", true, "write an XDMF file next to grid fields (ParaView)");
+      .boolean("output.xdmf", true, "write an XDMF file next to grid fields (ParaView)")
+      .real("validity.min_timed_seconds", 1.0, 0.0, 1.0e6,
+            "the shortest timed loop (the figure of merit's seconds) rated VALID in the summary's validity "
+            "(HPCG's rule: a run must time long enough to be measured)");
 }
 
 // One entry of the settings table as a schema key.

@@ -350,6 +350,68 @@ TEST(Timers, ReduceGivesMinAvgMax) {
   EXPECT_EQ(locus::gather_timers(t, MPI_COMM_WORLD).size(), 2u * world_size());
 }
 
+TEST(Timers, WithinNamesTheTimersAround) {
+  locus::Timers t({"total", "setup", "solve", "compute", "residual", "parts"});
+  t.start("total");
+  t.start("setup");
+  t.start("residual");
+  t.stop("residual");
+  t.stop("setup");
+  t.start("solve");
+  t.start("compute");
+  t.stop("compute");
+  t.start("residual");
+  t.stop("residual");
+  t.add("parts", 0.25);  // added while solve runs: within solve
+  t.stop("solve");
+  t.stop("total");
+  EXPECT_TRUE(t.within("total").empty());
+  EXPECT_EQ(t.within("setup"), std::vector<std::string>{"total"});
+  EXPECT_EQ(t.within("compute"), std::vector<std::string>{"solve"});
+  EXPECT_EQ(t.within("residual"), (std::vector<std::string>{"setup", "solve"}));
+  EXPECT_EQ(t.within("parts"), std::vector<std::string>{"solve"});
+  const auto stats = locus::reduce_timers(t, MPI_COMM_WORLD);
+  EXPECT_EQ(stats[3].within, std::vector<std::string>{"solve"});
+}
+
+// The entry `key` of map `t` (nullptr when absent).
+const locus::Tree* entry(const locus::Tree& t, const std::string& key) {
+  for (const auto& [k, v] : t.entries())
+    if (k == key) return &v;
+  return nullptr;
+}
+double number(const locus::Tree& t, const std::string& key) {
+  const locus::Tree* v = entry(t, key);
+  return v ? std::stod(v->text()) : -1.0;
+}
+
+TEST(Timers, FigureOfMeritIsTheTimersSlowestRank) {
+  locus::Timers t({"loop"});
+  locus::RepeatTimes reps;
+  // rank r's loop takes r + 1 repeats of 0.5 s ... measured elsewhere
+  for (int i = 0; i <= world_rank(); ++i) reps.add(0.5 + 0.25 * world_rank());
+  t.add("loop", 1.0 + world_rank());
+  const locus::Tree f = locus::figure_of_merit("work per second", 6.0, "W/s", t, "loop", "the loop",
+                                               MPI_COMM_WORLD, reps, "step");
+  EXPECT_EQ(number(f, "seconds"), double(world_size()));
+  ASSERT_NE(entry(f, "timer"), nullptr);
+  EXPECT_EQ(entry(f, "timer")->text(), "loop");
+  EXPECT_EQ(number(f, "value"), locus::rate(6.0, double(world_size())));
+  // the repeats only when every rank counted as many
+  EXPECT_EQ(entry(f, "repeats") != nullptr, world_size() == 1);
+  locus::RepeatTimes same;
+  same.add(0.5 + world_rank());
+  same.add(0.25);
+  const locus::Tree g =
+      locus::figure_of_merit("w", 1.0, "W/s", t, "loop", "the loop", MPI_COMM_WORLD, same, "step");
+  const locus::Tree* r = entry(g, "repeats");
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(number(*r, "count"), 2.0);
+  EXPECT_EQ(number(*r, "seconds_min"), 0.25);
+  EXPECT_EQ(number(*r, "seconds_max"), 0.5 + world_size() - 1);
+  EXPECT_EQ(number(*r, "seconds_mean"), double(world_size()) / 2.0);
+}
+
 TEST(Summary, ShortNumbers) {
   EXPECT_EQ(locus::Tree(1e-12).text(), "1e-12");
   EXPECT_EQ(locus::Tree(0.1).text(), "0.1");

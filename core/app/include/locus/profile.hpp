@@ -26,6 +26,10 @@ class Timers {
   // Adds time measured elsewhere (e.g. per phase inside a kernel).
   void add(const std::string& name, double seconds);
   const std::vector<std::string>& names() const { return names_; }
+  // The timers that were the innermost running one whenever `name` started
+  // or was added to, in the order first seen: its time is part of theirs
+  // (`total` for a phase of the run; empty for `total` itself).
+  std::vector<std::string> within(const std::string& name) const;
   const std::vector<double>& values() const { return total_; }
 
   // Stops the timer when it goes out of scope.
@@ -47,13 +51,25 @@ class Timers {
   std::vector<std::string> names_;
   std::vector<double> total_;
   std::vector<double> started_;
-  std::vector<int> phase_;    // timer -> its phase (counts.hpp)
-  std::vector<int> running_;  // phases of the running timers, in start order
+  std::vector<int> phase_;                         // timer -> its phase (counts.hpp)
+  std::vector<int> running_;                       // phases of the running timers, in start order
+  std::vector<std::size_t> stack_;                 // the running timers, in start order
+  std::vector<std::vector<std::size_t>> parents_;  // timer -> what ran around it (within)
+  void note_parent(std::size_t i);
 };
 
 struct TimerStats {
   std::string name;
   double min, avg, max;
+  std::vector<std::string> within;  // Timers::within (the summary's `within`)
+};
+
+// The time each repeat of a timed loop took on this rank (a step, an
+// iteration, a product): how many, the least and the largest.
+struct RepeatTimes {
+  long count = 0;
+  double min = 0, max = 0;
+  void add(double seconds);
 };
 
 // The app's one figure of merit (the same shape in every app): `work`
@@ -64,6 +80,15 @@ struct TimerStats {
 // `work` is in the unit's own scale (e.g. 1e6 updates for "Mupdates/s").
 Tree figure_of_merit(const std::string& name, double work, const std::string& unit, double seconds,
                      const std::string& divides_by);
+// The figure of merit of the timed loop that timer `timer` measured:
+// as above, with `seconds` the slowest rank's total of that timer (the
+// summary's timers_seconds.TIMER.max, unrounded), and the map also names
+// `timer`. With `repeats` counted (`each`: "step", "product", ...) it
+// adds `repeats`: count, each, and the least, mean and largest seconds
+// of one repeat on any rank. Collective.
+Tree figure_of_merit(const std::string& name, double work, const std::string& unit, const Timers& timers,
+                     const std::string& timer, const std::string& divides_by, MPI_Comm comm,
+                     const RepeatTimes& repeats = {}, const std::string& each = "");
 // A rate rounded to six significant digits (0 when `seconds` is not positive).
 double rate(double work, double seconds);
 
