@@ -161,14 +161,14 @@ def say(msg):
 
 
 # Wall-clock time of each benchmark on the 2-core machine of docs/results.md
-# (MPICH, default ranks), rounded up: full runs in minutes (latency, gups
-# and overlap from earlier runs on an idle machine; None: not timed yet),
-# --quick runs in seconds, each measured once with ./locus bench NAME
-# --quick while other jobs kept the machine busy (load average about 10 on
-# 2 cores: an idle machine is faster).
+# (MPICH, default ranks), rounded up: full runs in minutes, --quick runs in
+# seconds. Measured once each with ./locus bench NAME [--quick] while other
+# jobs kept the machine busy (load average about 10 on 2 cores: an idle
+# machine is faster); the full latency, gups and overlap runs are earlier
+# figures of an idle machine; None: not timed yet.
 DURATIONS = {
-    "latency": (7, 70), "exchange": (None, 10), "halo": (None, 20), "poisson": (None, 110), "overlap": (5, 105),
-    "heat3d-async": (None, 40), "gups": (10, 55), "ig": (None, 30), "spmv": (None, 30), "tensor": (None, 135),
+    "latency": (7, 70), "exchange": (3, 10), "halo": (2, 20), "poisson": (None, 110), "overlap": (5, 105),
+    "heat3d-async": (1, 40), "gups": (10, 55), "ig": (1, 30), "spmv": (3, 40), "tensor": (None, 135),
     "multiphase": (None, 200), "calibrate": (None, 70),
 }
 
@@ -198,8 +198,8 @@ OVERLAP_ALTERNATIONS = (5, 1)
 
 def durations_help():
     """The durations for `./locus bench --help`."""
-    lines = ["Durations on a 2-core machine (MPICH, default ranks; rounded up; the --quick ones measured while "
-             "other jobs kept the machine busy, so an idle machine is faster):"]
+    lines = ["Durations on a 2-core machine (MPICH, default ranks; rounded up; measured while other jobs kept "
+             "the machine busy, so an idle machine is faster; full latency, gups and overlap: earlier idle runs):"]
     for name in NAMES[:-1]:
         full, quick = DURATIONS[name]
         lines.append("  %-13s %s; --quick about %3d s" % (
