@@ -54,7 +54,7 @@ locus::AppInfo info() {
       .string("bench.kinds", "get,put,acc,fop", "operation kinds")
       .string("bench.thresholds", "", "write the thresholds file here (empty: do not write)")
       .real("bench.margin", 0.1, 0.0, 0.5, "the least hysteresis: high - low is at least this");
-  locus::add_common_keys(s, "calibrate");
+  bench::add_keys(s, "calibrate");
   return app;
 }
 

@@ -93,7 +93,7 @@ locus::AppInfo app_info() {
       .integer("bench.max_size", 4096, 8, 1 << 20, "largest face in bytes")
       .integer("bench.steps", 2000, 1, big, "exchanges per measurement")
       .integer("bench.repeats", 5, 1, 99, "interleaved measurements per size; the median is reported");
-  locus::add_common_keys(app.schema, "exchange");
+  bench::add_keys(app.schema, "exchange");
   return app;
 }
 

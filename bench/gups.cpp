@@ -77,7 +77,7 @@ locus::AppInfo app_info() {
       .integer("bench.repeats", 3, 1, 99, "timed runs per variant (interleaved); the median is reported")
       .string("bench.variants", "raw,mpi,hpcc,locus,locus-handle,locus-aggregated,locus-scatter,locus-getput",
               "comma-separated variants to run (raw needs every rank on one real node)");
-  locus::add_common_keys(app.schema, "gups");
+  bench::add_keys(app.schema, "gups");
   return app;
 }
 

@@ -244,6 +244,20 @@ Report::Report(const locus::Config& config, const std::string& benchmark, const 
   csv_ = stem + ".csv";
   json_ = stem + ".json";
   text("benchmark", benchmark);
+  quick_ = config.boolean("bench.quick");
+  text("quick", quick_ ? "true" : "false");
+  tree_["quick"] = quick_;
+  if (quick_)
+    lines_.back() +=
+        "  # smaller sizes, fewer repeats: figures indicative; goals that need the full sizes "
+        "not judged";
+}
+
+void add_keys(locus::Schema& schema, const std::string& name) {
+  locus::add_common_keys(schema, name);
+  schema.boolean("bench.quick", false,
+                 "a quick run (./locus bench NAME --quick sets it with smaller sizes and fewer repeats): the "
+                 "report says so, and goals that need the full sizes read 'not judged (quick)'");
 }
 
 locus::Tree& Report::current() {
@@ -287,6 +301,18 @@ void Report::goal(const std::string& key, bool met, const std::string& note) {
   if (section_key_ != "goals") throw std::logic_error("bench::Report: goal '" + key + "' outside goals()");
   text(key, verdict(met));
   if (!note.empty()) lines_.back() += " (" + note + ")";
+}
+
+void Report::sized_goal(const std::string& key, bool met, const std::string& note) {
+  if (quick_)
+    not_judged(key, "quick");
+  else
+    goal(key, met, note);
+}
+
+void Report::not_judged(const std::string& key, const std::string& why) {
+  if (section_key_ != "goals") throw std::logic_error("bench::Report: goal '" + key + "' outside goals()");
+  text(key, "not judged (" + why + ")");
 }
 
 void Report::verification(bool pass, const std::string& why) {

@@ -29,6 +29,12 @@
 
 namespace bench {
 
+// The keys every benchmark's deck has: the apps' common keys (name,
+// output.*, runtime.*, comm.*) and bench.quick (`./locus bench NAME
+// --quick`: smaller sizes and fewer repeats, set by tools/bench.py; the
+// report says so, and goals that need the full sizes are not judged).
+void add_keys(locus::Schema& schema, const std::string& name);
+
 // "a,b,,c" -> {a, b, c}
 std::vector<std::string> split_list(const std::string& s);
 
@@ -166,6 +172,13 @@ class Report {
   void goals();
   // "key: met" or "key: missed", with " (note)" after it when given.
   void goal(const std::string& key, bool met, const std::string& note = "");
+  // A goal that only the full sizes judge honestly (a memory roofline out
+  // of the caches, the largest messages, the full DGEMM): as goal(), and
+  // "key: not judged (quick)" in a quick run.
+  void sized_goal(const std::string& key, bool met, const std::string& note = "");
+  // "key: not judged (why)".
+  void not_judged(const std::string& key, const std::string& why);
+  bool quick() const { return quick_; }
   // "verification: PASS", or "FAIL" with " (why)" after it when given.
   void verification(bool pass, const std::string& why = "");
   // The table's rows: its CSV at csv_path() (appended to, with `append`),
@@ -179,6 +192,7 @@ class Report {
  private:
   locus::Tree& current();
   std::string benchmark_, csv_, json_;
+  bool quick_ = false;
   std::vector<std::string> lines_;  // the printed block, one entry a line
   locus::Tree tree_;                // the same as JSON
   locus::Tree section_;             // the open section, if any

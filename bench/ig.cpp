@@ -63,7 +63,7 @@ locus::AppInfo app_info() {
       .integer("bench.repeats", 3, 1, 99, "timed runs per variant (interleaved); the median is reported")
       .string("bench.variants", "raw,mpi-get,alltoallv,locus,locus-aggregated,locus-gather",
               "comma-separated variants to run (raw needs every rank on one real node)");
-  locus::add_common_keys(app.schema, "ig");
+  bench::add_keys(app.schema, "ig");
   return app;
 }
 

@@ -37,7 +37,7 @@ locus::AppInfo app_info() {
       .integer("bench.warmup", 100, 0, big, "untimed operations before each measurement")
       .integer("bench.repeats", 5, 1, 99, "measurements per size; the median is reported")
       .integer("bench.volume_mib", 256, 1, big, "cap on bytes moved per measurement (MiB)");
-  locus::add_common_keys(app.schema, "latency");
+  bench::add_keys(app.schema, "latency");
   return app;
 }
 

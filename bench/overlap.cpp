@@ -56,7 +56,7 @@ locus::AppInfo app_info() {
                "run the SMB search per size; false: only the blocking 8-byte get (for repeated latency runs)")
       .boolean("bench.csv_append", true,
                "append to <output.dir>/overlap.csv and overlap_small.csv (else overwrite)");
-  locus::add_common_keys(app.schema, "overlap");
+  bench::add_keys(app.schema, "overlap");
   return app;
 }
 

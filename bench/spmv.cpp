@@ -70,7 +70,7 @@ locus::AppInfo app_info() {
             "ghost-cell: the workload takes about this many times the exchange alone (calibrated)")
       .boolean("bench.spmv", true, "run the spmv part")
       .string("bench.label", "", "label for the CSV rows (default: real or emulated nodes)");
-  locus::add_common_keys(s, "bench");
+  bench::add_keys(s, "bench");
   return app;
 }
 

@@ -57,7 +57,7 @@ locus::AppInfo bench_app_info() {
           "every operand sorted for every pair)")
       .string("bench.parts", "dgemm,nxtask,balance", "which parts to run")
       .string("bench.label", "", "label for the CSV rows (default: real or emulated nodes)");
-  locus::add_common_keys(s, "bench");
+  bench::add_keys(s, "bench");
   return app;
 }
 

@@ -18,7 +18,7 @@ def main():
     found = set()
     for path in glob.glob(os.path.join(SOURCE, "bench", "*.cpp")):
         text = open(path).read()
-        found |= set(re.findall(r'\.goal\(\s*"([^"]+)"', text))
+        found |= set(re.findall(r'\.(?:sized_)?goal\(\s*"([^"]+)"', text))
         found |= {"get_8B_goal_le_1.5x_memcpy", "put_8B_goal_le_1.5x_memcpy"} if "_8B_goal_le_1.5x_memcpy" in text \
             else set()
         found |= {"hpcg27" + g for g in re.findall(r'mname \+ "(_[a-z0-9_.]+)"', text)}

@@ -90,6 +90,20 @@ def main():
         "applier.yaml:4:14: comm.aggregate.applier: progress needs comm.aggregate.transport: message (got put)")
         == 1, p.stderr)
     check(not os.path.exists(os.path.join(out, "a", "heat3d.h5")), "no output after the applier errors")
+    # A check on several keys names the key the user gave: the grid's
+    # largest dimension, comm.adapt.high when it is the one set; a grid
+    # whose size overflows 64 bits is refused at the deck, with its key.
+    default = os.path.join(SOURCE, "inputs", "heat3d", "default.yaml")
+    o = ["output.dir=" + os.path.join(out, "keys")]
+    for key, value, expect in (
+            ("heat3d.grid.ny", "4294967296", "heat3d.grid.ny: a 64x4294967296x64 grid: needs "),
+            ("heat3d.grid.nz", "9223372036854775807", "heat3d.grid.nz: a 64x64x9223372036854775807 grid: needs "),
+            ("comm.adapt.high", "0", "comm.adapt.high: low (0.300000) must be below high (0.000000)")):
+        p, secs = run_app("heat3d", default, ranks, sets=["%s=%s" % (key, value)] + o, extra=["-q"],
+                          expect_ok=False, timeout=60)
+        line = "--set %s=%s: %s" % (key, value, expect)
+        check(p.returncode == 1 and p.stderr.count(line) == 1 and "allocate" not in p.stderr,
+              "expected once: %s\n--- stderr\n%s" % (line, p.stderr))
     print("all error cases end cleanly on %d rank(s)" % ranks)
 
 

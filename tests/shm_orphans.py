@@ -4,12 +4,15 @@
 /dev/shm/mpich_shar_tmpXXXXXX that it unlinks only once every process of
 the node has mapped it, so a kill in between left it behind (sparse, as
 large as the window). Rank 0's output watcher, which outlives the job,
-removes such files of its user created since the run started that no
-process has open or mapped any more.
+removes such files that one of the run's processes held while the run
+lived and that no process has open or mapped any more -- and no other
+file: a decoy backing file of another "job" (this script's, abandoned,
+created while the run lives) must survive the run's death.
 
 The test starts heat3d on a grid whose fields take about 1 GiB of shared
 memory, waits for MPICH's backing file to appear, kills the whole job and
-expects the file gone within seconds (and the output directory empty).
+expects the file gone within seconds (and the output directory empty),
+and the decoy still there.
 
     shm_orphans.py NP
 """
@@ -76,9 +79,14 @@ for attempt in range(3):
         if seen:
             break
         time.sleep(0.001)
+    # another job's abandoned backing file, created while the run lives
+    decoy = "/dev/shm/mpich_shar_tmplocustest%d" % os.getpid()
+    with open(decoy, "wb") as f:
+        f.write(b"x" * 4096)
     os.killpg(a.pid, signal.SIGKILL)
     a.wait()
     if not seen:
+        os.unlink(decoy)
         continue  # MPICH unlinked it before this poll saw it: try again
     caught += 1
     t1 = time.monotonic()
@@ -96,6 +104,11 @@ for attempt in range(3):
         except OSError:
             pass
     check(not left, "kill -9 inside MPI_Win_allocate_shared left %s in /dev/shm" % sorted(left))
+    time.sleep(1.0)  # the watcher retries for a while: give it time to (wrongly) take the decoy
+    decoy_kept = os.path.exists(decoy)
+    if decoy_kept:
+        os.unlink(decoy)
+    check(decoy_kept, "the watcher removed %s, a file no process of the run held" % decoy)
     # only the run's status file stays, and it says the run was killed
     status = os.path.join(od, "heat3d.status")
 

@@ -8,11 +8,12 @@
     and with 1 and 2 threads, also on emulated nodes (rma then moves the
     halo by MPI) and, at 2 ranks, with a progress process;
   * HPCG's symmetry test passes on symmetric input, and is not run on
-    unsymmetric input.
+    unsymmetric input; its formula in the summary is the one --help states.
 
     spmv_check.py NP
 """
 import os
+import subprocess
 import sys
 
 import h5py
@@ -20,13 +21,16 @@ import numpy as np
 import scipy.io
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from locus_testlib import SOURCE, check, run_app, scratch, summary  # noqa: E402
+from locus_testlib import SOURCE, app_path, check, run_app, scratch, summary  # noqa: E402
 
 NP = int(sys.argv[1])
 OUT = scratch("spmv_check_np%d" % NP)
 DECK = os.path.join(SOURCE, "inputs", "spmv", "default.yaml")
 MATRICES = os.path.join(SOURCE, "inputs", "spmv", "matrices")
 MODES = ["vector", "overlap", "task", "thread", "rma"]
+# spmv --help, its lines joined (a key's help may wrap)
+HELP = " ".join(subprocess.run([app_path("spmv"), "--help"], stdout=subprocess.PIPE, text=True,
+                               check=True).stdout.split())
 
 
 def run(name, sets, ranks=NP, env=None):
@@ -79,6 +83,9 @@ for name, sets, how in cases:
         sym = summ["validation"]["symmetry"]
         if name in ("bcsstk", "hpcg27", "laplace2d"):
             check(isinstance(sym, dict) and sym["verdict"] == "pass", "%s: symmetry test %s" % (name, sym))
+            # the summary states the formula --help states (one text)
+            check(sym["formula"] in HELP, "%s: the summary's symmetry formula %r is not the one --help states"
+                  % (name, sym["formula"]))
         else:
             check(not isinstance(sym, dict), "%s: the symmetry test ran on unsymmetric input" % name)
         # without the symmetry test (unsymmetric input) nothing is checked

@@ -73,6 +73,14 @@ for name, text, line, what in CASES:
     path = os.path.join(OUT, name + ".mtx")
     expect_error(name, ["spmv.matrix.source=file", "spmv.matrix.file=" + path], "%s:%d: " % (path, line), what)
 
+# a size error names the generator's size key the user gave
+expect_error("rows_ny", ["spmv.matrix.generator=laplace3d", "spmv.matrix.ny=4000000000000000000"],
+             "--set spmv.matrix.ny=4000000000000000000: spmv.matrix.ny: the grid has")
+expect_error("rows_banded", ["spmv.matrix.generator=banded", "spmv.matrix.rows=9223372036854775807"],
+             "--set spmv.matrix.rows=9223372036854775807: spmv.matrix.rows: the matrix has")
+expect_error("memory_nz", ["spmv.matrix.generator=laplace3d", "spmv.matrix.nz=400000000"],
+             "--set spmv.matrix.nz=400000000: spmv.matrix.nz: the laplace3d generator's matrix: needs")
+
 # the same NaN is accepted when asked for
 p, _ = run_app("spmv", DECK, NP, ["spmv.matrix.source=file", "spmv.matrix.file=" + os.path.join(OUT, "nan.mtx"),
                                   "spmv.matrix.allow_nonfinite=true", "output.dir=" + os.path.join(OUT, "nan_ok"),
@@ -106,6 +114,6 @@ expect_error("iterations_cg", ["spmv.validation.mode=iterations"], "iterations r
 expect_error("grid_overflow", ["spmv.matrix.nx=4000000", "spmv.matrix.ny=4000000", "spmv.matrix.nz=4000000"],
              "more than 64-bit indices hold")
 expect_error("grid_memory", ["spmv.matrix.nx=100000", "spmv.matrix.ny=100000", "spmv.matrix.nz=1000"],
-             "private), but the node has", "spmv.matrix.generator: hpcg27: needs")
+             "private), but the node has", "spmv.matrix.nx: the hpcg27 generator's matrix: needs")
 expect_error("mode", ["spmv.mode=fast"], "--set spmv.mode=fast")
 print("PASS")

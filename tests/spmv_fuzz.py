@@ -103,6 +103,14 @@ with open(listing, "w") as f:
     f.write("\n".join(paths) + "\n")
 
 exe = os.path.join(BUILD, "tests", "spmv_mm_fuzz")
+# its --help: the usage on stdout, exit 0; a list it cannot open: exit 2
+h = subprocess.run([MPIEXEC, "-n", "1", exe, "--help"], capture_output=True, text=True, timeout=60)
+check(h.returncode == 0 and h.stdout.startswith("usage: ") and "LIST" in h.stdout,
+      "spmv_mm_fuzz --help: exit %d\n%s%s" % (h.returncode, h.stdout, h.stderr))
+h = subprocess.run([MPIEXEC, "-n", "1", exe, os.path.join(OUT, "no-such-list")], capture_output=True, text=True,
+                   timeout=60)
+check(h.returncode == 2 and "cannot open" in h.stderr, "spmv_mm_fuzz on a missing list: exit %d\n%s"
+      % (h.returncode, h.stderr))
 try:
     p = subprocess.run([MPIEXEC, "-n", str(NP), exe, listing], capture_output=True, text=True, timeout=600)
 except subprocess.TimeoutExpired:

@@ -31,6 +31,12 @@ CASES = [
      "private), but the node has"),
     ("reference_size", ["tensor_contract.extent=100", "tensor_contract.tile=50"],
      "reference needs the dense tensors within validation.max_elements"),
+    # a size error names the per-index key when its entry makes the size
+    ("tiles_blocks", ["tensor_contract.tiles=a=1,b=1", "tensor_contract.extent=4000"],
+     "--set tensor_contract.tiles=a=1,b=1: tensor_contract.tiles: A has"),
+    ("extents_memory", ["tensor_contract.extents=a=200000,b=200000,i=20000", "tensor_contract.tile=2000",
+                        "tensor_contract.validation.mode=none"],
+     "tensor_contract.extents=a=200000,b=200000,i=20000: tensor_contract.extents: tensors of"),
     ("irreps", ["tensor_contract.symmetry.irreps=3"], "tensor_contract.symmetry.irreps: must be one of"),
     ("chunk", ["tensor_contract.counter.chunk=0"], "tensor_contract.counter.chunk"),
 ]

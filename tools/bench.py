@@ -21,7 +21,7 @@ from bench_legend import goals_help, legend  # noqa: E402
 
 PYTHON = "/usr/bin/python3"
 
-HELP = """usage: ./locus bench NAME [-n RANKS] [--set key=value]... [--launcher CMD] [--ppn P] [--bind core|none]
+HELP = """usage: ./locus bench NAME [-n RANKS] [--quick] [--set key=value]... [--launcher CMD] [--ppn P] [--bind core|none]
 
 Runs a benchmark that prints the MPI baseline and locus side by side, in
 one run, with their ratio; tables on stdout, CSV in output/bench/.
@@ -43,8 +43,12 @@ one run, with their ratio; tables on stdout, CSV in output/bench/.
             (output/bench/<name>-remote-<mpi>.yaml). Default 2 ranks.
   halo      heat3d halo exchange per step: p2p, rma, locus, locus-nb,
             locus-barrier on one grid (inputs/bench/halo.yaml), each first
-            checked to fill every ghost with its neighbour's value. Runs on real nodes, then on
-            emulated nodes of one rank. Default: one rank per core.
+            checked to fill every ghost with its neighbour's value; then
+            heat3d's step against the memory roofline (STREAM, same run) on
+            the same grid (bench.roofline_n: N^3 per rank instead; judged
+            only with fields out of the last-level cache). Runs on real
+            nodes, then on emulated nodes of one rank. Default: one rank per
+            core.
   poisson   the DART-MPI paper's Poisson runs: poisson5pt halo time and time per
             iteration for p2p, rma, locus, locus-nb on the paper's 64x64 and
             1024x1024 grids (float32, Gauss-Seidel, rows), the whole solve to
@@ -58,8 +62,8 @@ one run, with their ratio; tables on stdout, CSV in output/bench/.
             and prefetch, and the row-major stride-2 sweep (natural).
             Runs on 2 ranks (real nodes, then
             emulated nodes of one rank), then on 4 ranks, over-subscribed on
-            a 2-core machine and marked so (real nodes, then nodes of 2).
-            -n sets the first rank count.
+            a 2-core machine and marked so (real nodes, then nodes of 2;
+            left out with --quick). -n sets the first rank count.
   overlap   SMB host overhead and application availability of a non-blocking
             get, 1 KiB - 4 MiB, unit 0 from unit 1: MPI_Rget, locus direct,
             locus + progress processes (idle sleep and yield), locus +
@@ -95,7 +99,7 @@ one run, with their ratio; tables on stdout, CSV in output/bench/.
             computes without MPI); NXTASK vs static on a block-sparse
             problem. 2 ranks on real nodes, then emulated nodes of one rank
             (without, then with the progress thread), then the strong scaling of NXTASK vs static on 1, 2 and 4 ranks
-            (4: over-subscribed, marked).
+            (4: over-subscribed, marked; left out with --quick).
   gups      HPCC RandomAccess: the raw limit (CPU atomics on one MPI
             shared-memory table), MPI_Accumulate(BXOR), HPCC's buckets
             with less MPI in the loop (a tuned floor), locus
@@ -135,11 +139,15 @@ one run, with their ratio; tables on stdout, CSV in output/bench/.
             comm.adapt.thresholds). 4 ranks: 2 units + 2 ghosts on emulated
             nodes of 2 (over-subscribed on 2 cores, marked). Not in "all".
   all       all of the above except calibrate
-Durations seen on a 2-core machine: latency about 7 min, gups about
-10 min, overlap about 4.5 min; the others are not timed here. Each part
-starts with a status line, and the command ends with the time it took.
-Decks: inputs/bench/NAME.yaml; --set overrides their keys. Tables and CSV
-go to output/bench/ in the repository, wherever it is started from."""
+--quick: smaller sizes and fewer repeats, the over-subscribed extra runs
+of poisson and tensor left out (durations below): the same tables,
+columns and goals; the report says "quick: true", and the goals that only
+the full sizes judge honestly (memory rooflines) read "not judged
+(quick)". --set still wins over the quick sizes.
+Each part starts with a status line, and the command ends with the time it
+took. Decks: inputs/bench/NAME.yaml; --set overrides their keys. Tables
+and CSV go to output/bench/ in the repository, wherever it is started from.
+"""
 
 # In the order `all` runs them; calibrate runs only on its own.
 ALL = ("latency", "exchange", "halo", "overlap", "gups", "ig", "spmv", "tensor", "multiphase", "heat3d-async",
@@ -152,8 +160,57 @@ def say(msg):
     print("locus: " + msg, file=sys.stderr, flush=True)
 
 
+# Wall-clock time of each benchmark on the 2-core machine of docs/results.md
+# (MPICH, default ranks), rounded up: full runs in minutes, --quick runs in
+# seconds. Measured once each with ./locus bench NAME [--quick] while other
+# jobs kept the machine busy (load average about 10 on 2 cores: an idle
+# machine is faster); the full latency, gups and overlap runs are earlier
+# figures of an idle machine; None: not timed yet.
+DURATIONS = {
+    "latency": (7, 70), "exchange": (3, 10), "halo": (2, 20), "poisson": (None, 110), "overlap": (5, 105),
+    "heat3d-async": (1, 40), "gups": (10, 55), "ig": (1, 30), "spmv": (3, 40), "tensor": (None, 135),
+    "multiphase": (None, 200), "calibrate": (None, 70),
+}
+
+# --quick: deck keys for a benchmark's own runs (bench/NAME) and options for
+# its Python driver (tools/bench_*.py), smaller sizes and fewer repeats;
+# the user's --set options come after them and win.
+QUICK = {
+    "latency": (["bench.max_size=1048576", "bench.iterations=100", "bench.warmup=10", "bench.repeats=3",
+                 "bench.volume_mib=8"], []),
+    "exchange": (["bench.steps=100", "bench.repeats=3"], []),
+    "halo": (["bench.exchanges=50", "bench.repeats=3", "bench.roofline_steps=3", "bench.roofline_repeats=3"], []),
+    "poisson": (["bench.small_iterations=200", "bench.large_iterations=10", "bench.repeats=3", "bench.solve_tolerance=1e-2",
+                 "bench.roofline_n=1024", "bench.roofline_iterations=3", "bench.roofline_repeats=3"], []),
+    "overlap": (["bench.max_size=1048576", "bench.repeats=3", "bench.trials=1", "bench.time_per_point=0.002"], []),
+    "heat3d-async": ([], ["--repeats", "1", "--steps", "50"]),
+    "gups": (["bench.repeats=1", "bench.log2_local=16"], ["--rounds", "1", "--set", "bench.log2_local=16"]),
+    "ig": (["bench.repeats=1", "bench.log2_requests=16"], []),
+    "spmv": (["bench.products=5", "bench.repeats=2", "bench.settle_ms=20", "bench.ghost_iterations=10"], []),
+    "tensor": (["bench.repeats=1", "bench.fetches=200", "bench.busy_seconds=0.05", "bench.tiles=16,24,32"], []),
+    "multiphase": ([], ["--repeats", "1", "--set", "tensor_contract.comm.extent=12", "--set",
+                        "tensor_contract.comp.extent=24", "--set", "tensor_contract.comp.tile=12"]),
+    "calibrate": (["bench.iterations=10", "bench.compute_us=0,30,300,3000"], []),
+}
+# How many alternating runs overlap's blocking get takes (full, quick).
+OVERLAP_ALTERNATIONS = (5, 1)
+
+
+def durations_help():
+    """The durations for `./locus bench --help`."""
+    lines = ["Durations on a 2-core machine (MPICH, default ranks; rounded up; measured while other jobs kept "
+             "the machine busy, so an idle machine is faster; full latency, gups and overlap: earlier idle runs):"]
+    for name in NAMES[:-1]:
+        full, quick = DURATIONS[name]
+        lines.append("  %-13s %s; --quick about %3d s" % (
+            name, "about %2d min" % full if full else "not timed  ", quick))
+    quick = sum(DURATIONS[n][1] for n in ALL)
+    lines.append("  %-13s the sum of its parts; --quick about %d s (%d min)" % ("all", quick, -(-quick // 60)))
+    return "\n".join(lines)
+
+
 class Invocation:
-    """`./locus bench NAME [-n RANKS] [--set key=value]...`, checked."""
+    """`./locus bench NAME [-n RANKS] [--quick] [--set key=value]...`, checked."""
 
     def __init__(self, argv):
         if not argv:
@@ -161,19 +218,25 @@ class Invocation:
             raise UserError("bench: which benchmark? (%s)" % ", ".join(NAMES))
         self.name, rest = argv[0], argv[1:]
         self.ranks = None  # -n: None = each benchmark's default
-        self.args = []  # --set options, passed to every run as given
+        self.quick = False
+        self.user = []  # --set options, passed to every run as given
+        self.args = []  # a part's runs: its quick keys (--quick), then the user's
+        self.tool_args = []  # a part's Python driver: its quick options, then the user's --set
+        self.quick_sets = []  # a part's quick keys as --set options
         while rest:
             a = rest.pop(0)
-            if a in ("-n", "--ranks"):
+            if a == "--quick":
+                self.quick = True
+            elif a in ("-n", "--ranks"):
                 if not rest:
                     raise UserError("bench: %s needs a number" % a)
                 self.ranks = rest.pop(0)
             elif a in ("--set", "-s"):
                 if not rest:
                     raise UserError("bench: %s needs key=value" % a)
-                self.args += ["--set", rest.pop(0)]
+                self.user += ["--set", rest.pop(0)]
             elif a.startswith("--set="):
-                self.args.append(a)
+                self.user.append(a)
             else:
                 raise UserError("bench: unknown argument %s (see ./locus bench --help)" % a)
         if self.ranks is not None and not re.fullmatch(r"[1-9][0-9]*", self.ranks):
@@ -182,6 +245,19 @@ class Invocation:
             close = difflib.get_close_matches(self.name, NAMES, n=1)
             raise UserError("bench: unknown benchmark '%s'%s (%s)" % (
                 self.name, "; did you mean '%s'?" % close[0] if close else "", ", ".join(NAMES)))
+
+    def part(self, name):
+        """The arguments of part `name`'s runs (args) and of its Python
+        driver (tool_args)."""
+        sets, options = QUICK[name] if self.quick else ([], [])
+        self.quick_sets = [x for kv in sets + (["bench.quick=true"] if self.quick else []) for x in ("--set", kv)]
+        self.args = self.quick_sets + self.user
+        self.tool_args = options + self.user
+
+    def around(self, middle):
+        """A run's arguments with a part's own --set options `middle`: after
+        the quick keys (they win over them), before the user's (who wins)."""
+        return self.quick_sets + middle + self.user
 
     def n(self, default):
         """The rank count: -n, else the benchmark's default."""
@@ -212,7 +288,7 @@ class Runner:
 
     def tool(self, script):
         """A Python benchmark driver in tools/ with the user's --set options."""
-        self.call([PYTHON, os.path.join(ROOT, "tools", script)] + self.inv.args)
+        self.call([PYTHON, os.path.join(ROOT, "tools", script)] + self.inv.tool_args)
 
     def call(self, argv, env=None, keep=None):
         full = dict(os.environ, LOCUS_BUILD_DIR=self.build, **(env or {}))
@@ -309,7 +385,7 @@ def overlap(r):
     # The small-operation goal compares two separate jobs: alternate
     # latency-only runs without and with (sleeping) servers, medians judged.
     say("overlap: blocking 8 B get, inter-node, 5 alternating runs without / with progress processes")
-    for _ in range(5):
+    for _ in range(OVERLAP_ALTERNATIONS[1 if r.inv.quick else 0]):
         r.run(2, [exe, deck, "--set", "bench.smb=false", "--set", "runtime.node_size=1"] + oargs, keep="blocking")
         r.run(4, [exe, deck, "--set", "bench.smb=false", "--set", "runtime.progress.processes_per_node=1",
                   "--set", "runtime.node_size=2", "--set", "bench.label=locus + progress proc (sleep)"] + oargs,
@@ -336,7 +412,7 @@ def gups(r):
     real_then_node1(r, "gups")
     n = r.inv.n(2)
     say("gups against HPCC 1.5.0's own loop in its own MPI job (bench/hpcc_ra), %d ranks, alternating" % n)
-    r.call([PYTHON, os.path.join(ROOT, "tools", "bench_gups_peer.py"), "--ranks", str(n)] + r.inv.args)
+    r.call([PYTHON, os.path.join(ROOT, "tools", "bench_gups_peer.py"), "--ranks", str(n)] + r.inv.tool_args)
 
 
 def ig(r):
@@ -372,7 +448,9 @@ def tensor(r):
     say("tensor, %d ranks, emulated nodes, with the progress thread (target-side progress for the counter)" % n)
     r.run(n, [exe, deck, "--set", "runtime.node_size=1", "--set", "runtime.progress.thread=true",
               "--set", "bench.parts=nxtask,balance", "--set", "bench.label=emulated nodes + progress thread"] + args)
-    for ranks in (1, 2, 4):
+    if r.inv.quick:
+        say("tensor strong scaling on 4 ranks (over-subscribed, no goal judged): left out with --quick")
+    for ranks in (1, 2) if r.inv.quick else (1, 2, 4):
         say("tensor strong scaling, NXTASK vs static, %d rank(s)" % ranks)
         r.run(ranks, [exe, deck, "--set", "bench.parts=balance"] + args, keep=r"OVER|nxtask .* ms")
 
@@ -391,10 +469,11 @@ def multiphase(r):
     for v in ("off", "on"):
         say("NXTASK under load, redirection %s: counter owner computes without MPI (2 units + 2 ghosts, "
             "emulated nodes of 2)" % v)
+        quick = ["--set", "bench.quick=true", "--set", "bench.fetches=200"] if r.inv.quick else []
         r.run(4, [r.exe("tensor"), r.deck("tensor"), "--set", "bench.parts=nxtask", "--set", "bench.busy_seconds=0.01",
                   "--set", "runtime.node_size=2", "--set", "runtime.progress.processes_per_node=1",
-                  "--set", "comm.async=" + v, "--set", "bench.label=emulated nodes + ghosts, redirection " + v],
-              keep="counter on|OVER")
+                  "--set", "comm.async=" + v, "--set", "bench.label=emulated nodes + ghosts, redirection " + v]
+              + quick, keep="counter on|OVER")
 
 
 def heat3d_async(r):
@@ -407,16 +486,18 @@ def poisson(r):
     say("poisson, %d ranks, real nodes" % n)
     r.run(n, [exe, deck] + args)
     say("poisson, %d ranks, emulated nodes of one rank (runtime.node_size=1)" % n)
-    r.run(n, [exe, deck, "--set", "runtime.node_size=1", "--set", "bench.roofline_n=0"] + args)
-    if r.inv.ranks is None:
+    r.run(n, [exe, deck] + r.inv.around(["--set", "runtime.node_size=1", "--set", "bench.roofline_n=0"]))
+    if r.inv.ranks is None and r.inv.quick:
+        say("poisson, 4 ranks (over-subscribed, no goal judged): left out with --quick")
+    elif r.inv.ranks is None:
         # Over-subscribed on 2 cores: every synchronisation pays for scheduling,
         # so fewer iterations; the table header says OVER-SUBSCRIBED.
         few = ["--set", "bench.small_iterations=200", "--set", "bench.large_iterations=20",
                "--set", "bench.roofline_n=0"]
         say("poisson, 4 ranks, real nodes")
-        r.run(4, [exe, deck] + few + args)
+        r.run(4, [exe, deck] + r.inv.around(few))
         say("poisson, 4 ranks, emulated nodes of two ranks (runtime.node_size=2)")
-        r.run(4, [exe, deck, "--set", "runtime.node_size=2"] + few + args)
+        r.run(4, [exe, deck] + r.inv.around(["--set", "runtime.node_size=2"] + few))
 
 
 PARTS = {"latency": latency, "exchange": exchange, "halo": halo, "overlap": overlap, "gups": gups, "ig": ig,
@@ -427,6 +508,7 @@ PARTS = {"latency": latency, "exchange": exchange, "halo": halo, "overlap": over
 def main(argv):
     if any(a in ("-h", "--help") for a in argv):
         print(HELP)
+        print(durations_help())
         print()
         print(goals_help())
         return 0
@@ -443,10 +525,11 @@ def main(argv):
     t0 = time.monotonic()
     r = Runner(inv)
     for name in ALL if inv.name == "all" else (inv.name,):
+        inv.part(name)
         PARTS[name](r)
         print("\n".join(legend(name)), flush=True)
     took = int(time.monotonic() - t0)
-    say("bench %s: took %d min %d s" % (inv.name, took // 60, took % 60))
+    say("bench %s%s: took %d min %d s" % (inv.name, " --quick" if inv.quick else "", took // 60, took % 60))
     return 0
 
 

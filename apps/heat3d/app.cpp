@@ -279,13 +279,15 @@ void check_settings(const Context& ctx, const Settings& s) {
     const double scale = s.mode == "order" ? 4.0 : 1.0;
     double b[3];
     for (int d = 0; d < 3; ++d)
-      b[d] = std::ceil(double(s.problem.n[d] + 1) * scale / double(pg[d])) + 2.0;  // a block with ghosts
+      b[d] = std::ceil((double(s.problem.n[d]) + 1.0) * scale / double(pg[d])) + 2.0;  // a block with ghosts
     const double face_bytes = 8.0 * 2.0 * 2.0 * (b[0] * b[1] + b[1] * b[2] + b[0] * b[2]);
     const double fields = 8.0 * 2.0 * b[0] * b[1] * b[2];
     char grid[96];
     std::snprintf(grid, sizeof grid, ": a %ldx%ldx%ld grid%s", s.problem.n[0], s.problem.n[1], s.problem.n[2],
                   s.mode == "order" ? " (order study: the finest grid is 4x as fine)" : "");
-    locus::require_run_memory(ctx, face_bytes, face_bytes, cfg.locate("heat3d.grid.nx") + grid, fields);
+    locus::require_run_memory(
+        ctx, face_bytes, face_bytes,
+        cfg.locate_largest({"heat3d.grid.nx", "heat3d.grid.ny", "heat3d.grid.nz"}) + grid, fields);
   }
   locus::collective_require(
       ctx.comm(), !(s.mode == "order" && (s.checkpoint_every > 0 || !s.restart_file.empty())),

@@ -28,7 +28,7 @@ struct Problem {
   Init init = Init::Uniform;
 
   // h = 1/(n+1) per dimension.
-  double h(int d) const { return 1.0 / static_cast<double>(n[d] + 1); }
+  double h(int d) const { return 1.0 / (static_cast<double>(n[d]) + 1.0); }
   // Forward Euler stability: dt <= 1 / (2 k0 sum 1/h^2); heat3d uses the
   // stricter dournac limit 0.125 h_min^2 / k0.
   double dt_limit() const;

@@ -268,7 +268,7 @@ void check_memory(const Context& ctx, const Settings& s) {
   const Config& cfg = ctx.config();
   const bool study = s.mode == "order" || s.mode == "iterations";
   const long levels = study ? cfg.integer("poisson5pt.validation.levels") : 1;
-  const double nf = double(s.problem.n + 1) * std::ldexp(1.0, int(levels - 1)) - 1.0;
+  const double nf = (double(s.problem.n) + 1.0) * std::ldexp(1.0, int(levels - 1)) - 1.0;
   const double t = s.precision == "float32" ? 4.0 : 8.0;
   const double cells = (nf + 2.0) * (std::ceil(nf / double(ctx.size())) + 2.0);
   char what[128];

@@ -32,7 +32,7 @@ struct Problem {
   Setup setup = Setup::manufactured;
   double source = 1.0;            // paper: the constant f
   std::array<double, 4> edges{};  // boundary: u at x=0, x=1, y=0, y=1
-  double h() const { return 1.0 / static_cast<double>(n + 1); }
+  double h() const { return 1.0 / (static_cast<double>(n) + 1.0); }
   // Source at grid point (i, j), 0 <= i, j <= n+1 (0 and n+1: boundary).
   double f(long i, long j) const;
   // Dirichlet value at a boundary point (i or j is 0 or n+1).

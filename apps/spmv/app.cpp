@@ -26,6 +26,12 @@ namespace spmv {
 using locus::Config;
 using locus::Context;
 
+// HPCG's symmetry test as symmetry_test computes it: the deck key's help
+// and the summary's "formula" print this one text.
+const char* const kSymmetryFormula =
+    "|x'Ay - y'Ax| / (2 ||A||_inf max(x'x y'y, (row_nnz + 1) ||x|| ||y||) eps) <= 1, x and y uniform in [0, "
+    "1)";
+
 locus::AppInfo app_info() {
   locus::AppInfo app;
   app.name = "spmv";
@@ -78,10 +84,9 @@ locus::AppInfo app_info() {
       .real("spmv.cg.tolerance", 1e-8, 0.0, HUGE_VAL, "cg: stop when ||r||_2 / ||b||_2 falls below this",
             true)
       .integer("spmv.cg.max_iterations", 10000, 1, big, "cg: not converged by then is a failure")
-      .choice(
-          "spmv.validation.symmetry", "auto", {"auto", "on", "off"},
-          "HPCG's symmetry test |x'Ay - y'Ax| / (2 ||x||^2 ||y||^2 ||A||_inf eps) <= 1: auto runs it when "
-          "the input is symmetric (generator or Matrix Market banner)")
+      .choice("spmv.validation.symmetry", "auto", {"auto", "on", "off"},
+              std::string("HPCG's symmetry test ") + kSymmetryFormula +
+                  ": auto runs it when the input is symmetric (generator or Matrix Market banner)")
       .choice("spmv.validation.mode", "none", {"none", "iterations"},
               "iterations: CG on grids refined by 2 per dimension (Laplacian generators); the iteration "
               "count must grow as points-per-dimension^1 (sqrt of the condition number)")
@@ -113,6 +118,14 @@ struct Settings {
   long levels = 3;
   double slack = 0.25;
 };
+
+// The generator's size key the user wrote, located: banded's row count,
+// else the largest of the grid's dimensions (laplace2d: nx, ny).
+std::string generator_size_key(const Config& c, const std::string& kind) {
+  if (kind == "banded") return c.locate("spmv.matrix.rows");
+  if (kind == "laplace2d") return c.locate_largest({"spmv.matrix.nx", "spmv.matrix.ny"});
+  return c.locate_largest({"spmv.matrix.nx", "spmv.matrix.ny", "spmv.matrix.nz"});
+}
 
 std::string resolve_matrix_path(const Config& c, const std::string& file) {
   namespace fs = std::filesystem;
@@ -186,9 +199,10 @@ Settings read_settings(const Context& ctx) {
                                                     : double(s.gen.nx) * double(s.gen.ny) * double(s.gen.nz);
     char text[64];
     std::snprintf(text, sizeof text, "%.3g", rows);
-    locus::collective_require(
-        comm, rows < 4.0e18,
-        c.locate("spmv.matrix.nx") + ": the grid has " + text + " rows, more than 64-bit indices hold");
+    locus::collective_require(comm, rows < 4.0e18,
+                              generator_size_key(c, s.gen.kind) + ": the " +
+                                  (s.gen.kind == "banded" ? "matrix" : "grid") + " has " + text +
+                                  " rows, more than 64-bit indices hold");
     if (s.gen.kind == "banded") {
       // the bandwidth first: 2 * bandwidth + 1 below overflows for a huge one
       locus::collective_require(comm, s.gen.bandwidth < s.gen.n,
@@ -537,10 +551,7 @@ locus::Tree symmetry_test(MPI_Comm comm, Operator& op, long long row_nnz, bool& 
   out["a_norm_inf"] = anorm;
   out["departure_scaled"] = departure;
   out["threshold"] = 1.0;
-  out["formula"] =
-      "|x'Ay - y'Ax| / (2 ||A|| max(x'x y'y, (row_nnz + 1) ||x|| ||y||) eps), x, y uniform [0,1) (HPCG "
-      "TestSymmetry; "
-      "the second term keeps the bound above one rounding unit on tiny matrices)";
+  out["formula"] = kSymmetryFormula;
   out["row_nnz_max"] = row_nnz;
   out["verdict"] = locus::verdict(pass);
   return out;
@@ -582,7 +593,8 @@ Built build_matrix(const Context& ctx, const Settings& s, const GeneratorSpec& g
                            : gen.kind == "laplace2d" ? 5.0
                            : gen.kind == "laplace3d" ? 7.0
                                                      : 27.0;
-    check_memory(ctx, rows, rows * per_row, ctx.config().locate("spmv.matrix.generator") + ": " + gen.kind);
+    check_memory(ctx, rows, rows * per_row,
+                 generator_size_key(ctx.config(), gen.kind) + ": the " + gen.kind + " generator's matrix");
     raw = generate(comm, gen, b.info);
   }
   b.starts = partition(comm, raw, s.by_nonzeros);

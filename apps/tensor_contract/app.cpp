@@ -160,7 +160,14 @@ Problem read_problem(const Context& ctx, const std::string& base) {
   p.cyclic_block = static_cast<int>(c.integer("tensor_contract.cyclic_block"));
   p.values = c.string("tensor_contract.values") == "integer" ? Values::integer : Values::random;
   p.seed = static_cast<std::uint64_t>(c.integer("tensor_contract.seed"));
-  // sizes: overflow, tile tables, memory
+  // sizes: overflow, tile tables, memory; an error names the per-index key
+  // (extents, tiles) when one of its entries is what makes the size
+  // (a larger extent, a smaller tile than the scalar key's)
+  bool by_extents = false, by_tiles = false;
+  for (const auto& [ch, v] : ext) by_extents = by_extents || v > c.integer(base + ".extent");
+  for (const auto& [ch, v] : til) by_tiles = by_tiles || v < c.integer(base + ".tile");
+  const std::string extent_key = c.locate(base + (by_extents ? ".extents" : ".extent"));
+  const std::string tile_key = c.locate(base + (by_tiles ? ".tiles" : ".tile"));
   double elems[3] = {1, 1, 1}, combos[3] = {1, 1, 1};
   const std::string* idx[3] = {&p.con.a, &p.con.b, &p.con.c};
   for (int t = 0; t < 3; ++t)
@@ -176,14 +183,14 @@ Problem read_problem(const Context& ctx, const std::string& base) {
                   : t == 1 ? "B"
                            : "C",
                   combos[t]);
-    locus::collective_require(comm, combos[t] <= double(1 << 26), c.locate(base + ".tile") + ": " + buf);
+    locus::collective_require(comm, combos[t] <= double(1 << 26), tile_key + ": " + buf);
   }
   const double bytes = 8.0 * (elems[0] + elems[1] + elems[2]) / double(p.irreps);
   // and per rank the kept sorted blocks: at most the budget, at most A and B
   const double kept = std::min(double(c.integer("tensor_contract.sort_cache_mb")) * 1048576.0,
                                8.0 * (elems[0] + elems[1]) / double(p.irreps));
   locus::require_run_memory(ctx, 0.0, bytes / ctx.size() + kept,
-                            c.locate(base + ".extent") + ": tensors of " + p.con.text() +
+                            extent_key + ": tensors of " + p.con.text() +
                                 " and the kept sorted blocks (tensor_contract.sort_cache_mb)");
   return p;
 }

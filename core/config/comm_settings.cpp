@@ -73,7 +73,8 @@ void async_specials(const Config& c, CommSettings& s) {
     if (!(a.low >= 0 && a.high <= 1)) throw CollectiveError(at + ": low and high must lie in [0, 1]");
   }
   if (!(a.low < a.high))
-    throw CollectiveError(c.locate(a.thresholds.empty() ? "comm.adapt.low" : "comm.adapt.thresholds") +
+    throw CollectiveError((a.thresholds.empty() ? c.locate_latest({"comm.adapt.low", "comm.adapt.high"})
+                                                : c.locate("comm.adapt.thresholds")) +
                           ": low (" + std::to_string(a.low) + ") must be below high (" +
                           std::to_string(a.high) + "); equal values give no hysteresis");
   if (a.mode != AsyncMode::off && s.progress.processes_per_node < 1)

@@ -497,6 +497,30 @@ std::string Config::locate(const std::string& path) const {
   return it->second + ": " + path;
 }
 
+int Config::precedence(const std::string& path) const {
+  at(path);
+  auto it = origins_.find(path);
+  if (it == origins_.end()) return 0;
+  return it->second.rfind("--set ", 0) == 0 ? 2 : 1;
+}
+
+std::string Config::locate_latest(const std::vector<std::string>& paths) const {
+  if (paths.empty()) throw Error("internal: Config::locate_latest of no keys");
+  std::string best = paths.front();
+  for (const std::string& p : paths)
+    if (precedence(p) > precedence(best)) best = p;
+  return locate(best);
+}
+
+std::string Config::locate_largest(const std::vector<std::string>& paths) const {
+  if (paths.empty()) throw Error("internal: Config::locate_largest of no keys");
+  std::string best = paths.front();
+  for (const std::string& p : paths)
+    if (integer(p) > integer(best) || (integer(p) == integer(best) && precedence(p) > precedence(best)))
+      best = p;
+  return locate(best);
+}
+
 long Config::integer(const std::string& path) const {
   return typed<long>(at(path), path);
 }

@@ -5,17 +5,20 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <spawn.h>
 #include <sys/file.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
-#include <ctime>
 #include <fstream>
+#include <set>
 #include <string>
 
 #include "locus/io.hpp"
@@ -48,43 +51,65 @@ void remove_unfinished_output() noexcept {
 }
 
 namespace {
-// The run's start (the process's, at load): the watcher removes only shared
-// memory files created since.
-const std::time_t g_process_start = std::time(nullptr);
+// True when process `pid` (a /proc entry name) has `path` open or mapped.
+bool holds(const std::string& pid, const std::string& path) {
+  const std::string base = "/proc/" + pid;
+  {
+    std::ifstream maps(base + "/maps");
+    std::string line;
+    while (std::getline(maps, line)) {
+      const auto at = line.find(path);
+      if (at != std::string::npos && (at + path.size() == line.size() || line[at + path.size()] == ' '))
+        return true;
+    }
+  }
+  bool used = false;
+  if (DIR* fds = ::opendir((base + "/fd").c_str())) {
+    while (!used)
+      if (dirent* f = ::readdir(fds)) {
+        char target[4096];
+        const ssize_t n = ::readlinkat(::dirfd(fds), f->d_name, target, sizeof target - 1);
+        if (n > 0) {
+          target[n] = 0;
+          used = path == target;
+        }
+      } else {
+        break;
+      }
+    ::closedir(fds);
+  }
+  return used;
+}
+
+// The parent of process `pid` (0 when it is gone).
+pid_t parent_of(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string text;
+  std::getline(in, text);
+  const auto close = text.rfind(')');
+  if (close == std::string::npos) return 0;
+  char state = 0;
+  long ppid = 0;
+  if (std::sscanf(text.c_str() + close + 1, " %c %ld", &state, &ppid) != 2) return 0;
+  return static_cast<pid_t>(ppid);
+}
 
 // True when some process has `path` open or mapped (the processes this one
-// can see: its user's, or all as root).
-bool in_use(const std::string& path) {
+// can see: its user's, or all as root); with `children_of` > 0 only that
+// process's children and `also` count.
+bool in_use(const std::string& path, pid_t children_of = 0, pid_t also = 0) {
   DIR* proc = ::opendir("/proc");
   if (!proc) return true;
   bool used = false;
-  while (dirent* e = ::readdir(proc)) {
-    if (used) break;
-    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-    const std::string base = std::string("/proc/") + e->d_name;
-    {
-      std::ifstream maps(base + "/maps");
-      std::string line;
-      while (!used && std::getline(maps, line)) {
-        const auto at = line.find(path);
-        used = at != std::string::npos && (at + path.size() == line.size() || line[at + path.size()] == ' ');
-      }
+  while (!used)
+    if (dirent* e = ::readdir(proc)) {
+      if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+      const pid_t pid = static_cast<pid_t>(std::atol(e->d_name));
+      if (children_of > 0 && pid != also && parent_of(pid) != children_of) continue;
+      used = holds(e->d_name, path);
+    } else {
+      break;
     }
-    if (DIR* fds = ::opendir((base + "/fd").c_str())) {
-      while (!used)
-        if (dirent* f = ::readdir(fds)) {
-          char target[4096];
-          const ssize_t n = ::readlinkat(::dirfd(fds), f->d_name, target, sizeof target - 1);
-          if (n > 0) {
-            target[n] = 0;
-            used = path == target;
-          }
-        } else {
-          break;
-        }
-      ::closedir(fds);
-    }
-  }
   ::closedir(proc);
   return used;
 }
@@ -93,33 +118,91 @@ bool in_use(const std::string& path) {
 // (mpich_shar_tmpXXXXXX, or mpich_s_shar_tmp...) that it unlinks once every
 // process of the node has mapped it; a job killed inside
 // MPI_Win_allocate_shared leaves it behind (sparse, as large as the
-// window). After a run died: remove such files of this user, created since
-// `since`, that no process has open or mapped any more (a live job's file
-// always is: its creator maps it). Ranks still ending keep theirs mapped for
-// a moment: retried for up to 5 s.
-void remove_orphan_shm(std::time_t since) {
-  for (int attempt = 0; attempt < 25; ++attempt) {
-    bool pending = false;
-    DIR* shm = ::opendir("/dev/shm");
-    if (!shm) return;
-    while (dirent* e = ::readdir(shm)) {
-      const std::string name = e->d_name;
-      if (name.rfind("mpich_", 0) != 0 || name.find("shar_tmp") == std::string::npos) continue;
-      const std::string path = "/dev/shm/" + name;
-      struct stat st {};
-      if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::getuid() ||
-          st.st_mtime + 1 < since)
-        continue;
-      if (in_use(path))
-        pending = true;
-      else
-        ::unlink(path.c_str());
-    }
-    ::closedir(shm);
-    if (!pending) return;
-    ::usleep(200000);
-  }
+// window). Its name is random (mkstemp) and it holds only the window's
+// data: nothing in it says whose it is, and after a kill no process of the
+// run is left to ask. So the watcher looks while the run lives: every such
+// file that appears (inotify) or exists when it starts is the run's when one
+// of the run's processes on this node has it open or mapped -- rank 0 (the
+// watcher's parent) and its siblings, the children of the launcher's
+// process on this node (Hydra's proxy, slurmstepd, orted), which are this
+// job's ranks and progress processes.
+bool is_backing_file(const std::string& name) {
+  return name.rfind("mpich_", 0) == 0 && name.find("shar_tmp") != std::string::npos;
 }
+
+class ShmWatch {
+ public:
+  ShmWatch() : rank0_(::getppid()), launcher_(rank0_ > 1 ? parent_of(rank0_) : 0) {
+    fd_ = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    if (fd_ >= 0 && ::inotify_add_watch(fd_, "/dev/shm", IN_CREATE) < 0) {
+      ::close(fd_);
+      fd_ = -1;
+    }
+    // what exists already (created before the watcher started: claimed
+    // only while a process of the run holds it)
+    if (DIR* shm = ::opendir("/dev/shm")) {
+      while (dirent* e = ::readdir(shm)) consider(e->d_name);
+      ::closedir(shm);
+    }
+  }
+  ~ShmWatch() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  ShmWatch(const ShmWatch&) = delete;
+  ShmWatch& operator=(const ShmWatch&) = delete;
+
+  // Waits up to `ms` for new files and claims those of the run.
+  void wait(int ms) {
+    if (fd_ < 0) {
+      ::usleep(static_cast<useconds_t>(ms) * 1000);
+      return;
+    }
+    pollfd p{fd_, POLLIN, 0};
+    if (::poll(&p, 1, ms) <= 0) return;
+    alignas(inotify_event) char buf[8192];
+    ssize_t n;
+    while ((n = ::read(fd_, buf, sizeof buf)) > 0)
+      for (char* at = buf; at < buf + n;) {
+        const auto* ev = reinterpret_cast<const inotify_event*>(at);
+        if (ev->len > 0) consider(ev->name);
+        at += sizeof(inotify_event) + ev->len;
+      }
+  }
+
+  // After the run died: remove the run's files that are still there and
+  // that no process has open or mapped any more; ranks still ending keep
+  // theirs mapped for a moment: retried for up to 5 s.
+  void remove_orphans() {
+    for (int attempt = 0; attempt < 25 && !mine_.empty(); ++attempt) {
+      for (auto it = mine_.begin(); it != mine_.end();) {
+        const std::string path = "/dev/shm/" + *it;
+        struct stat st {};
+        if (::lstat(path.c_str(), &st) != 0) {
+          it = mine_.erase(it);  // MPICH unlinked it
+        } else if (!in_use(path)) {
+          ::unlink(path.c_str());
+          it = mine_.erase(it);
+        } else {
+          ++it;
+        }
+      }
+      if (!mine_.empty()) ::usleep(200000);
+    }
+  }
+
+ private:
+  void consider(const std::string& name) {
+    if (rank0_ <= 1 || !is_backing_file(name) || mine_.count(name)) return;  // rank 0 gone: nothing known
+    const std::string path = "/dev/shm/" + name;
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::getuid()) return;
+    if (launcher_ > 1 ? in_use(path, launcher_, rank0_) : in_use(path, rank0_, rank0_)) mine_.insert(name);
+  }
+
+  pid_t rank0_, launcher_;
+  int fd_ = -1;
+  std::set<std::string> mine_;  // the run's backing files seen
+};
 }  // namespace
 
 // The run's status file beside output TMP (NAME.h5.tmp -> NAME.status):
@@ -154,17 +237,20 @@ int reap_output(const char* lock, const char* tmp) {
   if (fd < 0) return 0;
   struct stat locked {};
   if (::fstat(fd, &locked) != 0) return 0;
-  while (::flock(fd, LOCK_EX) != 0)
-    if (errno != EINTR) return 0;
+  // the run's shared-memory files, watched while it holds the lock
+  ShmWatch shm;
+  while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    if (errno != EWOULDBLOCK && errno != EINTR) return 0;
+    shm.wait(100);
+  }
   struct stat now {};
   if (::stat(lock, &now) == 0 && now.st_ino == locked.st_ino && now.st_dev == locked.st_dev) {
     ::unlink(tmp);
     ::unlink(lock);
     ::close(fd);
     record_killed(tmp);
-    // the run died: also what MPICH left in /dev/shm
-    const char* since = std::getenv("LOCUS_REAP_SINCE");
-    if (since && *since) remove_orphan_shm(static_cast<std::time_t>(std::atoll(since)));
+    // the run died: also what MPICH left of it in /dev/shm
+    shm.remove_orphans();
     return 0;
   }
   ::close(fd);
@@ -203,8 +289,7 @@ void H5Output::spawn_reaper() {
   char arg0[] = "locus-output-reaper";
   char mode[] = "--locus-reap-output";
   char* argv[] = {arg0, mode, lock.data(), tmp.data(), nullptr};
-  std::string since = "LOCUS_REAP_SINCE=" + std::to_string(static_cast<long long>(detail::g_process_start));
-  char* envp[] = {since.data(), nullptr};
+  char* envp[] = {nullptr};
   pid_t pid = 0;
   if (posix_spawn(&pid, exe, &actions, &attr, argv, envp) == 0) reaper_ = pid;
   posix_spawn_file_actions_destroy(&actions);

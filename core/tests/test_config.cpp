@@ -202,6 +202,26 @@ TEST(Config, LocateNamesWhereAValueCameFrom) {
   EXPECT_THROW(cfg.locate("a.zz"), locus::Error);
 }
 
+// A check on several keys names the one the user wrote: the largest value,
+// or the one given last (--set, then the deck, then a default).
+TEST(Config, LocateTheKeyTheUserWrote) {
+  locus::Schema schema;
+  schema.integer("g.nx", 4, 1, locus::Schema::kNoMax, "x")
+      .integer("g.ny", 4, 1, locus::Schema::kNoMax, "y")
+      .integer("g.nz", 4, 1, locus::Schema::kNoMax, "z");
+  auto cfg = locus::parse_config(schema, "g:\n  nx: 8\n  nz: 8\n", "deck.yaml", {"g.ny=4294967296"});
+  EXPECT_EQ(cfg.precedence("g.nx"), 1);
+  EXPECT_EQ(cfg.precedence("g.ny"), 2);
+  EXPECT_EQ(cfg.locate_largest({"g.nx", "g.ny", "g.nz"}), "--set g.ny=4294967296: g.ny");
+  EXPECT_EQ(cfg.locate_latest({"g.nx", "g.ny", "g.nz"}), "--set g.ny=4294967296: g.ny");
+  // equal values: the one given in the deck before a default
+  auto tie = locus::parse_config(schema, "g:\n  nz: 4\n", "deck.yaml", {});
+  EXPECT_EQ(tie.precedence("g.nx"), 0);
+  EXPECT_EQ(tie.locate_largest({"g.nx", "g.ny", "g.nz"}), "deck.yaml:2:7: g.nz");
+  EXPECT_EQ(tie.locate_latest({"g.nx", "g.ny"}), "g.nx (default)");
+  EXPECT_THROW(tie.locate_largest({}), locus::Error);
+}
+
 // comm.remote: auto's choices from a calibration: the route (message or
 // RMA) and, on the message route, immediate, persistent or eager posting,
 // by the nearest calibrated sizes (log-linear in between, the ends beyond).

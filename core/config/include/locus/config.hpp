@@ -94,6 +94,16 @@ class Config {
   // about values that pass the schema but not the app's own checks:
   //   "deck.yaml:12:8: poisson5pt.grid.n", "--set a.b=3: a.b" or "a.b (default)".
   std::string locate(const std::string& path) const;
+  // Where a key's value came from: 0 its default, 1 the deck, 2 an --set
+  // override (the later the word, the higher).
+  int precedence(const std::string& path) const;
+  // For a check on several keys at once (low < high, a grid's memory): the
+  // key the user wrote, located. locate_latest: the one given last (--set
+  // before the deck before a default; ties: the first listed).
+  // locate_largest (integer keys): the one with the largest value (ties as
+  // locate_latest).
+  std::string locate_latest(const std::vector<std::string>& paths) const;
+  std::string locate_largest(const std::vector<std::string>& paths) const;
 
   // Where the deck came from (file name) and the overrides applied.
   const std::string& source() const { return source_; }
