@@ -2,6 +2,11 @@
 # Debian's packages need (see docs/building.md). A site's own installs are
 # honoured the CMake way: MPI_HOME (or MPI_C_COMPILER/MPI_CXX_COMPILER),
 # Kokkos_ROOT, HDF5_ROOT, yaml-cpp_ROOT, BLAS_LIBRARIES.
+# LOCUS_SMPI=ON (SimGrid's SMPI) takes its own set: LocusSmpi.cmake.
+if(LOCUS_SMPI)
+  include(${CMAKE_CURRENT_LIST_DIR}/LocusSmpi.cmake)
+  return()
+endif()
 
 # LOCUS_MPI names a Debian MPI flavour (mpich or openmpi): its compiler
 # wrappers, mpiexec and HDF5 are taken by their own names, never through

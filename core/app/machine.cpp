@@ -2,7 +2,9 @@
 // record it shows, and the STREAM kernels.
 #include "locus/machine.hpp"
 
+#ifndef LOCUS_SMPI
 #include <hdf5.h>
+#endif
 #include <mpi.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -146,9 +148,13 @@ std::vector<std::pair<std::string, std::string>> machine_description() {
                  g_kokkos_threads_source.empty() ? "-" : g_kokkos_threads_source);
   m.emplace_back("kokkos_binding", g_kokkos_binding.empty() ? "-" : g_kokkos_binding);
   m.emplace_back("kokkos_args", g_kokkos_args.empty() ? "none" : g_kokkos_args);
+#ifdef LOCUS_SMPI
+  m.emplace_back("hdf5", "none (SMPI build)");
+#else
   unsigned maj = 0, min = 0, rel = 0;
   H5get_libversion(&maj, &min, &rel);
   m.emplace_back("hdf5", std::to_string(maj) + "." + std::to_string(min) + "." + std::to_string(rel));
+#endif
   m.emplace_back("locus", version());
   m.emplace_back("git_commit", git_commit());
   // How the ranks were started (./locus run and studies set it) and the

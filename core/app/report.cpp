@@ -172,7 +172,9 @@ std::string finish_output(H5Output& out, const Context& ctx, Timers& timers, con
   summary.results = results;
   summary.validation = to_yaml(app_validation);
   summary.validity = rate_validity(ctx.config(), results, summary.validation);
-  summary.output = fs::absolute(out.path()).string();
+  // the SMPI build writes no output (io_none.cpp): its path is empty
+  summary.output = out.path().empty() ? std::string("none (SMPI build: no HDF5 output)")
+                                      : fs::absolute(out.path()).string();
   const AsyncSettings& as = ctx.runtime().settings().async;
   if (as.mode != AsyncMode::off) {
     // What redirection did: after its settings (the Summary prints them),
@@ -248,7 +250,7 @@ int finish_run(H5Output& out, const Context& ctx, Timers& timers, const Tree& re
                bool pass, const XdmfField* field, const std::string& warning) {
   const std::string summary = finish_output(out, ctx, timers, results, validation);
   if (ctx.rank() == 0) {
-    if (field && !write_xdmf_beside(ctx, out.path(), *field)) pass = false;
+    if (field && !out.path().empty() && !write_xdmf_beside(ctx, out.path(), *field)) pass = false;
     std::fputs(summary.c_str(), stdout);
     std::fflush(stdout);
     if (!warning.empty()) std::fprintf(stderr, "%s: warning: %s\n", ctx.app().name.c_str(), warning.c_str());

@@ -23,6 +23,31 @@ void relax_with_progress(unsigned& spins, MPI_Comm comm) {
   relax(spins);
 }
 
+#ifdef LOCUS_SMPI
+// The SMPI build: the blocking calls. A simulated rank never shares a core,
+// SimGrid simulates a blocking wait exactly, and every MPI_Test it answers
+// costs simulated time (smpi/test), which a polling loop would pile up.
+void wait_yielding(MPI_Request& req) {
+  MPI_Wait(&req, MPI_STATUS_IGNORE);
+}
+
+void wait_all_yielding(std::vector<MPI_Request>& reqs) {
+  MPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE);
+}
+
+void wait_each_yielding(std::vector<MPI_Request>& reqs) {
+  MPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE);
+}
+
+void barrier_yielding(MPI_Comm comm) {
+  MPI_Barrier(comm);
+}
+
+void allreduce_yielding(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op,
+                        MPI_Comm comm) {
+  MPI_Allreduce(send, recv, count, type, op, comm);
+}
+#else
 namespace {
 // Polls one request by MPI_Test until it completes; `spins` carries over
 // between the requests of one wait.
@@ -72,5 +97,6 @@ void allreduce_yielding(const void* send, void* recv, int count, MPI_Datatype ty
   MPI_Iallreduce(send, recv, count, type, op, comm, &req);
   wait_yielding(req);
 }
+#endif
 
 }  // namespace locus

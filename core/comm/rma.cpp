@@ -378,7 +378,8 @@ void compare_and_swap(const Target& t, const void* compare, const void* value, v
   }
   locus::count(Count::atomic_fetches, 1, Count::rma_ops, 1);
   const Endpoint e = endpoint(t, atomic_path(t));
-  MPI_Compare_and_swap(value, compare, result, type, e.rank, e.disp, e.win);
+  // (SimGrid's SMPI declares compare_addr without const)
+  MPI_Compare_and_swap(value, const_cast<void*>(compare), result, type, e.rank, e.disp, e.win);
   MPI_Win_flush(e.rank, e.win);
 }
 

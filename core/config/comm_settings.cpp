@@ -216,6 +216,32 @@ void decide_htm(const Config& c, CommSettings& s) {
               : hidden ? "off (auto: RTM hidden by LOCUS_CPU_HIDE)"
                        : "off (auto: the CPU has no RTM)";
 }
+
+#ifdef LOCUS_SMPI
+// The SMPI build (SimGrid 3.32's MPI): MPI_Init_thread gives
+// MPI_THREAD_SINGLE and MPI_Win_allocate_shared gives every rank of a
+// communicator rank 0's memory. So every rank is its own node (node size 1,
+// the default there) and what needs threads or shared memory between ranks
+// is refused, naming the key.
+void smpi_limits(const Config& c, CommSettings& s) {
+  const std::string why = " (SimGrid's MPI: docs/building.md, The SMPI build)";
+  if (s.node_size == 0) s.node_size = 1;
+  if (s.node_size != 1)
+    throw CollectiveError(c.locate("runtime.node_size") +
+                          ": the SMPI build runs every rank as its own node " + "(1, got " +
+                          std::to_string(s.node_size) + "): ranks of one node share no memory there" + why);
+  if (s.progress.processes_per_node > 0)
+    throw CollectiveError(c.locate("runtime.progress.processes_per_node") +
+                          ": progress processes need ranks that share memory; the SMPI build has none" + why);
+  if (s.progress.thread)
+    throw CollectiveError(
+        c.locate("runtime.progress.thread") +
+        ": the progress thread needs MPI_THREAD_MULTIPLE; the SMPI build has MPI_THREAD_SINGLE" + why);
+  if (s.async.mode != AsyncMode::off)
+    throw CollectiveError(c.locate("comm.async") +
+                          ": redirection needs progress processes and threads; not in the SMPI build" + why);
+}
+#endif
 }  // namespace
 
 CommSettings comm_settings(const Config& c) {
@@ -229,6 +255,9 @@ CommSettings comm_settings(const Config& c) {
   async_specials(c, s);
   find_calibration(c, s.remote);
   decide_htm(c, s);
+#ifdef LOCUS_SMPI
+  smpi_limits(c, s);
+#endif
 #ifndef NDEBUG
   s.check = true;
 #endif
