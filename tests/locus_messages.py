@@ -80,7 +80,7 @@ check("--mpi" in p.stdout, "test --help omits --mpi")
 p = run("study", "--help")
 check(all(o in p.stdout for o in ("--launcher", "--site", "--mpi", "tensor_contract")), "study --help: %s" % p.stdout)
 p = run("bench", "--help")
-check("all of the above except calibrate" in p.stdout and "latency about 7 min" in p.stdout, "bench --help")
+check("all of the above except calibrate" in p.stdout and "latency       about  7 min" in p.stdout, "bench --help")
 p = run("run", "--help")
 check(all(o in p.stdout for o in ("--dry-run", "--per-rank", "figure_of_merit", "not checked")), "run --help")
 print("driver messages: no command, did you mean, directory, app-less deck, bind clash, --dry-run, "

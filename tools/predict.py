@@ -160,7 +160,10 @@ def counting_run(app, deck, ranks, node_size, sets, timeout, cache):
     if os.path.exists(path):
         with open(path) as f:
             return json.load(f)
-    all_sets = list(sets) + [("runtime.node_size", str(node_size))]
+    # its own output file and status (never another run's: tests and
+    # studies may run the same deck at the same time)
+    all_sets = list(sets) + [("runtime.node_size", str(node_size)), ("output.dir", os.path.join(cache, "runs")),
+                             ("output.name", os.path.basename(path)[:-5]), ("output.overwrite", "true")]
     print("locus predict: counting run, %d rank(s), nodes of %d: %s" % (
         ranks, node_size, " ".join("%s=%s" % kv for kv in sets)), file=sys.stderr, flush=True)
     rc, out, err, _ = run_app(app, deck, ranks, all_sets, timeout)
@@ -513,7 +516,8 @@ def validate(a, r):
     sets = list(a.sets) + [(k, v) for k, v in APPS[app]["quiet"].items()]
     sets += loop_sets(app, config, r["loop_iterations"])
     sets += problem_sets(app, config, a.sets, a.scaling, per_rank_size(app, config), r["ranks"])
-    sets.append(("runtime.node_size", str(r["ranks_per_node"])))
+    sets += [("runtime.node_size", str(r["ranks_per_node"])), ("output.dir", os.path.join(a.work, "runs")),
+             ("output.name", "validate-%s-%d" % (app, os.getpid())), ("output.overwrite", "true")]
     rc, out, err, _ = run_app(app, a.deck, r["ranks"], sets, a.timeout)
     s = parse_summary(out)
     if rc != 0 or s is None:
