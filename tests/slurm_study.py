@@ -98,7 +98,7 @@ check(json.load(open(jobs_file)) == first, "the resumed study changed the jobs")
 
 lr, sr = rows(local), rows(sl)
 check(sorted(lr) == sorted(sr) and len(lr) == 8, "run ids differ: %s vs %s" % (sorted(lr), sorted(sr)))
-timing = ("per_s", "seconds", "time")
+timing = ("per_s", "seconds", "time", "validity_reason")  # the reason states the measured time
 compared = 0
 for rid, l in lr.items():
     s = sr[rid]
