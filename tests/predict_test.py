@@ -113,7 +113,8 @@ def main():
           "in cache: loop %.6g s, the cache roofline %.6g s" % (rc["loop_seconds"], want_c))
     fom = r["figure_of_merit"]["value"]
     want_fom = 4 * n ** 3 * steps / 1e6 / want
-    check(abs(fom - want_fom) <= 1e-6 * want_fom, "figure of merit %g, work / roofline %g" % (fom, want_fom))
+    # the work comes from a counting run's figure of merit, which the app rounds to 6 digits
+    check(abs(fom - want_fom) <= 1e-5 * want_fom, "figure of merit %.8g, work / roofline %.8g" % (fom, want_fom))
 
     # 2. what-if on a finite machine at 64 nodes (poisson5pt: interior at 9)
     pois = os.path.join(SOURCE, "inputs", "poisson5pt", "default.yaml")
