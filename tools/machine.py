@@ -2,12 +2,13 @@
 """locus machine: a machine file (YAML) that describes a node and its network
 for `./locus predict`, measured on this host from locus's own benchmarks.
 
-    ./locus machine [-o FILE] [--from-bench] [--quick] [--name NAME]
+    ./locus machine [-o FILE] [--from-bench] [--name NAME]
     ./locus machine --check FILE
 
 A machine file holds what the prediction needs (docs/co-design.md, "Machine
 files"): cores per node and the sustained flop rate of a core; the memory
-bandwidth of one core and of a whole node (STREAM triad); for ranks on one
+bandwidth of one core and of a whole node (STREAM triad's real traffic),
+a core's cache and its bandwidth; for ranks on one
 node and for ranks on different nodes, the message latency, bandwidth and
 rate, the one-sided (RMA) costs of get, put and accumulate (a latency and a
 bandwidth each: t(s) = latency + s / bandwidth), the rate of atomic updates,
@@ -17,11 +18,11 @@ the measured cost of every operation per size.
 
 Measured here (`./locus machine`): STREAM triad from every rank at once
 (`heat3d --machine`, 1 rank and one per core; in a core's L2 and out of
-cache), the core's DGEMM rate (numpy on the system BLAS), the same-node and inter-node (emulated
-nodes, MPIR_CVAR_NOLOCAL with MPICH) costs per size from `bench latency`
+cache), the core's DGEMM rate (numpy on the system BLAS), the same-node
+and inter-node (emulated nodes) costs per size from `bench latency`
 (locus with locality on, 1 B - 4 MiB) and `bench exchange` (two-sided, 8 B -
 8 KiB), and the atomic rates from `bench gups`. `--from-bench` reads the
-CSV files a former `./locus bench latency|exchange|gups|tensor` left in
+CSV files a former `./locus bench latency|exchange|gups` left in
 output/bench/ instead of running them. `--check FILE` checks a machine file
 and prints what it holds.
 
