@@ -641,6 +641,19 @@ def tool_exit(body):
         return 1
 
 
+def deck_sections(deck):
+    """The top-level keys of a deck, in order (an app's deck starts with
+    its section); UserError when it cannot be read or parsed."""
+    try:
+        with open(deck) as f:
+            data = yaml.safe_load(f)
+    except OSError as e:
+        raise UserError("%s: cannot read (%s)" % (deck, e.strerror))
+    except yaml.YAMLError as e:
+        raise UserError("%s: YAML syntax error: %s" % (deck, getattr(e, "problem", e)))
+    return list(data) if isinstance(data, dict) else []
+
+
 def fail(msg, code=2):
     print("locus: error: " + msg, file=sys.stderr)
     sys.exit(code)

@@ -42,8 +42,8 @@ import numpy as np
 import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from locuslib import (ROOT, Located, UserError, app_binary, closest, launcher_argv, tool_exit,  # noqa: E402
-                      write_file)
+from locuslib import (ROOT, Located, UserError, app_binary, closest, dig, launcher_argv,  # noqa: E402
+                      tool_exit, write_file)
 
 # ---------------------------------------------------------------- the format
 
@@ -92,15 +92,6 @@ def all_keys():
     return out
 
 
-def lookup(tree, dotted):
-    cur = tree
-    for part in dotted.split("."):
-        if not isinstance(cur, dict) or part not in cur:
-            return None
-        cur = cur[part]
-    return cur
-
-
 def set_key(tree, dotted, value):
     parts = dotted.split(".")
     cur = tree
@@ -116,7 +107,7 @@ class Machine:
         self.data, self.path = data, path
 
     def get(self, key):
-        return lookup(self.data, key)
+        return dig(self.data, key)
 
     @property
     def name(self):
@@ -127,7 +118,7 @@ class Machine:
         import copy
         d = copy.deepcopy(self.data)
         for key, factor in changes:
-            v = lookup(d, key) * factor
+            v = dig(d, key) * factor
             set_key(d, key, max(1, int(round(v))) if key == "cores_per_node" else v)
         return Machine(d, self.path)
 
@@ -145,7 +136,7 @@ def check_machine(data, loc=None):
     errors = []
     known = {k for k, _, _ in all_keys()}
     for key, unit, meaning in all_keys():
-        v = lookup(data, key)
+        v = dig(data, key)
         where = _where(loc, key)
         if v is None:
             errors.append("%s: %s: missing (%s, %s)" % (where if key.replace(".", "/") in (
@@ -431,7 +422,7 @@ def to_yaml(d):
                 opened.add(sec)
                 out.append("%s%s:" % ("  " * depth, parts[depth]))
         indent = "  " * (len(parts) - 1)
-        out.append("%s%s: %s  # %s%s" % (indent, parts[-1], g4(lookup(d, key)), unit + ", " if unit else "",
+        out.append("%s%s: %s  # %s%s" % (indent, parts[-1], g4(dig(d, key)), unit + ", " if unit else "",
                                          meaning.split(": ", 1)[-1]))
     if d.get("measured"):
         out.append(yaml.safe_dump({"measured": d["measured"]}, sort_keys=False, width=100).rstrip())

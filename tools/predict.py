@@ -56,8 +56,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import model as pmnf  # noqa: E402
-from locuslib import (ROOT, UserError, app_error, dig, effective_config, parse_summary, run_app,  # noqa: E402
-                      tool_exit, write_file)
+from locuslib import (ROOT, UserError, app_error, deck_sections, dig, effective_config, parse_summary,  # noqa: E402
+                      run_app, tool_exit, write_file)
 from machine import all_keys, load_machine  # noqa: E402
 
 KINDS = ["bytes_on_node", "bytes_off_node", "messages", "rma_ops", "atomic_updates", "atomic_fetches",
@@ -86,15 +86,7 @@ APPS = {
 
 def deck_app(deck):
     """The app a deck is for: its first top-level key that names an app."""
-    import yaml
-    try:
-        with open(deck) as f:
-            data = yaml.safe_load(f)
-    except OSError as e:
-        raise UserError("%s: cannot read (%s)" % (deck, e.strerror))
-    except yaml.YAMLError as e:
-        raise UserError("%s: YAML syntax error: %s" % (deck, e))
-    for k in (data or {}):
+    for k in deck_sections(deck):
         if k in APPS:
             return k
     raise UserError("%s: no top-level section naming an app (%s)" % (deck, ", ".join(APPS)))

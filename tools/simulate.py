@@ -40,7 +40,7 @@ import time
 import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from locuslib import ROOT, UserError, write_file  # noqa: E402
+from locuslib import ROOT, UserError, deck_sections, write_file  # noqa: E402
 from smpi_platform import MachineSpec, nodes_for, write_platform  # noqa: E402
 
 APPS = ("heat3d", "poisson5pt", "spmv")
@@ -66,14 +66,7 @@ def smpi_build_dir():
 
 
 def deck_app(deck):
-    try:
-        with open(deck) as f:
-            data = yaml.safe_load(f)
-    except OSError as e:
-        raise UserError("%s: cannot read (%s)" % (deck, e.strerror))
-    except yaml.YAMLError as e:
-        raise UserError("%s: YAML syntax error: %s" % (deck, getattr(e, "problem", e)))
-    keys = list(data) if isinstance(data, dict) else []
+    keys = deck_sections(deck)
     for k in keys:
         if k in APPS:
             return k

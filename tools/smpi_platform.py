@@ -41,7 +41,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from locuslib import ROOT, Located, UserError, write_file  # noqa: E402
+from locuslib import ROOT, Located, UserError, dig, write_file  # noqa: E402
 
 # (dotted key, alternative key or None, required, what it must be)
 KEYS = [
@@ -53,15 +53,6 @@ KEYS = [
     ("memory.latency_s", "node.message.latency_s", False, "a number >= 0 (seconds)"),
     ("network.backbone_Bps", None, False, "a positive number (bytes/s)"),
 ]
-
-
-def _lookup(tree, dotted):
-    cur = tree
-    for part in dotted.split("."):
-        if not isinstance(cur, dict) or part not in cur:
-            return None
-        cur = cur[part]
-    return cur
 
 
 class MachineSpec:
@@ -79,9 +70,9 @@ class MachineSpec:
         self.name = str(doc.data.get("name") or os.path.splitext(os.path.basename(path))[0])
         self.values = {}
         for key, alt, required, what in KEYS:
-            used, value = key, _lookup(doc.data, key)
+            used, value = key, dig(doc.data, key)
             if value is None and alt:
-                used, value = alt, _lookup(doc.data, alt)
+                used, value = alt, dig(doc.data, alt)
             if value is None:
                 if required:
                     raise UserError("%s: missing key '%s' (%s)" % (path, key, what))
