@@ -46,10 +46,21 @@ def fom_of(s, unit, work, label):
     return f
 
 
+# Datasets of counts and indices: stored as 64-bit integers.
+INTEGER = {"row_partition", "residual_iterations", "phase_tasks", "C_block_table", "async_on"}
+
+
 def h5_fom(name, f, label):
     with h5py.File(os.path.join(OUT, name + ".h5"), "r") as h:
         a = h.attrs
         got = {k: a["figure_of_merit_" + k] for k in ("name", "value", "unit", "seconds", "divides_by")}
+        for d in h:
+            ds = h[d]
+            check("units" in ds.attrs, "%s: dataset %s has no units attribute" % (label, d))
+            check(any(k in ds.attrs for k in ("meaning", "columns", "layout", "indices")),
+                  "%s: dataset %s says nothing of its content: %s" % (label, d, list(ds.attrs)))
+            want = "int64" if d in INTEGER else ("float32", "float64")
+            check(str(ds.dtype) in want, "%s: dataset %s is %s, expected %s" % (label, d, ds.dtype, want))
     got = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in got.items()}
     check(got["unit"] == f["unit"] and got["name"] == f["name"] and abs(float(got["value"]) - f["value"]) <= 1e-9 *
           f["value"], "%s: HDF5 attributes %s, summary %s" % (label, got, f))

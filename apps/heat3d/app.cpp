@@ -105,7 +105,9 @@ void write_checkpoint(const Context& ctx, const Solver& solver, const History& h
   locus::H5Output out(ctx.comm(), path, true);
   locus::write_provenance(out, ctx);
   out.write_field("temperature", solver.field(), solver.decomp());
+  out.attribute("temperature", "units", std::string("1 (nondimensional: the deck's temperatures)"));
   out.write_root_vector("residual", h.residuals);
+  out.attribute("residual", "units", std::string("1 (nondimensional, as temperature)"));
   out.attribute("", "step", h.step);
   out.attribute("", "dt", solver.problem().dt);
   out.attribute("", "validation_mode", ctx.config().string("heat3d.validation.mode"));

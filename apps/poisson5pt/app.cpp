@@ -399,11 +399,20 @@ void write_results(locus::H5Output& out, const Context& ctx, const Problem& p, S
     out.attribute("solution", "layout",
                   std::string("(y, x), x fastest; interior points only; spacing (h, h)"));
     out.attribute("solution", "units", std::string("1 (nondimensional)"));
+    if (p.has_exact()) {
+      out.attribute("error", "meaning", std::string("solution - exact solution, at every interior point"));
+      out.attribute("error", "layout", std::string("(y, x), as solution"));
+      out.attribute("error", "units", std::string("1 (nondimensional, as solution)"));
+    }
   }
   out.write_root_vector("residual", r.history);
   out.attribute("residual", "meaning",
                 std::string("max |f + Laplace_h(u)| relative to its initial value, at each check"));
+  out.attribute("residual", "units", std::string("1 (relative)"));
   out.write_root_vector("residual_iterations", r.history_iterations);
+  out.attribute("residual_iterations", "meaning",
+                std::string("the iteration after which each residual entry was taken (0: the initial one)"));
+  out.attribute("residual_iterations", "units", std::string("iterations"));
 }
 
 locus::Tree kernels(const SolverBase* solver) {

@@ -4,6 +4,7 @@
 // of the MPI-3 shared-memory paper: Gauss-Seidel, row decomposition,
 // halos by blocking put, float32).
 #include <array>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -120,7 +121,7 @@ struct SolveResult {
   double initial_residual = 0;   // max |f + Laplace(u0)|
   double relative_residual = 0;  // final, relative to the initial one
   std::vector<double> history;   // relative residual at each check
-  std::vector<double> history_iterations;
+  std::vector<std::int64_t> history_iterations;
   double seconds = 0;                  // wall time of the iterations (max over ranks)
   double max_error = -1;               // against the exact solution, when the caller knows it
   locus::RepeatTimes iteration_times;  // each iteration's time on this rank (its check included)

@@ -783,7 +783,7 @@ SolveResult solve(MPI_Comm comm, SolverBase& solver, const StopRule& rule, bool 
     if (r.iterations % rule.check_every == 0 || r.iterations == rule.max_iterations) {
       rel = solver.residual() / res0;
       r.history.push_back(rel);
-      r.history_iterations.push_back(double(r.iterations));
+      r.history_iterations.push_back(r.iterations);
       progress.update(r.iterations, rel);
       r.converged = rule.tolerance > 0 && rel <= rule.tolerance;
       // The same value on every rank (a global max), so every rank stops

@@ -875,10 +875,15 @@ void write_results(locus::H5Output& out, const Context& ctx, const Settings& s, 
       out.write_distributed("x_exact", sol.xstar.data(), rows, first, n);
     }
     out.attribute("y", "meaning", std::string("A x"));
+    for (const char* v : {"x", "y"}) out.attribute(v, "units", std::string("1 (as the matrix and x)"));
+    if (s.cg) {
+      out.attribute("x_exact", "meaning", std::string("the manufactured solution b was made from"));
+      out.attribute("x_exact", "units", std::string("1 (as x)"));
+    }
   }
-  std::vector<double> starts(row_starts.begin(), row_starts.end());
-  out.write_root_vector("row_partition", starts);
+  out.write_root_vector("row_partition", row_starts);
   out.attribute("row_partition", "meaning", std::string("first row of every rank, then the row count"));
+  out.attribute("row_partition", "units", std::string("rows (0-based)"));
   const HaloStats& h = op.halo();
   const ModeTimes& mt = op.times();
   out.write_rank_rows(
@@ -887,11 +892,14 @@ void write_results(locus::H5Output& out, const Context& ctx, const Settings& s, 
   out.attribute("halo", "columns",
                 std::string("neighbours,halo_entries,halo_bytes,readers,send_entries,rows,nonzeros,"
                             "remote_nonzeros"));
+  out.attribute("halo", "units", std::string("counts, except halo_bytes (bytes)"));
   out.write_rank_rows("mode_timers", {mt.local, mt.remote, mt.post, mt.wait, mt.total, double(mt.products)});
   out.attribute("mode_timers", "columns", std::string("local,remote,post,wait,total,products"));
+  out.attribute("mode_timers", "units", std::string("s for the five times, then a count of products"));
   if (s.cg) {
     out.write_root_vector("residual", sol.cg.history);
     out.attribute("residual", "meaning", std::string("||r||_2 / ||b||_2 at each CG iteration"));
+    out.attribute("residual", "units", std::string("1 (relative)"));
   }
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <limits>
 #include <sstream>
@@ -273,7 +274,8 @@ void require_reference_fits(const Context& ctx, const std::vector<PhaseSpec>& ph
 struct Run {
   locus::Tree validation = locus::Tree::map();
   bool pass = true;
-  std::vector<double> ph_seconds, ph_gflops, ph_comm_ratio, ph_tasks;
+  std::vector<double> ph_seconds, ph_gflops, ph_comm_ratio;
+  std::vector<std::int64_t> ph_tasks;
   locus::RepeatTimes phase_times;  // each phase's task loop on this rank (timer contract)
   std::vector<double> last_c, last_a, last_b;
   std::unique_ptr<TiledTensor> A, B, C;
@@ -408,7 +410,7 @@ void run_phase(Context& ctx, const Schedule& sched, const PhaseSpec& spec, std::
   run.ph_seconds.push_back(r.seconds);
   run.ph_gflops.push_back(gflops);
   run.ph_comm_ratio.push_back(tot > 0 ? comm_t / tot : 0.0);
-  run.ph_tasks.push_back(double(r.tasks));
+  run.ph_tasks.push_back(std::int64_t(r.tasks));
   if (final_phase) {
     run.last_c = std::move(cd);
     run.last = &p;
@@ -484,17 +486,21 @@ void write_c_blocks(const Context& ctx, locus::H5Output& out, const TiledTensor&
   MPI_Allreduce(&mine, &total, 1, MPI_LONG_LONG, MPI_SUM, comm);
   out.write_distributed("C_blocks", C.local(), static_cast<std::uint64_t>(mine),
                         static_cast<std::uint64_t>(before), static_cast<std::uint64_t>(total));
-  std::vector<double> table;  // per block: owner, offset in the owner's part, then its tile indices
+  std::vector<std::int64_t> table;  // per block: owner, offset in the owner's part, then its tile indices
   for (gidx b = 0; b < C.blocks(); ++b) {
     table.push_back(C.owner(b));
-    table.push_back(double(C.offset(b)));
-    for (gidx tt : C.tiles_of(b)) table.push_back(double(tt));
+    table.push_back(std::int64_t(C.offset(b)));
+    for (gidx tt : C.tiles_of(b)) table.push_back(std::int64_t(tt));
   }
   out.write_root_vector("C_block_table", table);
   out.attribute("C_blocks", "meaning",
                 std::string("every unit's C blocks in unit order; C_block_table: per block owner, offset in "
                             "the owner's part, tile indices (" +
                             p.con.c + ")"));
+  out.attribute("C_blocks", "units", std::string("1 (as the tensors' elements)"));
+  out.attribute("C_block_table", "meaning",
+                std::string("per block: owning unit, offset in its part of C_blocks, tile indices"));
+  out.attribute("C_block_table", "units", std::string("unit, elements, tiles"));
 }
 
 // The output file: provenance, the last phase's tensors, per-phase and
@@ -508,6 +514,8 @@ void write_output(const Context& ctx, locus::H5Output& out, const Run& run) {
     if (dense_elements(p, p.con.c) <= max_dense) {
       out.write_root_array("C", run.last_c, h5dims(p, p.con.c));
       out.attribute("C", "indices", p.con.c);
+      out.attribute("C", "meaning", std::string("the contraction's result of the last phase, dense"));
+      out.attribute("C", "units", std::string("1 (as the tensors' elements)"));
     } else {
       write_c_blocks(ctx, out, *run.C, p);
     }
@@ -515,20 +523,33 @@ void write_output(const Context& ctx, locus::H5Output& out, const Run& run) {
     if (inputs && dense_elements(p, p.con.a) <= max_dense) {
       out.write_root_array("A", run.last_a, h5dims(p, p.con.a));
       out.attribute("A", "indices", p.con.a);
+      out.attribute("A", "units", std::string("1 (the generated elements)"));
     }
     if (inputs && dense_elements(p, p.con.b) <= max_dense) {
       out.write_root_array("B", run.last_b, h5dims(p, p.con.b));
       out.attribute("B", "indices", p.con.b);
+      out.attribute("B", "units", std::string("1 (the generated elements)"));
     }
   }
   out.write_root_vector("phase_seconds", run.ph_seconds);
   out.write_root_vector("phase_gflop_per_s", run.ph_gflops);
   out.write_root_vector("phase_communication_ratio", run.ph_comm_ratio);
   out.write_root_vector("phase_tasks", run.ph_tasks);
+  const char* phase_units[][3] = {
+      {"phase_seconds", "s", "wall time of each phase's timed loop (max over units)"},
+      {"phase_gflop_per_s", "GFLOP/s", "the phase's contraction flops over its seconds"},
+      {"phase_communication_ratio", "1", "get, wait, accumulate and nxtask time over the loop's, all units"},
+      {"phase_tasks", "tasks", "tasks (block contractions) done in each phase, all units"}};
+  for (const auto& u : phase_units) {
+    out.attribute(u[0], "units", std::string(u[1]));
+    out.attribute(u[0], "meaning", std::string(u[2]));
+  }
   const LoopStats& st = run.sum;
   out.write_rank_rows(
       "loop", {st.get, st.wait, st.sort, st.dgemm, st.accumulate, st.nxtask, double(st.tasks), st.flops});
   out.attribute("loop", "columns", std::string("get,wait,sort,dgemm,accumulate,nxtask,tasks,flops"));
+  out.attribute("loop", "units",
+                std::string("s for the six times, then tasks and flops (per unit, all phases)"));
 }
 
 }  // namespace

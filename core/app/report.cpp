@@ -97,6 +97,8 @@ void write_requirements(H5Output& out, Summary& summary, const Timers& timers, M
   out.write_rank_rows("requirements", r.row);
   out.attribute("requirements", "columns", r.columns);
   out.attribute("requirements", "formulas", r.formulas);
+  out.attribute("requirements", "units",
+                std::string("bytes for *_bytes and footprint, flops for *flops, else a count of calls"));
   out.attribute(
       "requirements", "meaning",
       std::string("counted exactly per rank (rows) and per phase: PHASE.KIND is what ran while timer "
@@ -182,7 +184,8 @@ std::string finish_output(H5Output& out, const Context& ctx, Timers& timers, con
     // (async_time, async_on, async_cr: points x units).
     YAML::Node a = summary.async;
     const auto& log = async_log();
-    std::vector<double> t, on, cr;
+    std::vector<double> t, cr;
+    std::vector<std::int64_t> on;
     for (const auto& d : log) {
       YAML::Node e;
       e["time"] = yaml_number(std::round(d.time * 1e4) / 1e4);
@@ -192,7 +195,7 @@ std::string finish_output(H5Output& out, const Context& ctx, Timers& timers, con
       e["why"] = d.why;
       a["decisions"].push_back(e);
       t.push_back(d.time);
-      on.push_back(d.on ? 1.0 : 0.0);
+      on.push_back(d.on ? 1 : 0);
       cr.insert(cr.end(), d.cr.begin(), d.cr.end());
     }
     a["on_at_end"] = async_enabled(ctx.runtime().world());
@@ -205,6 +208,12 @@ std::string finish_output(H5Output& out, const Context& ctx, Timers& timers, con
       std::string phases;
       for (const auto& d : log) phases += (phases.empty() ? "" : ",") + d.phase;
       out.attribute("async_on", "phases", phases);
+      out.attribute("async_on", "meaning",
+                    std::string("1 where redirection was on after the phase point, else 0"));
+      out.attribute("async_on", "units", std::string("1 (flag)"));
+      out.attribute("async_time", "meaning", std::string("time of each phase point since the run's start"));
+      out.attribute("async_time", "units", std::string("s"));
+      out.attribute("async_cr", "units", std::string("1 (ratio)"));
       out.attribute(
           "async_cr", "meaning",
           std::string("communication ratio Tcomm/(Tcomm+Tcomp) of each unit (columns) over the profile "
@@ -228,6 +237,7 @@ std::string finish_output(H5Output& out, const Context& ctx, Timers& timers, con
   std::string columns;
   for (const auto& n : timers.names()) columns += (columns.empty() ? "" : ",") + n;
   out.attribute("timers", "columns", columns);
+  out.attribute("timers", "units", std::string("s (wall time per rank)"));
   const std::string text = summary.yaml();
   out.attribute("", "summary", text);
   out.commit();

@@ -29,6 +29,7 @@ template void H5Output::write_field<double>(const std::string&, const GridFieldT
                                             int);
 
 void H5Output::write_root_vector(const std::string&, const std::vector<double>&) {}
+void H5Output::write_root_vector(const std::string&, const std::vector<std::int64_t>&) {}
 void H5Output::write_distributed(const std::string&, const double*, std::uint64_t, std::uint64_t,
                                  std::uint64_t) {}
 void H5Output::write_root_array(const std::string&, const std::vector<double>&,

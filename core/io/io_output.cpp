@@ -389,16 +389,21 @@ template void H5Output::write_field<float>(const std::string&, const GridFieldT<
 template void H5Output::write_field<double>(const std::string&, const GridFieldT<double>&, const CartDecomp&,
                                             int);
 
-std::int64_t H5Output::create_doubles(const std::string& name, const std::vector<std::uint64_t>& extents) {
+std::int64_t H5Output::create_dataset(const std::string& name, const std::vector<std::uint64_t>& extents,
+                                      std::int64_t type) {
   const std::vector<hsize_t> dims(extents.begin(), extents.end());
+  const std::size_t elem = H5Tget_size(type);
   double n = 1;
   for (hsize_t d : dims) n *= double(d);
-  ensure_space(8.0 * n, name);
+  ensure_space(double(elem) * n, name);
   Id filespace(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), H5Sclose,
                "H5Screate_simple");
-  Id dcpl = checked_chunks(static_cast<int>(dims.size()), dims.data(), 8);
-  return created(
-      H5Dcreate2(file_, name.c_str(), H5T_NATIVE_DOUBLE, filespace, H5P_DEFAULT, dcpl, H5P_DEFAULT), name);
+  Id dcpl = checked_chunks(static_cast<int>(dims.size()), dims.data(), elem);
+  return created(H5Dcreate2(file_, name.c_str(), type, filespace, H5P_DEFAULT, dcpl, H5P_DEFAULT), name);
+}
+
+std::int64_t H5Output::create_doubles(const std::string& name, const std::vector<std::uint64_t>& extents) {
+  return create_dataset(name, extents, H5T_NATIVE_DOUBLE);
 }
 
 void H5Output::write_root_vector(const std::string& name, const std::vector<double>& v) {
@@ -407,15 +412,30 @@ void H5Output::write_root_vector(const std::string& name, const std::vector<doub
   write_root_array(name, v, {static_cast<std::uint64_t>(n)});
 }
 
+void H5Output::write_root_vector(const std::string& name, const std::vector<std::int64_t>& v) {
+  unsigned long long n = v.size();
+  MPI_Bcast(&n, 1, MPI_UNSIGNED_LONG_LONG, 0, comm_);
+  Id dset(create_dataset(name, {static_cast<std::uint64_t>(n)}, H5T_STD_I64LE), H5Dclose,
+          "creating dataset " + name);
+  write_root_data(dset, name, H5T_NATIVE_INT64, v.data(), {static_cast<std::uint64_t>(n)});
+}
+
 void H5Output::write_root_array(const std::string& name, const std::vector<double>& v,
                                 const std::vector<std::uint64_t>& extents) {
-  const std::vector<hsize_t> dims(extents.begin(), extents.end());
-  hsize_t n = 1;
-  for (hsize_t d : dims) n *= d;
+  std::uint64_t n = 1;
+  for (std::uint64_t d : extents) n *= d;
   if (rank_ == 0 && v.size() != n)
     throw Error("output: " + name + ": " + std::to_string(v.size()) + " values for a dataset of " +
                 std::to_string(n));
   Id dset(create_doubles(name, extents), H5Dclose, "creating dataset " + name);
+  write_root_data(dset, name, H5T_NATIVE_DOUBLE, v.data(), extents);
+}
+
+void H5Output::write_root_data(std::int64_t dset, const std::string& name, std::int64_t memtype,
+                               const void* data, const std::vector<std::uint64_t>& extents) {
+  const std::vector<hsize_t> dims(extents.begin(), extents.end());
+  hsize_t n = 1;
+  for (hsize_t d : dims) n *= d;
   Id filespace(H5Dget_space(dset), H5Sclose, "H5Dget_space");
   Id memspace(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), H5Sclose,
               "H5Screate_simple");
@@ -423,7 +443,7 @@ void H5Output::write_root_array(const std::string& name, const std::vector<doubl
     H5Sselect_none(filespace);
     H5Sselect_none(memspace);
   }
-  if (n > 0) written(H5Dwrite(dset, H5T_NATIVE_DOUBLE, memspace, filespace, xfer_, v.data()), name);
+  if (n > 0) written(H5Dwrite(dset, memtype, memspace, filespace, xfer_, data), name);
 }
 
 void H5Output::write_distributed(const std::string& name, const double* data, std::uint64_t count,

@@ -45,6 +45,8 @@ class H5Output {
   // A vector only rank 0 holds (other ranks pass anything; its size is taken
   // from rank 0).
   void write_root_vector(const std::string& name, const std::vector<double>& v);
+  // The same for counts and indices: a 64-bit signed integer dataset.
+  void write_root_vector(const std::string& name, const std::vector<std::int64_t>& v);
   // A 1D dataset of `global` elements of which this rank holds `count`
   // starting at `offset` (the ranks' pieces tile it; a rank may hold none):
   // a distributed vector such as spmv's y, written collectively.
@@ -75,6 +77,12 @@ class H5Output {
   // A dataset of doubles of these extents, chunked with checksums, the
   // space checked first (collective); its id, for the caller to close.
   std::int64_t create_doubles(const std::string& name, const std::vector<std::uint64_t>& extents);
+  // The same for any HDF5 type (its size sets the chunks and the space).
+  std::int64_t create_dataset(const std::string& name, const std::vector<std::uint64_t>& extents,
+                              std::int64_t type);
+  // Rank 0's data of `extents` into DSET (other ranks select nothing).
+  void write_root_data(std::int64_t dset, const std::string& name, std::int64_t memtype, const void* data,
+                       const std::vector<std::uint64_t>& extents);
   // The CRC-32 of an attribute's value (h5::attribute_bytes), and the
   // record of them all written at commit (docs/outputs.md, Checksums).
   void remember_checksum(const std::string& obj, const std::string& name, const std::string& bytes);
