@@ -18,9 +18,26 @@ bool stderr_is_terminal() {
   return isatty(fileno(stderr)) != 0;
 }
 
+namespace {
+// Seconds between two refreshes: 1, or LOCUS_PROGRESS_INTERVAL (a positive
+// number of seconds, for tests and slow terminals).
+double refresh_interval() {
+  const char* env = std::getenv("LOCUS_PROGRESS_INTERVAL");
+  if (!env || !*env) return 1.0;
+  char* end = nullptr;
+  const double s = std::strtod(env, &end);
+  if (end && *end == '\0' && std::isfinite(s) && s > 0) return s;
+  std::fprintf(stderr,
+               "locus: warning: LOCUS_PROGRESS_INTERVAL=%s is not a positive number of seconds; using 1\n",
+               env);
+  return 1.0;
+}
+}  // namespace
+
 ProgressLine::ProgressLine(bool enabled, long max_steps, double tolerance)
     : enabled_(enabled), max_steps_(max_steps), tolerance_(tolerance) {
   start_ = last_shown_ = MPI_Wtime();
+  if (enabled_) interval_ = refresh_interval();
 }
 
 ProgressLine::~ProgressLine() {
@@ -54,7 +71,7 @@ std::string ProgressLine::eta(long step, double residual, double elapsed) const 
 void ProgressLine::update(long step, double residual) {
   if (!enabled_) return;
   double now = MPI_Wtime();
-  if (now - last_shown_ < 1.0) return;
+  if (now - last_shown_ < interval_) return;
   if (last_residual_ > 0 && residual > 0 && residual < last_residual_ && step > last_step_) {
     double decades = std::log10(last_residual_ / residual);
     steps_per_decade_ = static_cast<double>(step - last_step_) / decades;

@@ -10,7 +10,8 @@ class ProgressLine {
  public:
   ProgressLine(bool enabled, long max_steps, double tolerance);
   ~ProgressLine();
-  // Cheap when nothing is shown; refreshes at most once a second.
+  // Cheap when nothing is shown; refreshes at most once a second (or every
+  // LOCUS_PROGRESS_INTERVAL seconds).
   void update(long step, double residual);
   // Clears the line.
   void finish();
@@ -21,7 +22,7 @@ class ProgressLine {
   bool enabled_;
   long max_steps_;
   double tolerance_;
-  double start_ = 0, last_shown_ = 0;
+  double start_ = 0, last_shown_ = 0, interval_ = 1.0;
   // For a convergence-based ETA: log-residual slope since the last refresh.
   long last_step_ = 0;
   double last_residual_ = 0;
