@@ -162,14 +162,15 @@ def say(msg):
 
 # Wall-clock time of each benchmark on the 2-core machine of docs/results.md
 # (MPICH, default ranks), rounded up: full runs in minutes, --quick runs in
-# seconds. Measured once each with ./locus bench NAME [--quick] while other
-# jobs kept the machine busy (load average about 10 on 2 cores: an idle
-# machine is faster); the full latency, gups and overlap runs are earlier
-# figures of an idle machine; None: not timed yet.
+# seconds. The full runs were timed once each while other jobs kept the
+# machine busy (load average about 10 on 2 cores: an idle machine is
+# faster), except latency, gups and overlap (idle); the --quick runs on the
+# idle Intel Xeon host (2026-11-28: `./locus bench all --quick` took 2 min
+# 4 s there). None: not timed.
 DURATIONS = {
-    "latency": (7, 70), "exchange": (3, 10), "halo": (2, 20), "poisson": (None, 110), "overlap": (5, 105),
-    "heat3d-async": (1, 40), "gups": (10, 55), "ig": (1, 30), "spmv": (3, 40), "tensor": (None, 135),
-    "multiphase": (None, 200), "calibrate": (None, 70),
+    "latency": (7, 5), "exchange": (3, 5), "halo": (2, 5), "poisson": (None, 5), "overlap": (5, 15),
+    "heat3d-async": (1, 10), "gups": (10, 10), "ig": (1, 5), "spmv": (3, 15), "tensor": (None, 30),
+    "multiphase": (None, 40), "calibrate": (None, 30),
 }
 
 # --quick: deck keys for a benchmark's own runs (bench/NAME) and options for
@@ -198,8 +199,10 @@ OVERLAP_ALTERNATIONS = (5, 1)
 
 def durations_help():
     """The durations for `./locus bench --help`."""
-    lines = ["Durations on a 2-core machine (MPICH, default ranks; rounded up; measured while other jobs kept "
-             "the machine busy, so an idle machine is faster; full latency, gups and overlap: earlier idle runs):"]
+    lines = ["Durations on a 2-core machine (MPICH, default ranks; rounded up; --quick on an idle Intel Xeon; full "
+             "runs while other jobs kept the machine busy, so an idle machine is faster, except latency, gups and "
+             "overlap, timed idle). Under load (other jobs on the cores) MPI's busy waiting makes every part "
+             "several times slower:"]
     for name in NAMES[:-1]:
         full, quick = DURATIONS[name]
         lines.append("  %-13s %s; --quick about %3d s" % (
