@@ -21,6 +21,7 @@ using locus::detail::cpu_apply;
 using locus::detail::cpu_has_rtm;
 using locus::detail::htm_counts;
 using locus::detail::plain_update;
+using locus::detail::PrefetchedBatch;
 using locus::detail::transactional_run;
 using locus::detail::TransactionalBatch;
 
@@ -189,6 +190,35 @@ TEST(Htm, ScatteredBatchesAsCpuAtomics) {
     cpu_apply(&b[(r >> 33) % b.size()], r, Op::bxor);
   }
   EXPECT_EQ(a, b);
+}
+
+// The pipeline without transactions applies every update once, in the
+// order added (an operation that does not commute shows it), for fewer,
+// as many and more updates than its depth, and again after a flush.
+TEST(Htm, PrefetchedPipelineAppliesInOrder) {
+  for (std::size_t n : {std::size_t(0), std::size_t(1), std::size_t(15), std::size_t(16), std::size_t(17),
+                        std::size_t(1000)}) {
+    std::vector<std::uint64_t> got(7, 1), want(7, 1);
+    std::size_t calls = 0;
+    auto step = [&calls](std::uint64_t* a, std::uint64_t v) {
+      *a = *a * 3 + v;  // order-sensitive
+      ++calls;
+    };
+    {
+      PrefetchedBatch<std::uint64_t, decltype(step)> batch(step);
+      for (int pass = 0; pass < 2; ++pass) {
+        for (std::size_t i = 0; i < n; ++i) batch.add(&got[(i * 5 + pass) % got.size()], i + 100 * pass);
+        if (pass == 0) batch.flush();
+      }
+    }  // the destructor flushes the second pass
+    for (int pass = 0; pass < 2; ++pass)
+      for (std::size_t i = 0; i < n; ++i) {
+        std::uint64_t& a = want[(i * 5 + pass) % want.size()];
+        a = a * 3 + i + 100 * pass;
+      }
+    EXPECT_EQ(calls, 2 * n) << n << " updates a pass";
+    EXPECT_EQ(got, want) << n << " updates a pass";
+  }
 }
 
 TEST(Htm, ScatteredBatchesLoseNoUpdate) {
