@@ -1,5 +1,6 @@
-"""./locus machine and ./locus predict (issue 52): machine files checked,
-the compute-roofline limit, the what-if directions, errors.
+"""./locus machine and ./locus predict: machine files checked, the
+compute-roofline limit, the what-if directions, the counts' models,
+errors.
 
 - An ideal machine (no latency, infinite bandwidths and rates) gives heat3d
   the kernels' roofline exactly: 16 bytes per cell and step over the
@@ -11,6 +12,9 @@ the compute-roofline limit, the what-if directions, errors.
   network latency or doubling its bandwidth does not slow the timed loop
   and speeds up the halo; doubling the cores per node raises the figure of
   merit, by at most 2x; an ideal network leaves the compute alone.
+- heat3d's counts modelled from its decomposition (each rank's block and
+  faces on and off its node, checked by hand) and fitted on 1, 2 and 4
+  ranks give the busiest rank's counts of 8 ranks exactly (--check-counts).
 - Bad machine files (every problem at once, with file:line and key), bad
   options and a deck without an app: exit 2 and one clear error.
 """
@@ -116,7 +120,7 @@ def main():
     # the work comes from a counting run's figure of merit, which the app rounds to 6 digits
     check(abs(fom - want_fom) <= 1e-5 * want_fom, "figure of merit %.8g, work / roofline %.8g" % (fom, want_fom))
 
-    # 2. what-if on a finite machine at 64 nodes (poisson5pt: interior at 9)
+    # 2. what-if on a finite machine at 64 nodes
     pois = os.path.join(SOURCE, "inputs", "poisson5pt", "default.yaml")
     pset = ["--set", "poisson5pt.grid.n=32", "--steps", "50", "--count-ranks", "1,2,4", "--nodes", "64"]
     m_fin = write_machine(os.path.join(d, "finite.yaml"), FINITE)
@@ -140,7 +144,31 @@ def main():
     check(abs(comp - base["phases"]["compute"]["seconds"]) <= 1e-12 * comp, "an ideal network: same compute")
     check(w["phases"]["halo"]["seconds"] == 0, "an ideal network: no halo time")
 
-    # 3. errors: every problem of a machine file at once, options, decks
+    # 3. counts from the decomposition: every rank's features by hand, and
+    # models fitted on 1, 2 and 4 ranks give the counts of 8 ranks exactly
+    sys.path.insert(0, os.path.join(SOURCE, "tools"))
+    from predict import rank_features
+    # 2 x 2 ranks of 2 x 2 points, emulated nodes of 2 (ranks 0,1 and 2,3):
+    # every rank has a face of 2 points on its node (x) and one off it (y)
+    f = rank_features([4, 4, 1], [2, 2, 1], 2)
+    check(f.tolist() == [[1, 4, 2, 1, 2, 1]] * 4, "features, nodes of 2: %s" % f.tolist())
+    f = rank_features([4, 4, 1], [2, 2, 1], 0)
+    check(f.tolist() == [[1, 4, 4, 2, 0, 0]] * 4, "features, one node: %s" % f.tolist())
+    # uneven blocks (3 and 2 points in x), nodes of 1: the face is 1 point
+    f = rank_features([5, 1, 1], [2, 1, 1], 1)
+    check(f.tolist() == [[1, 3, 0, 0, 1, 1], [1, 2, 0, 0, 1, 1]], "features, uneven: %s" % f.tolist())
+    h8 = ["--set", "heat3d.grid.nx=8", "--set", "heat3d.grid.ny=8", "--set", "heat3d.grid.nz=8"]
+    cc, out = result([heat, "--machine", m_fin, "--nodes", "4", "--count-ranks", "1,2,4", "--check-counts", "8"] +
+                     h8, work, d, "counts")
+    rows = cc["count_check"]
+    kinds = {x["kind"] for x in rows}
+    check({"bytes_on_node", "bytes_off_node", "messages", "flops"} <= kinds, "counts checked: %s" % kinds)
+    for x in rows:
+        check(x["counted"] > 0 and abs(x["error"]) <= 1e-9,
+              "8 ranks, %s.%s: model %s, counted %s" % (x["phase"], x["kind"], x["modelled"], x["counted"]))
+    check("worst |error| 0.00 %" in out, "the check's verdict line:\n" + out)
+
+    # 4. errors: every problem of a machine file at once, options, decks
     bad = copy.deepcopy(FINITE)
     bad["cores_per_node"] = "two"
     bad["network.get.latency_s"] = -1.0
@@ -160,11 +188,12 @@ def main():
                        ([heat, "--machine", m_fin, "--nodes", "2", "--what-if", "network.latency=2"], "--what-if"),
                        ([heat, "--machine", m_fin, "--nodes", "2", "--what-if", "core_gflops=-1"], "> 0"),
                        ([os.path.join(d, "ideal.yaml"), "--machine", m_fin, "--nodes", "2"], "no top-level"),
-                       ([heat, "--machine", os.path.join(d, "none.yaml"), "--nodes", "2"], "cannot read")):
+                       ([heat, "--machine", os.path.join(d, "none.yaml"), "--nodes", "2"], "cannot read"),
+                       ([heat, "--machine", m_fin, "--nodes", "2", "--check-counts", "16,x"], "--check-counts")):
         p = predict(args, work, 2)
         check(text in p.stderr and "Traceback" not in p.stderr and p.stderr.count("\n") <= 3,
               "%s: one clear error with '%s'\n%s" % (" ".join(args[1:]), text, p.stderr))
-    print("predict: roofline limit, what-if directions, errors: ok")
+    print("predict: roofline limit, what-if directions, counts from the decomposition, errors: ok")
 
 
 if __name__ == "__main__":

@@ -80,6 +80,7 @@ APPS = {
     "tensor_contract": {"loop": None, "done": None, "phases": ["contract"], "interior": None,
                         "quiet": {"output.write_field": "false", "tensor_contract.validation.mode": "none"}},
 }
+CART = ("heat3d", "poisson5pt")  # Cartesian stencils: counts modelled from their decomposition
 
 
 # ---------------------------------------------------------------- the deck
@@ -147,9 +148,8 @@ def problem_sets(app, config, user_sets, scaling, size, ranks):
 
 def counting_run(app, deck, ranks, node_size, sets, timeout, cache):
     """The summary of one counting run (kept in output/predict/<hash>.json)."""
-    key = json.dumps([app, os.path.abspath(deck), open(deck).read(), ranks, node_size, sorted(sets)])
-    path = os.path.join(cache, "%s-%s.json" % (app, hashlib.sha1(key.encode()).hexdigest()[:16]))
-    if os.path.exists(path):
+    path = counting_path(app, deck, ranks, node_size, sets, cache)
+    if os.path.exists(path) and os.path.exists(run_h5(path)):
         with open(path) as f:
             return json.load(f)
     # its own output file and status (never another run's: tests and
@@ -165,6 +165,30 @@ def counting_run(app, deck, ranks, node_size, sets, timeout, cache):
     os.makedirs(cache, exist_ok=True)
     write_file(path, json.dumps(s))
     return s
+
+
+def counting_path(app, deck, ranks, node_size, sets, cache):
+    """Where counting_run keeps the run of these arguments."""
+    key = json.dumps([app, os.path.abspath(deck), open(deck).read(), ranks, node_size, sorted(sets)])
+    return os.path.join(cache, "%s-%s.json" % (app, hashlib.sha1(key.encode()).hexdigest()[:16]))
+
+
+def run_h5(summary_path):
+    """The HDF5 output of the counting run kept as SUMMARY_PATH."""
+    d, name = os.path.split(summary_path)
+    return os.path.join(d, "runs", name[:-5] + ".h5")
+
+
+def rank_counts(summary_path):
+    """{"PHASE.KIND": per-rank counts} from a counting run's HDF5 output
+    (the dataset `requirements`, one row per rank)."""
+    import h5py
+    with h5py.File(run_h5(summary_path), "r") as f:
+        d = f["requirements"]
+        cols = d.attrs["columns"]
+        cols = (cols.decode() if isinstance(cols, bytes) else str(cols)).split(",")
+        rows = np.array(d, dtype=float)
+    return {c: rows[:, i] for i, c in enumerate(cols)}
 
 
 def counts_of(summary, app):
@@ -223,6 +247,123 @@ class Requirement:
                 return self.ys[self.ps.index(self.saturate_from)]
             return self.ys[-1]
         return max(0.0, float(self.model.evaluate(np.array([[p]]))[0]))
+
+
+class GridRequirement:
+    """The busiest rank's count of one phase and kind per loop iteration of
+    a Cartesian stencil app (heat3d, poisson5pt), from its decomposition:
+    every rank's count is modelled as c0 + c1 * its block's points + c2 *
+    the points of its faces whose neighbour is on its node + c3 * those
+    faces + c4 * the points of its faces whose neighbour is on another node
+    + c5 * those faces, fitted by least squares on every rank of every
+    counting run (the fewest terms that fit exactly, the kind's own unit
+    first: BYTES, CALLS); at another rank count (or node size) every rank's
+    features come from that decomposition, and the largest modelled count
+    is the busiest rank's. Halo bytes, messages and one-sided calls follow
+    the faces, kernels the block, collectives the constant."""
+
+    def __init__(self, kind, ps, features, counts, target_features, nodes):
+        self.kind = kind
+        # features[p]: (ranks x 6) array; counts[p]: per-rank counts per iteration
+        self.ps = list(ps)
+        self.ys = [float(np.max(counts[p])) if len(counts[p]) else 0.0 for p in self.ps]
+        self.target_features, self.nodes = target_features, nodes
+        self.how = "decomposition (block and face points, faces on and off the node)"
+        self.heldout_error = None
+        if len(self.ps) >= 3:
+            coef = self._solve(self.ps[:-1], features, counts)
+            last = self.ps[-1]
+            pred = float(np.max(features[last] @ coef))
+            want = self.ys[-1]
+            self.heldout_error = (pred - want) / want if want else (0.0 if abs(pred) < 1e-9 else float("inf"))
+        self.coef = self._solve(self.ps, features, counts)
+
+    # Feature sets tried in order, the first that fits every rank exactly
+    # taken (else the closest): a constant and the block (kernels,
+    # collectives), then face points for bytes or faces for calls
+    # (messages, one-sided calls, atomics), then the other, then both. The
+    # kind's own unit decides where features move together in the counting
+    # runs (one face size off the node, say) but not beyond.
+    BYTES = ([0, 1], [0, 1, 2, 4], [0, 1, 3, 5], [0, 1, 2, 3, 4, 5])
+    CALLS = ([0, 1], [0, 1, 3, 5], [0, 1, 2, 4], [0, 1, 2, 3, 4, 5])
+
+    def _solve(self, ps, features, counts):
+        x = np.vstack([features[p] for p in ps])
+        y = np.concatenate([counts[p] for p in ps])
+        scale = max(1.0, float(np.max(np.abs(y))))
+        best = None
+        for cols in self.BYTES if self.kind.startswith("bytes") else self.CALLS:
+            c, *_ = np.linalg.lstsq(x[:, cols], y, rcond=None)
+            coef = np.zeros(x.shape[1])
+            coef[cols] = c
+            worst = float(np.max(np.abs(x @ coef - y))) / scale
+            if worst <= 1e-9:
+                return coef
+            if best is None or worst < best[0]:
+                best = (worst, coef)
+        return best[1]
+
+    def at(self, p, node_size=None):
+        if p in self.ps and node_size in (None, self.nodes[p]):  # counted so: the count itself
+            return self.ys[self.ps.index(p)]
+        return max(0.0, float(np.max(self.target_features(p, node_size) @ self.coef)))
+
+
+def cart_layout(app, config, sets, ranks):
+    """(global points [x, y, z], process grid [px, py, pz]) of heat3d or
+    poisson5pt at RANKS ranks with the deck keys SETS over CONFIG."""
+    import yaml
+    import study
+    val = dict(sets)
+    get = lambda k: yaml.safe_load(str(val[k])) if k in val else dig(config, k)  # noqa: E731
+    if app == "heat3d":
+        g = [int(get("heat3d.grid.n" + a)) for a in "xyz"]
+        procs = get("heat3d.procs")
+        dims = list(procs) if isinstance(procs, list) and procs[0] else study.process_grid(ranks, 3)
+        return g, [int(d) for d in dims]
+    n = int(get("poisson5pt.grid.n"))
+    if str(get("poisson5pt.decomposition")) == "rows":
+        return [n, n, 1], [1, ranks, 1]
+    procs = get("poisson5pt.procs")
+    dims = list(procs) if isinstance(procs, list) and procs[0] else study.process_grid(ranks, 2)
+    return [n, n, 1], [int(d) for d in dims]
+
+
+def block_counts(n, p):
+    """Points of each of P blocks of N points (locus::block_span)."""
+    base, rem = divmod(n, p)
+    return np.array([base + (1 if c < rem else 0) for c in range(p)])
+
+
+def rank_features(glob, dims, node_size):
+    """(ranks x 6): 1, block points, on-node face points, on-node faces,
+    off-node face points, off-node faces; rank = (cz * py + cy) * px + cx
+    (x fastest, as CartDecomp), emulated nodes of NODE_SIZE consecutive
+    ranks (0: one node)."""
+    px, py, pz = dims
+    ranks = px * py * pz
+    r = np.arange(ranks)
+    c = [r % px, (r // px) % py, r // (px * py)]
+    sizes = [block_counts(glob[d], dims[d])[c[d]] for d in range(3)]
+    out = np.zeros((ranks, 6))
+    out[:, 0] = 1.0
+    out[:, 1] = sizes[0] * sizes[1] * sizes[2]
+    stride = [1, px, px * py]
+    node = r // node_size if node_size else np.zeros(ranks, dtype=int)
+    for d in range(3):
+        if dims[d] < 2:
+            continue
+        face = out[:, 1] / sizes[d]
+        for step in (-1, 1):
+            has = (c[d] + step >= 0) & (c[d] + step < dims[d])
+            other = np.where(has, r + step * stride[d], r)
+            same = has & ((other // node_size if node_size else np.zeros(ranks, dtype=int)) == node)
+            far = has & ~same
+            out[:, 2] += np.where(same, face, 0.0)
+            out[:, 3] += same
+            out[:, 4] += np.where(far, face, 0.0)
+            out[:, 5] += far
+    return out
 
 
 # ---------------------------------------------------------------- the machine model
@@ -331,6 +472,9 @@ def parse_args(argv):
                     help="multiply a machine number, e.g. network.message.latency_s=0.5 (repeatable)")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="deck override (repeatable)")
     ap.add_argument("--validate", action="store_true", help="also run the deck at N x R ranks here and compare")
+    ap.add_argument("--check-counts", metavar="P[,P...]",
+                    help="also count the deck here at these rank counts (emulated nodes of min(R, 2)) and compare "
+                         "every requirement model's count with the counted one (e.g. 16,32)")
     ap.add_argument("--json", help="write the prediction as JSON to this file")
     ap.add_argument("--timeout", type=int, default=900, help="seconds per run (default 900)")
     ap.add_argument("--work", default=os.path.join(ROOT, "output", "predict"),
@@ -350,6 +494,14 @@ def parse_args(argv):
         raise UserError("--count-ranks: a list of positive integers, e.g. 1,2,4,8 (got '%s')" % a.count_ranks)
     if not a.count_list or a.count_list[0] < 1:
         raise UserError("--count-ranks: a list of positive integers, e.g. 1,2,4,8 (got '%s')" % a.count_ranks)
+    a.check_list = []
+    if a.check_counts is not None:
+        try:
+            a.check_list = sorted({int(x) for x in a.check_counts.split(",") if x.strip()})
+        except ValueError:
+            a.check_list = []
+        if not a.check_list or a.check_list[0] < 1:
+            raise UserError("--check-counts: a list of positive rank counts, e.g. 16,32 (got '%s')" % a.check_counts)
     keys = {k for k, _, _ in all_keys()}
     a.changes = []
     for w in a.what_if:
@@ -374,14 +526,46 @@ def parse_args(argv):
 
 def count_plan(app, a, target):
     """The counting runs' rank counts: the list given, and the target when
-    it is as small as 8 ranks or the list's largest; else, for a weak-scaled
-    stencil, the app's interior count."""
+    it is as small as 8 ranks or the list's largest; else, for spmv's
+    weak-scaled stencil, its interior count (heat3d's and poisson5pt's
+    counts follow their decomposition: GridRequirement)."""
     ps = set(a.count_list)
     if target <= max(max(ps), 8):
         ps.add(target)
-    elif a.scaling == "weak" and APPS[app]["interior"]:
+    elif a.scaling == "weak" and APPS[app]["interior"] and app not in CART:
         ps.add(APPS[app]["interior"])
     return sorted(ps)
+
+
+def count_sets(app, a, config, size, k_count, p):
+    """The deck keys of a counting run at P ranks."""
+    sets = list(a.sets) + [(k, v) for k, v in APPS[app]["quiet"].items()] + loop_sets(app, config, k_count)
+    return sets + problem_sets(app, config, a.sets, a.scaling, size, p)
+
+
+def grid_models(app, a, config, size, k_count, runs, run_sets, run_nodes, per, phases):
+    """{(phase, kind): GridRequirement} from the counting runs' per-rank
+    counts (their HDF5 outputs)."""
+    ps = sorted(runs)
+    feats, counts = {}, {}
+    for p in ps:
+        feats[p] = rank_features(*cart_layout(app, config, run_sets[p], p), run_nodes[p])
+        path = counting_path(app, a.deck, p, run_nodes[p], run_sets[p], a.work)
+        done = dig(runs[p], "results.%s" % APPS[app]["done"])
+        k = float(done) if done else float(k_count)
+        counts[p] = {c: v / k for c, v in rank_counts(path).items()}
+
+    def target(p, node_size):
+        return rank_features(*cart_layout(app, config, count_sets(app, a, config, size, k_count, p), p),
+                             node_size)
+    out = {}
+    for ph in phases:
+        for kd in KINDS:
+            col = "%s.%s" % (ph, kd)
+            if any(col in counts[p] and np.any(counts[p][col]) for p in ps):
+                out[(ph, kd)] = GridRequirement(kd, ps, feats, {p: counts[p].get(col, np.zeros(p)) for p in ps}, target,
+                                                run_nodes)
+    return out
 
 
 def predict(a):
@@ -397,12 +581,11 @@ def predict(a):
     k_target, loop_note = target_loop(app, config, a.steps)
     k_count = min(a.count_steps, k_target)
     plan = count_plan(app, a, ranks)
-    runs = {}
+    runs, run_sets, run_nodes = {}, {}, {}
     for p in plan:
-        sets = list(a.sets) + [(k, v) for k, v in APPS[app]["quiet"].items()] + loop_sets(app, config, k_count)
-        sets += problem_sets(app, config, a.sets, a.scaling, size, p)
-        node = min(rpn, 2, p) if p != ranks else min(rpn, p)
-        runs[p] = counting_run(app, a.deck, p, node, sets, a.timeout, a.work)
+        run_sets[p] = count_sets(app, a, config, size, k_count, p)
+        run_nodes[p] = min(rpn, 2, p) if p != ranks else min(rpn, p)
+        runs[p] = counting_run(app, a.deck, p, run_nodes[p], run_sets[p], a.timeout, a.work)
     # per loop iteration (tensor_contract: the whole run)
     per = {}
     for p, s in runs.items():
@@ -415,11 +598,14 @@ def predict(a):
     inter = APPS[app]["interior"] if a.scaling == "weak" else None
     phases = [ph for ph in APPS[app]["phases"] if any(ph in per[p][0] or ph in runs[p].get("timers_seconds", {})
                                                        for p in ps)]
+    grid = grid_models(app, a, config, size, k_count, runs, run_sets, run_nodes, per, phases) if app in CART else {}
     reqs, fetch_sum = {}, {}
     for ph in phases:
         for kd in KINDS:
             ys = [per[p][0].get(ph, {}).get(kd, 0.0) for p in ps]
-            if any(ys):
+            if (ph, kd) in grid:
+                reqs[(ph, kd)] = grid[(ph, kd)]
+            elif any(ys):
                 reqs[(ph, kd)] = Requirement(ps, ys, inter)
         ys = [per[p][1].get(ph, {}).get("atomic_fetches", 0.0) for p in ps]
         if any(ys):
@@ -430,7 +616,8 @@ def predict(a):
     out_phases = {}
     loop_time = 0.0
     for ph in phases:
-        c = {kd: r.at(ranks) * k_target for (p2, kd), r in reqs.items() if p2 == ph}
+        c = {kd: r.at(ranks, min(rpn, ranks)) * k_target if isinstance(r, GridRequirement) else r.at(ranks) * k_target
+             for (p2, kd), r in reqs.items() if p2 == ph}
         ft = fetch_sum[ph].at(ranks) * k_target if ph in fetch_sum else 0.0
         terms = phase_time(m, c, ranks, rpn, k_target, ft, footprint)
         t = total_of(terms)
@@ -457,6 +644,7 @@ def predict(a):
             "phases": out_phases, "loop_seconds": loop_time, "figure_of_merit": fom,
             "dominant": max(out_phases, key=lambda ph: out_phases[ph]["seconds"]) if out_phases else None,
             "models": models, "worst_heldout_error": max(errs) if errs else None,
+            "_reqs": reqs, "_count": (config, size, k_count, rpn),
             "footprint_bytes": footprint, "in_cache": bool(footprint and footprint <= m.get("memory.cache_bytes_core")),
             "bandwidth_Bps_per_rank": rank_bandwidth(m, rpn, footprint)}
 
@@ -527,11 +715,46 @@ def validate(a, r):
     return rows
 
 
+def check_counts(a, r):
+    """Counts the deck at each rank count of --check-counts and compares
+    the requirement models' busiest-rank counts per iteration with them."""
+    app, reqs = r["app"], r["_reqs"]
+    config, size, k_count, rpn = r["_count"]
+    rows = []
+    for p in a.check_list:
+        node = min(rpn, 2, p)
+        s = counting_run(app, a.deck, p, node, count_sets(app, a, config, size, k_count, p), a.timeout, a.work)
+        mx, _ = counts_of(s, app)
+        done = dig(s, "results.%s" % APPS[app]["done"]) if APPS[app]["done"] else None
+        k = float(done) if done else float(k_count)
+        for (ph, kd), req in sorted(reqs.items()):
+            want = mx.get(ph, {}).get(kd, 0.0) / k
+            got = req.at(p, node) if isinstance(req, GridRequirement) else req.at(p)
+            err = (got - want) / want if want else (0.0 if abs(got) < 1e-9 else float("inf"))
+            rows.append({"ranks": p, "node_size": node, "phase": ph, "kind": kd, "modelled": got, "counted": want,
+                         "error": err})
+    return rows
+
+
+def print_count_check(a, r, rows):
+    print("  counted requirements against the models (fitted on %s rank(s); busiest rank, per iteration):" %
+          ",".join(map(str, r["counting_ranks"])))
+    print("    %-6s %-24s %14s %14s %9s" % ("ranks", "phase.kind", "model", "counted", "error"))
+    for x in rows:
+        print("    %-6d %-24s %14.6g %14.6g %+8.2f %%" % (x["ranks"], "%s.%s" % (x["phase"], x["kind"]), x["modelled"],
+                                                      x["counted"], 100 * x["error"]))
+    worst = max((abs(x["error"]) for x in rows), default=0.0)
+    print("    worst |error| %.2f %% (goal <= 2 %%: %s)" % (100 * worst, "met" if worst <= 0.02 else "missed"))
+
+
 def main(argv=None):
     def body():
         a = parse_args(sys.argv[1:] if argv is None else argv)
         r = predict(a)
         print(report(r))
+        if a.check_list:
+            r["count_check"] = check_counts(a, r)
+            print_count_check(a, r, r["count_check"])
         if a.validate:
             rows = validate(a, r)
             r["validation"] = [{"what": w, "predicted": p, "measured": x,
@@ -541,6 +764,8 @@ def main(argv=None):
             for w, p, x in rows:
                 print("    %-16s predicted %-12.4g measured %-12.4g error %+.1f %%" % (
                     w, p, x, 100 * (p - x) / x if x else float("nan")))
+        r.pop("_reqs")
+        r.pop("_count")
         if a.json:
             write_file(a.json, json.dumps(r, indent=1, default=float) + "\n")
         return 0
