@@ -152,46 +152,16 @@ def legend():
             "KSPCG (no preconditioner, same b, x0 and stopping test)",
             "  ratio columns:",
             "    locus/PETSc: locus's time over PETSc's: at most 1, locus is as fast or faster",
-            "    PETSc-single: PETSc's median of single products between barriers (slowest rank), for reference"]
+            "    PETSc-single: PETSc's median of single products between barriers (slowest rank), for reference",
+            "    iterations: PETSc's / locus's CG iterations (the same stopping test: they agree within one, or "
+            "the CG goal is not judged)"]
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
-    ap.add_argument("--ranks", type=int, default=2)
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--nx", type=int, default=48)
-    ap.add_argument("--reps", type=int, default=50)
-    ap.add_argument("--modes", default="vector,overlap,rma")
-    ap.add_argument("--cg-tolerance", type=float, default=1e-10)
-    ap.add_argument("--out", default=os.path.join(ROOT, "output", "bench", "spmv_peer"))
-    a = ap.parse_args()
-    for s in a.set:
-        if "=" not in s:
-            sys.exit("bench spmv (PETSc peer): --set needs key=value (got '%s')" % s)
-    modes = [m for m in a.modes.split(",") if m]
-    if a.ranks < 1 or a.rounds < 1 or a.nx < 2 or a.reps < 1 or not modes or not 0 < a.cg_tolerance < 1:
-        sys.exit("bench spmv (PETSc peer): --ranks, --rounds, --reps at least 1, --nx at least 2, --modes not "
-                 "empty, 0 < --cg-tolerance < 1")
-    # the app's keys only: bench.* are the spmv benchmark's, output.* this part's own (--out)
-    sets = [s for s in a.set if not s.startswith(("bench.", "output."))]
-    build = locuslib.build_dir()
-    why = peer_missing(build)
-    if why:
-        print("# spmv against PETSc: not run: %s. To get it: %s" % (why, SETUP))
-        return 0
-    os.makedirs(a.out, exist_ok=True)
+def report(a, build, modes, peer, locus, nnz):
+    """The tables and goals: the rounds' medians of the peer's runs and of
+    locus's (per mode: product times, CG times per iteration, CG iterations)."""
+    prod, cg, its = locus
     over = a.ranks > (os.cpu_count() or 1)
-    peer, prod, cg, its = [], {m: [] for m in modes}, {m: [] for m in modes}, {m: [] for m in modes}
-    nnz = None
-    for _ in range(a.rounds):
-        peer.append(run_peer(build, a.ranks, a.nx, a.reps, a.cg_tolerance))
-        for m in modes:
-            t, nnz = run_locus(a.ranks, a.nx, a.reps, m, False, a.cg_tolerance, sets, a.out)
-            prod[m].append(t)
-            t, k = run_locus(a.ranks, a.nx, a.reps, m, True, a.cg_tolerance, sets, a.out)
-            cg[m].append(t)
-            its[m].append(k)
     pp = peer[0]["problem"]
     if int(pp["nnz"]) != nnz:
         sys.exit("bench spmv (PETSc peer): not the same matrix: PETSc %s nonzeros, locus %d" % (pp["nnz"], nnz))
@@ -199,9 +169,10 @@ def main():
     p_single = median([float(r["matmult"]["median_s"]) for r in peer])
     p_cg = median([float(r["cg"]["per_iteration_s"]) for r in peer])
     p_its = int(peer[0]["cg"]["iterations"])
-    print("# locus spmv against %s (bench/petsc_hpcg27: its own MPI job) on HPCG's 27-point operator, %d^3 grid "
-          "(%s rows, %d nonzeros), %d ranks, rows split equally, x = 1; %d alternating rounds, medians%s"
-          % (peer[0]["head"], a.nx, pp["rows"], nnz, a.ranks, a.rounds,
+    launch = " ".join([os.path.basename(peer_argv(build, a.ranks)[0])] + peer_argv(build, a.ranks)[1:-1])
+    print("# locus spmv against %s (bench/petsc_hpcg27: its own MPI job, %s) on HPCG's 27-point operator, %d^3 "
+          "grid (%s rows, %d nonzeros), %d ranks, rows split equally, x = 1; %d alternating rounds, medians%s"
+          % (peer[0]["head"], launch, a.nx, pp["rows"], nnz, a.ranks, a.rounds,
              "; OVER-SUBSCRIBED: %d ranks on %d cores" % (a.ranks, os.cpu_count()) if over else ""))
     print("# per product: the slowest rank's loop of %d back-to-back products / %d" % (a.reps, a.reps))
     print("%-11s %12s %14s %-10s %12s %12s  %s" % ("part", "PETSc ms", "PETSc-single", "locus mode", "locus ms",
@@ -233,6 +204,45 @@ def main():
     r = median(cg[best_cg]) / p_cg
     print("  cg_iteration_le_petsc_kspcg (best mode %s): %s (%.3fx)" % (
         best_cg, verdict(r, not over) if same[best_cg] else "not judged (iteration counts differ)", r))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    ap.add_argument("--ranks", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--nx", type=int, default=48)
+    ap.add_argument("--reps", type=int, default=50)
+    ap.add_argument("--modes", default="vector,overlap,rma")
+    ap.add_argument("--cg-tolerance", type=float, default=1e-10)
+    ap.add_argument("--out", default=os.path.join(ROOT, "output", "bench", "spmv_peer"))
+    a = ap.parse_args()
+    for s in a.set:
+        if "=" not in s:
+            sys.exit("bench spmv (PETSc peer): --set needs key=value (got '%s')" % s)
+    modes = [m for m in a.modes.split(",") if m]
+    if a.ranks < 1 or a.rounds < 1 or a.nx < 2 or a.reps < 1 or not modes or not 0 < a.cg_tolerance < 1:
+        sys.exit("bench spmv (PETSc peer): --ranks, --rounds, --reps at least 1, --nx at least 2, --modes not "
+                 "empty, 0 < --cg-tolerance < 1")
+    # the app's keys only: bench.* are the spmv benchmark's, output.* this part's own (--out)
+    sets = [s for s in a.set if not s.startswith(("bench.", "output."))]
+    build = locuslib.build_dir()
+    why = peer_missing(build)
+    if why:
+        print("# spmv against PETSc: not run: %s. To get it: %s" % (why, SETUP))
+        return 0
+    os.makedirs(a.out, exist_ok=True)
+    peer, prod, cg, its = [], {m: [] for m in modes}, {m: [] for m in modes}, {m: [] for m in modes}
+    nnz = None
+    for _ in range(a.rounds):
+        peer.append(run_peer(build, a.ranks, a.nx, a.reps, a.cg_tolerance))
+        for m in modes:
+            t, nnz = run_locus(a.ranks, a.nx, a.reps, m, False, a.cg_tolerance, sets, a.out)
+            prod[m].append(t)
+            t, k = run_locus(a.ranks, a.nx, a.reps, m, True, a.cg_tolerance, sets, a.out)
+            cg[m].append(t)
+            its[m].append(k)
+    report(a, build, modes, peer, (prod, cg, its), nnz)
     print("\n".join(legend()))
     return 0
 
