@@ -30,11 +30,12 @@ endfunction()
 
 # Compiles and links a PETSc program with the peer's compiler (catches a
 # PETSc built with another MPI: petscsys.h checks mpi.h); empty on success,
-# else the compiler's first error line. Cached per compiler and flags.
+# else the compiler's first error line. A success is cached per compiler
+# and flags; a failure is probed again at the next configure.
 function(locus_petsc_probe cc cflags ldflags out)
   set(key "${cc};${cflags};${ldflags}")
-  if(DEFINED LOCUS_PETSC_PROBE_KEY AND LOCUS_PETSC_PROBE_KEY STREQUAL key)
-    set(${out} "${LOCUS_PETSC_PROBE_ERROR}" PARENT_SCOPE)
+  if(DEFINED LOCUS_PETSC_PROBE_OK AND LOCUS_PETSC_PROBE_OK STREQUAL key)
+    set(${out} "" PARENT_SCOPE)
     return()
   endif()
   set(dir ${CMAKE_CURRENT_BINARY_DIR}/petsc_probe)
@@ -49,8 +50,9 @@ function(locus_petsc_probe cc cflags ldflags out)
       set(error "${cc} failed to compile and link a PETSc program (exit ${rc})")
     endif()
   endif()
-  set(LOCUS_PETSC_PROBE_KEY "${key}" CACHE INTERNAL "")
-  set(LOCUS_PETSC_PROBE_ERROR "${error}" CACHE INTERNAL "")
+  if(error STREQUAL "")
+    set(LOCUS_PETSC_PROBE_OK "${key}" CACHE INTERNAL "the compiler and flags a PETSc probe built with")
+  endif()
   set(${out} "${error}" PARENT_SCOPE)
 endfunction()
 
