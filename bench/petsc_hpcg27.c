@@ -43,13 +43,19 @@ typedef struct {
   int inject_error;
 } Options;
 
+/* An integer option: its name, where it goes, its bounds. */
+typedef struct {
+  const char* name;
+  long* into;
+  long lo, hi;
+} IntOption;
+
 /* 0: run; 1: help printed; 2: error printed (rank 0 prints, every rank returns the same). */
 static int parse(int argc, char** argv, int rank, Options* o) {
-  o->nx = 48;
-  o->reps = 50;
-  o->cg_iterations = 50;
-  o->cg_tolerance = 0;
-  o->inject_error = 0;
+  *o = (Options){.nx = 48, .reps = 50, .cg_iterations = 50, .cg_tolerance = 0, .inject_error = 0};
+  const IntOption ints[] = {{"--nx", &o->nx, 2, 1000},
+                            {"--reps", &o->reps, 1, 100000},
+                            {"--cg-iterations", &o->cg_iterations, 0, 100000}};
   int fixed = 0;
   for (int i = 1; i < argc; ++i) {
     const char* a = argv[i];
@@ -61,8 +67,10 @@ static int parse(int argc, char** argv, int rank, Options* o) {
       o->inject_error = 1;
       continue;
     }
-    int is_int = !strcmp(a, "--nx") || !strcmp(a, "--reps") || !strcmp(a, "--cg-iterations");
-    if (!is_int && strcmp(a, "--cg-tolerance")) {
+    const IntOption* opt = NULL;
+    for (size_t k = 0; k < sizeof ints / sizeof ints[0]; ++k)
+      if (!strcmp(a, ints[k].name)) opt = &ints[k];
+    if (!opt && strcmp(a, "--cg-tolerance")) {
       if (rank == 0) fprintf(stderr, "petsc_hpcg27: unknown argument '%s'\n%s", a, usage);
       return 2;
     }
@@ -72,35 +80,26 @@ static int parse(int argc, char** argv, int rank, Options* o) {
     }
     const char* v = argv[++i];
     char* end = NULL;
-    if (is_int) {
-      long lo = !strcmp(a, "--nx")     ? 2
-                : !strcmp(a, "--reps") ? 1
-                                       : 0,
-           hi = !strcmp(a, "--nx") ? 1000 : 100000;
-      long x = strtol(v, &end, 10);
-      if (*v == '\0' || *end != '\0' || x < lo || x > hi) {
+    if (opt) {
+      const long x = strtol(v, &end, 10);
+      if (*v == '\0' || *end != '\0' || x < opt->lo || x > opt->hi) {
         if (rank == 0)
-          fprintf(stderr, "petsc_hpcg27: %s must be an integer from %ld to %ld (got '%s')\n", a, lo, hi, v);
+          fprintf(stderr, "petsc_hpcg27: %s must be an integer from %ld to %ld (got '%s')\n", a, opt->lo,
+                  opt->hi, v);
         return 2;
       }
-      if (!strcmp(a, "--nx"))
-        o->nx = x;
-      else if (!strcmp(a, "--reps"))
-        o->reps = x;
-      else {
-        o->cg_iterations = x;
-        fixed = 1;
-      }
-    } else {
-      double x = strtod(v, &end);
-      if (*v == '\0' || *end != '\0' || !(x > 0 && x < 1)) {
-        if (rank == 0)
-          fprintf(stderr,
-                  "petsc_hpcg27: --cg-tolerance must be a number between 0 and 1, exclusive (got '%s')\n", v);
-        return 2;
-      }
-      o->cg_tolerance = x;
+      *opt->into = x;
+      fixed |= opt->into == &o->cg_iterations;
+      continue;
     }
+    const double x = strtod(v, &end);
+    if (*v == '\0' || *end != '\0' || !(x > 0 && x < 1)) {
+      if (rank == 0)
+        fprintf(stderr,
+                "petsc_hpcg27: --cg-tolerance must be a number between 0 and 1, exclusive (got '%s')\n", v);
+      return 2;
+    }
+    o->cg_tolerance = x;
   }
   if (fixed && o->cg_tolerance > 0) {
     if (rank == 0) fprintf(stderr, "petsc_hpcg27: give --cg-iterations or --cg-tolerance, not both\n");
