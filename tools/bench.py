@@ -91,7 +91,14 @@ one run, with their ratio; tables on stdout, CSV in output/bench/.
             L2 triad) without and with the progress thread. Real nodes,
             emulated nodes of one rank, and the ghost cells with progress
             processes (4 processes: over-subscribed on 2 cores, marked).
-            Default 2 ranks.
+            Then locus against the peer users run: PETSc's MatMult and
+            unpreconditioned KSPCG in their own MPI job (bench/petsc_hpcg27,
+            PETSc's MPI, no locus in the process) alternating with the
+            spmv app 5 times on HPCG's operator at 48^3 (vector, overlap,
+            rma), medians: time per product and CG time per iteration,
+            the ratios and their goals (tools/bench_spmv_peer.py). Built
+            only where PETSc is found: otherwise it says how to get it
+            (./locus setup --peers) and goes on. Default 2 ranks.
   tensor    tensor_contract: DGEMM efficiency per tile size (8-32, CCSD-like
             term) against OpenBLAS on one large matrix and the task loop's
             overhead (counter, gets, sorts, accumulates); NXTASK fetch-and-add
@@ -166,10 +173,11 @@ def say(msg):
 # machine busy (load average about 10 on 2 cores: an idle machine is
 # faster), except latency, gups and overlap (idle); the --quick runs on the
 # idle Intel Xeon host (2026-11-28: `./locus bench all --quick` took 2 min
-# 4 s there). None: not timed.
+# 4 s there, before spmv's PETSc part). spmv includes its PETSc part where
+# the peer is built (full: timed under load). None: not timed.
 DURATIONS = {
     "latency": (7, 5), "exchange": (3, 5), "halo": (2, 5), "poisson": (None, 5), "overlap": (5, 15),
-    "heat3d-async": (1, 10), "gups": (10, 10), "ig": (1, 5), "spmv": (3, 15), "tensor": (None, 30),
+    "heat3d-async": (1, 10), "gups": (10, 10), "ig": (1, 5), "spmv": (7, 25), "tensor": (None, 30),
     "multiphase": (None, 40), "calibrate": (None, 30),
 }
 
@@ -187,7 +195,8 @@ QUICK = {
     "heat3d-async": ([], ["--repeats", "1", "--steps", "50"]),
     "gups": (["bench.repeats=1", "bench.log2_local=16"], ["--rounds", "1", "--set", "bench.log2_local=16"]),
     "ig": (["bench.repeats=1", "bench.log2_requests=16"], []),
-    "spmv": (["bench.products=5", "bench.repeats=2", "bench.settle_ms=20", "bench.ghost_iterations=10"], []),
+    "spmv": (["bench.products=5", "bench.repeats=2", "bench.settle_ms=20", "bench.ghost_iterations=10"],
+             ["--rounds", "1", "--nx", "32", "--reps", "20"]),
     "tensor": (["bench.repeats=1", "bench.fetches=200", "bench.busy_seconds=0.05", "bench.tiles=16,24,32"], []),
     "multiphase": ([], ["--repeats", "1", "--set", "tensor_contract.comm.extent=12", "--set",
                         "tensor_contract.comp.extent=24", "--set", "tensor_contract.comp.tile=12"]),
@@ -439,6 +448,8 @@ def spmv(r):
     r.run(2 * n, [exe, deck, "--set", "bench.spmv=false", "--set", "runtime.node_size=2",
                   "--set", "runtime.progress.processes_per_node=1", "--set", "runtime.progress.thread=false",
                   "--set", "bench.label=emulated nodes + progress processes"] + args)
+    say("spmv against PETSc's MatMult and KSPCG in their own MPI job (bench/petsc_hpcg27), %d ranks, alternating" % n)
+    r.call([PYTHON, os.path.join(ROOT, "tools", "bench_spmv_peer.py"), "--ranks", str(n)] + r.inv.tool_args)
 
 
 def tensor(r):
