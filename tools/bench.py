@@ -174,10 +174,11 @@ def say(msg):
 # faster), except latency, gups and overlap (idle); the --quick runs on the
 # idle Intel Xeon host (2026-11-28: `./locus bench all --quick` took 2 min
 # 4 s there, before spmv's PETSc part). spmv includes its PETSc part where
-# the peer is built (full: timed under load). None: not timed.
+# the peer is built (its part: 20 s idle, full; with --quick spmv took 23 s
+# idle). None: not timed.
 DURATIONS = {
     "latency": (7, 5), "exchange": (3, 5), "halo": (2, 5), "poisson": (None, 5), "overlap": (5, 15),
-    "heat3d-async": (1, 10), "gups": (10, 10), "ig": (1, 5), "spmv": (7, 25), "tensor": (None, 30),
+    "heat3d-async": (1, 10), "gups": (10, 10), "ig": (1, 5), "spmv": (4, 25), "tensor": (None, 30),
     "multiphase": (None, 40), "calibrate": (None, 30),
 }
 
