@@ -37,6 +37,12 @@ APPS = {
     "spmv": os.path.join(SOURCE, "inputs", "spmv", "default.yaml"),
     "tensor_contract": os.path.join(SOURCE, "inputs", "tensor_contract", "default.yaml"),
 }
+# Above 2 ranks (over-subscribed on a 2-core host) the input classes that
+# do not depend on the rank count (deck files, output names, restart
+# files, file systems: read and refused on every rank alike, checked at 1
+# and 2 ranks) run for heat3d only, the restart files and file systems not
+# at all; signals and kills run for every app.
+FULL = NP <= 2
 BAD = ("Traceback", "Assertion", "MPI_Abort", "BAD TERMINATION", "backtrace", "terminate called")
 
 
@@ -78,7 +84,7 @@ many = os.path.join(OUT, "many.yaml")
 with open(many, "w") as f:
     f.write("".join("unknown_key_%d: 1\n" % i for i in range(3000)))
 
-for app, deck in APPS.items():
+for app, deck in APPS.items() if FULL else [("heat3d", APPS["heat3d"])]:
     with open(two, "w") as f:
         f.write(open(deck).read() + "\n---\n%s: {}\n" % app)
     with open(cr, "w", newline="") as f:
@@ -167,9 +173,10 @@ import numpy as np  # noqa: E402
 small = ["heat3d.grid.nx=8", "heat3d.grid.ny=8", "heat3d.grid.nz=8"]
 od = os.path.join(OUT, "ckpt_src")
 ck = os.path.join(OUT, "good.restart.h5")
-run_app("heat3d", h, NP, small + ["heat3d.time.max_steps=6", "heat3d.time.tolerance=0", "checkpoint.every=3",
-                                  "checkpoint.file=" + ck, "output.dir=" + od], extra=["--quiet"], expect_ok=False)
-check(os.path.exists(ck), "no checkpoint written")
+if FULL:
+    run_app("heat3d", h, NP, small + ["heat3d.time.max_steps=6", "heat3d.time.tolerance=0", "checkpoint.every=3",
+                                      "checkpoint.file=" + ck, "output.dir=" + od], extra=["--quiet"], expect_ok=False)
+    check(os.path.exists(ck), "no checkpoint written")
 
 
 def damaged(label, edit, needle):
@@ -210,14 +217,15 @@ def long_residual(f):
     f["residual"] = np.ones(50)
 
 
-damaged("nan", nan_field, "temperature holds NaN or infinite values")
-damaged("step_negative", set_attr("step", np.int64(-5)), "step -5 is outside [0, 100]")
-damaged("step_huge", set_attr("step", np.int64(10 ** 18)), "is outside [0, 100]")
-damaged("step_text", set_attr("step", "six"), "attribute step is not a single integer")
-damaged("dt_text", set_attr("dt", "x"), "attribute dt is not a single floating-point number")
-damaged("float32", float32_field, "temperature is float32, expected float64")
-damaged("residual", long_residual, "residual has 50 elements, more than the 6 it may have")
-print("heat3d           damaged restart files (NaN, step range, types, lengths): clean errors")
+if FULL:
+    damaged("nan", nan_field, "temperature holds NaN or infinite values")
+    damaged("step_negative", set_attr("step", np.int64(-5)), "step -5 is outside [0, 100]")
+    damaged("step_huge", set_attr("step", np.int64(10 ** 18)), "is outside [0, 100]")
+    damaged("step_text", set_attr("step", "six"), "attribute step is not a single integer")
+    damaged("dt_text", set_attr("dt", "x"), "attribute dt is not a single floating-point number")
+    damaged("float32", float32_field, "temperature is float32, expected float64")
+    damaged("residual", long_residual, "residual has 50 elements, more than the 6 it may have")
+    print("heat3d           damaged restart files (NaN, step range, types, lengths): clean errors")
 
 # full and read-only file systems (small tmpfs mounts; needs root: the CI
 # machine's setup runs as root, elsewhere this part says SKIP)
@@ -231,7 +239,9 @@ full, ro = os.path.join(OUT, "full_fs"), os.path.join(OUT, "ro_fs")
 # rank in the sanitizer build): a smaller grid reaches the write sooner.
 # Every output is still larger than the 256 KiB file system's free space.
 QUICK = {"heat3d": ["heat3d.grid.nx=24", "heat3d.grid.ny=24", "heat3d.grid.nz=24"]}
-if mount(full, "size=256k") and mount(ro, "ro,size=64k"):
+if not FULL:
+    print("full/read-only file systems: checked at 1 and 2 ranks")
+elif mount(full, "size=256k") and mount(ro, "ro,size=64k"):
     try:
         for app, deck in APPS.items():
             quick = ["output.overwrite=true"] + QUICK.get(app, [])
