@@ -5,7 +5,7 @@ machine file, from its counted requirements and the machine's costs.
     ./locus predict DECK --machine M.yaml --nodes N [--ranks-per-node R]
                     [--scaling weak|strong] [--steps K] [--what-if KEY=FACTOR]...
                     [--set key=value]... [--count-ranks 1,2,4,8] [--validate]
-                    [--json FILE]
+                    [--check-counts 16,32] [--json FILE]
 
 How (docs/co-design.md, "Predictions"):
 1. Counting runs. The deck runs here at a few small rank counts (default
@@ -17,12 +17,16 @@ How (docs/co-design.md, "Predictions"):
    depend on time, so over-subscription does not change them. The runs are
    kept in output/predict/ (--work) and reused.
 2. Requirement models. For every phase and kind, the busiest rank's count
-   per loop iteration is modelled over the rank count p: in PMNF (./locus
-   model's fitter: c0 + c * p^i * log2(p)^j), fitted on all counting runs
-   but the largest and checked on it (the held-out error printed), then
-   refitted on all; for a weak-scaled stencil app, constant from the
-   interior count on (its busiest rank has every neighbour: more ranks add
-   none). A target inside the counted range uses the count itself.
+   per loop iteration: for heat3d and poisson5pt from their decomposition
+   (every rank's count linear in its block's points and its faces' points
+   and number, on and off its node, fitted on every rank of the counting
+   runs: GridRequirement); for spmv and tensor_contract in PMNF over the
+   rank count p (./locus model's fitter: c0 + c * p^i * log2(p)^j), spmv
+   weak-scaled constant from its interior count on. Each is fitted on all
+   counting runs but the largest and checked on it (the held-out error
+   printed), then refitted on all. A target inside the counted range uses
+   the count itself. --check-counts P,... counts the deck at those rank
+   counts too and prints every model's error there.
 3. Machine costs. Per phase of the busiest rank: the kernels' roofline
    max(flops / core rate, memory bytes / bandwidth per rank: its core's
    cache's when its footprint fits there, else its share of the node's
