@@ -51,7 +51,7 @@ for text, words in CASES:
 path, p = platform(GOOD, name="none.yaml")
 check(p.returncode == 0, "a good machine file failed: %s" % p.stderr)
 xml = open(os.path.join(work, "out", "platform.xml")).read()
-for w in ('radical="0-2"', 'core="4"', 'speed="2e+09f"', 'bw="1e+09Bps"', 'lat="2e-06s"', 'loopback_bw="1e+10Bps"'):
+for w in ('radical="0-2"', 'core="4"', 'speed="2e+09f"', 'bw="1e+09Bps"', 'lat="1e-06s"', 'loopback_bw="1e+10Bps"'):
     check(w in xml, "%s not in the platform:\n%s" % (w, xml))
 hosts = open(os.path.join(work, "out", "hostfile")).read()
 check(hosts == "node-0:4\nnode-1:4\nnode-2:2\n", "host file: %r" % hosts)

@@ -27,7 +27,8 @@ to the tools that read them.
 
 The platform is a SimGrid <cluster>: ceil(RANKS / cores_per_node) hosts,
 each a node of cores_per_node cores at core_gflops, each with a private
-full-duplex link (latency, bandwidth) to the crossbar (or the backbone), and
+full-duplex link (half the latency: a message between nodes crosses two such
+links; the bandwidth) to the crossbar (or the backbone), and
 a loopback link (memory bandwidth) for messages within the node. The host
 file places cores_per_node consecutive ranks on each node. Written to DIR
 (default output/simulate/<machine>-<RANKS>): platform.xml and hostfile.
@@ -117,7 +118,9 @@ def platform_xml(spec, ranks):
     attrs = [
         ("id", "locus"), ("prefix", "node-"), ("suffix", ""), ("radical", "0-%d" % (nodes - 1)),
         ("speed", "%.6gf" % (spec.get("core_gflops") * 1e9)), ("core", str(cores)),
-        ("bw", "%.6gBps" % spec.get("network.bandwidth_Bps")), ("lat", "%.6gs" % spec.get("network.latency_s")),
+        # a message between two nodes crosses two links (its node's and the
+        # other's): each carries half the one-way latency
+        ("bw", "%.6gBps" % spec.get("network.bandwidth_Bps")), ("lat", "%.6gs" % (spec.get("network.latency_s") / 2)),
         ("sharing_policy", "SPLITDUPLEX"),
         ("loopback_bw", "%.6gBps" % spec.get("memory.bandwidth_Bps_node")),
         ("loopback_lat", "%.6gs" % spec.get("memory.latency_s", 0.0)),

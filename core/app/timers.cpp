@@ -40,6 +40,7 @@ void Timers::start(const std::string& name) {
   std::size_t i = index(name);
   if (Kokkos::is_initialized()) Kokkos::Profiling::pushRegion("locus::" + name);
   note_parent(i);
+  charge_counted_compute();  // the SMPI build: the enclosing phase's kernels so far (counts.hpp)
   stack_.push_back(i);
   running_.push_back(phase_[i]);
   set_count_phase(phase_[i]);
@@ -51,6 +52,7 @@ void Timers::stop(const std::string& name) {
   if (started_[i] < 0) throw Error("internal: timer " + name + " stopped before it started");
   const bool kokkos = Kokkos::is_initialized();
   if (kokkos) Kokkos::fence();
+  charge_counted_compute();  // the SMPI build: this phase's kernels, before its clock stops
   total_[i] += MPI_Wtime() - started_[i];
   started_[i] = -1.0;
   // (timers need not stop in the reverse order of their starts)

@@ -4,6 +4,13 @@
 
 #include <algorithm>
 #include <cstring>
+#ifdef LOCUS_SMPI
+#include <mpi.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#endif
 #include <iterator>
 #include <memory>
 #include <mutex>
@@ -157,3 +164,69 @@ std::uint64_t private_bytes_declared() noexcept {
 }
 
 }  // namespace locus
+
+#ifdef LOCUS_SMPI
+namespace locus {
+
+namespace {
+// The rates of LOCUS_SMPI_COMPUTE and what each phase has been charged
+// (per simulated rank: SMPI privatizes the library's globals).
+struct Injection {
+  bool read = false;
+  double flops_per_s = 0, bytes_per_s = 0;
+  std::uint64_t charged[detail::kMaxPhases][2]{};
+};
+
+Injection& injection() {
+  static Injection in;
+  return in;
+}
+
+// "F,B": two positive finite numbers; anything else stops the run with one
+// line naming the variable (every rank reads the same environment).
+void read_rates(Injection& in) {
+  in.read = true;
+  const char* v = std::getenv("LOCUS_SMPI_COMPUTE");
+  if (!v || !*v) return;
+  char* end = nullptr;
+  errno = 0;
+  const double f = std::strtod(v, &end);
+  double b = 0;
+  bool ok = errno == 0 && end != v && *end == ',';
+  if (ok) {
+    const char* rest = end + 1;
+    b = std::strtod(rest, &end);
+    ok = errno == 0 && end != rest && *end == '\0';
+  }
+  if (!ok || !(f > 0) || !(b > 0) || f > 1e300 || b > 1e300) {
+    std::fprintf(stderr,
+                 "locus: error: LOCUS_SMPI_COMPUTE=%s: needs F,B (FLOP/s and memory bytes/s of one rank, "
+                 "both positive and finite)\n",
+                 v);
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  in.flops_per_s = f;
+  in.bytes_per_s = b;
+}
+}  // namespace
+
+void charge_counted_compute() noexcept {
+  Injection& in = injection();
+  if (!in.read) read_rates(in);
+  if (!(in.flops_per_s > 0)) return;
+  const int p = current_count_phase();
+  const std::uint64_t f = counted(p, Count::flops), b = counted(p, Count::memory_bytes);
+  // (counts reset since the last charge start again from 0)
+  const std::uint64_t df = f >= in.charged[p][0] ? f - in.charged[p][0] : f;
+  const std::uint64_t db = b >= in.charged[p][1] ? b - in.charged[p][1] : b;
+  in.charged[p][0] = f;
+  in.charged[p][1] = b;
+  // the simulated core runs at F (the platform's speed is the machine
+  // file's core_gflops): flops worth the roofline's seconds
+  const double work =
+      std::max(static_cast<double>(df), static_cast<double>(db) / in.bytes_per_s * in.flops_per_s);
+  if (work > 0) smpi_execute_flops(work);
+}
+
+}  // namespace locus
+#endif

@@ -12,6 +12,7 @@
 #include "locus/segment.hpp"
 #include "locus/wait.hpp"
 #include "mem/htm.hpp"
+#include "mem/shared_pages.hpp"
 #include "progress/progress_engine.hpp"
 
 // Counted requirements (counts.hpp): a record is counted where it is
@@ -307,6 +308,7 @@ void Aggregator::put_batch(int dest, Batch& b, std::uint64_t slot) {
   const MPI_Aint disp =
       box_->disp[static_cast<std::size_t>(dest)] + static_cast<MPI_Aint>(slot_offset(me_, slot));
   MPI_Win win = box_->rma;
+  rma_epoch(win);
   locus::count(Count::rma_ops, 2);  // the records, then their sequence number
   MPI_Put(b.bytes.data() + 8, static_cast<int>(b.used - 8), MPI_BYTE, dest, disp + 8,
           static_cast<int>(b.used - 8), MPI_BYTE, win);
@@ -577,6 +579,7 @@ void Aggregator::drain() {
       const MPI_Aint disp = box_->disp[static_cast<std::size_t>(s)] +
                             static_cast<MPI_Aint>(static_cast<std::size_t>(me_) * sizeof(std::uint64_t));
       locus::count(Count::rma_ops, 1);
+      rma_epoch(box_->rma);
       MPI_Accumulate(&v, 1, MPI_UINT64_T, s, disp, 1, MPI_UINT64_T, MPI_REPLACE, box_->rma);
       MPI_Win_flush_local(s, box_->rma);
     }

@@ -2,6 +2,7 @@
 // transfer or an atomic takes, and where it goes.
 #include "comm/comm_state.hpp"
 #include "locus/async.hpp"
+#include "mem/shared_pages.hpp"
 #include "progress/progress_engine.hpp"
 #include "xfer/transfer.hpp"
 
@@ -47,11 +48,13 @@ Endpoint endpoint(const Target& t, Path p) {
   } else if (p == Path::redirect) {
     e.seg = t.seg;
     e.win = t.seg->rma;
+    rma_epoch(e.win);
     e.rank = t.seg->ghost[u];
     e.disp = t.seg->ghost_disp[u] + static_cast<MPI_Aint>(t.offset);
   } else {
     e.seg = t.seg;
     e.win = t.seg->rma;
+    rma_epoch(e.win);  // the SMPI build's epoch at the first RMA (shared_pages.hpp)
     e.rank = t.unit;
     e.disp = t.seg->disp[u] + static_cast<MPI_Aint>(t.offset);
   }

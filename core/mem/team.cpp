@@ -5,6 +5,7 @@
 
 #include "locus/collective.hpp"
 #include "mem/core_state.hpp"
+#include "mem/shared_pages.hpp"
 
 namespace locus {
 
@@ -59,7 +60,7 @@ Team::Team(MPI_Comm comm, int id, int world_rank, const std::vector<int>& node_o
   MPI_Win win = MPI_WIN_NULL;
   if (!served()) {
     MPI_Win_create_dynamic(MPI_INFO_NULL, comm_, &win);
-    MPI_Win_lock_all(MPI_MODE_NOCHECK, win);
+    detail::open_epoch(win);
   }
   detail::register_team(*this, win);
 }
@@ -72,7 +73,7 @@ Team::~Team() {
   if (core && core->release_team) core->release_team(*this);
   MPI_Win win = core ? detail::team_window(*this) : MPI_WIN_NULL;
   if (win != MPI_WIN_NULL && !served()) {
-    MPI_Win_unlock_all(win);
+    detail::close_epoch(win);
     MPI_Win_free(&win);
   }
   if (node_comm_ != MPI_COMM_NULL) MPI_Comm_free(&node_comm_);

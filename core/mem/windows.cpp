@@ -3,7 +3,9 @@
 #include <mpi.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <vector>
 
 #include "mem/shared_pages.hpp"
 
@@ -61,13 +63,49 @@ MPI_Win create_segment_window(void* base, std::size_t bytes, MPI_Comm comm) {
   MPI_Win win;
   MPI_Win_create(bytes > 0 ? base : nullptr, static_cast<MPI_Aint>(bytes), 1, info, comm, &win);
   MPI_Info_free(&info);
-  MPI_Win_lock_all(MPI_MODE_NOCHECK, win);
+  open_epoch(win);
   return win;
 }
 
 void free_segment_window(MPI_Win& win) {
-  MPI_Win_unlock_all(win);
+  close_epoch(win);
   MPI_Win_free(&win);
 }
+
+#ifdef LOCUS_SMPI
+namespace {
+// This rank's windows whose epoch rma_epoch opened (SMPI privatizes the
+// library's globals: one list per simulated rank).
+std::vector<MPI_Win>& opened_epochs() {
+  static std::vector<MPI_Win> opened;
+  return opened;
+}
+}  // namespace
+
+void open_epoch(MPI_Win) {}
+
+void rma_epoch(MPI_Win win) {
+  std::vector<MPI_Win>& opened = opened_epochs();
+  if (win == MPI_WIN_NULL || std::find(opened.begin(), opened.end(), win) != opened.end()) return;
+  MPI_Win_lock_all(MPI_MODE_NOCHECK, win);
+  opened.push_back(win);
+}
+
+void close_epoch(MPI_Win win) {
+  std::vector<MPI_Win>& opened = opened_epochs();
+  const auto it = std::find(opened.begin(), opened.end(), win);
+  if (it == opened.end()) return;
+  MPI_Win_unlock_all(win);
+  opened.erase(it);
+}
+#else
+void open_epoch(MPI_Win win) {
+  MPI_Win_lock_all(MPI_MODE_NOCHECK, win);
+}
+
+void close_epoch(MPI_Win win) {
+  MPI_Win_unlock_all(win);
+}
+#endif
 
 }  // namespace locus::detail

@@ -77,6 +77,22 @@ int current_count_phase() noexcept;
 // The registered phase names, by index ("outside" first).
 std::vector<std::string> count_phases();
 
+// ---- the SMPI build's compute (docs/co-design.md, "A simulated machine")
+
+// Charges the kernels' work counted in the current phase since its last
+// charge to this rank's simulated core as the machine model's roofline,
+// max(flops / F, memory bytes / B) seconds (smpi_execute_flops), with F and
+// B, FLOP/s and bytes/s of one rank, from the environment variable
+// LOCUS_SMPI_COMPUTE="F,B" (./locus simulate --compute model sets it). The
+// app's timers call it before they read the clock (profile.hpp), so a
+// phase's time holds its kernels' charge. Nothing without the variable, and
+// nothing in the real build.
+#ifdef LOCUS_SMPI
+void charge_counted_compute() noexcept;
+#else
+inline void charge_counted_compute() noexcept {}
+#endif
+
 // ---- reading (at the end of a run: sums every thread's block)
 
 // Phase p, kind k, summed over this process's threads.
