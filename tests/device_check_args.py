@@ -35,7 +35,7 @@ try:
     os.makedirs(empty)
     fake = os.path.join(tmp, "fake-cuda-kokkos")
     os.makedirs(os.path.join(fake, "lib", "cmake", "Kokkos"))
-    with open(os.path.join(fake, "lib", "cmake", "Kokkos", "KokkosConfigCommon.cmake"), "w") as f:
+    with open(os.path.join(fake, "lib", "cmake", "Kokkos", "KokkosConfig.cmake"), "w") as f:
         f.write("set(Kokkos_DEVICES SERIAL;CUDA)\nset(Kokkos_ARCH HOPPER90)\n")
     build = os.path.join(tmp, "build")
 
