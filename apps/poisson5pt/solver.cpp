@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <utility>
 
 #include "locus/console.hpp"
 #include "locus/counts.hpp"
@@ -76,6 +77,13 @@ template <class T>
 using Vector = Kokkos::View<T*, locus::MemSpace>;
 constexpr int kRed = 0, kBlack = 1;
 
+// `#pragma GCC ivdep` for a host compiler; nothing in device code.
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__) || !defined(__GNUC__)
+#define POISSON5PT_IVDEP
+#else
+#define POISSON5PT_IVDEP _Pragma("GCC ivdep")
+#endif
+
 // The colour-split kernels. A row's points of one colour are one contiguous
 // vector x (the row's columns of one parity), their left and right
 // neighbours the other parity's vector y at k+a and k+a+1 (a = -1 for even
@@ -85,8 +93,11 @@ constexpr int kRed = 0, kBlack = 1;
 // ISO C++, which leaves contraction off), so the result is bitwise the
 // same whatever the vector width. The pointers name disjoint half rows,
 // hence __restrict.
+// The sweeps are the kernels of every execution space (host and device);
+// KOKKOS_FORCEINLINE_FUNCTION is `inline` and always_inline on a host
+// compiler, as the host loops need.
 template <class T, bool Sor>
-[[gnu::always_inline]] inline T relaxed(T old, T g, T w) {
+KOKKOS_FORCEINLINE_FUNCTION T relaxed(T old, T g, T w) {
   if constexpr (Sor)
     return old + w * (g - old);
   else
@@ -94,9 +105,9 @@ template <class T, bool Sor>
 }
 
 template <class T, bool Sor>
-[[gnu::always_inline]] inline void split_row_body(T* __restrict x, const T* __restrict y,
-                                                  const T* __restrict dn, const T* __restrict up,
-                                                  const T* __restrict b, long k0, long k1, long a, T w) {
+KOKKOS_FORCEINLINE_FUNCTION void split_row_body(T* __restrict x, const T* __restrict y,
+                                                const T* __restrict dn, const T* __restrict up,
+                                                const T* __restrict b, long k0, long k1, long a, T w) {
   const T quarter = T(0.25);
   for (long k = k0; k < k1; ++k) {
     const T g = quarter * (((y[k + a] + y[k + a + 1]) + (dn[k] + up[k])) + b[k]);
@@ -117,11 +128,11 @@ template <class T, bool Sor>
 // end, so the next pass does not start cold (6-11 % faster on rows of
 // 4096 points than restarting the prefetch each pass).
 template <class T, bool Sor>
-[[gnu::always_inline]] inline void split_pair_body(T* __restrict x, const T* __restrict y, T* __restrict xs,
-                                                   const T* __restrict ys, const T* __restrict xss,
-                                                   const T* __restrict xup, const T* __restrict b,
-                                                   const T* __restrict bs, long k0, long k1, long a, T w,
-                                                   long ahead, const T* const* next) {
+KOKKOS_FORCEINLINE_FUNCTION void split_pair_body(T* __restrict x, const T* __restrict y, T* __restrict xs,
+                                                 const T* __restrict ys, const T* __restrict xss,
+                                                 const T* __restrict xup, const T* __restrict b,
+                                                 const T* __restrict bs, long k0, long k1, long a, T w,
+                                                 long ahead, const T* const* next) {
   const T quarter = T(0.25);
   auto point = [&](long k) {
     const T g = quarter * (((y[k + a] + y[k + a + 1]) + (xs[k] + xup[k])) + b[k]);
@@ -136,7 +147,7 @@ template <class T, bool Sor>
     // the prefetches, then the block's points in a loop of fixed length,
     // which vectorises whole.
     constexpr long line = 64 / static_cast<long>(sizeof(T)), block = 2 * line;
-    const long tail = next ? std::max(k0, k1 - ahead) : k1;
+    const long tail = next ? (k0 < k1 - ahead ? k1 - ahead : k0) : k1;  // max(k0, k1 - ahead)
     for (; k + block <= tail; k += block) {
       // Prefetches never fault: the ones past the row's end are harmless.
       for (long l = 0; l < block; l += line) {
@@ -164,9 +175,10 @@ template <class T, bool Sor>
   for (; k < k1; ++k) point(k);
 }
 
-// The kernels compiled for the build's instruction set and for AVX2 (the
-// same body); the solver picks one at run time (locus::cpu) and calls it
-// directly (split_row, split_pair below), no function pointer.
+// The kernels compiled for the build's instruction set (host and device)
+// and, on an x86-64 host, for AVX2 (the same body); the solver picks one at
+// run time (locus::cpu) and calls it directly (split_row, split_pair
+// below), no function pointer. Device code always takes the baseline.
 #define POISSON5PT_SPLIT_KERNELS(SUFFIX, ATTR)                                                            \
   template <class T, bool Sor>                                                                            \
   ATTR void split_row_##SUFFIX(T* __restrict x, const T* __restrict y, const T* __restrict dn,            \
@@ -181,7 +193,7 @@ template <class T, bool Sor>
                                 T w, long ahead, const T* const* next) {                                  \
     split_pair_body<T, Sor>(x, y, xs, ys, xss, xup, b, bs, k0, k1, a, w, ahead, next);                    \
   }
-POISSON5PT_SPLIT_KERNELS(baseline, )
+POISSON5PT_SPLIT_KERNELS(baseline, KOKKOS_FUNCTION)
 #if LOCUS_HOST_AVX2
 POISSON5PT_SPLIT_KERNELS(avx2, LOCUS_TARGET_AVX2)
 #define POISSON5PT_HAVE_AVX2 1
@@ -189,8 +201,8 @@ POISSON5PT_SPLIT_KERNELS(avx2, LOCUS_TARGET_AVX2)
 #undef POISSON5PT_SPLIT_KERNELS
 
 template <class T, bool Sor>
-void split_row(bool avx2, T* x, const T* y, const T* dn, const T* up, const T* b, long k0, long k1, long a,
-               T w) {
+KOKKOS_FUNCTION void split_row(bool avx2, T* x, const T* y, const T* dn, const T* up, const T* b, long k0,
+                               long k1, long a, T w) {
 #ifdef POISSON5PT_HAVE_AVX2
   if (avx2) return split_row_avx2<T, Sor>(x, y, dn, up, b, k0, k1, a, w);
 #endif
@@ -199,8 +211,9 @@ void split_row(bool avx2, T* x, const T* y, const T* dn, const T* up, const T* b
 }
 
 template <class T, bool Sor>
-void split_pair(bool avx2, T* x, const T* y, T* xs, const T* ys, const T* xss, const T* xup, const T* b,
-                const T* bs, long k0, long k1, long a, T w, long ahead, const T* const* next) {
+KOKKOS_FUNCTION void split_pair(bool avx2, T* x, const T* y, T* xs, const T* ys, const T* xss, const T* xup,
+                                const T* b, const T* bs, long k0, long k1, long a, T w, long ahead,
+                                const T* const* next) {
 #ifdef POISSON5PT_HAVE_AVX2
   if (avx2) return split_pair_avx2<T, Sor>(x, y, xs, ys, xss, xup, b, bs, k0, k1, a, w, ahead, next);
 #endif
@@ -240,6 +253,191 @@ void count_residual(long points, std::size_t esize) {
   locus::count(locus::Count::memory_bytes, (esize + 8) * n,
                "poisson5pt residual: an element and a double per point (u, f read)");
 }
+
+// The split copy's points of one colour in row j, columns i0..i1: their
+// half (part 0: even global column, 1: odd) and k range, and the offset a
+// of their left neighbour in the other half.
+struct Span {
+  long k0, k1, a, part;
+};
+
+// (left + right + below + above - 4 u) / h^2 (r = 1 / h^2), in this order
+// in both layouts: the same residual history bit for bit.
+KOKKOS_INLINE_FUNCTION double laplacian(double left, double right, double below, double above, double u,
+                                        double r) {
+  return (left + right + below + above - 4.0 * u) * r;
+}
+
+// The solver's storage as the sweeps see it: pointers into the memory
+// space and the layout, copied by value into every kernel (host or device).
+template <class T>
+struct Sweeps {
+  T* u;          // the row-major field (ghosts at 0 and n+1)
+  T* w;          // split layout: the iterate the sweeps update
+  const T* rhs;  // h^2 f at cell()
+  long nx, ny, sx, ox, oy;
+  long hp;     // split layout: half-row pitch
+  long rs;     // sweeps' storage: from row j to row j+1 (sx when natural)
+  long ahead;  // split layout: prefetch distance in elements (0: none)
+  T omega;
+  bool split;
+  bool avx2;  // the split sweeps' AVX2 compilation (host only; never taken in device code)
+
+  // Point (i, j) of the row-major field.
+  KOKKOS_INLINE_FUNCTION std::size_t idx(long i, long j) const {
+    return static_cast<std::size_t>(j * sx + i);
+  }
+  // Point (i, j) in the sweeps' storage (the split copy and h^2 f): row j
+  // holds the columns of even global index, then (at hp) the odd ones.
+  KOKKOS_INLINE_FUNCTION std::size_t cell(long i, long j) const {
+    if (!split) return idx(i, j);
+    return static_cast<std::size_t>(j * rs + ((ox + i) & 1) * hp + (i >> 1));
+  }
+
+  KOKKOS_INLINE_FUNCTION Span span(long j, long i0, long i1, int colour) const {
+    const long part = (oy + j + colour) & 1;
+    const long q = part ^ (ox & 1);  // parity of the local column
+    const long first = i0 + ((i0 & 1) != q ? 1 : 0), last = i1 - ((i1 & 1) != q ? 1 : 0);
+    return {first >> 1, first <= last ? (last >> 1) + 1 : first >> 1, q ? 0L : -1L, part};
+  }
+
+  // Relaxes the points of `colour` in row j, columns i0..i1. In place is
+  // safe in any order (hence ivdep, which lets the stride-2 loop vectorise):
+  // a point of `colour` reads only points of the other colour, which this
+  // loop never writes.
+  template <bool Sor>
+  KOKKOS_INLINE_FUNCTION void relax(long j, long i0, long i1, int colour) const {
+    T* r = u + j * sx;
+    const T* dn = r - sx;
+    const T* up = r + sx;
+    const T* b = rhs + j * sx;
+    const T quarter = T(0.25), w = omega;
+    const long first = i0 + (((ox + i0 + oy + j) & 1) != colour ? 1 : 0);
+    POISSON5PT_IVDEP
+    for (long i = first; i <= i1; i += 2) {
+      const T g = quarter * (((r[i - 1] + r[i + 1]) + (dn[i] + up[i])) + b[i]);
+      if constexpr (Sor)
+        r[i] = r[i] + w * (g - r[i]);
+      else
+        r[i] = g;
+    }
+  }
+
+  template <bool Sor>
+  KOKKOS_INLINE_FUNCTION void relax_split(long j, long i0, long i1, int colour) const {
+    const Span s = span(j, i0, i1, colour);
+    if (s.k0 >= s.k1) return;
+    T* row = w + j * rs;
+    const long xo = s.part * hp, yo = (1 - s.part) * hp;
+    split_row<T, Sor>(avx2, row + xo, row + yo, row - rs + xo, row + rs + xo, rhs + j * rs + xo, s.k0, s.k1,
+                      s.a, omega);
+  }
+
+  // Red row j and black row j-1 in columns i0..i1 (the same half of both).
+  // With `next`, the pass ends by prefetching the streams of the same
+  // pass one row up (red row j+1, black row j).
+  template <bool Sor>
+  KOKKOS_INLINE_FUNCTION void relax_split_rows(long j, long i0, long i1, bool next) const {
+    const Span s = span(j, i0, i1, kRed);
+    if (s.k0 >= s.k1) return;
+    T* row = w + j * rs;
+    T* below = row - rs;
+    const T* b = rhs + j * rs;
+    const long xo = s.part * hp, yo = (1 - s.part) * hp;
+    const T* streams[4] = {};
+    if (next) {
+      const Span n = span(j + 1, i0, i1, kRed);
+      const long no = n.part * hp + n.k0;
+      streams[0] = row + rs + no;      // red row j+1
+      streams[1] = row + 2 * rs + no;  // row j+2 (its red points' up neighbours)
+      streams[2] = b + rs + no;        // its right-hand side
+      streams[3] = b + no;             // black row j's right-hand side
+    }
+    split_pair<T, Sor>(avx2, row + xo, row + yo, below + xo, below + yo, below - rs + xo, row + rs + xo,
+                       b + xo, b - rs + xo, s.k0, s.k1, s.a, omega, ahead, next ? streams : nullptr);
+  }
+
+  template <bool Sor>
+  KOKKOS_INLINE_FUNCTION void relax_row(long j, long i0, long i1, int colour) const {
+    if (split)
+      relax_split<Sor>(j, i0, i1, colour);
+    else
+      relax<Sor>(j, i0, i1, colour);
+  }
+
+  // The largest |residual| of row j (natural or split layout); f at cell().
+  KOKKOS_INLINE_FUNCTION double residual_row(long j, const double* f, double r, double m) const {
+    if (!split) {
+      for (long i = 1; i <= nx; ++i) {
+        const std::size_t k = idx(i, j);
+        const double v = std::fabs(f[k] + laplacian(u[k - 1], u[k + 1], u[k - sx], u[k + sx], u[k], r));
+        m = m < v ? v : m;  // std::max(m, v)
+      }
+      return m;
+    }
+    // Split layout: each half row as one contiguous loop.
+    for (int colour = kRed; colour <= kBlack; ++colour) {
+      const Span s = span(j, 1, nx, colour);
+      const std::size_t o = static_cast<std::size_t>(j * rs + s.part * hp);
+      const T* x = w + o;
+      const T* y = w + j * rs + (1 - s.part) * hp;
+      const double* fo = f + o;
+      for (long k = s.k0; k < s.k1; ++k) {
+        const double v =
+            std::fabs(fo[k] + laplacian(y[k + s.a], y[k + s.a + 1], x[k - rs], x[k + rs], x[k], r));
+        m = m < v ? v : m;
+      }
+    }
+    return m;
+  }
+};
+
+// One red-black pass (Solver::red_black) over chunks of rows, its seams
+// and its edges, as kernels of every execution space.
+template <class T, bool Sor>
+struct RedBlack {
+  Sweeps<T> sw;
+  bool down, upn, left, right;  // neighbours below, above, left, right
+  long c0, c1, chunks;
+
+  KOKKOS_INLINE_FUNCTION bool deferred_row(long r) const { return (r == 1 && down) || (r == sw.ny && upn); }
+  KOKKOS_INLINE_FUNCTION long first_row(long c) const { return 1 + c * sw.ny / chunks; }
+
+  KOKKOS_INLINE_FUNCTION void pass(long c) const {
+    const long ny = sw.ny, nx = sw.nx;
+    const long ja = first_row(c), jb = first_row(c + 1);
+    for (long j = ja; j < jb; ++j) {
+      // black rows ja-1 and ja of a later chunk wait for the end
+      const bool black_below = j >= 2 && !deferred_row(j - 1) && (c == 0 || j >= ja + 2);
+      if (sw.split && black_below && c0 <= c1) {
+        // The red points with no black partner in this pass first.
+        if (c0 > 1) sw.template relax_split<Sor>(j, 1, c0 - 1, kRed);
+        if (c1 < nx) sw.template relax_split<Sor>(j, c1 + 1, nx, kRed);
+        sw.template relax_split_rows<Sor>(j, c0, c1, j + 1 < jb);
+        continue;
+      }
+      sw.template relax_row<Sor>(j, 1, nx, kRed);
+      if (black_below) sw.template relax_row<Sor>(j - 1, c0, c1, kBlack);
+    }
+    if (c == chunks - 1 && !deferred_row(ny)) sw.template relax_row<Sor>(ny, c0, c1, kBlack);
+  }
+
+  KOKKOS_INLINE_FUNCTION void seam(long c) const {
+    const long ja = first_row(c);
+    for (long r = ja - 1; r <= ja; ++r)
+      if (r >= 1 && r <= sw.ny && !deferred_row(r) && !(r == sw.ny && c == chunks - 1))
+        sw.template relax_row<Sor>(r, c0, c1, kBlack);
+  }
+
+  KOKKOS_INLINE_FUNCTION void edge(long j) const {
+    if (deferred_row(j)) {
+      sw.template relax_row<Sor>(j, 1, sw.nx, kBlack);
+      return;
+    }
+    if (left) sw.template relax_row<Sor>(j, 1, 1, kBlack);
+    if (right && !(left && sw.nx == 1)) sw.template relax_row<Sor>(j, sw.nx, sw.nx, kBlack);
+  }
+};
 
 template <class T>
 class Solver final : public SolverBase {
@@ -332,59 +530,32 @@ class Solver final : public SolverBase {
     refresh();
     auto t = timers_.scope("residual");
     const double r = 1.0 / (p_.h() * p_.h());
-    // (left + right + below + above - 4 u) / h^2, summed in this order in
-    // both layouts: the same residual history bit for bit.
-    auto lap = [r](double left, double right, double below, double above, double u) {
-      return (left + right + below + above - 4.0 * u) * r;
-    };
     double m = 0.0;
     count_residual(nx_ * ny_, sizeof(T));
-    if (!split_) {
-      const T* u = u_->data();
-      Kokkos::parallel_reduce(
-          "poisson5pt::residual", locus::Range<long>(1, ny_ + 1),
-          [&](long j, double& mj) {
-            for (long i = 1; i <= nx_; ++i) {
-              const std::size_t k = idx(i, j);
-              mj = std::max(mj, std::fabs(f_[k] + lap(u[k - 1], u[k + 1], u[k - sx_], u[k + sx_], u[k])));
-            }
-          },
-          Kokkos::Max<double>(m));
-      return global(m, MPI_MAX);
-    }
-    // Split layout: each half row as one contiguous loop.
+    const Sweeps<T> sw = sweeps();
+    const double* f = f_.data();
     Kokkos::parallel_reduce(
         "poisson5pt::residual", locus::Range<long>(1, ny_ + 1),
-        [&](long j, double& mj) {
-          for (int colour : {kRed, kBlack}) {
-            const Span s = span(j, 1, nx_, colour);
-            const std::size_t o = static_cast<std::size_t>(j * rs_ + s.part * hp_);
-            const T* x = w_.data() + o;
-            const T* y = w_.data() + j * rs_ + (1 - s.part) * hp_;
-            const double* f = f_.data() + o;
-            for (long k = s.k0; k < s.k1; ++k)
-              mj = std::max(mj,
-                            std::fabs(f[k] + lap(y[k + s.a], y[k + s.a + 1], x[k - rs_], x[k + rs_], x[k])));
-          }
-        },
-        Kokkos::Max<double>(m));
+        KOKKOS_LAMBDA(long j, double& mj) { mj = sw.residual_row(j, f, r, mj); }, Kokkos::Max<double>(m));
     return global(m, MPI_MAX);
   }
 
   double max_error() override {
     double m = 0.0;
+    const HostIterate h = host_iterate();
     for (long j = 1; j <= ny_; ++j)
       for (long i = 1; i <= nx_; ++i)
-        m = std::max(m, std::fabs(double(value(i, j)) - p_.exact(ox_ + i, oy_ + j)));
+        m = std::max(m, std::fabs(double(value(h, i, j)) - p_.exact(ox_ + i, oy_ + j)));
     return global(m, MPI_MAX);
   }
 
   std::array<double, 2> range() override {
     double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+    const HostIterate h = host_iterate();
     for (long j = 1; j <= ny_; ++j)
       for (long i = 1; i <= nx_; ++i) {
-        lo = std::min(lo, double(value(i, j)));
-        hi = std::max(hi, double(value(i, j)));
+        lo = std::min(lo, double(value(h, i, j)));
+        hi = std::max(hi, double(value(h, i, j)));
       }
     return {global(lo, MPI_MIN), global(hi, MPI_MAX)};
   }
@@ -392,25 +563,30 @@ class Solver final : public SolverBase {
   double centre_value() override {
     const long ci = (p_.n + 1) / 2 - ox_, cj = (p_.n + 1) / 2 - oy_;
     double v = -std::numeric_limits<double>::infinity();
-    if (ci >= 1 && ci <= nx_ && cj >= 1 && cj <= ny_) v = double(value(ci, cj));
+    if (ci >= 1 && ci <= nx_ && cj >= 1 && cj <= ny_) v = double(value(host_iterate(), ci, cj));
     return global(v, MPI_MAX);
   }
 
   void write(locus::H5Output& out, bool with_error) override {
+    const HostIterate h = host_iterate();
     if (split_) {
       // The field's interior from the split copy (only its faces and ghosts
       // are kept current for the halo exchange).
-      T* u = a_.data();
-      for (long j = 1; j <= ny_; ++j)
-        for (long i = 1; i <= nx_; ++i) u[idx(i, j)] = w_[cell(i, j)];
+      locus::host_fill(a_, [&](const auto& v) {
+        T* u = v.data();
+        for (long j = 1; j <= ny_; ++j)
+          for (long i = 1; i <= nx_; ++i) u[idx(i, j)] = h.w[cell(i, j)];
+      });
     }
     out.write_field("solution", *u_, decomp_, 2);
     if (!with_error) return;
     locus::GridFieldT<T> e(team_, decomp_, kGhosts);
-    T* d = e.data();
-    for (long j = 1; j <= ny_; ++j)
-      for (long i = 1; i <= nx_; ++i)
-        d[idx(i, j)] = static_cast<T>(double(value(i, j)) - p_.exact(ox_ + i, oy_ + j));
+    locus::host_fill(e, [&](const auto& v) {
+      T* d = v.data();
+      for (long j = 1; j <= ny_; ++j)
+        for (long i = 1; i <= nx_; ++i)
+          d[idx(i, j)] = static_cast<T>(double(value(h, i, j)) - p_.exact(ox_ + i, oy_ + j));
+    });
     out.write_field("error", e, decomp_, 2);
   }
 
@@ -427,7 +603,32 @@ class Solver final : public SolverBase {
     if (!split_) return idx(i, j);
     return static_cast<std::size_t>(j * rs_ + ((ox_ + i) & 1) * hp_ + (i >> 1));
   }
-  T value(long i, long j) const { return split_ ? w_[cell(i, j)] : u_->data()[idx(i, j)]; }
+  // The iterate as the host reads it: the solver's own views on a host
+  // build (no copy), host copies otherwise.
+  using HostVector =
+      decltype(Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), std::declval<Vector<T>>()));
+  using HostField = decltype(locus::host_copy(std::declval<const locus::GridFieldT<T>&>()));
+  struct HostIterate {
+    HostVector w;  // split layout
+    HostField u;   // natural layout
+  };
+  HostIterate host_iterate() const {
+    HostIterate h;
+    if (split_)
+      h.w = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), w_);
+    else
+      h.u = locus::host_copy(*u_);
+    return h;
+  }
+  T value(const HostIterate& h, long i, long j) const {
+    return split_ ? h.w[cell(i, j)] : h.u.data()[idx(i, j)];
+  }
+
+  // The sweeps' view of the storage (Sweeps), for the kernels.
+  Sweeps<T> sweeps() const {
+    return {u_->data(), w_.data(), rhs_.data(), nx_,    ny_,         sx_,    ox_,
+            oy_,        hp_,       rs_,         ahead_, T(o_.omega), split_, avx2_};
+  }
 
   double global(double v, MPI_Op op) {
     double out = 0.0;
@@ -442,109 +643,45 @@ class Solver final : public SolverBase {
     halo_->exchange(*u_);
     if (split_) copy_faces(false);
   }
+  // The functions that launch kernels are public: nvcc's extended lambdas
+  // (KOKKOS_LAMBDA) cannot be defined in a private member function.
+ public:
   // The split copy's faces next to another rank into the field (out), or
-  // the field's ghosts there into the split copy (in).
+  // the field's ghosts there into the split copy (in). A kernel: every
+  // element moved once (a column face skips the rows a row face moved).
   void copy_faces(bool out) {
-    T* u = a_.data();
-    auto move = [&](long i, long j) {
-      if (out)
-        u[idx(i, j)] = w_[cell(i, j)];
-      else
-        w_[cell(i, j)] = u[idx(i, j)];
-    };
+    const Sweeps<T> sw = sweeps();
     const long lo = out ? 1 : 0, hi = out ? 0 : 1;  // face or ghost layer
-    if (nb_[1][0])
-      for (long i = 1; i <= nx_; ++i) move(i, lo);
-    if (nb_[1][1])
-      for (long i = 1; i <= nx_; ++i) move(i, ny_ + hi);
-    if (nb_[0][0])
-      for (long j = 1; j <= ny_; ++j) move(lo, j);
-    if (nb_[0][1])
-      for (long j = 1; j <= ny_; ++j) move(nx_ + hi, j);
+    const bool down = nb_[1][0], upn = nb_[1][1], left = nb_[0][0], right = nb_[0][1];
+    const long nx = nx_, ny = ny_;
+    Kokkos::parallel_for(
+        "poisson5pt::copy_faces", locus::Range<long>(1, (nx > ny ? nx : ny) + 1), KOKKOS_LAMBDA(long q) {
+          auto move = [&](long i, long j) {
+            if (out)
+              sw.u[sw.idx(i, j)] = sw.w[sw.cell(i, j)];
+            else
+              sw.w[sw.cell(i, j)] = sw.u[sw.idx(i, j)];
+          };
+          if (q <= nx) {
+            if (down) move(q, lo);
+            if (upn) move(q, ny + hi);
+          }
+          if (q <= ny && !(out && ((q == 1 && down) || (q == ny && upn)))) {
+            if (left) move(lo, q);
+            if (right) move(nx + hi, q);
+          }
+        });
+    Kokkos::fence();
   }
+
+ private:
   // Brings the ghosts up to date unless nothing changed since the last exchange.
   void refresh() {
     if (stale_) exchange();
     stale_ = false;
   }
 
-  // Relaxes the points of `colour` in row j, columns i0..i1. In place is
-  // safe in any order (hence ivdep, which lets the stride-2 loop vectorise):
-  // a point of `colour` reads only points of the other colour, which this
-  // loop never writes.
-  template <bool Sor>
-  void relax(long j, long i0, long i1, int colour) {
-    T* r = u_->data() + j * sx_;
-    const T* dn = r - sx_;
-    const T* up = r + sx_;
-    const T* b = rhs_.data() + j * sx_;
-    const T quarter = T(0.25), w = T(o_.omega);
-    const long first = i0 + (((ox_ + i0 + oy_ + j) & 1) != colour ? 1 : 0);
-#pragma GCC ivdep
-    for (long i = first; i <= i1; i += 2) {
-      const T g = quarter * (((r[i - 1] + r[i + 1]) + (dn[i] + up[i])) + b[i]);
-      if constexpr (Sor)
-        r[i] = r[i] + w * (g - r[i]);
-      else
-        r[i] = g;
-    }
-  }
-
-  // The split copy's points of `colour` in row j, columns i0..i1: their
-  // half (part 0: even global column, 1: odd) and k range, and the offset a
-  // of their left neighbour in the other half.
-  struct Span {
-    long k0, k1, a, part;
-  };
-  Span span(long j, long i0, long i1, int colour) const {
-    const long part = (oy_ + j + colour) & 1;
-    const long q = part ^ (ox_ & 1);  // parity of the local column
-    const long first = i0 + ((i0 & 1) != q ? 1 : 0), last = i1 - ((i1 & 1) != q ? 1 : 0);
-    return {first >> 1, first <= last ? (last >> 1) + 1 : first >> 1, q ? 0L : -1L, part};
-  }
-
-  template <bool Sor>
-  void relax_split(long j, long i0, long i1, int colour) {
-    const Span s = span(j, i0, i1, colour);
-    if (s.k0 >= s.k1) return;
-    T* row = w_.data() + j * rs_;
-    const long xo = s.part * hp_, yo = (1 - s.part) * hp_;
-    split_row<T, Sor>(avx2_, row + xo, row + yo, row - rs_ + xo, row + rs_ + xo, rhs_.data() + j * rs_ + xo,
-                      s.k0, s.k1, s.a, T(o_.omega));
-  }
-
-  // Red row j and black row j-1 in columns i0..i1 (the same half of both).
-  // With `next`, the pass ends by prefetching the streams of the same
-  // pass one row up (red row j+1, black row j).
-  template <bool Sor>
-  void relax_split_rows(long j, long i0, long i1, bool next) {
-    const Span s = span(j, i0, i1, kRed);
-    if (s.k0 >= s.k1) return;
-    T* row = w_.data() + j * rs_;
-    T* below = row - rs_;
-    const T* b = rhs_.data() + j * rs_;
-    const long xo = s.part * hp_, yo = (1 - s.part) * hp_;
-    const T* streams[4] = {};
-    if (next) {
-      const Span n = span(j + 1, i0, i1, kRed);
-      const long no = n.part * hp_ + n.k0;
-      streams[0] = row + rs_ + no;      // red row j+1
-      streams[1] = row + 2 * rs_ + no;  // row j+2 (its red points' up neighbours)
-      streams[2] = b + rs_ + no;        // its right-hand side
-      streams[3] = b + no;              // black row j's right-hand side
-    }
-    split_pair<T, Sor>(avx2_, row + xo, row + yo, below + xo, below + yo, below - rs_ + xo, row + rs_ + xo,
-                       b + xo, b - rs_ + xo, s.k0, s.k1, s.a, T(o_.omega), ahead_, next ? streams : nullptr);
-  }
-
-  template <bool Sor>
-  void relax_row(long j, long i0, long i1, int colour) {
-    if (split_)
-      relax_split<Sor>(j, i0, i1, colour);
-    else
-      relax<Sor>(j, i0, i1, colour);
-  }
-
+ public:  // (kernels: see copy_faces)
   // One red-black iteration as one pass over the block: red row j, then
   // black row j-1 (whose red neighbours are final by then); in the split
   // layout both in one loop. Black points next to another rank need that
@@ -563,57 +700,34 @@ class Solver final : public SolverBase {
   void red_black() {
     refresh();
     const bool down = nb_[1][0], upn = nb_[1][1], left = nb_[0][0], right = nb_[0][1];
-    auto deferred_row = [&](long r) { return (r == 1 && down) || (r == ny_ && upn); };
     const long c0 = left ? 2 : 1, c1 = right ? nx_ - 1 : nx_;
     const bool check = !checked_;
     if (check) reference_first_pass<Sor>();
+    const long chunks = std::max<long>(1, std::min<long>(row_chunks_, ny_ / 4));
+    const RedBlack<T, Sor> rb{sweeps(), down, upn, left, right, c0, c1, chunks};
     {
       auto t = timers_.scope("compute");
       count_sweep(nx_ * ny_, sizeof(T), Sor);  // (every point: this pass and the edges' below)
-      const long chunks = std::max<long>(1, std::min<long>(row_chunks_, ny_ / 4));
-      auto first_row = [&](long c) { return 1 + c * ny_ / chunks; };
-      Kokkos::parallel_for("poisson5pt::red_black", locus::Range<long>(0, chunks), [&, chunks](long c) {
-        const long ja = first_row(c), jb = first_row(c + 1);
-        for (long j = ja; j < jb; ++j) {
-          // black rows ja-1 and ja of a later chunk wait for the end
-          const bool black_below = j >= 2 && !deferred_row(j - 1) && (c == 0 || j >= ja + 2);
-          if (split_ && black_below && c0 <= c1) {
-            // The red points with no black partner in this pass first.
-            if (c0 > 1) relax_split<Sor>(j, 1, c0 - 1, kRed);
-            if (c1 < nx_) relax_split<Sor>(j, c1 + 1, nx_, kRed);
-            relax_split_rows<Sor>(j, c0, c1, j + 1 < jb);
-            continue;
-          }
-          relax_row<Sor>(j, 1, nx_, kRed);
-          if (black_below) relax_row<Sor>(j - 1, c0, c1, kBlack);
-        }
-        if (c == chunks - 1 && !deferred_row(ny_)) relax_row<Sor>(ny_, c0, c1, kBlack);
-      });
+      Kokkos::parallel_for(
+          "poisson5pt::red_black", locus::Range<long>(0, chunks), KOKKOS_LAMBDA(long c) { rb.pass(c); });
       Kokkos::fence();
       if (chunks > 1)
-        Kokkos::parallel_for("poisson5pt::red_black_seams", locus::Range<long>(1, chunks), [&](long c) {
-          const long ja = first_row(c);
-          for (long r = ja - 1; r <= ja; ++r)
-            if (r >= 1 && r <= ny_ && !deferred_row(r) && !(r == ny_ && c == chunks - 1))
-              relax_row<Sor>(r, c0, c1, kBlack);
-        });
+        Kokkos::parallel_for(
+            "poisson5pt::red_black_seams", locus::Range<long>(1, chunks),
+            KOKKOS_LAMBDA(long c) { rb.seam(c); });
     }
     if (check) compare_first_pass();
     exchange();
     {
       auto t = timers_.scope("compute");
-      Kokkos::parallel_for("poisson5pt::red_black_edges", locus::Range<long>(1, ny_ + 1), [&](long j) {
-        if (deferred_row(j)) {
-          relax_row<Sor>(j, 1, nx_, kBlack);
-          return;
-        }
-        if (left) relax_row<Sor>(j, 1, 1, kBlack);
-        if (right && !(left && nx_ == 1)) relax_row<Sor>(j, nx_, nx_, kBlack);
-      });
+      Kokkos::parallel_for(
+          "poisson5pt::red_black_edges", locus::Range<long>(1, ny_ + 1),
+          KOKKOS_LAMBDA(long j) { rb.edge(j); });
     }
     stale_ = true;
   }
 
+ private:
   // Chunks of rows of the red-black pass: one per thread of the execution
   // space; LOCUS_ROW_CHUNKS (a test hook) asks for more, so that a
   // one-thread build runs the chunked pass too. Read once per solver
@@ -633,14 +747,16 @@ class Solver final : public SolverBase {
   void reference_first_pass() {
     locus::Region region("poisson5pt::reference");
     ref_.assign(static_cast<std::size_t>((ny_ + 2) * sx_), T(0));
+    const HostIterate h = host_iterate();
     for (long j = 0; j <= ny_ + 1; ++j)
       for (long i = 0; i <= nx_ + 1; ++i) {
         const bool corner = (i == 0 || i == nx_ + 1) && (j == 0 || j == ny_ + 1);
-        ref_[idx(i, j)] = corner ? T(0) : value(i, j);
+        ref_[idx(i, j)] = corner ? T(0) : value(h, i, j);
       }
     std::vector<T> rhs(ref_.size());
+    const auto rhs_host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), rhs_);
     for (long j = 1; j <= ny_; ++j)
-      for (long i = 1; i <= nx_; ++i) rhs[idx(i, j)] = rhs_[cell(i, j)];
+      for (long i = 1; i <= nx_; ++i) rhs[idx(i, j)] = rhs_host[cell(i, j)];
     const T quarter = T(0.25), w = T(o_.omega);
     const bool down = nb_[1][0], upn = nb_[1][1], left = nb_[0][0], right = nb_[0][1];
     const long c0 = left ? 2 : 1, c1 = right ? nx_ - 1 : nx_;
@@ -659,9 +775,10 @@ class Solver final : public SolverBase {
   // pass leaves for the second are still the old values on both sides).
   void compare_first_pass() {
     long differ = 0;
+    const HostIterate h = host_iterate();
     for (long j = 1; j <= ny_; ++j)
       for (long i = 1; i <= nx_; ++i) {
-        const T v = value(i, j), r = ref_[idx(i, j)];
+        const T v = value(h, i, j), r = ref_[idx(i, j)];
         differ += std::memcmp(&v, &r, sizeof(T)) != 0;
       }
     ref_.clear();
@@ -672,6 +789,7 @@ class Solver final : public SolverBase {
     checked_ = true;
   }
 
+ public:  // (kernels: see copy_faces)
   void jacobi() {
     refresh();
     locus::GridFieldT<T>* next = u_ == &a_ ? b_field_.get() : &a_;
@@ -682,32 +800,40 @@ class Solver final : public SolverBase {
     const T quarter = T(0.25);
     const bool check = !checked_;
     if (check) {
-      // The plain reference: the same update into a scratch copy.
+      // The plain reference: the same update into a scratch copy (on the
+      // host: host views of the field and h^2 f).
       locus::Region region("poisson5pt::reference");
       ref_.assign(static_cast<std::size_t>((ny_ + 2) * sx_), T(0));
+      const auto uv = locus::host_copy(*u_);
+      const auto rv = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), rhs_);
+      const T* uh = uv.data();
+      const T* rh = rv.data();
       for (long j = 1; j <= ny_; ++j)
         for (long i = 1; i <= nx_; ++i) {
           const std::size_t k = idx(i, j);
-          ref_[k] = quarter * (((u[k - 1] + u[k + 1]) + (u[k - sx_] + u[k + sx_])) + rhs[k]);
+          ref_[k] = quarter * (((uh[k - 1] + uh[k + 1]) + (uh[k - sx_] + uh[k + sx_])) + rh[k]);
         }
     }
     {
       auto t = timers_.scope("compute");
       count_sweep(nx_ * ny_, sizeof(T), false);
-      Kokkos::parallel_for("poisson5pt::jacobi", locus::Range<long>(1, ny_ + 1), [=](long j) {
-        const T* r = u + j * sx;
-        const T* dn = r - sx;
-        const T* up = r + sx;
-        const T* b = rhs + j * sx;
-        T* out = un + j * sx;
-        for (long i = 1; i <= nx; ++i) out[i] = quarter * (((r[i - 1] + r[i + 1]) + (dn[i] + up[i])) + b[i]);
-      });
+      Kokkos::parallel_for(
+          "poisson5pt::jacobi", locus::Range<long>(1, ny_ + 1), KOKKOS_LAMBDA(long j) {
+            const T* r = u + j * sx;
+            const T* dn = r - sx;
+            const T* up = r + sx;
+            const T* b = rhs + j * sx;
+            T* out = un + j * sx;
+            for (long i = 1; i <= nx; ++i)
+              out[i] = quarter * (((r[i - 1] + r[i + 1]) + (dn[i] + up[i])) + b[i]);
+          });
       u_ = next;
     }
     if (check) compare_first_pass();
     stale_ = true;
   }
 
+ private:
   locus::Team& team_;
   MPI_Comm comm_;
   Problem p_;

@@ -335,7 +335,8 @@ void export_matrix(MPI_Comm comm, const RowBlock& rows, const std::string& path)
   locus::collective_require(comm, problem.empty(), problem);
 }
 
-// CG's vector operations as Kokkos kernels in locus::ExecSpace. The dot
+// CG's vector operations as Kokkos kernels in locus::HostExecSpace (the
+// vectors are host vectors: ExecSpace on a host build). The dot
 // product is deterministic for any thread count: fixed blocks of kDotBlock
 // entries, each summed in order by one thread, then the block sums in
 // order (dot_reference is the same sum as a plain loop).
@@ -391,7 +392,7 @@ class Dot {
     const gidx nb = (n + kDotBlock - 1) / kDotBlock;
     part_.resize(static_cast<std::size_t>(nb));
     if (nb > 0)
-      Kokkos::parallel_for("spmv::dot", locus::Range<gidx>(0, nb), DotBlocks{a, b, part_.data(), n});
+      Kokkos::parallel_for("spmv::dot", locus::HostRange<gidx>(0, nb), DotBlocks{a, b, part_.data(), n});
     Kokkos::fence();
     double total = 0;
     for (gidx k = 0; k < nb; ++k) total += part_[k];
@@ -481,13 +482,13 @@ CgResult conjugate_gradients(MPI_Comm comm, Operator& op, const Settings& s, std
     p = op.x();  // (rma: waits until the readers fetched p; nothing writes p before the update below)
     const double pap = dot(p, ap.data(), n);
     const double alpha = rr / pap;
-    Kokkos::parallel_for("spmv::cg_update", locus::Range<gidx>(0, n),
+    Kokkos::parallel_for("spmv::cg_update", locus::HostRange<gidx>(0, n),
                          CgUpdate{x.data(), r.data(), p, ap.data(), alpha});
     Kokkos::fence();
     const double rr_new = dot(r.data(), r.data(), n);
     const double beta = rr_new / rr;
     rr = rr_new;
-    Kokkos::parallel_for("spmv::cg_direction", locus::Range<gidx>(0, n), CgDirection{p, r.data(), beta});
+    Kokkos::parallel_for("spmv::cg_direction", locus::HostRange<gidx>(0, n), CgDirection{p, r.data(), beta});
     Kokkos::fence();
     ++res.iterations;
     res.history.push_back(std::sqrt(rr) / bnorm);

@@ -257,12 +257,13 @@ void Operator::split_storage(const RowBlock& rows, std::vector<gidx> halo, const
 // it lives in the memory space instead, out of the core's reach: its
 // entries travel packed, through host segments.
 void Operator::allocate_x(gidx nhalo) {
-  staged_ = locus::staging_active();
+  staged_ = locus::staging_active<locus::HostMemSpace>();
   const auto xsize = static_cast<std::size_t>(nrows_ + nhalo);
   if (staged_) {
-    xview_ = Kokkos::View<double*, locus::MemSpace>("spmv::x", xsize);  // zeroed
+    xview_ = Kokkos::View<double*, locus::HostMemSpace>("spmv::x", xsize);  // zeroed
     xext_ = xview_.data();
-    stage_send_ = locus::StagingBuffer<double>(team_, send_idx_.size(), "spmv::stage_send");
+    stage_send_ =
+        locus::StagingBuffer<double, locus::HostMemSpace>(team_, send_idx_.size(), "spmv::stage_send");
     stage_recv_ = locus::Array<double>(team_, static_cast<std::size_t>(nhalo));
   } else {
     xseg_ = locus::Array<double>(team_, xsize);
@@ -393,7 +394,7 @@ namespace {
 // host compilers (LOCUS_PREFETCH): the hardware prefetcher alone keeps too
 // few lines in flight for one core to reach its bandwidth (measured: 0.52
 // -> 0.65 of the model's roofline on the HPCG matrix).
-constexpr gidx kPrefetch = 512;
+[[maybe_unused]] constexpr gidx kPrefetch = 512;  // (device code does not prefetch)
 
 KOKKOS_FORCEINLINE_FUNCTION void local_range_body(const gidx* __restrict ptr,
                                                   const std::int32_t* __restrict col,
@@ -480,12 +481,14 @@ struct Pack {
 
 }  // namespace
 
-// The products run as Kokkos kernels in locus::ExecSpace. A Kokkos whose
+// The products run as Kokkos kernels in locus::HostExecSpace: ExecSpace on
+// a host build; on a device build the host space, since x, y and the
+// matrix are host data the app reads and writes in place. A Kokkos whose
 // execution space has one thread (Debian's Serial) cannot thread them, so
 // spmv.threads > 1 then keeps OpenMP over row ranges of equal nonzeros
 // (the same kernels, called per range).
 bool Operator::openmp_threads() const {
-  return threads_ > 1 && locus::ExecSpace().concurrency() == 1;
+  return threads_ > 1 && locus::HostExecSpace().concurrency() == 1;
 }
 
 void Operator::compute_local(double* y) {
@@ -499,7 +502,7 @@ void Operator::compute_local(double* y) {
     }
     return;
   }
-  Kokkos::parallel_for("spmv::local", locus::Range<gidx>(0, f.chunks()), f);
+  Kokkos::parallel_for("spmv::local", locus::HostRange<gidx>(0, f.chunks()), f);
   Kokkos::fence();
 }
 
@@ -514,12 +517,12 @@ void Operator::compute_remote(double* y) {
     }
     return;
   }
-  if (nr > 0) Kokkos::parallel_for("spmv::remote", locus::Range<gidx>(0, nr), f);
+  if (nr > 0) Kokkos::parallel_for("spmv::remote", locus::HostRange<gidx>(0, nr), f);
   Kokkos::fence();
 }
 
 std::string Operator::kernel_space() const {
-  return openmp_threads() ? "OpenMP" : locus::ExecSpace::name();
+  return openmp_threads() ? "OpenMP" : locus::HostExecSpace::name();
 }
 
 void Operator::check_against_reference(const double* y) {
@@ -545,7 +548,7 @@ void Operator::check_against_reference(const double* y) {
 void Operator::stage_pack() {
   const auto n = static_cast<gidx>(send_idx_.size());
   if (n > 0)
-    Kokkos::parallel_for("spmv::stage_pack", locus::Range<gidx>(0, n),
+    Kokkos::parallel_for("spmv::stage_pack", locus::HostRange<gidx>(0, n),
                          Pack{send_idx_.data(), xext_, stage_send_.device()});
   Kokkos::fence();
   stage_send_.to_host();
@@ -574,7 +577,7 @@ void Operator::post_exchange(std::vector<MPI_Request>& reqs) {
     const gidx b = send_off_[i], e = send_off_[i + 1];
     if (!staged_) {
       if (e > b)
-        Kokkos::parallel_for("spmv::pack", locus::Range<gidx>(b, e),
+        Kokkos::parallel_for("spmv::pack", locus::HostRange<gidx>(b, e),
                              Pack{send_idx_.data(), xext_, send_buf_.data()});
       Kokkos::fence();
     }

@@ -189,14 +189,15 @@ class Operator {
   std::shared_ptr<const Matrix> a_;
   // x: owned part then halo, in a locus segment (rma reads it in place);
   // on the staging path (comm.staging) in a View of the memory space
-  // instead, which only kernels and copies touch
+  // (HostMemSpace: the host's on a device build) instead, which only
+  // kernels and copies touch
   locus::Array<double> xseg_;
-  Kokkos::View<double*, locus::MemSpace> xview_;
+  Kokkos::View<double*, locus::HostMemSpace> xview_;
   double* xext_ = nullptr;
   // staging: send_idx_'s entries packed, in the app's space and a host
   // segment; the halo part as received, in a host segment
   bool staged_ = false;
-  locus::StagingBuffer<double> stage_send_;
+  locus::StagingBuffer<double, locus::HostMemSpace> stage_send_;
   locus::Array<double> stage_recv_;
   void stage_pack();
   void stage_unpack();

@@ -11,6 +11,7 @@
 
 #include "locus/async.hpp"
 #include "locus/io.hpp"
+#include "locus/kokkos.hpp"
 #include "locus/limits.hpp"
 #include "locus/report.hpp"
 #include "locus/rma.hpp"
@@ -442,7 +443,7 @@ locus::Tree results_of(const Context& ctx, const Schedule& sched, const Run& run
     results["skip_first"] = sched.skip_first;
   }
   results["accumulate"] = cfg.string("tensor_contract.accumulate");
-  locus::Tree k = locus::kernels_summary(false);
+  locus::Tree k = locus::kernels_summary(false, locus::HostExecSpace::name());  // (host data: HostExecSpace)
   std::string kinds;
   for (const auto& key : run.sorts_checked) kinds += (kinds.empty() ? "" : ", ") + key;
   k["check"] = "every sort kind bitwise equal to the reference kernel on first use (" +

@@ -80,6 +80,13 @@ std::string parse_contraction(const std::string& text, Contraction& out) {
 
 namespace {
 
+// The sort's kernels run in locus::HostExecSpace: their source and
+// destination are tiles in host segments, so on a device build (CUDA, HIP)
+// they stay on the host, and their helpers are host functions there
+// (std::array, libc's memcpy, SSE2 streaming stores). On a host build
+// KOKKOS_INLINE_FUNCTION is the same `inline`.
+#define TENSOR_HOST_FUNCTION inline
+
 gidx product(const std::vector<gidx>& v) {
   gidx p = 1;
   for (gidx x : v) p *= x;
@@ -92,7 +99,7 @@ gidx product(const std::vector<gidx>& v) {
 // last one and returns false. moved(d, delta) hears of every change of
 // c[d] (+1, or 1 - ext[d] when it wraps), for offsets kept alongside.
 template <class Counter, class Extents, class Moved>
-KOKKOS_INLINE_FUNCTION bool odometer_next(Counter& c, const Extents& ext, std::size_t n, Moved&& moved) {
+TENSOR_HOST_FUNCTION bool odometer_next(Counter& c, const Extents& ext, std::size_t n, Moved&& moved) {
   for (std::size_t d = n; d-- > 0;) {
     if (++c[d] < ext[d]) {
       moved(d, gidx{1});
@@ -105,7 +112,7 @@ KOKKOS_INLINE_FUNCTION bool odometer_next(Counter& c, const Extents& ext, std::s
 }
 
 template <class Counter, class Extents>
-KOKKOS_INLINE_FUNCTION bool odometer_next(Counter& c, const Extents& ext, std::size_t n) {
+TENSOR_HOST_FUNCTION bool odometer_next(Counter& c, const Extents& ext, std::size_t n) {
   return odometer_next(c, ext, n, [](std::size_t, gidx) {});
 }
 
@@ -167,7 +174,7 @@ struct PermuteRows {
   std::array<gidx, kMaxRank> odims{}, osstep{}, odstep{};
   int outer = 0;
   gidx inner = 0, rows = 0;
-  KOKKOS_INLINE_FUNCTION void operator()(gidx chunk) const {
+  void operator()(gidx chunk) const {
     const gidx r0 = chunk * kChunk, r1 = r0 + kChunk < rows ? r0 + kChunk : rows;
     std::array<gidx, kMaxRank> ctr{};
     gidx soff = 0, doff = 0, rest = r0;
@@ -194,8 +201,8 @@ using Extents = std::array<gidx, kMaxRank>;
 // The source and destination offsets of `plane`, the plane's index over
 // the outer indices odims[0..outer) (the last fastest), whose strides are
 // osstep (source) and odstep (destination).
-KOKKOS_INLINE_FUNCTION void plane_offsets(gidx plane, int outer, const Extents& odims, const Extents& osstep,
-                                          const Extents& odstep, gidx& soff, gidx& doff) {
+TENSOR_HOST_FUNCTION void plane_offsets(gidx plane, int outer, const Extents& odims, const Extents& osstep,
+                                        const Extents& odstep, gidx& soff, gidx& doff) {
   for (int d = outer; d-- > 0;) {
     const gidx c = plane % odims[d];
     plane /= odims[d];
@@ -208,7 +215,7 @@ KOKKOS_INLINE_FUNCTION void plane_offsets(gidx plane, int outer, const Extents& 
 // before the first 16-byte boundary and an odd last one by plain stores),
 // and the fence that orders them before later stores; plain copies where
 // SSE2 is missing.
-KOKKOS_INLINE_FUNCTION void stream_row(double* dst, const double* src, gidx n) {
+TENSOR_HOST_FUNCTION void stream_row(double* dst, const double* src, gidx n) {
 #if defined(__SSE2__)
   gidx k = 0;
   if (n > 0 && (reinterpret_cast<std::uintptr_t>(dst) & 15) != 0) dst[k] = src[k], ++k;
@@ -218,7 +225,7 @@ KOKKOS_INLINE_FUNCTION void stream_row(double* dst, const double* src, gidx n) {
   std::memcpy(dst, src, static_cast<std::size_t>(n) * sizeof(double));
 #endif
 }
-KOKKOS_INLINE_FUNCTION void stream_fence() {
+TENSOR_HOST_FUNCTION void stream_fence() {
 #if defined(__SSE2__)
   _mm_sfence();
 #endif
@@ -246,7 +253,7 @@ struct PermuteRowsBlocked {
   gidx inner = 0;
   gidx np = 0, sp = 0, dp = 0, nq = 0, sq = 0, dq = 0;  // extent, source and destination stride of p, q
   bool stream = false;
-  KOKKOS_INLINE_FUNCTION void operator()(gidx plane) const {
+  void operator()(gidx plane) const {
     gidx soff = 0, doff = 0;
     plane_offsets(plane, outer, odims, osstep, odstep, soff, doff);
     const std::size_t bytes = static_cast<std::size_t>(inner) * sizeof(double);
@@ -275,7 +282,7 @@ struct PermuteTranspose {
   int outer = 0;
   gidx na = 0, nb = 0;  // a: the destination dim with source stride 1; b: the destination's last dim
   gidx dstep_a = 0, sstep_b = 0;
-  KOKKOS_INLINE_FUNCTION void operator()(gidx plane) const {
+  void operator()(gidx plane) const {
     gidx soff = 0, doff = 0;
     plane_offsets(plane, outer, odims, osstep, odstep, soff, doff);
     constexpr gidx T = 8;
@@ -296,7 +303,7 @@ struct PermuteTranspose {
 struct Copy {
   const double* src;
   double* dst;
-  KOKKOS_INLINE_FUNCTION void operator()(gidx i) const { dst[i] = src[i]; }
+  void operator()(gidx i) const { dst[i] = src[i]; }
 };
 
 void permute_kernel(const double* src, const std::string& sidx, const std::vector<gidx>& sdims, double* dst,
@@ -306,7 +313,7 @@ void permute_kernel(const double* src, const std::string& sidx, const std::vecto
   if (total == 0) return;
   if (sidx == didx || r > kMaxRank) {
     if (sidx != didx) return permute_reference(src, sidx, sdims, dst, didx);
-    Kokkos::parallel_for("tensor::copy", locus::Range<gidx>(0, total), Copy{src, dst});
+    Kokkos::parallel_for("tensor::copy", locus::HostRange<gidx>(0, total), Copy{src, dst});
     Kokkos::fence();
     return;
   }
@@ -346,10 +353,11 @@ void permute_kernel(const double* src, const std::string& sidx, const std::vecto
         b.odstep[b.outer] = dstr[j];
         ++b.outer;
       }
-      Kokkos::parallel_for("tensor::sort_rows", locus::Range<gidx>(0, total / (b.inner * b.np * b.nq)), b);
+      Kokkos::parallel_for("tensor::sort_rows", locus::HostRange<gidx>(0, total / (b.inner * b.np * b.nq)),
+                           b);
     } else {
       const gidx chunks = (f.rows + PermuteRows::kChunk - 1) / PermuteRows::kChunk;
-      Kokkos::parallel_for("tensor::sort_rows", locus::Range<gidx>(0, chunks), f);
+      Kokkos::parallel_for("tensor::sort_rows", locus::HostRange<gidx>(0, chunks), f);
     }
   } else {
     const std::size_t pa = didx.find(sidx[r - 1]);  // source stride 1
@@ -361,7 +369,7 @@ void permute_kernel(const double* src, const std::string& sidx, const std::vecto
       f.odstep[f.outer] = dstr[j];
       ++f.outer;
     }
-    Kokkos::parallel_for("tensor::sort_transpose", locus::Range<gidx>(0, total / (f.na * f.nb)), f);
+    Kokkos::parallel_for("tensor::sort_transpose", locus::HostRange<gidx>(0, total / (f.na * f.nb)), f);
   }
   Kokkos::fence();
 }

@@ -151,6 +151,10 @@ void find_calibration(const Config& c, RemoteSettings& r) {
 }  // namespace
 
 namespace {
+// A time of a calibration point (a member; an alias because nvcc writes a
+// declared member pointer with parentheses g++ warns about).
+using PointTime = double RemotePoint::*;
+
 // Whether time X, times `scale`, is at most time Y at `bytes`: the nearest
 // calibrated sizes, log-linear in between, the end points beyond the range.
 bool at_most(const std::vector<RemotePoint>& points, double bytes, double RemotePoint::*x,
@@ -181,7 +185,7 @@ RemoteRequests RemoteSettings::requests_for(double bytes) const {
            std::all_of(points.begin(), points.end(), [t](const RemotePoint& p) { return p.*t > 0; });
   };
   RemoteRequests best = RemoteRequests::immediate;
-  double RemotePoint::*best_us = &RemotePoint::message_us;
+  PointTime best_us = &RemotePoint::message_us;
   if (measured(&RemotePoint::persistent_us) && !at_most(points, bytes, best_us, &RemotePoint::persistent_us))
     best = RemoteRequests::persistent, best_us = &RemotePoint::persistent_us;
   if (eager_fits && measured(&RemotePoint::eager_us) &&

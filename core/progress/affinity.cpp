@@ -51,12 +51,19 @@ std::vector<int> cpus_of(const cpu_set_t& set) {
   return out;
 }
 
+// One rank's CPU mask. A named struct around cpu_set_t (a typedef of an
+// unnamed struct): nvcc 13's front end fails with an internal error on
+// std::vector<cpu_set_t> (libstdc++ 12's stl_construct.h).
+struct CpuMask {
+  cpu_set_t set;
+};
+
 // The ranks of this host (their ranks in the layout's communicator) and
 // the CPU masks they start with.
 struct HostMasks {
   std::vector<int> members;
   cpu_set_t mine;
-  std::vector<cpu_set_t> masks;
+  std::vector<CpuMask> masks;
   bool all_ok = false;  // every rank could read its mask
 };
 
@@ -148,7 +155,7 @@ Binding bind_progress_layout(MPI_Comm comm, const ProgressLayout& layout) {
   // its placement stands.
   const std::vector<int> cpus = cpus_of(h.mine);
   bool launcher = cpus.size() <= 1;
-  for (const cpu_set_t& m : h.masks) launcher = launcher || !CPU_EQUAL(&m, &h.mine);
+  for (const CpuMask& m : h.masks) launcher = launcher || !CPU_EQUAL(&m.set, &h.mine);
   std::string why;
   if (!h.all_ok)
     why = "not bound (sched_getaffinity failed)";

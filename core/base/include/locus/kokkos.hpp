@@ -2,21 +2,24 @@
 // The Kokkos execution space the apps' kernels run in, and a profiling
 // region guard.
 //
-// Fields and vectors live in host memory (segments of the one-sided core,
-// MPI windows), so kernels run in the build's default execution space when
-// that space can reach host memory (Serial, OpenMP, Threads), and in the
-// default host space otherwise (a CUDA or HIP Kokkos: the kernels stay on
-// the host until the data path stages through device memory).
+// Kernels run in the build's default execution space. When that space can
+// reach host memory (Serial, OpenMP, Threads) fields and vectors live in
+// host memory (segments of the one-sided core, MPI windows); when it cannot
+// (a CUDA or HIP Kokkos) they live in its memory space and halos and remote
+// vector entries stage through host segments (comm.staging, staging.hpp).
 #include <Kokkos_Core.hpp>
 #include <string>
 #include <type_traits>
 
 namespace locus {
 
-using ExecSpace = std::conditional_t<
-    Kokkos::SpaceAccessibility<Kokkos::DefaultExecutionSpace, Kokkos::HostSpace>::accessible,
-    Kokkos::DefaultExecutionSpace, Kokkos::DefaultHostExecutionSpace>;
-using MemSpace = Kokkos::HostSpace;
+// True when the default execution space cannot reach host memory (a device
+// build: CUDA, HIP).
+inline constexpr bool kDeviceBuild =
+    !Kokkos::SpaceAccessibility<Kokkos::DefaultExecutionSpace, Kokkos::HostSpace>::accessible;
+
+using ExecSpace = Kokkos::DefaultExecutionSpace;
+using MemSpace = std::conditional_t<kDeviceBuild, ExecSpace::memory_space, Kokkos::HostSpace>;
 
 // A 1D index range in ExecSpace.
 // A loop whose only dependence between iterations is a max reduction into
@@ -60,6 +63,15 @@ bool host_avx2();
 
 template <class I = long>
 using Range = Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<I>>;
+
+// The execution space of kernels over data the host reads and writes in
+// place (host vectors, segments): ExecSpace on a host build (the same
+// type), the default host execution space on a device build.
+using HostExecSpace = std::conditional_t<kDeviceBuild, Kokkos::DefaultHostExecutionSpace, ExecSpace>;
+// Its memory space: MemSpace on a host build, HostSpace on a device build.
+using HostMemSpace = std::conditional_t<kDeviceBuild, Kokkos::HostSpace, MemSpace>;
+template <class I = long>
+using HostRange = Kokkos::RangePolicy<HostExecSpace, Kokkos::IndexType<I>>;
 
 // A Kokkos::Profiling region for the lifetime of the object (kokkos-tools
 // connectors such as space-time-stack or Caliper show them).

@@ -30,10 +30,12 @@ template <class Space>
 inline constexpr bool core_addressable =
     Kokkos::SpaceAccessibility<Kokkos::DefaultHostExecutionSpace, Space>::accessible;
 
-// Whether transfers of data in the apps' memory space take the staging
-// path: comm.staging always, or a memory space out of the core's reach.
-inline bool staging_active() {
-  return Runtime::current().settings().staging == Staging::always || !core_addressable<MemSpace>;
+// Whether transfers of data in `Space` (the apps' memory space by default)
+// take the staging path: comm.staging always, or a memory space out of the
+// core's reach.
+template <class Space = MemSpace>
+bool staging_active() {
+  return Runtime::current().settings().staging == Staging::always || !core_addressable<Space>;
 }
 
 // A staging buffer of `count` elements: device() in the app's memory space
