@@ -35,8 +35,8 @@ How (docs/co-design.md, "Predictions"):
    bytes over bandwidth or messages over the message rate, whichever is
    longer) on the node and between nodes, atomic updates at their rate,
    fetch-and-ops at their latency or, for a shared counter, at the rate its
-   owner serves all ranks (NXTASK's contention), collectives as a binary
-   tree of messages. The terms are added (no overlap) and the largest is
+   owner serves all ranks (NXTASK's contention), collectives by recursive
+   doubling (one latency per round). The terms are added (no overlap) and the largest is
    named.
 Then the figure of merit at N nodes: the app's work over the predicted time
 of its timed loop.
@@ -435,8 +435,10 @@ def phase_time(m, c, ranks, rpn, iters, fetch_total, footprint=None):
         nodes = math.ceil(ranks / rpn)
         depth_net = math.ceil(math.log2(nodes)) if nodes > 1 else 0
         depth_node = math.ceil(math.log2(min(rpn, ranks)))
-        t["collectives"] = coll * 2 * (depth_net * m.get("network.message.latency_s") +
-                                       depth_node * m.get("node.message.latency_s"))
+        # recursive doubling (MPICH's small allreduce, SMPI's rdb): one
+        # latency per round, log2 R rounds in the node and log2 N between
+        t["collectives"] = coll * (depth_net * m.get("network.message.latency_s") +
+                                   depth_node * m.get("node.message.latency_s"))
     return {k: v for k, v in t.items() if v > 0}
 
 
