@@ -312,6 +312,16 @@ class GridRequirement:
             return self.ys[self.ps.index(p)]
         return max(0.0, float(np.max(self.target_features(p, node_size) @ self.coef)))
 
+    def node_share(self, p, node_size):
+        """How many busiest ranks' worth of this count a node's ranks have
+        together (the busiest node's sum over its busiest rank's count):
+        the ranks that share a node's link between nodes."""
+        per_rank = np.maximum(self.target_features(p, node_size) @ self.coef, 0.0)
+        if not per_rank.size or per_rank.max() <= 0:
+            return float(node_size or p)
+        node = np.arange(per_rank.size) // (node_size or per_rank.size)
+        return float(np.bincount(node, weights=per_rank).max() / per_rank.max())
+
 
 def cart_layout(app, config, sets, ranks):
     """(global points [x, y, z], process grid [px, py, pz]) of heat3d or
@@ -393,8 +403,11 @@ def rank_bandwidth(m, rpn, footprint):
     return min(m.get("memory.bandwidth_Bps_core"), m.get("memory.bandwidth_Bps_node") / rpn)
 
 
-def phase_time(m, c, ranks, rpn, iters, fetch_total, footprint=None):
-    """{term: seconds} of one phase of the busiest rank with counts c."""
+def phase_time(m, c, ranks, rpn, iters, fetch_total, footprint=None, sharing=None):
+    """{term: seconds} of one phase of the busiest rank with counts c;
+    SHARING: how many such ranks share the node's link between nodes
+    (default: all R of the node)."""
+    sharing = sharing or rpn
     F = m.get("core_gflops") * 1e9
     bw = rank_bandwidth(m, rpn, footprint)
     t = {}
@@ -413,12 +426,12 @@ def phase_time(m, c, ranks, rpn, iters, fetch_total, footprint=None):
     b_msg = (on + off) * (msgs / ops) if ops else 0.0
     b_rma = (on + off) * (rma / ops) if ops else 0.0
     t["node messages"] = link_time(m, "node", "message", m_on, b_msg * (1 - frac_off), iters)
-    t["network messages"] = link_time(m, "network", "message", m_off, b_msg * frac_off, iters, rpn)
+    t["network messages"] = link_time(m, "network", "message", m_off, b_msg * frac_off, iters, sharing)
     t["node one-sided"] = link_time(m, "node", "put", r_on, b_rma * (1 - frac_off), iters)
-    t["network one-sided"] = link_time(m, "network", "put", r_off, b_rma * frac_off, iters, rpn)
+    t["network one-sided"] = link_time(m, "network", "put", r_off, b_rma * frac_off, iters, sharing)
     if not ops:
         t["node copies"] = link_time(m, "node", "get", 0, on, 0)
-        t["network messages"] = link_time(m, "network", "message", 0, off, 0, rpn)
+        t["network messages"] = link_time(m, "network", "message", 0, off, 0, sharing)
     upd = c.get("atomic_updates", 0.0)
     a_on, a_off = share(upd)
     t["atomics"] = a_on / m.get("node.atomic_rate_per_s") + a_off / m.get("network.atomic_rate_per_s")
@@ -625,7 +638,9 @@ def predict(a):
         c = {kd: r.at(ranks, min(rpn, ranks)) * k_target if isinstance(r, GridRequirement) else r.at(ranks) * k_target
              for (p2, kd), r in reqs.items() if p2 == ph}
         ft = fetch_sum[ph].at(ranks) * k_target if ph in fetch_sum else 0.0
-        terms = phase_time(m, c, ranks, rpn, k_target, ft, footprint)
+        off_model = reqs.get((ph, "bytes_off_node"))
+        sharing = off_model.node_share(ranks, min(rpn, ranks)) if isinstance(off_model, GridRequirement) else None
+        terms = phase_time(m, c, ranks, rpn, k_target, ft, footprint, sharing)
         t = total_of(terms)
         loop_time += t
         out_phases[ph] = {"seconds": t, "dominant": dominant(terms), "terms": terms, "counts": c}
