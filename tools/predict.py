@@ -599,6 +599,20 @@ def grid_models(app, a, config, size, k_count, runs, run_sets, run_nodes, per, p
     return out
 
 
+def per_iteration(app, runs, k_count):
+    """{p: ({phase: {kind: busiest rank's count}}, {phase: {kind: sum}})}
+    per loop iteration of every counting run (tensor_contract: the whole
+    run)."""
+    per = {}
+    for p, s in runs.items():
+        mx, sm = counts_of(s, app)
+        done = dig(s, "results.%s" % APPS[app]["done"]) if APPS[app]["done"] else None
+        k = float(done) if done else float(k_count)
+        per[p] = ({ph: {kd: v / k for kd, v in kinds.items()} for ph, kinds in mx.items()},
+                  {ph: {kd: v / k for kd, v in kinds.items()} for ph, kinds in sm.items()})
+    return per
+
+
 def predict(a):
     m = load_machine(a.machine).with_changes(a.changes)
     if not os.path.isfile(a.deck):
@@ -617,14 +631,7 @@ def predict(a):
         run_sets[p] = count_sets(app, a, config, size, k_count, p)
         run_nodes[p] = min(rpn, 2, p) if p != ranks else min(rpn, p)
         runs[p] = counting_run(app, a.deck, p, run_nodes[p], run_sets[p], a.timeout, a.work)
-    # per loop iteration (tensor_contract: the whole run)
-    per = {}
-    for p, s in runs.items():
-        mx, sm = counts_of(s, app)
-        done = dig(s, "results.%s" % APPS[app]["done"]) if APPS[app]["done"] else None
-        k = float(done) if done else float(k_count)
-        per[p] = ({ph: {kd: v / k for kd, v in kinds.items()} for ph, kinds in mx.items()},
-                  {ph: {kd: v / k for kd, v in kinds.items()} for ph, kinds in sm.items()})
+    per = per_iteration(app, runs, k_count)
     ps = sorted(per)
     inter = APPS[app]["interior"] if a.scaling == "weak" else None
     phases = [ph for ph in APPS[app]["phases"] if any(ph in per[p][0] or ph in runs[p].get("timers_seconds", {})
