@@ -45,15 +45,7 @@ SETUP = "./locus setup --peers (Debian: apt-get install -y petsc-dev), then ./lo
 
 
 def cache(build, key):
-    try:
-        with open(os.path.join(build, "CMakeCache.txt")) as f:
-            for line in f:
-                name, sep, value = line.partition("=")
-                if sep and name.split(":", 1)[0] == key:
-                    return value.strip()
-    except OSError:
-        pass
-    return ""
+    return locuslib.build_cache(key, build)
 
 
 def peer_exe(build):

@@ -112,10 +112,11 @@ def site_config():
     return d
 
 
-def build_cache(key):
-    """A value from the build's CMake cache ('' when absent or unbuilt)."""
+def build_cache(key, build=None):
+    """A value from the CMake cache of BUILD (default: the build's; '' when
+    absent or unbuilt)."""
     try:
-        with open(os.path.join(build_dir(), "CMakeCache.txt")) as f:
+        with open(os.path.join(build or build_dir(), "CMakeCache.txt")) as f:
             for line in f:
                 name, sep, value = line.partition("=")
                 if sep and name.split(":", 1)[0] == key:
