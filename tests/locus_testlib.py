@@ -90,3 +90,32 @@ def shm_orphans(new):
         left = {f for f in left if os.path.exists("/dev/shm/" + f)}
         time.sleep(0.1)
     return {f for f in left if os.path.exists("/dev/shm/" + f) and not shm_in_use(f)}
+
+
+def run_checked(cmd, timeout=1500, env=None, ok=True):
+    """A command's CompletedProcess; with OK, a failure (non-zero exit) is
+    the test's, with the end of its output."""
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+    if ok:
+        check(p.returncode == 0, "%s failed (exit %d):\n%s\n%s" % (" ".join(cmd), p.returncode, p.stdout[-3000:],
+                                                                   p.stderr[-3000:]))
+    return p
+
+
+def smpi_heat3d_build():
+    """The SMPI build of heat3d (LOCUS_SMPI=ON) under the build directory's
+    smpi/, configured once and brought up to date; exits 77 (skipped) where
+    smpicxx/smpirun are not installed."""
+    import shutil
+    if not shutil.which("smpicxx") or not shutil.which("smpirun"):
+        print("SKIP: smpicxx/smpirun not installed (Debian package libsimgrid-dev; ./locus setup installs it)")
+        sys.exit(77)
+    build = os.path.join(BUILD, "smpi")
+    if not os.path.exists(os.path.join(build, "CMakeCache.txt")):
+        cfg = ["cmake", "-S", SOURCE, "-B", build, "-DLOCUS_SMPI=ON", "-DCMAKE_BUILD_TYPE=Release",
+               "-DCMAKE_C_COMPILER=smpicc", "-DCMAKE_CXX_COMPILER=smpicxx"]
+        if shutil.which("ccache"):
+            cfg.append("-DCMAKE_CXX_COMPILER_LAUNCHER=ccache")
+        run_checked(cfg)
+    run_checked(["cmake", "--build", build, "--target", "heat3d", "-j", "2"])
+    return build

@@ -8,36 +8,14 @@ centre agree to 1e-12 (only the order of a reduction may differ); the
 simulation reports a positive simulated time and the summary says no
 output was written. Skipped (77) where smpicxx is not installed."""
 import os
-import shutil
-import subprocess
 import sys
 
 import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from locus_testlib import BUILD, SOURCE, check, run_app, scratch, summary  # noqa: E402
+from locus_testlib import SOURCE, check, run_app, run_checked as run, scratch, smpi_heat3d_build, summary  # noqa: E402
 
-if not shutil.which("smpicxx") or not shutil.which("smpirun"):
-    print("SKIP: smpicxx/smpirun not installed (Debian package libsimgrid-dev; ./locus setup installs it)")
-    sys.exit(77)
-
-smpi_build = os.path.join(BUILD, "smpi")
-
-
-def run(cmd, timeout=1500, env=None):
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
-    check(p.returncode == 0, "%s failed (exit %d):\n%s\n%s" % (" ".join(cmd), p.returncode, p.stdout[-3000:],
-                                                               p.stderr[-3000:]))
-    return p
-
-
-if not os.path.exists(os.path.join(smpi_build, "CMakeCache.txt")):
-    cfg = ["cmake", "-S", SOURCE, "-B", smpi_build, "-DLOCUS_SMPI=ON", "-DCMAKE_BUILD_TYPE=Release",
-           "-DCMAKE_C_COMPILER=smpicc", "-DCMAKE_CXX_COMPILER=smpicxx"]
-    if shutil.which("ccache"):
-        cfg.append("-DCMAKE_CXX_COMPILER_LAUNCHER=ccache")
-    run(cfg)
-run(["cmake", "--build", smpi_build, "--target", "heat3d", "-j", "2"])
+smpi_build = smpi_heat3d_build()
 
 deck = os.path.join(SOURCE, "inputs", "simulate", "heat3d.yaml")
 work = scratch("smpi_heat3d")
