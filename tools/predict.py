@@ -582,8 +582,7 @@ def grid_models(app, a, config, size, k_count, runs, run_sets, run_nodes, per, p
     for p in ps:
         feats[p] = rank_features(*cart_layout(app, config, run_sets[p], p), run_nodes[p])
         path = counting_path(app, a.deck, p, run_nodes[p], run_sets[p], a.work)
-        done = dig(runs[p], "results.%s" % APPS[app]["done"])
-        k = float(done) if done else float(k_count)
+        k = iterations_run(app, runs[p], k_count)
         counts[p] = {c: v / k for c, v in rank_counts(path).items()}
 
     def target(p, node_size):
@@ -599,6 +598,13 @@ def grid_models(app, a, config, size, k_count, runs, run_sets, run_nodes, per, p
     return out
 
 
+def iterations_run(app, summary, k_count):
+    """The loop iterations a counting run did (its summary's, else the
+    K it was given)."""
+    done = dig(summary, "results.%s" % APPS[app]["done"]) if APPS[app]["done"] else None
+    return float(done) if done else float(k_count)
+
+
 def per_iteration(app, runs, k_count):
     """{p: ({phase: {kind: busiest rank's count}}, {phase: {kind: sum}})}
     per loop iteration of every counting run (tensor_contract: the whole
@@ -606,8 +612,7 @@ def per_iteration(app, runs, k_count):
     per = {}
     for p, s in runs.items():
         mx, sm = counts_of(s, app)
-        done = dig(s, "results.%s" % APPS[app]["done"]) if APPS[app]["done"] else None
-        k = float(done) if done else float(k_count)
+        k = iterations_run(app, s, k_count)
         per[p] = ({ph: {kd: v / k for kd, v in kinds.items()} for ph, kinds in mx.items()},
                   {ph: {kd: v / k for kd, v in kinds.items()} for ph, kinds in sm.items()})
     return per
@@ -732,11 +737,8 @@ def report(r):
 def validate(a, r):
     """Runs the deck at the target here and compares (emulated nodes of R)."""
     app = r["app"]
-    config = effective_config(app, a.deck, a.sets)
-    config["__deck"] = a.deck
-    sets = list(a.sets) + [(k, v) for k, v in APPS[app]["quiet"].items()]
-    sets += loop_sets(app, config, r["loop_iterations"])
-    sets += problem_sets(app, config, a.sets, a.scaling, per_rank_size(app, config), r["ranks"])
+    config, size, _, _ = r["_count"]
+    sets = count_sets(app, a, config, size, r["loop_iterations"], r["ranks"])
     sets += [("runtime.node_size", str(r["ranks_per_node"])), ("output.dir", os.path.join(a.work, "runs")),
              ("output.name", "validate-%s-%d" % (app, os.getpid())), ("output.overwrite", "true")]
     rc, out, err, _ = run_app(app, a.deck, r["ranks"], sets, a.timeout)
@@ -766,8 +768,7 @@ def check_counts(a, r):
         node = min(rpn, 2, p)
         s = counting_run(app, a.deck, p, node, count_sets(app, a, config, size, k_count, p), a.timeout, a.work)
         mx, _ = counts_of(s, app)
-        done = dig(s, "results.%s" % APPS[app]["done"]) if APPS[app]["done"] else None
-        k = float(done) if done else float(k_count)
+        k = iterations_run(app, s, k_count)
         for (ph, kd), req in sorted(reqs.items()):
             want = mx.get(ph, {}).get(kd, 0.0) / k
             got = req.at(p, node) if isinstance(req, GridRequirement) else req.at(p)
