@@ -14,6 +14,10 @@
   swept key in a column and in the variant label): the product term comes
   back and the held-out points (p = 32) are predicted within 2 % of the
   true model (3 % of their noisy medians).
+- --params n on a size sweep at p = 1, 2 (t = 0.02 + 5e-6 n p^(1/2), 1 %
+  noise): one model per rank count in n alone, n^1 with slope 5e-6 p^(1/2),
+  the two largest sizes held out and predicted within 3 % (their SMAPE
+  too); without a size sweep it is one error line.
 - A study too small to fit (and one without a finished run): one line on
   stderr naming the study and what is missing, exit 2.
 - measurements.jsonl is Extra-P's JSON Lines format and holds every
@@ -122,7 +126,7 @@ def check_one(study):
     c1 = t["model"]["terms"][0]["coefficient"]
     check(close(t["model"]["constant"], 0.5, 0.02) and close(c1, 0.01, 0.05),
           "coefficients %s, %s (0.5 and 0.01 expected)" % (t["model"]["constant"], c1))
-    check([h["p"] for h in t["held_out"]] == list(range(49, 65)) and t["held_p"] == list(range(49, 65)),
+    check([h["p"] for h in t["held_out"]] == list(range(49, 65)) and t["held"] == list(range(49, 65)),
           "held out: %s" % [h["p"] for h in t["held_out"]])
     check(all(abs(h["relative_error"]) < 0.02 for h in t["held_out"]), "held-out errors %s" %
           [h["relative_error"] for h in t["held_out"]])
@@ -191,6 +195,51 @@ def check_two(study):
     check(sorted(first["params"]) == ["n", "p"], "two parameters in the export: %s" % first)
 
 
+def size_sweep(out, rng):
+    rows = []
+    for p in (1, 2):
+        for n in range(1000, 16001, 1000):
+            for rep in range(3):
+                t = 0.02 + 5e-6 * n * math.sqrt(p)
+                rows.append(row(p, rep, global_points=n * p, points_per_rank=n, variant="nx=%d" % n,
+                                **{"heat3d.grid.nx": n, "timer_total_max": t * (1 + rng.gauss(0, 0.01))}))
+    return write_study(os.path.join(out, "size"), rows, {"name": "size", "app": "synthetic", "scaling": "weak",
+                                                         "sweep": {"heat3d.grid.nx": list(range(1000, 16001, 1000))}})
+
+
+def check_size_only(study):
+    """--params n on a size sweep at p = 1, 2: one model per rank count in n
+    alone, the largest sizes held out (what a host with two cores fits)."""
+    p = model(study, "--params", "n", "--holdout", "2")
+    check(p.returncode == 0, "--params n: exit %d\n%s\n%s" % (p.returncode, p.stdout, p.stderr))
+    doc, ms = load(study)
+    want = {("run, p=%d" % q, "timer_total_max") for q in (1, 2)}
+    check(set(ms) == want, "one model per rank count: %s" % sorted(ms))
+    for (label, _), m in ms.items():
+        q = int(label.split("=")[1])
+        check(m["parameters"] == ["n"] and factors(m) == [[("n", "1", 0)]],
+              "%s: t = 0.02 + (5e-6 p^(1/2)) n, found %s" % (label, m["model"]["text"]))
+        check(close(m["model"]["terms"][0]["coefficient"], 5e-6 * math.sqrt(q), 0.05), "%s: slope %s, want %s" % (
+            label, m["model"]["terms"][0]["coefficient"], 5e-6 * math.sqrt(q)))
+        check(sorted(h["n"] for h in m["held_out"]) == [15000, 16000] and m["held"] == [15000, 16000] and
+              all(h["p"] == q for h in m["held_out"]), "%s: held out %s" % (label, m["held_out"]))
+        check(m["smape_held_out"] is not None and m["smape_held_out"] < 3 and
+              all(abs(h["relative_error"]) < 0.03 for h in m["held_out"]),
+              "%s: held-out SMAPE %s, errors %s" % (label, m["smape_held_out"],
+                                                    [h["relative_error"] for h in m["held_out"]]))
+    check("fitted on n = 1000-14000 step 1000" in p.stdout and "held out: n = 15000, 16000" in p.stdout and
+          "its SMAPE" in p.stdout, "the report names the size as the parameter:\n%s" % p.stdout[:800])
+    with open(os.path.join(study, "model", ms[("run, p=1", "timer_total_max")]["extrap_file"])) as f:
+        first = json.loads(f.readline())
+    check(list(first["params"]) == ["n"], "Extra-P's file has the one parameter n: %s" % first)
+    one_size = write_study(os.path.join(os.path.dirname(study), "one_size"),
+                           [row(q, r, timer_total_max=0.1 * q) for q in (1, 2, 4, 8) for r in range(2)],
+                           {"name": "one_size", "sweep": {}})
+    p = model(one_size, "--params", "n")
+    check(p.returncode == 2 and "--params n" in p.stderr and "sweep a size key" in p.stderr,
+          "--params n without a size sweep: exit %d, %r" % (p.returncode, p.stderr))
+
+
 def check_too_small(out):
     small = write_study(os.path.join(out, "small"), [row(p, r, timer_total_max=0.1 * p) for p in (1, 2, 4)
                                                      for r in range(2)], {"name": "small", "sweep": {}})
@@ -230,7 +279,9 @@ def main():
     one = one_parameter(out, rng)
     doc = check_one(one)
     check_jsonl(one, doc)
-    check_two(two_parameters(out, rng))
+    two = two_parameters(out, rng)
+    check_two(two)
+    check_size_only(size_sweep(out, rng))
     check_too_small(out)
     p = subprocess.run([LOCUS, "help"], capture_output=True, text=True, timeout=60)
     check("model STUDY_DIR" in p.stdout, "./locus help lists model")

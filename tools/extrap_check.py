@@ -122,11 +122,11 @@ def compare_one(s, found):
     held = s["held_out"]
     errs = []
     if held:
-        X = coordinates([(h["p"], h["n"]) for h in held], two)
+        X = coordinates([(h["p"], h["n"]) for h in held], names)
         pred = evaluate(expr, names, X)
         errs = [(float(v) - h["measured"]) / h["measured"] if h["measured"] else None for v, h in zip(pred, held)]
     pts = [(f["p"], f["n"]) for f in s["fitted"]] + [(h["p"], h["n"]) for h in held]
-    X = coordinates(pts, two)
+    X = coordinates(pts, names)
     mine, other = s["model"].evaluate(X), evaluate(expr, names, X)
     with np.errstate(all="ignore"):
         # relative to each value, and to 1e-9 of the largest (a zero count)
@@ -153,9 +153,12 @@ def compare(series, out, negative):
     files = sorted({s["extrap_file"] for s in series})
     found, errors = {}, []
     for f in files:
-        two = any(len(s["parameters"]) == 2 for s in series if s["extrap_file"] == f)
+        mine = [s for s in series if s["extrap_file"] == f]
+        two = any(len(s["parameters"]) == 2 for s in mine)
+        # negative exponents are p's (strong scaling), never a size's
+        by_p = all(s["parameters"][0] == "p" for s in mine)
         try:
-            found.update(run_file(path, os.path.join(out, f), two, negative))
+            found.update(run_file(path, os.path.join(out, f), two, negative and by_p))
         except RuntimeError as e:
             errors.append(str(e))
     rows = [compare_one(s, found) for s in series]

@@ -2,7 +2,7 @@
 """locus model: fitted scaling models of a study's timers and counted requirements.
 
     ./locus model STUDY_DIR [--holdout K] [--timer-stat max|avg|min] [--size per-rank|global]
-                            [--params auto|p|pn] [--terms 1|2] [--negative auto|on|off]
+                            [--params auto|p|pn|n] [--terms 1|2] [--negative auto|on|off]
                             [--metrics REGEX] [--keep-oversubscribed] [--max-error PCT]
                             [--no-plots] [--extrap]
 
@@ -26,9 +26,15 @@ global points), built as Extra-P's multi-parameter modeller builds them:
 one single-parameter model along each parameter, then their product, sum
 and mixed combinations, the best by SMAPE.
 
+--params n fits one model per rank count with the size n as its only
+parameter: on a host with few cores, where only the runs up to one rank
+per core time the machine, a size sweep at those rank counts still has
+held-out points (the largest sizes).
+
 Repeats are aggregated per point by their median. The largest K rank
-counts (--holdout, default 1) are left out of the fit and predicted: the
-relative error of each prediction is printed, with the worst of all.
+counts (--holdout, default 1; the largest K sizes with --params n) are
+left out of the fit and predicted: the relative error of each prediction
+is printed, with the worst of all, and the SMAPE over the held-out points.
 Time models leave out over-subscribed runs (ranks sharing cores), counts
 keep them (--keep-oversubscribed keeps them for times too). A strong
 scaling study also searches negative exponents (p^(-i): the work per rank
@@ -430,10 +436,12 @@ def varies_with_size(rows, size_col):
 
 
 def make_groups(rows, study, columns, size_col, params):
-    """[(label, rows, two-parameter)]: one group per variant (the swept keys
-    that do not change the size; the ranks per node when they vary); the
-    size is the model's second parameter (--params pn, or auto when it varies
-    at a fixed rank count), else one group per size too (--params p)."""
+    """[(label, rows, parameters)]: one group per variant (the swept keys
+    that do not change the size; the ranks per node when they vary) with
+    the model's parameters: ("p", "n") when the size is the second parameter
+    (--params pn, or auto when it varies at a fixed rank count), else ("p",)
+    and one group per size too (--params p); --params n: one group per rank
+    count, the size the only parameter ("n",)."""
     sweep = [k for k in (study.get("sweep") or {}) if k in columns]
     keep = [k for k in sweep if k not in size_keys(sweep, rows, size_col)]
     ppn = "ranks_per_node" in columns and len({r.get("ranks_per_node") for r in rows}) > 1
@@ -448,24 +456,34 @@ def make_groups(rows, study, columns, size_col, params):
         groups.setdefault(label or "run", []).append(r)
     out = []
     for label, grows in groups.items():
-        two = params == "pn" or (params == "auto" and varies_with_size(grows, size_col))
-        if params == "pn" and not varies_with_size(grows, size_col):
-            raise UserError("--params pn: in variant %s the problem (%s) follows from the ranks alone; a two-parameter "
-                            "model needs several sizes at one rank count (sweep a size key)" % (label, size_col))
-        if two or not varies_with_size(grows, size_col):
-            out.append((label, grows, two))
+        sized = varies_with_size(grows, size_col)
+        if params in ("pn", "n") and not sized:
+            raise UserError("--params %s: in variant %s the problem (%s) follows from the ranks alone; %s needs several "
+                            "sizes at one rank count (sweep a size key)" % (
+                                params, label, size_col, "a two-parameter model" if params == "pn" else "a model in n"))
+        if params == "n":
+            by = {}
+            for r in grows:
+                by.setdefault(int(num(r["ranks"])), []).append(r)
+            out += [("%s, p=%d" % (label, p), rs, ("n",)) for p, rs in sorted(by.items())]
+            continue
+        two = params == "pn" or (params == "auto" and sized)
+        if two or not sized:
+            out.append((label, grows, ("p", "n") if two else ("p",)))
             continue
         by = {}
         for r in grows:
             by.setdefault(r.get(size_col), []).append(r)
-        out += [("%s, n=%.10g" % (label, num(n) or 0), rs, False)
+        out += [("%s, n=%.10g" % (label, num(n) or 0), rs, ("p",))
                 for n, rs in sorted(by.items(), key=lambda kv: num(kv[0]) or 0)]
     return out
 
 
-def collect(rows, metric, kind, size_col, two, keep_over):
-    """{(p, n or None): [values of every repeat]} of METRIC; time and rate
-    metrics leave over-subscribed runs out unless KEEP_OVER."""
+def collect(rows, metric, kind, size_col, axes, keep_over):
+    """{(p, n or None): [values of every repeat]} of METRIC (n when "n" is
+    one of the AXES); time and rate metrics leave over-subscribed runs out
+    unless KEEP_OVER."""
+    two = "n" in axes
     pts = {}
     for r in rows:
         if kind != "count" and not keep_over and r.get("oversubscribed") in ("1", "True", "true"):
@@ -480,17 +498,26 @@ def collect(rows, metric, kind, size_col, two, keep_over):
 
 # ---------------------------------------------------------------- fitting a study
 
-def coordinates(keys, two):
-    return np.array([[k[0] for k in keys]] + ([[k[1] for k in keys]] if two else []), float)
+def axis_value(key, axis):
+    """A point's (p, n) key along one parameter."""
+    return key[0] if axis == "p" else key[1]
 
 
-def too_few(fit, two):
+def coordinates(keys, axes):
+    """The points' (p, n) keys as rows, one per parameter of AXES."""
+    return np.array([[axis_value(k, a) for k in keys] for a in axes], float)
+
+
+AXIS_NAMES = {"p": ("rank count", "rank counts"), "n": ("size", "sizes")}
+
+
+def too_few(fit, axes):
     """Why the fitted points cannot give a model, or None."""
-    ps = sorted({k[0] for k in fit})
+    ps = sorted({axis_value(k, axes[0]) for k in fit})
     if len(ps) < MIN_POINTS:
-        return "%d rank count%s to fit (%s), a model needs %d" % (len(ps), "" if len(ps) == 1 else "s",
-                                                                  ", ".join(map(str, ps)) or "none", MIN_POINTS)
-    if two:
+        return "%d %s to fit (%s), a model needs %d" % (len(ps), AXIS_NAMES[axes[0]][len(ps) != 1],
+                                                         ", ".join("%.10g" % v for v in ps) or "none", MIN_POINTS)
+    if len(axes) == 2:
         for k, name in ((0, "rank counts at one size"), (1, "sizes at one rank count")):
             lines = {}
             for key in fit:
@@ -501,33 +528,37 @@ def too_few(fit, two):
     return None
 
 
-def fit_series(label, metric, kind, points, held, two, negative, terms):
+def fit_series(label, metric, kind, points, held, axes, negative, terms):
     """The model of one metric of one variant: a dict (see models.json), or
-    (None, why) when its points cannot be fitted."""
-    fit = {k: v for k, v in points.items() if k[0] not in held}
-    why = too_few(fit, two)
+    (None, why) when its points cannot be fitted. HELD: the values of the
+    first parameter held out."""
+    two = len(axes) == 2
+    fit = {k: v for k, v in points.items() if axis_value(k, axes[0]) not in held}
+    why = too_few(fit, axes)
     if why:
         return None, why
     keys = sorted(fit)
-    X, y = coordinates(keys, two), np.array([statistics.median(fit[k]) for k in keys])
+    X, y = coordinates(keys, axes), np.array([statistics.median(fit[k]) for k in keys])
     if two:
         model, loo = fit_two(X, y, ["p", "n"], (negative, False))
     else:
-        model, loo = fit_single(X, y, 0, ["p"], negative, terms)
+        model, loo = fit_single(X, y, 0, list(axes), negative, terms)
     res = {"variant": label, "metric": metric, "kind": kind, "model": model, "smape": smape(model.evaluate(X), y),
            "smape_cross_validated": None if two else loo, "parameters": model.names,
            "fitted": [{"p": k[0], "n": k[1], "median": float(m), "values": fit[k]} for k, m in zip(keys, y)],
            "held_out": []}
     for k in sorted(points):
-        if k[0] not in held:
+        if axis_value(k, axes[0]) not in held:
             continue
         meas = statistics.median(points[k])
-        pred = float(model.evaluate(coordinates([k], two))[0])
+        pred = float(model.evaluate(coordinates([k], axes))[0])
         rel = (pred - meas) / meas if meas != 0 else (0.0 if pred == 0 else None)
         res["held_out"].append({"p": k[0], "n": k[1], "measured": meas, "predicted": pred, "relative_error": rel,
                                 "values": points[k]})
     errs = [h for h in res["held_out"] if h["relative_error"] is not None]
     res["worst"] = max(errs, key=lambda h: abs(h["relative_error"])) if errs else None
+    res["smape_held_out"] = smape(np.array([h["predicted"] for h in res["held_out"]]),
+                                  np.array([h["measured"] for h in res["held_out"]])) if res["held_out"] else None
     return res, None
 
 
@@ -536,23 +567,27 @@ def fit_study(args, results, study, rows, metrics):
     size_col = SIZE_COLUMNS[args.size]
     negative = args.negative == "on" or (args.negative == "auto" and study.get("scaling") == "strong")
     out, notes = [], []
-    for label, grows, two in make_groups(rows, study, set(rows[0]), size_col, args.params):
-        ps = sorted({int(num(r["ranks"])) for r in grows})
+    for label, grows, axes in make_groups(rows, study, set(rows[0]), size_col, args.params):
+        # the values of the first parameter: rank counts, or sizes (--params n)
+        ps = sorted({int(num(r["ranks"])) if axes[0] == "p" else num(r.get(size_col)) for r in grows})
         held = set(ps[max(0, len(ps) - args.holdout):]) if args.holdout else set()
+        one, many = AXIS_NAMES[axes[0]]
         if len(ps) - len(held) < MIN_POINTS:
-            notes.append("variant %s has %d rank count%s (%s)%s; a model needs %d distinct rank counts to fit "
-                         "(a study with more rank counts, or a smaller --holdout)"
-                         % (label, len(ps), "" if len(ps) == 1 else "s", ", ".join(map(str, ps)),
+            notes.append("variant %s has %d %s (%s)%s; a model needs %d distinct %s to fit "
+                         "(a study with more %s, or a smaller --holdout)"
+                         % (label, len(ps), one if len(ps) == 1 else many, ", ".join("%.10g" % v for v in ps),
                             "; --holdout %d leaves %d" % (args.holdout, len(ps) - len(held)) if held else "",
-                            MIN_POINTS))
+                            MIN_POINTS, many, many))
             continue
         for metric, kind in metrics:
-            pts = collect(grows, metric, kind, size_col, two, args.keep_oversubscribed)
+            pts = collect(grows, metric, kind, size_col, axes, args.keep_oversubscribed)
             if not pts:
                 continue
-            res, why = fit_series(label, metric, kind, pts, held, two, negative and kind != "rate", args.terms)
+            # negative exponents are for p in strong scaling, never for n
+            res, why = fit_series(label, metric, kind, pts, held, axes,
+                                  negative and kind != "rate" and axes[0] == "p", args.terms)
             if res:
-                res["held_p"] = sorted(held)
+                res["held"] = sorted(held)
                 out.append(res)
             else:
                 over = kind != "count" and not args.keep_oversubscribed and any(
@@ -571,12 +606,18 @@ def pct(rel):
     return "n/a" if rel is None else "%+.1f %%" % (100 * rel)
 
 
-def spans(values):
-    """1, 2, 3, 4, 8 as '1-4, 8': runs of three or more consecutive integers as ranges."""
+def spans(values, stepped=False):
+    """1, 2, 3, 4, 8 as '1-4, 8': runs of three or more consecutive integers
+    as ranges; STEPPED: runs of any constant step (1000, 2000, 3000 as
+    '1000-3000 step 1000')."""
     out, run = [], []
     for v in sorted(values) + [None]:
-        if run and (v is None or v != run[-1] + 1):
-            out += ["%d-%d" % (run[0], run[-1])] if len(run) >= 3 else [str(x) for x in run]
+        step = run[1] - run[0] if len(run) >= 2 else (v - run[-1] if run and v is not None and stepped else 1)
+        if run and (v is None or v != run[-1] + step):
+            if len(run) < 3:
+                out += ["%.10g" % x for x in run]
+            else:
+                out.append("%.10g-%.10g" % (run[0], run[-1]) + (" step %.10g" % step if step != 1 else ""))
             run = []
         if v is not None:
             run.append(v)
@@ -596,24 +637,29 @@ def worst_of(series):
 def summary_lines(args, results, study, series, ntotal, nrows):
     """The printed report: a head, one table per variant, the worst error."""
     variants = list(dict.fromkeys(s["variant"] for s in series))
-    held = sorted({p for s in series for p in s["held_p"]})
-    fitted = sorted({f["p"] for s in series for f in s["fitted"]})
+    axis = series[0]["parameters"][0]  # p, or n with --params n
+    held = sorted({p for s in series for p in s["held"]})
+    fitted = sorted({f[axis] for s in series for f in s["fitted"]})
     head = ["locus model: %s (%s%s): %d run%s of %d finished, %d variant%s" % (
         results, study.get("app", "study"), ", %s scaling" % study["scaling"] if study.get("scaling") else "",
         nrows, "" if nrows == 1 else "s", ntotal, len(variants), "" if len(variants) == 1 else "s"),
-        "Extra-P's PMNF, medians of the repeats, fitted on p = %s; held out: %s; times: timer_*_%s" % (
-        spans(fitted), "p = " + spans(held) if held else "none (--holdout 0)",
+        "Extra-P's PMNF, medians of the repeats, fitted on %s = %s; held out: %s; times: timer_*_%s" % (
+        axis, spans(fitted, axis == "n"), "%s = %s" % (axis, spans(held, axis == "n")) if held else
+        "none (--holdout 0)",
         args.timer_stat)]
     out = head
     width = max(len(s["metric"]) for s in series)
     for v in variants:
         mine = [s for s in series if s["variant"] == v]
         out += ["", "variant %s (%s)" % (v, ", ".join(mine[0]["parameters"])),
-                "  %-*s  %7s  %-18s  %s" % (width, "metric", "SMAPE", "held out", "model")]
+                "  %-*s  %7s  %-18s  %8s  %s" % (width, "metric", "SMAPE", "held out (worst)", "its SMAPE",
+                                                 "model")]
         for s in mine:
             w = s["worst"]
             ho = "%s %s" % (pct(w["relative_error"]), where(w)) if w else ("-" if not s["held_out"] else "n/a")
-            out.append("  %-*s  %5.1f %%  %-18s  %s" % (width, s["metric"], s["smape"], ho, s["model"].text()))
+            hs = "-" if s["smape_held_out"] is None else "%6.1f %%" % s["smape_held_out"]
+            out.append("  %-*s  %5.1f %%  %-18s  %8s  %s" % (width, s["metric"], s["smape"], ho, hs,
+                                                             s["model"].text()))
     w = worst_of(series)
     out += ["", "worst held-out relative error: %s" % ("%.1f %% (%s, variant %s, %s)" % (
         100 * abs(w[1]["relative_error"]), w[0]["metric"], w[0]["variant"], where(w[1])) if w else "none (no "
@@ -644,8 +690,8 @@ def models_md(args, results, study, series, notes, lines, extrap_lines=()):
     out = ["# Fitted models: %s" % (study.get("name") or os.path.basename(results)), "",
            "Written by `./locus model %s`. Models in Extra-P's performance-model normal form, fitted on the "
            "medians of the repeats by Extra-P's procedure (docs/co-design.md, Fitted models); held out and "
-           "predicted: the largest %d rank count%s." % (" ".join([results] + args.argv), args.holdout,
-                                                       "" if args.holdout == 1 else "s"), "", "```"]
+           "predicted: the largest %d %s." % (" ".join([results] + args.argv), args.holdout,
+                                              AXIS_NAMES[series[0]["parameters"][0]][args.holdout != 1]), "", "```"]
     out += lines + ["```", ""]
     out += ["## Held-out points", "", "| variant | metric | point | measured | predicted | error |",
             "| --- | --- | --- | --- | --- | --- |"]
@@ -667,29 +713,27 @@ def plain(v):
     return int(v) if v is not None and float(v).is_integer() else v
 
 
-def jsonl_line(p, n, metric, callpath, value, with_n):
+def jsonl_line(p, n, metric, callpath, value, names):
     # Extra-P's JSON Lines input: one object a line, "params" (the same names
     # on every line), "metric", "callpath" and "value"; repeated lines at one
     # point are repetitions. Checked against read_jsonlines_file in
     # extrap/fileio/file_reader/jsonlines_file_reader.py (github
     # extra-p/extrap, version 4.2.5).
-    params = {"p": plain(p)}
-    if with_n:
-        params["n"] = plain(n)
+    params = {a: plain(p if a == "p" else n) for a in names}
     return json.dumps({"params": params, "metric": metric, "callpath": callpath, "value": value})
 
 
 def measurements_jsonl(groups, metrics, size_col):
     """Every measurement of every modelled metric (all finished runs, all
     repeats, held-out and over-subscribed ones too)."""
-    with_n = any(two for _, _, two in groups)
+    names = ("p", "n") if any("n" in axes for _, _, axes in groups) else ("p",)
     lines = []
     for label, rows, _ in groups:
         for metric, _ in metrics:
             for r in rows:
                 v = num(r.get(metric))
                 if v is not None:
-                    lines.append(jsonl_line(num(r["ranks"]), num(r.get(size_col)), metric, label, v, with_n))
+                    lines.append(jsonl_line(num(r["ranks"]), num(r.get(size_col)), metric, label, v, names))
     return "\n".join(lines) + "\n"
 
 
@@ -718,9 +762,9 @@ def extrap_files(series):
             seen[key] = name
             files[name] = []
         s["extrap_file"] = "extrap/" + seen[key]
-        two = len(s["parameters"]) == 2
         for f in s["fitted"]:
-            files[seen[key]].append(jsonl_line(f["p"], f["n"], s["metric"], s["variant"], f["median"], two))
+            files[seen[key]].append(jsonl_line(f["p"], f["n"], s["metric"], s["variant"], f["median"],
+                                               s["parameters"]))
     return {k: "\n".join(v) + "\n" for k, v in files.items()}
 
 
@@ -731,23 +775,25 @@ STYLES = ("-", "--", ":", "-.")
 
 def plot_series(ax, s, colour):
     """One variant's repeats, medians, held-out points and model curve (one
-    curve per size, up to four, for a two-parameter model)."""
+    curve per size, up to four, for a two-parameter model). The x axis is
+    the model's first parameter (p, or n with --params n)."""
     two = len(s["parameters"]) == 2
-    ns = sorted({f["n"] for f in s["fitted"] + s["held_out"]}, key=lambda n: n or 0)
+    x = s["parameters"][0]
+    ns = sorted({f["n"] for f in s["fitted"] + s["held_out"]}, key=lambda n: n or 0) if two else [None]
     ns = [ns[int(i)] for i in np.unique(np.linspace(0, len(ns) - 1, min(len(ns), len(STYLES))).round())]
-    allp = [f["p"] for f in s["fitted"] + s["held_out"]]
+    allp = [f[x] for f in s["fitted"] + s["held_out"]]
     grid = np.geomspace(min(allp), max(allp), 200)
     for j, n in enumerate(ns):
-        fit = [f for f in s["fitted"] if f["n"] == n]
-        held = [h for h in s["held_out"] if h["n"] == n]
-        ax.scatter([f["p"] for f in fit for _ in f["values"]], [v for f in fit for v in f["values"]], s=9,
+        fit = [f for f in s["fitted"] if not two or f["n"] == n]
+        held = [h for h in s["held_out"] if not two or h["n"] == n]
+        ax.scatter([f[x] for f in fit for _ in f["values"]], [v for f in fit for v in f["values"]], s=9,
                    color=colour, alpha=0.35, linewidths=0)
-        ax.plot([f["p"] for f in fit], [f["median"] for f in fit], "o", color=colour, ms=5,
+        ax.plot([f[x] for f in fit], [f["median"] for f in fit], "o", color=colour, ms=5,
                 label="%s: measured (median)" % s["variant"] if j == 0 else None)
         if held:
-            ax.scatter([h["p"] for h in held for _ in h["values"]], [v for h in held for v in h["values"]], s=14,
+            ax.scatter([h[x] for h in held for _ in h["values"]], [v for h in held for v in h["values"]], s=14,
                        marker="x", color=colour, alpha=0.6)
-            ax.plot([h["p"] for h in held], [h["measured"] for h in held], "D", mfc="none", mec=colour, ms=9, mew=1.5,
+            ax.plot([h[x] for h in held], [h["measured"] for h in held], "D", mfc="none", mec=colour, ms=9, mew=1.5,
                     label="%s: held out" % s["variant"] if j == 0 else None)
         X = np.vstack([grid] + ([np.full(len(grid), n)] if two else []))
         name = s["model"].text() + ("" if not two else " (%s: n = %s)" % (
@@ -769,7 +815,7 @@ def plot_metric(path, metric, mine):
     ax.set_xscale("log", base=2)
     if values and min(values) > 0:
         ax.set_yscale("log")
-    ax.set_xlabel("ranks p")
+    ax.set_xlabel("ranks p" if mine[0]["parameters"][0] == "p" else "problem size n")
     ax.set_ylabel(metric + (" (s)" if mine[0]["kind"] == "time" else ""))
     ax.set_title("%s: model (line), fitted medians (o), repeats (dots), held out (diamond, x)" % metric, fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
@@ -790,14 +836,16 @@ def parse_args(argv):
                                  epilog="\n\n".join(doc[2:]))
     ap.add_argument("study_dir", metavar="STUDY_DIR", help="results directory of ./locus study (results.csv)")
     ap.add_argument("--holdout", type=int, default=1, metavar="K",
-                    help="rank counts held out of the fit and predicted: the largest K (default 1; 0: none)")
+                    help="rank counts held out of the fit and predicted: the largest K (default 1; 0: none); "
+                         "with --params n, sizes")
     ap.add_argument("--timer-stat", choices=("max", "avg", "min"), default="max",
                     help="which timer column over the ranks (default max: the slowest rank, as the study's plots)")
     ap.add_argument("--size", choices=sorted(SIZE_COLUMNS), default="per-rank",
                     help="the problem parameter n: points per rank (default) or global points")
-    ap.add_argument("--params", choices=("auto", "p", "pn"), default="auto",
+    ap.add_argument("--params", choices=("auto", "p", "pn", "n"), default="auto",
                     help="auto (default): p, and n too when the size varies at a fixed rank count; p: one model "
-                         "per size; pn: two parameters")
+                         "per size; pn: two parameters; n: one model per rank count in the size alone (--holdout "
+                         "then holds out the largest sizes)")
     ap.add_argument("--terms", type=int, choices=(1, 2), default=1,
                     help="terms beyond the constant: 1 (Extra-P's default) or 2 (needs 5 points)")
     ap.add_argument("--negative", choices=("auto", "on", "off"), default="auto",
