@@ -247,6 +247,11 @@ def smpirun_line(a, spec, app, xml, hosts, sets):
            # communicator (SMPI's Comm::init_smp, O(ranks^2) messages: most of
            # the set-up at 1,024 ranks)
            "smpi/allreduce:rdb", "smpi/bcast:binomial_tree", "smpi/reduce:binomial",
+           # no TCP acknowledgement flows on the reverse links (SimGrid's
+           # cross-traffic): an HPC network's protocol is not TCP, the machine
+           # model has no such term, and with it SimGrid 3.32's bandwidth
+           # solver crashes in spmv's set-up from 256 ranks on (MaxMin::do_solve)
+           "network/crosstraffic:0",
            "smpi/simulate-computation:%s" % ("yes" if a.compute == "measured" else "no")]
     if a.compute == "model":
         # MPI_Wtime adds no time of its own (SMPI's default adds 10 ns a call):

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <string_view>
 
+#include "locus/collective.hpp"
 #include "locus/datatype.hpp"
 #include "locus/error.hpp"
 #include "locus/hash.hpp"
@@ -549,8 +550,7 @@ LineCounts count_lines(MPI_Comm comm, std::FILE* f, long long begin, long long e
   LineCounts c;
   c.data_mine = ndata;
   long long counts[2] = {nlines, ndata};
-  MPI_Exscan(counts, c.before, 2, MPI_LONG_LONG, MPI_SUM, comm);
-  if (me == 0) c.before[0] = c.before[1] = 0;
+  locus::exscan_sum(comm, counts, c.before, 2);
   MPI_Allreduce(counts, c.total, 2, MPI_LONG_LONG, MPI_SUM, comm);
   return c;
 }
@@ -755,8 +755,7 @@ std::vector<gidx> partition(MPI_Comm comm, const RowBlock& rows, bool by_nonzero
   const int p = comm_size(comm);
   if (!by_nonzeros) return equal_rows(rows.n, p);
   long long local = rows.nnz(), before = 0, total = 0;
-  MPI_Exscan(&local, &before, 1, MPI_LONG_LONG, MPI_SUM, comm);
-  if (comm_rank(comm) == 0) before = 0;
+  locus::exscan_sum(comm, &local, &before, 1);
   MPI_Allreduce(&local, &total, 1, MPI_LONG_LONG, MPI_SUM, comm);
   // start of rank k: the first row whose preceding nonzeros reach k*total/p
   std::vector<long long> cand(static_cast<std::size_t>(p) + 1, rows.n), starts(cand.size());

@@ -6,6 +6,7 @@
 #include <exception>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "locus/error.hpp"
 
@@ -14,6 +15,26 @@ namespace locus {
 int& CollectiveError::live() {
   static int count = 0;
   return count;
+}
+
+void exscan_sum(MPI_Comm comm, const long long* in, long long* out, int n) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+#ifdef LOCUS_SMPI
+  int size = 1;
+  MPI_Comm_size(comm, &size);
+  std::vector<long long> all(static_cast<std::size_t>(size) * static_cast<std::size_t>(n));
+  MPI_Allgather(in, n, MPI_LONG_LONG, all.data(), n, MPI_LONG_LONG, comm);
+  for (int i = 0; i < n; ++i) {
+    long long sum = 0;
+    for (int r = 0; r < rank; ++r) sum += all[static_cast<std::size_t>(r) * static_cast<std::size_t>(n) + i];
+    out[i] = sum;
+  }
+#else
+  MPI_Exscan(in, out, n, MPI_LONG_LONG, MPI_SUM, comm);
+  if (rank == 0)
+    for (int i = 0; i < n; ++i) out[i] = 0;
+#endif
 }
 
 bool collective_cleanup_allowed() {
