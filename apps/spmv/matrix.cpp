@@ -70,7 +70,7 @@ std::vector<T> exchange(MPI_Comm comm, const std::vector<T>& send, const std::ve
     total += static_cast<std::size_t>(rc[d]);
   }
   std::vector<T> recv(total);
-  MPI_Alltoallv(send.data(), sc.data(), sd.data(), type, recv.data(), rc.data(), rd.data(), type, comm);
+  locus::alltoallv(send.data(), sc.data(), sd.data(), recv.data(), rc.data(), rd.data(), type, comm);
   return recv;
 }
 

@@ -15,6 +15,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "locus/collective.hpp"
 #include "locus/counts.hpp"
 #include "locus/error.hpp"
 #include "locus/kokkos.hpp"
@@ -187,8 +188,8 @@ void Operator::exchange_wish_lists(const std::vector<gidx>& halo, const std::vec
     rdisp[q] = rdisp[q - 1] + give[q - 1];
   }
   std::vector<gidx> asked(static_cast<std::size_t>(rdisp[p - 1] + give[p - 1]));
-  MPI_Alltoallv(halo.data(), want.data(), sdisp.data(), MPI_INT64_T, asked.data(), give.data(), rdisp.data(),
-                MPI_INT64_T, comm);
+  locus::alltoallv(halo.data(), want.data(), sdisp.data(), asked.data(), give.data(), rdisp.data(),
+                   MPI_INT64_T, comm);
   for (int q = 0; q < p; ++q) {
     if (want[q] > 0) {
       recv_rank_.push_back(q);

@@ -37,6 +37,32 @@ void exscan_sum(MPI_Comm comm, const long long* in, long long* out, int n) {
 #endif
 }
 
+void alltoallv(const void* send, const int* scount, const int* sdispl, void* recv, const int* rcount,
+               const int* rdispl, MPI_Datatype type, MPI_Comm comm) {
+#ifdef LOCUS_SMPI
+  int n = 1;
+  MPI_Comm_size(comm, &n);
+  MPI_Aint lb = 0, extent = 0;
+  MPI_Type_get_extent(type, &lb, &extent);
+  constexpr int kTag = 0x4c41;  // this exchange's own tag; every call completes before the next
+  std::vector<MPI_Request> reqs;
+  for (int u = 0; u < n; ++u)
+    if (rcount[u] > 0) {
+      reqs.emplace_back();
+      MPI_Irecv(static_cast<char*>(recv) + rdispl[u] * extent, rcount[u], type, u, kTag, comm, &reqs.back());
+    }
+  for (int u = 0; u < n; ++u)
+    if (scount[u] > 0) {
+      reqs.emplace_back();
+      MPI_Isend(static_cast<const char*>(send) + sdispl[u] * extent, scount[u], type, u, kTag, comm,
+                &reqs.back());
+    }
+  MPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE);
+#else
+  MPI_Alltoallv(send, scount, sdispl, type, recv, rcount, rdispl, type, comm);
+#endif
+}
+
 bool collective_cleanup_allowed() {
   return std::uncaught_exceptions() == 0 || CollectiveError::alive() > 0;
 }

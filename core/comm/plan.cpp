@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "comm/comm_state.hpp"
+#include "locus/collective.hpp"
 #include "locus/counts.hpp"
 #include "locus/datatype.hpp"
 #include "locus/error.hpp"
@@ -234,32 +235,9 @@ std::vector<std::vector<Runs>> exchange_runs(const PlanImpl& p, MPI_Comm tc, int
     total += rcount[static_cast<std::size_t>(u)];
   }
   std::vector<unsigned long long> rbuf(static_cast<std::size_t>(total));
-#ifdef LOCUS_SMPI
-  // The SMPI build: messages to and from the units with runs only. SimGrid
-  // 3.32's MPI_Alltoallv sends a message to every unit, empty or not
-  // (O(units^2) messages per plan: most of the set-up of heat3d's message
-  // route at 1,024 ranks); the counts above already say who sends what.
-  std::vector<MPI_Request> reqs;
-  constexpr int kRunsTag = 0x4c52;  // this exchange's own tag on the team's communicator
-  for (int u = 0; u < n; ++u) {
-    const auto i = static_cast<std::size_t>(u);
-    if (rcount[i] > 0) {
-      reqs.emplace_back();
-      MPI_Irecv(rbuf.data() + rdispl[i], rcount[i], MPI_UNSIGNED_LONG_LONG, u, kRunsTag, tc, &reqs.back());
-    }
-  }
-  for (int u = 0; u < n; ++u) {
-    const auto i = static_cast<std::size_t>(u);
-    if (scount[i] > 0) {
-      reqs.emplace_back();
-      MPI_Isend(sbuf.data() + sdispl[i], scount[i], MPI_UNSIGNED_LONG_LONG, u, kRunsTag, tc, &reqs.back());
-    }
-  }
-  MPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE);
-#else
-  MPI_Alltoallv(sbuf.data(), scount.data(), sdispl.data(), MPI_UNSIGNED_LONG_LONG, rbuf.data(), rcount.data(),
-                rdispl.data(), MPI_UNSIGNED_LONG_LONG, tc);
-#endif
+  // (in the SMPI build only to and from the units with runs: locus::alltoallv)
+  locus::alltoallv(sbuf.data(), scount.data(), sdispl.data(), rbuf.data(), rcount.data(), rdispl.data(),
+                   MPI_UNSIGNED_LONG_LONG, tc);
   std::vector<std::vector<Runs>> theirs(static_cast<std::size_t>(n));
   for (int u = 0; u < n; ++u) {
     const auto* q = rbuf.data() + rdispl[static_cast<std::size_t>(u)];

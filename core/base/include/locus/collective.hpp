@@ -24,4 +24,11 @@ void collectively(MPI_Comm comm, const std::function<void()>& fn);
 // spmv's simulated set-up at 1,024 ranks).
 void exscan_sum(MPI_Comm comm, const long long* in, long long* out, int n);
 
+// MPI_Alltoallv. The SMPI build posts a receive and a send only for the
+// ranks with a non-zero count (SimGrid 3.32's alltoallv sends to every
+// rank, empty or not: O(ranks^2) messages per call, most of the set-up of
+// transfer plans and of spmv's send lists at 1,024 simulated ranks).
+void alltoallv(const void* send, const int* scount, const int* sdispl, void* recv, const int* rcount,
+               const int* rdispl, MPI_Datatype type, MPI_Comm comm);
+
 }  // namespace locus
