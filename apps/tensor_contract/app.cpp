@@ -74,6 +74,10 @@ locus::AppInfo app_info() {
                "each unit takes its first chunk (unit r: tasks r*chunk...) without touching the counter")
       .integer("tensor_contract.blas_threads", 1, 1, 256,
                "OpenBLAS threads per rank (1 with one rank per core; at most the node's cores)")
+      .choice("tensor_contract.gemm", "blas", {"blas", "portable"},
+              "the tile product: blas: CBLAS DGEMM (OpenBLAS); portable: the portable Kokkos kernel (16 x 16 "
+              "tiles, each element summed in ascending k: not bitwise BLAS's with random values). A device "
+              "build (CUDA, HIP) always runs the portable kernel on the device")
       .choice("tensor_contract.accumulate", "sorted", {"sorted", "strided"},
               "sorted: the result is sorted into C's block layout and added by one contiguous accumulate "
               "(TCE's); "
@@ -206,6 +210,8 @@ Schedule read_schedule(const Context& ctx) {
   s.chunk = c.integer("tensor_contract.counter.chunk");
   s.skip_first = c.boolean("tensor_contract.counter.skip_first");
   s.blas_threads = static_cast<int>(c.integer("tensor_contract.blas_threads"));
+  s.gemm = locus::kDeviceBuild || c.string("tensor_contract.gemm") == "portable" ? GemmKind::portable
+                                                                                 : GemmKind::blas;
   // above the cores OpenBLAS's per-thread buffers can exhaust a job's
   // address-space limit, and its exit handler then hangs
   locus::require_threads(ctx.comm(), s.blas_threads, c.locate("tensor_contract.blas_threads"));
@@ -443,7 +449,9 @@ locus::Tree results_of(const Context& ctx, const Schedule& sched, const Run& run
     results["skip_first"] = sched.skip_first;
   }
   results["accumulate"] = cfg.string("tensor_contract.accumulate");
-  locus::Tree k = locus::kernels_summary(false, locus::HostExecSpace::name());  // (host data: HostExecSpace)
+  locus::Tree k = locus::kernels_summary(false);  // the sorts and the portable product: locus::ExecSpace
+  k["memory_space"] = locus::MemSpace::name();    // of the staged and sorted tiles and the products
+  k["gemm"] = sched.gemm == GemmKind::portable ? "portable" : "blas";
   std::string kinds;
   for (const auto& key : run.sorts_checked) kinds += (kinds.empty() ? "" : ", ") + key;
   k["check"] = "every sort kind bitwise equal to the reference kernel on first use (" +

@@ -5,7 +5,7 @@
 #include <cblas.h>
 #include <mpi.h>
 #include <sys/mman.h>
-#if defined(__SSE2__)
+#if defined(__SSE2__) && !defined(__CUDA_ARCH__) && !defined(__HIP_DEVICE_COMPILE__)
 #include <emmintrin.h>
 #endif
 
@@ -18,6 +18,7 @@
 #include <numeric>
 #include <set>
 
+#include "gemm.hpp"
 #include "locus/counts.hpp"
 #include "locus/error.hpp"
 #include "locus/hash.hpp"
@@ -80,12 +81,16 @@ std::string parse_contraction(const std::string& text, Contraction& out) {
 
 namespace {
 
-// The sort's kernels run in locus::HostExecSpace: their source and
-// destination are tiles in host segments, so on a device build (CUDA, HIP)
-// they stay on the host, and their helpers are host functions there
-// (std::array, libc's memcpy, SSE2 streaming stores). On a host build
-// KOKKOS_INLINE_FUNCTION is the same `inline`.
+// Host-only helpers (the odometer over std::vector, the set-up of the
+// kernels); the kernels themselves and what they call are
+// KOKKOS_INLINE_FUNCTION (the same `inline` on a host build).
 #define TENSOR_HOST_FUNCTION inline
+// Device code in this file: the CUDA or HIP device compilation pass.
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
+#define TENSOR_DEVICE_PASS 1
+#else
+#define TENSOR_DEVICE_PASS 0
+#endif
 
 gidx product(const std::vector<gidx>& v) {
   gidx p = 1;
@@ -154,8 +159,37 @@ void permute_reference(const double* src, const std::string& sidx, const std::ve
 namespace {
 
 constexpr std::size_t kMaxRank = 8;
+using Extents = Kokkos::Array<gidx, kMaxRank>;
 
-// The sort as a Kokkos kernel. Three shapes: the same order (a copy);
+// The odometer of the kernels (odometer_next's, over an Extents counter),
+// compiled for every execution space.
+template <class Moved>
+KOKKOS_INLINE_FUNCTION bool kernel_odometer_next(Extents& c, const Extents& ext, int n, Moved&& moved) {
+  for (int d = n; d-- > 0;) {
+    if (++c[d] < ext[d]) {
+      moved(d, gidx{1});
+      return true;
+    }
+    moved(d, gidx{1} - ext[d]);
+    c[d] = 0;
+  }
+  return false;
+}
+
+// A row of n doubles: libc's copy on the host (one unrolled run of the
+// widest vectors the CPU has for a row of 8-32 doubles; the loop it
+// replaced was 16 B a turn), a plain loop in device code.
+KOKKOS_INLINE_FUNCTION void copy_row(double* dst, const double* src, gidx n) {
+#if TENSOR_DEVICE_PASS
+  for (gidx k = 0; k < n; ++k) dst[k] = src[k];
+#else
+  std::memcpy(dst, src, static_cast<std::size_t>(n) * sizeof(double));
+#endif
+}
+
+// The sort as a Kokkos kernel in locus::ExecSpace, on blocks in
+// locus::MemSpace (host memory on a host build, device memory on a device
+// build). Three shapes: the same order (a copy);
 // the last index the same on both sides (contiguous rows, one chunk of
 // rows per index); otherwise a transpose between the destination's last
 // index and the source's last index, in 8 x 8 tiles (reads and writes both
@@ -171,12 +205,12 @@ struct PermuteRows {
   // one stream; the scattered rows land in the destination, which the
   // task loop reuses (in cache). Visiting them in destination order jumps
   // tile^2 elements in the source per row: a new page per row.
-  std::array<gidx, kMaxRank> odims{}, osstep{}, odstep{};
+  Extents odims{}, osstep{}, odstep{};
   int outer = 0;
   gidx inner = 0, rows = 0;
-  void operator()(gidx chunk) const {
+  KOKKOS_INLINE_FUNCTION void operator()(gidx chunk) const {
     const gidx r0 = chunk * kChunk, r1 = r0 + kChunk < rows ? r0 + kChunk : rows;
-    std::array<gidx, kMaxRank> ctr{};
+    Extents ctr{};
     gidx soff = 0, doff = 0, rest = r0;
     for (int d = outer; d-- > 0;) {
       ctr[d] = rest % odims[d];
@@ -185,10 +219,8 @@ struct PermuteRows {
       rest /= odims[d];
     }
     for (gidx row = r0; row < r1; ++row) {
-      // libc's copy: one unrolled run of the widest vectors the CPU has
-      // for a row of 8-32 doubles (the loop it replaced was 16 B a turn)
-      std::memcpy(dst + doff, src + soff, static_cast<std::size_t>(inner) * sizeof(double));
-      odometer_next(ctr, odims, static_cast<std::size_t>(outer), [&](std::size_t d, gidx delta) {
+      copy_row(dst + doff, src + soff, inner);
+      kernel_odometer_next(ctr, odims, outer, [&](int d, gidx delta) {
         soff += delta * osstep[d];
         doff += delta * odstep[d];
       });
@@ -196,13 +228,11 @@ struct PermuteRows {
   }
 };
 
-using Extents = std::array<gidx, kMaxRank>;
-
 // The source and destination offsets of `plane`, the plane's index over
 // the outer indices odims[0..outer) (the last fastest), whose strides are
 // osstep (source) and odstep (destination).
-TENSOR_HOST_FUNCTION void plane_offsets(gidx plane, int outer, const Extents& odims, const Extents& osstep,
-                                        const Extents& odstep, gidx& soff, gidx& doff) {
+KOKKOS_INLINE_FUNCTION void plane_offsets(gidx plane, int outer, const Extents& odims, const Extents& osstep,
+                                          const Extents& odstep, gidx& soff, gidx& doff) {
   for (int d = outer; d-- > 0;) {
     const gidx c = plane % odims[d];
     plane /= odims[d];
@@ -214,19 +244,20 @@ TENSOR_HOST_FUNCTION void plane_offsets(gidx plane, int outer, const Extents& od
 // A row of n doubles by non-temporal stores (16 bytes each; an element
 // before the first 16-byte boundary and an odd last one by plain stores),
 // and the fence that orders them before later stores; plain copies where
-// SSE2 is missing.
-TENSOR_HOST_FUNCTION void stream_row(double* dst, const double* src, gidx n) {
-#if defined(__SSE2__)
+// SSE2 is missing and in device code (where `stream` is never set: the
+// stores are a host refinement).
+KOKKOS_INLINE_FUNCTION void stream_row(double* dst, const double* src, gidx n) {
+#if defined(__SSE2__) && !TENSOR_DEVICE_PASS
   gidx k = 0;
   if (n > 0 && (reinterpret_cast<std::uintptr_t>(dst) & 15) != 0) dst[k] = src[k], ++k;
   for (; k + 2 <= n; k += 2) _mm_stream_pd(dst + k, _mm_loadu_pd(src + k));
   if (k < n) dst[k] = src[k];
 #else
-  std::memcpy(dst, src, static_cast<std::size_t>(n) * sizeof(double));
+  copy_row(dst, src, n);
 #endif
 }
-TENSOR_HOST_FUNCTION void stream_fence() {
-#if defined(__SSE2__)
+KOKKOS_INLINE_FUNCTION void stream_fence() {
+#if defined(__SSE2__) && !TENSOR_DEVICE_PASS
   _mm_sfence();
 #endif
 }
@@ -248,15 +279,14 @@ struct PermuteRowsBlocked {
   static constexpr gidx kB = 8;
   const double* src;
   double* dst;
-  std::array<gidx, kMaxRank> odims{}, osstep{}, odstep{};  // the other outer indices
+  Extents odims{}, osstep{}, odstep{};  // the other outer indices
   int outer = 0;
   gidx inner = 0;
   gidx np = 0, sp = 0, dp = 0, nq = 0, sq = 0, dq = 0;  // extent, source and destination stride of p, q
   bool stream = false;
-  void operator()(gidx plane) const {
+  KOKKOS_INLINE_FUNCTION void operator()(gidx plane) const {
     gidx soff = 0, doff = 0;
     plane_offsets(plane, outer, odims, osstep, odstep, soff, doff);
-    const std::size_t bytes = static_cast<std::size_t>(inner) * sizeof(double);
     for (gidx p0 = 0; p0 < np; p0 += kB)
       for (gidx q0 = 0; q0 < nq; q0 += kB) {
         const gidx p1 = p0 + kB < np ? p0 + kB : np, q1 = q0 + kB < nq ? q0 + kB : nq;
@@ -268,7 +298,7 @@ struct PermuteRowsBlocked {
         }
         for (gidx q = q0; q < q1; ++q)
           for (gidx p = p0; p < p1; ++p)
-            std::memcpy(dst + doff + p * dp + q * dq, src + soff + p * sp + q * sq, bytes);
+            copy_row(dst + doff + p * dp + q * dq, src + soff + p * sp + q * sq, inner);
       }
     if (stream) stream_fence();
   }
@@ -277,12 +307,11 @@ struct PermuteRowsBlocked {
 struct PermuteTranspose {
   const double* src;
   double* dst;
-  std::array<gidx, kMaxRank> odims{}, osstep{},
-      odstep{};  // other dims: extent, source and destination strides
+  Extents odims{}, osstep{}, odstep{};  // other dims: extent, source and destination strides
   int outer = 0;
   gidx na = 0, nb = 0;  // a: the destination dim with source stride 1; b: the destination's last dim
   gidx dstep_a = 0, sstep_b = 0;
-  void operator()(gidx plane) const {
+  KOKKOS_INLINE_FUNCTION void operator()(gidx plane) const {
     gidx soff = 0, doff = 0;
     plane_offsets(plane, outer, odims, osstep, odstep, soff, doff);
     constexpr gidx T = 8;
@@ -300,10 +329,29 @@ struct PermuteTranspose {
   }
 };
 
+// Copies between host memory and locus::MemSpace (device builds only: on
+// a host build the blocks are host memory and nothing is copied).
+using HostBlock = Kokkos::View<double*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+using ConstHostBlock =
+    Kokkos::View<const double*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+using MemBlock = Kokkos::View<double*, locus::MemSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+using ConstMemBlock = Kokkos::View<const double*, locus::MemSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+void to_mem(const double* host, double* mem, std::size_t n) {
+  if (n) Kokkos::deep_copy(MemBlock(mem, n), ConstHostBlock(host, n));
+}
+void to_host(const double* mem, double* host, std::size_t n) {
+  if (n) Kokkos::deep_copy(HostBlock(host, n), ConstMemBlock(mem, n));
+}
+std::vector<double> host_vector(const double* mem, std::size_t n) {
+  std::vector<double> h(n);
+  to_host(mem, h.data(), n);
+  return h;
+}
+
 struct Copy {
   const double* src;
   double* dst;
-  void operator()(gidx i) const { dst[i] = src[i]; }
+  KOKKOS_INLINE_FUNCTION void operator()(gidx i) const { dst[i] = src[i]; }
 };
 
 void permute_kernel(const double* src, const std::string& sidx, const std::vector<gidx>& sdims, double* dst,
@@ -311,9 +359,21 @@ void permute_kernel(const double* src, const std::string& sidx, const std::vecto
   const std::size_t r = sidx.size();
   const gidx total = product(sdims);
   if (total == 0) return;
+  stream = stream && locus::kHostExec;  // non-temporal stores: a host refinement
   if (sidx == didx || r > kMaxRank) {
-    if (sidx != didx) return permute_reference(src, sidx, sdims, dst, didx);
-    Kokkos::parallel_for("tensor::copy", locus::HostRange<gidx>(0, total), Copy{src, dst});
+    if (sidx != didx) {
+      // more indices than the kernels' counters hold: the reference, on
+      // the host (through host copies on a device build)
+      if constexpr (locus::kDeviceBuild) {
+        const std::vector<double> h = host_vector(src, static_cast<std::size_t>(total));
+        std::vector<double> out(h.size());
+        permute_reference(h.data(), sidx, sdims, out.data(), didx);
+        to_mem(out.data(), dst, out.size());
+        return;
+      }
+      return permute_reference(src, sidx, sdims, dst, didx);
+    }
+    Kokkos::parallel_for("tensor::copy", locus::Range<gidx>(0, total), Copy{src, dst});
     Kokkos::fence();
     return;
   }
@@ -353,11 +413,10 @@ void permute_kernel(const double* src, const std::string& sidx, const std::vecto
         b.odstep[b.outer] = dstr[j];
         ++b.outer;
       }
-      Kokkos::parallel_for("tensor::sort_rows", locus::HostRange<gidx>(0, total / (b.inner * b.np * b.nq)),
-                           b);
+      Kokkos::parallel_for("tensor::sort_rows", locus::Range<gidx>(0, total / (b.inner * b.np * b.nq)), b);
     } else {
       const gidx chunks = (f.rows + PermuteRows::kChunk - 1) / PermuteRows::kChunk;
-      Kokkos::parallel_for("tensor::sort_rows", locus::HostRange<gidx>(0, chunks), f);
+      Kokkos::parallel_for("tensor::sort_rows", locus::Range<gidx>(0, chunks), f);
     }
   } else {
     const std::size_t pa = didx.find(sidx[r - 1]);  // source stride 1
@@ -369,7 +428,7 @@ void permute_kernel(const double* src, const std::string& sidx, const std::vecto
       f.odstep[f.outer] = dstr[j];
       ++f.outer;
     }
-    Kokkos::parallel_for("tensor::sort_transpose", locus::HostRange<gidx>(0, total / (f.na * f.nb)), f);
+    Kokkos::parallel_for("tensor::sort_transpose", locus::Range<gidx>(0, total / (f.na * f.nb)), f);
   }
   Kokkos::fence();
 }
@@ -383,9 +442,18 @@ void permute(const double* src, const std::string& sidx, const std::vector<gidx>
   permute_kernel(src, sidx, sdims, dst, didx, stream);
   const std::string key = sidx + ">" + didx;
   if (checked.count(key)) return;
-  std::vector<double> ref(static_cast<std::size_t>(product(sdims)));
-  permute_reference(src, sidx, sdims, ref.data(), didx);
-  if (!ref.empty() && std::memcmp(ref.data(), dst, ref.size() * sizeof(double)) != 0)
+  const std::size_t n = static_cast<std::size_t>(product(sdims));
+  std::vector<double> ref(n), hsrc, hdst;
+  const double* s = src;
+  const double* d = dst;
+  if constexpr (locus::kDeviceBuild) {  // the blocks are in device memory: compared on the host
+    hsrc = host_vector(src, n);
+    hdst = host_vector(dst, n);
+    s = hsrc.data();
+    d = hdst.data();
+  }
+  permute_reference(s, sidx, sdims, ref.data(), didx);
+  if (!ref.empty() && std::memcmp(ref.data(), d, ref.size() * sizeof(double)) != 0)
     throw locus::Error("tensor_contract: the sort kernel " + key + " differs from the reference kernel");
   checked.insert(key);
 }
@@ -517,6 +585,62 @@ struct HugePageAllocator {
 };
 using Buffer = std::vector<double, HugePageAllocator<double>>;
 
+// A block in device memory (locus::MemSpace of a device build): the
+// vector operations of Buffer the task loop uses. resize keeps no contents
+// (the loop overwrites every block it resizes).
+class DeviceBuffer {
+ public:
+  void resize(std::size_t n) {
+    if (n > v_.extent(0)) v_ = View(Kokkos::view_alloc(Kokkos::WithoutInitializing, "tensor::block"), n);
+    n_ = n;
+  }
+  void assign(std::size_t n, double x) {
+    resize(n);
+    if (n) Kokkos::deep_copy(Kokkos::subview(v_, std::make_pair(std::size_t{0}, n)), x);
+  }
+  double* data() const { return v_.data(); }
+  std::size_t size() const { return n_; }
+  void swap(DeviceBuffer& o) {
+    std::swap(v_, o.v_);
+    std::swap(n_, o.n_);
+  }
+
+ private:
+  using View = Kokkos::View<double*, locus::MemSpace>;
+  View v_;
+  std::size_t n_ = 0;
+};
+// The blocks the kernels read and write (staged and sorted operands, kept
+// sorted blocks, the product and the sorted result): in locus::MemSpace.
+// On a host build that is host memory, and they are the Buffer they always
+// were (nothing staged, nothing copied back).
+using Block = std::conditional_t<locus::kDeviceBuild, DeviceBuffer, Buffer>;
+
+// n doubles of a host block (a fetched tile, or one read in place in a
+// segment) where the kernels read them: `src` itself on a host build, a
+// copy in `stage` on a device build.
+const double* staged(const double* src, std::size_t n, Block& stage) {
+  if constexpr (locus::kDeviceBuild) {
+    stage.resize(n);
+    to_mem(src, stage.data(), n);
+    return stage.data();
+  }
+  (void)n;
+  (void)stage;
+  return src;
+}
+// A block the kernels wrote, where the host (the accumulates) reads it:
+// the block itself on a host build, a copy in `host` on a device build.
+const double* host_side(const Block& b, Buffer& host) {
+  if constexpr (locus::kDeviceBuild) {
+    host.resize(b.size());
+    to_host(b.data(), host.data(), b.size());
+    return host.data();
+  }
+  (void)host;
+  return b.data();
+}
+
 // Operand blocks of this node, sorted into matrix layout, kept for the
 // tasks that need them again: a block of A serves every task with the same
 // external tiles of A (4 tasks of 16 in the CCSD term with 2 tiles per
@@ -564,7 +688,7 @@ class SortedBlocks {
     int which = -1;
     gidx block = -1;
     std::uint64_t used = 0;
-    Buffer data;
+    Block data;
   };
   std::uint64_t clock_ = 0;
   std::vector<Slot> slots_;
@@ -600,6 +724,7 @@ class Loop {
         C_(C),
         st_(st),
         checked_(checked),
+        portable_(locus::kDeviceBuild || s.gemm == GemmKind::portable),
         cache_(s.sort_cache_bytes, std::max(largest_block(A), largest_block(B)), in_place_blocks(A, B)) {
     const Contraction& k = p.con;
     for (char ch : k.contracted) cntiles_.push_back(p.index.at(ch).tiles());
@@ -634,8 +759,9 @@ class Loop {
     if (strided_) {
       // straight from the matrix layout; cmat_ and cnext_ alternate so the
       // accumulates complete while the next task computes
-      accumulate_strided(cblock, cd, cmat_.data());
+      accumulate_strided(cblock, cd, host_side(cmat_, cmat_host_));
       cmat_.swap(cnext_);
+      cmat_host_.swap(cnext_host_);
       std::swap(accs_, accs_next_);
       st_.accumulate += MPI_Wtime() - t4;
     } else {
@@ -694,15 +820,16 @@ class Loop {
       gidx kk = 1;
       for (char ch : k.contracted) kk *= ad[k.a.find(ch)];
       // the sort: skipped when the block already is in matrix layout
-      const double* amat = asrc_[cur];
-      const double* bmat = bsrc_[cur];
-      if (k.a != a_dst_) amat = sorted(0, A_, pr.a, ad, a_dst_, asrc_[cur], ain_[cur], asort_);
-      if (k.b != b_dst_) bmat = sorted(1, B_, pr.b, bd, b_dst_, bsrc_[cur], bin_[cur], bsort_);
+      const double* amat = operand(0, A_, pr.a, ad, a_dst_, asrc_[cur], ain_[cur], astage_, asort_);
+      const double* bmat = operand(1, B_, pr.b, bd, b_dst_, bsrc_[cur], bin_[cur], bstage_, bsort_);
       double t2 = MPI_Wtime();
       st_.sort += t2 - t1;
-      cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m), static_cast<int>(nn),
-                  static_cast<int>(kk), 1.0, amat, static_cast<int>(kk), bmat, static_cast<int>(nn), 1.0,
-                  cmat_.data(), static_cast<int>(nn));
+      if (portable_)
+        gemm_portable(m, nn, kk, amat, bmat, cmat_.data());
+      else
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m), static_cast<int>(nn),
+                    static_cast<int>(kk), 1.0, amat, static_cast<int>(kk), bmat, static_cast<int>(nn), 1.0,
+                    cmat_.data(), static_cast<int>(nn));
       st_.dgemm += MPI_Wtime() - t2;
       st_.flops += 2.0 * double(m) * double(nn) * double(kk);
       count_product(m, nn, kk);
@@ -723,11 +850,24 @@ class Loop {
     return n;
   }
 
-  // Block `block` of operand `which` (0: A, 1: B) sorted into layout `to`:
-  // from the kept blocks when it was read in place (`in_place`) and is
-  // there, else sorted from `src` into a kept buffer or `scratch`.
+  // Block `block` of operand `which` (0: A, 1: B; host data at `src`) in
+  // matrix layout `to`, where the kernels read it: the block itself (staged
+  // into `stage` on a device build) when it already is in that layout, else
+  // sorted.
+  const double* operand(int which, const TiledTensor& t, gidx block, const std::vector<gidx>& dims,
+                        const std::string& to, const double* src, bool in_place, Block& stage,
+                        Block& scratch) {
+    if (t.indices() == to) return staged(src, static_cast<std::size_t>(t.size(block)), stage);
+    return sorted(which, t, block, dims, to, src, in_place, stage, scratch);
+  }
+
+  // Block `block` of operand `which` sorted into layout `to`: from the kept
+  // blocks when it was read in place (`in_place`) and is there, else sorted
+  // from `src` (staged into `stage` on a device build) into a kept buffer
+  // or `scratch`.
   const double* sorted(int which, const TiledTensor& t, gidx block, const std::vector<gidx>& dims,
-                       const std::string& to, const double* src, bool in_place, Buffer& scratch) {
+                       const std::string& to, const double* src, bool in_place, Block& stage,
+                       Block& scratch) {
     const std::size_t n = static_cast<std::size_t>(t.size(block));
     double* dst = nullptr;
     if (in_place) {
@@ -741,7 +881,7 @@ class Loop {
       scratch.resize(n);
       dst = scratch.data();
     }
-    permute(src, t.indices(), dims, dst, to, checked_, dst != scratch.data());
+    permute(staged(src, n, stage), t.indices(), dims, dst, to, checked_, dst != scratch.data());
     st_.sort_bytes += 16.0 * double(n);
     count_sort(n);
     ++st_.sorts;
@@ -763,9 +903,10 @@ class Loop {
       count_sort(cblk_.size());
       ++st_.sorts;
     }
+    const double* out = host_side(cblk_, cblk_host_);
     double t5 = MPI_Wtime();
     st_.sort += t5 - t4;
-    acc_ = locus::accumulate_async(C_.at(cblock), cblk_.data(), static_cast<std::size_t>(C_.size(cblock)),
+    acc_ = locus::accumulate_async(C_.at(cblock), out, static_cast<std::size_t>(C_.size(cblock)),
                                    locus::Op::sum);
     ++st_.accumulates;
     st_.accumulate += MPI_Wtime() - t5;
@@ -849,12 +990,14 @@ class Loop {
   TiledTensor &A_, &B_, &C_;
   LoopStats& st_;
   SortChecks& checked_;
+  bool portable_ = false;  // the product by gemm_portable, not CBLAS
   SortedBlocks cache_;
   std::vector<gidx> cntiles_;
   std::string a_dst_, b_dst_, c_mat_;
   std::vector<Pair> pairs_;
-  Buffer abuf_[2], bbuf_[2], asort_, bsort_, cmat_, cblk_;
-  Buffer cnext_;
+  Buffer abuf_[2], bbuf_[2];  // fetched blocks (host memory: the gets' targets)
+  Block astage_, bstage_, asort_, bsort_, cmat_, cblk_, cnext_;
+  Buffer cmat_host_, cnext_host_, cblk_host_;  // a device build's copies of cmat_, cnext_, cblk_ on the host
   std::vector<locus::Handle> accs_next_;
   bool ain_[2] = {false, false}, bin_[2] = {false, false};  // read in place (not fetched)
   const double* asrc_[2] = {nullptr, nullptr};

@@ -110,6 +110,10 @@ enum class CounterOwner { first, last };
 // outer indices: many small strided operations).
 enum class AccumulateKind { sorted, strided };
 
+// The tile product: CBLAS DGEMM (OpenBLAS), or the portable Kokkos kernel
+// (gemm.hpp; always on a device build, where the tiles are in device memory).
+enum class GemmKind { blas, portable };
+
 struct Schedule {
   Scheduling scheduling = Scheduling::nxtask;
   AccumulateKind accumulate = AccumulateKind::sorted;
@@ -117,6 +121,7 @@ struct Schedule {
   gidx chunk = 1;
   bool skip_first = false;
   int blas_threads = 1;
+  GemmKind gemm = GemmKind::blas;
   std::size_t sort_cache_bytes = 0;  // sorted operand blocks kept per rank (0: none)
 };
 
