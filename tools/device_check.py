@@ -33,10 +33,10 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 APPS = ["heat3d", "poisson5pt", "spmv", "tensor_contract"]
 # The mangled name of each app's namespace: kernels of its own carry it.
-# Apps whose kernels are device code on a device build; spmv's and
-# tensor_contract's run in the host execution space there (their data is
-# host memory: docs/building.md, "CUDA and HIP builds").
-DEVICE_KERNELS = {"heat3d", "poisson5pt"}
+# Apps whose kernels are device code on a device build; spmv's run in the
+# host execution space there (its data is host memory: docs/building.md,
+# "CUDA and HIP builds").
+DEVICE_KERNELS = {"heat3d", "poisson5pt", "tensor_contract"}
 APP_NAMESPACE = {"heat3d": "6heat3d", "poisson5pt": "10poisson5pt", "spmv": "4spmv",
                  "tensor_contract": "15tensor_contract"}
 
