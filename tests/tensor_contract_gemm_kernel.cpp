@@ -76,7 +76,7 @@ void check_product(gidx m, gidx n, gidx k, bool integer) {
   }
 }
 
-const gidx kSizes[][3] = {{1, 1, 1},  {1, 37, 5},  {29, 1, 17},  {16, 16, 16}, {17, 15, 33},
+const gidx kSizes[][3] = {{1, 1, 1},    {1, 37, 5},   {29, 1, 17}, {16, 16, 16}, {17, 15, 33},
                           {45, 37, 29}, {33, 18, 50}, {64, 48, 3}, {7, 100, 1},  {20, 9, 0}};
 
 TEST(TensorGemm, IntegersExactlyTheLoop) {
