@@ -46,8 +46,8 @@ locus::AppInfo app_info() {
   app.name = "tensor_contract";
   app.description =
       "Block tensor contraction C += A * B in NWChem TCE's get-compute-accumulate pattern: tiles on locus\n"
-      "segments, non-blocking gets with prefetch, sort, DGEMM (OpenBLAS), atomic accumulate, NXTASK "
-      "scheduling.";
+      "segments, non-blocking gets with prefetch, sort, DGEMM (OpenBLAS, or a portable Kokkos kernel), "
+      "atomic accumulate, NXTASK scheduling.";
   auto& s = app.schema;
   const long big = locus::Schema::kNoMax;
   profile_keys(s, "tensor_contract", "ccsd", 24, 8, "");
