@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "locus/async.hpp"
+#include "locus/collective.hpp"
 #include "locus/io.hpp"
 #include "locus/kokkos.hpp"
 #include "locus/limits.hpp"
@@ -490,8 +491,7 @@ locus::Tree results_of(const Context& ctx, const Schedule& sched, const Run& run
 void write_c_blocks(const Context& ctx, locus::H5Output& out, const TiledTensor& C, const Problem& p) {
   MPI_Comm comm = ctx.comm();
   long long mine = C.local_size(), before = 0, total = 0;
-  MPI_Exscan(&mine, &before, 1, MPI_LONG_LONG, MPI_SUM, comm);
-  if (ctx.rank() == 0) before = 0;
+  locus::exscan_sum(comm, &mine, &before, 1);
   MPI_Allreduce(&mine, &total, 1, MPI_LONG_LONG, MPI_SUM, comm);
   out.write_distributed("C_blocks", C.local(), static_cast<std::uint64_t>(mine),
                         static_cast<std::uint64_t>(before), static_cast<std::uint64_t>(total));
