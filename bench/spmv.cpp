@@ -231,11 +231,11 @@ spmv::GeneratorSpec generator(const Config& c, MPI_Comm comm, const std::string&
 // interleaved rounds. ops[k] is mode k's operator. All of them share one
 // copy of the matrix (the first operator's), so that the modes differ in
 // their communication only, not in where their matrix lies in memory.
-// ys: one y per operator.
+// ys: one y per operator (in the memory space the products write).
 struct MatrixRun {
   std::vector<std::string> modes;
   std::vector<std::unique_ptr<spmv::Operator>> ops;
-  std::vector<std::vector<double>> ys;
+  std::vector<spmv::Vector> ys;
   std::vector<ModeFigures> fig;
   std::vector<double> local_only, local_fraction, round_stream;
   double bytes = 0, lbytes = 0, nnz = 0;
@@ -255,13 +255,13 @@ void set_up(Run& run, const std::string& mname, MatrixRun& m) {
   std::vector<double> xin(static_cast<std::size_t>(n));
   for (gidx i = 0; i < n; ++i)
     xin[i] = spmv::hash_uniform(7, static_cast<std::uint64_t>(m.ops[0]->first() + i));
-  m.ys.assign(m.ops.size(), std::vector<double>(static_cast<std::size_t>(n)));
+  for (std::size_t k = 0; k < m.ops.size(); ++k) m.ys.emplace_back("bench::y", static_cast<std::size_t>(n));
   m.fig.assign(m.modes.size(), {});
   double b = m.ops[0]->model_bytes(), lb = m.ops[0]->local_model_bytes(), z = double(m.ops[0]->nnz());
   MPI_Allreduce(&b, &m.bytes, 1, MPI_DOUBLE, MPI_SUM, run.comm);
   MPI_Allreduce(&lb, &m.lbytes, 1, MPI_DOUBLE, MPI_SUM, run.comm);
   MPI_Allreduce(&z, &m.nnz, 1, MPI_DOUBLE, MPI_SUM, run.comm);
-  for (auto& op : m.ops) std::copy(xin.begin(), xin.end(), op->x());
+  for (auto& op : m.ops) op->set_x(xin.data());
   for (std::size_t k = 0; k < m.ops.size(); ++k) m.ops[k]->apply(m.ys[k].data());  // warm-up
 }
 
@@ -340,9 +340,12 @@ void time_modes(Run& run, MatrixRun& m) {
 // The same y in every mode, on every rank.
 bool same_y(MPI_Comm comm, const MatrixRun& m) {
   bool same = true;
-  for (std::size_t k = 1; k < m.ys.size(); ++k)
-    same = same && std::equal(m.ys[k].begin(), m.ys[k].end(), m.ys[0].begin(),
+  auto y0 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), m.ys[0]);
+  for (std::size_t k = 1; k < m.ys.size(); ++k) {
+    auto yk = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), m.ys[k]);
+    same = same && std::equal(yk.data(), yk.data() + yk.size(), y0.data(),
                               [](double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; });
+  }
   int all_same = same ? 1 : 0, everywhere = 0;
   MPI_Allreduce(&all_same, &everywhere, 1, MPI_INT, MPI_MIN, comm);
   return everywhere != 0;

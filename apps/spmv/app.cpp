@@ -335,11 +335,11 @@ void export_matrix(MPI_Comm comm, const RowBlock& rows, const std::string& path)
   locus::collective_require(comm, problem.empty(), problem);
 }
 
-// CG's vector operations as Kokkos kernels in locus::HostExecSpace (the
-// vectors are host vectors: ExecSpace on a host build). The dot
-// product is deterministic for any thread count: fixed blocks of kDotBlock
+// CG's vector operations as Kokkos kernels in locus::ExecSpace on vectors
+// in locus::MemSpace (spmv::Vector). The dot product is deterministic for
+// any thread count and execution space: fixed blocks of kDotBlock
 // entries, each summed in order by one thread, then the block sums in
-// order (dot_reference is the same sum as a plain loop).
+// order on the host (dot_reference is the same sum as a plain loop).
 constexpr gidx kDotBlock = 2048;
 
 double dot_reference(const double* a, const double* b, gidx n) {
@@ -366,15 +366,24 @@ struct DotBlocks {
   }
 };
 
-// The dot products of one solve or test over `comm`: the kernel's
-// per-block sums (kept between calls) and whether its first product was
-// checked against the reference yet.
+// The dot products of one solve or test over `comm` (a and b: n values
+// in the memory space): the kernel's per-block sums (kept between calls)
+// and whether its first product was checked against the reference yet.
 class Dot {
  public:
   explicit Dot(MPI_Comm comm) : comm_(comm) {}
   double operator()(const double* a, const double* b, gidx n) {
     double s = local(a, b, n), t = 0;
     if (!checked_) {
+      std::vector<double> ah, bh;  // host copies where a and b are device data
+      if constexpr (locus::kDeviceBuild) {
+        ah.resize(static_cast<std::size_t>(n));
+        bh.resize(static_cast<std::size_t>(n));
+        copy_to_host(ah.data(), a, n);
+        copy_to_host(bh.data(), b, n);
+        a = ah.data();
+        b = bh.data();
+      }
       const double r = dot_reference(a, b, n);
       if (std::memcmp(&r, &s, sizeof r) != 0)
         throw locus::Error("spmv: the dot-product kernel differs from the reference (" + std::to_string(s) +
@@ -390,16 +399,21 @@ class Dot {
  private:
   double local(const double* a, const double* b, gidx n) {
     const gidx nb = (n + kDotBlock - 1) / kDotBlock;
-    part_.resize(static_cast<std::size_t>(nb));
+    if (part_.extent(0) != static_cast<std::size_t>(nb)) {
+      part_ = Vector("spmv::dot_blocks", static_cast<std::size_t>(nb));
+      part_host_ = Kokkos::create_mirror_view(part_);
+    }
     if (nb > 0)
-      Kokkos::parallel_for("spmv::dot", locus::HostRange<gidx>(0, nb), DotBlocks{a, b, part_.data(), n});
+      Kokkos::parallel_for("spmv::dot", locus::Range<gidx>(0, nb), DotBlocks{a, b, part_.data(), n});
     Kokkos::fence();
+    Kokkos::deep_copy(part_host_, part_);  // (the same view on a host build: no copy)
     double total = 0;
-    for (gidx k = 0; k < nb; ++k) total += part_[k];
+    for (gidx k = 0; k < nb; ++k) total += part_host_(k);
     return total;
   }
   MPI_Comm comm_;
-  std::vector<double> part_;
+  Vector part_;
+  Vector::HostMirror part_host_;
   bool checked_ = false;
 };
 
@@ -414,6 +428,13 @@ struct CgUpdate {
     x[i] += alpha * p[i];
     r[i] -= alpha * ap[i];
   }
+};
+
+// r = b - r.
+struct Residual {
+  double* r;
+  const double* b;
+  KOKKOS_INLINE_FUNCTION void operator()(gidx i) const { r[i] = b[i] - r[i]; }
 };
 
 // p = r + beta p.
@@ -448,25 +469,32 @@ void add_mode_times(locus::Timers& timers, const ModeTimes& before, const ModeTi
   timers.add("wait", after.wait - before.wait);
 }
 
-// Unpreconditioned CG for A x = b, b = A x*, x0 = 0. With `timers` (the
-// app's): b and the first residual in `setup`, the iteration loop in `cg`
-// (the figure of merit's; `seconds` is its time), the true residual and
-// the error in `check`.
+// n values from `from` to `to`, both in the memory space.
+void copy_in_space(double* to, const double* from, gidx n) {
+  using Unmanaged = Kokkos::View<double*, locus::MemSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  if (n > 0) Kokkos::deep_copy(Unmanaged(to, n), Unmanaged(const_cast<double*>(from), n));
+}
+
+// Unpreconditioned CG for A x = b, b = A x*, x0 = 0, on vectors in the
+// memory space; x and x* (host vectors) are what the run writes. With
+// `timers` (the app's): b and the first residual in `setup`, the
+// iteration loop in `cg` (the figure of merit's; `seconds` is its time),
+// the true residual and the error in `check`.
 CgResult conjugate_gradients(MPI_Comm comm, Operator& op, const Settings& s, std::vector<double>& x,
                              std::vector<double>& xstar, bool show, locus::Timers* timers = nullptr) {
   const gidx n = op.rows();
+  const auto un = static_cast<std::size_t>(n);
   Dot dot(comm);
   CgResult res;
   if (timers) timers->start("setup");
-  xstar.assign(static_cast<std::size_t>(n), 0.0);
+  xstar.assign(un, 0.0);
   fill_vector(xstar.data(), op.first(), n, 7, s.ones);
-  std::vector<double> b(n), r(n), ap(n);
-  std::copy(xstar.begin(), xstar.end(), op.x());
+  Vector b("spmv::b", un), r("spmv::r", un), ap("spmv::ap", un), xs("spmv::x", un);  // (zeroed)
+  op.set_x(xstar.data());
   op.apply(b.data());
-  x.assign(static_cast<std::size_t>(n), 0.0);
-  r = b;
+  Kokkos::deep_copy(r, b);
   double* p = op.x();
-  std::copy(r.begin(), r.end(), p);
+  copy_in_space(p, r.data(), n);
   const double bnorm = std::sqrt(dot(b.data(), b.data(), n));
   double rr = dot(r.data(), r.data(), n);
   if (timers) timers->stop("setup");
@@ -482,13 +510,13 @@ CgResult conjugate_gradients(MPI_Comm comm, Operator& op, const Settings& s, std
     p = op.x();  // (rma: waits until the readers fetched p; nothing writes p before the update below)
     const double pap = dot(p, ap.data(), n);
     const double alpha = rr / pap;
-    Kokkos::parallel_for("spmv::cg_update", locus::HostRange<gidx>(0, n),
-                         CgUpdate{x.data(), r.data(), p, ap.data(), alpha});
+    Kokkos::parallel_for("spmv::cg_update", locus::Range<gidx>(0, n),
+                         CgUpdate{xs.data(), r.data(), p, ap.data(), alpha});
     Kokkos::fence();
     const double rr_new = dot(r.data(), r.data(), n);
     const double beta = rr_new / rr;
     rr = rr_new;
-    Kokkos::parallel_for("spmv::cg_direction", locus::HostRange<gidx>(0, n), CgDirection{p, r.data(), beta});
+    Kokkos::parallel_for("spmv::cg_direction", locus::Range<gidx>(0, n), CgDirection{p, r.data(), beta});
     Kokkos::fence();
     ++res.iterations;
     res.history.push_back(std::sqrt(rr) / bnorm);
@@ -510,10 +538,13 @@ CgResult conjugate_gradients(MPI_Comm comm, Operator& op, const Settings& s, std
   res.relative_residual = res.history.back();
   res.converged = res.relative_residual <= s.tolerance;
   // The true residual and the error.
-  std::copy(x.begin(), x.end(), op.x());
+  copy_in_space(op.x(), xs.data(), n);
   op.apply(ap.data());
-  for (gidx i = 0; i < n; ++i) ap[i] = b[i] - ap[i];
+  Kokkos::parallel_for("spmv::residual", locus::Range<gidx>(0, n), Residual{ap.data(), b.data()});
+  Kokkos::fence();
   res.true_residual = bnorm > 0 ? std::sqrt(dot(ap.data(), ap.data(), n)) / bnorm : 0.0;
+  x.resize(un);
+  copy_to_host(x.data(), xs.data(), n);
   double err = 0;
   for (gidx i = 0; i < n; ++i) err = std::max(err, std::fabs(x[i] - xstar[i]));
   MPI_Allreduce(&err, &res.max_error, 1, MPI_DOUBLE, MPI_MAX, comm);
@@ -530,14 +561,18 @@ CgResult conjugate_gradients(MPI_Comm comm, Operator& op, const Settings& s, std
 locus::Tree symmetry_test(MPI_Comm comm, Operator& op, long long row_nnz, bool& pass) {
   const gidx n = op.rows();
   Dot dot(comm);
-  std::vector<double> xv(n), yv(n), z(n);
-  fill_vector(xv.data(), op.first(), n, 11, false);
-  fill_vector(yv.data(), op.first(), n, 13, false);
+  const auto un = static_cast<std::size_t>(n);
+  std::vector<double> xh(un), yh(un);
+  fill_vector(xh.data(), op.first(), n, 11, false);
+  fill_vector(yh.data(), op.first(), n, 13, false);
+  Vector xv("spmv::sym_x", un), yv("spmv::sym_y", un), z("spmv::sym_z", un);
+  copy_to_space(xv.data(), xh.data(), n);
+  copy_to_space(yv.data(), yh.data(), n);
   const double xx = dot(xv.data(), xv.data(), n), yy = dot(yv.data(), yv.data(), n);
-  std::copy(yv.begin(), yv.end(), op.x());
+  op.set_x(yh.data());
   op.apply(z.data());
   const double xtay = dot(xv.data(), z.data(), n);
-  std::copy(xv.begin(), xv.end(), op.x());
+  op.set_x(xh.data());
   op.apply(z.data());
   const double ytax = dot(yv.data(), z.data(), n);
   double anorm = 0, mine = op.row_abs_max();
@@ -698,18 +733,21 @@ bool check_symmetry(MPI_Comm comm, const Settings& s, const MatrixInfo& info, Op
   return run_sym;
 }
 
-// The vectors a run writes, and CG's outcome.
+// The vectors a run writes (host vectors; y is copied from y_space, where
+// the products write it), and CG's outcome.
 struct Solution {
   std::vector<double> xin, y, xsol, xstar;
+  Vector y_space;
   CgResult cg;
   locus::RepeatTimes product_times;  // each timed product on this rank (solver none)
 };
 
 // One untimed product checks the kernels against the reference ones.
-void check_kernels(Operator& op, const Settings& s, std::vector<double>& y, locus::Tree& results) {
+void check_kernels(Operator& op, const Settings& s, Vector& y, locus::Tree& results) {
   if (!op.kernel_checked()) {
-    double* x = op.x();
-    fill_vector(x, op.first(), op.rows(), 7, s.ones);
+    std::vector<double> x(static_cast<std::size_t>(op.rows()));
+    fill_vector(x.data(), op.first(), op.rows(), 7, s.ones);
+    op.set_x(x.data());
     op.apply(y.data());
   }
   locus::Tree k = locus::kernels_summary(false, op.kernel_space());
@@ -726,9 +764,8 @@ void time_products(MPI_Comm comm, Operator& op, const Settings& s, locus::Timers
   timers.start("products");
   for (long rep = 0; rep < s.repetitions; ++rep) {
     const double t0 = MPI_Wtime();
-    double* x = op.x();
-    std::copy(sol.xin.begin(), sol.xin.end(), x);
-    op.apply(sol.y.data());
+    op.set_x(sol.xin.data());
+    op.apply(sol.y_space.data());
     sol.product_times.add(MPI_Wtime() - t0);
   }
   add_mode_times(timers, before, op.times());  // (while products runs: its parts)
@@ -740,8 +777,8 @@ void solve_cg(MPI_Comm comm, Operator& op, const Settings& s, bool show, locus::
   sol.cg = conjugate_gradients(comm, op, s, sol.xsol, sol.xstar, show, &timers);
   // y = A x (the solution)
   auto t = timers.scope("check");
-  std::copy(sol.xsol.begin(), sol.xsol.end(), op.x());
-  op.apply(sol.y.data());
+  op.set_x(sol.xsol.data());
+  op.apply(sol.y_space.data());
   const CgResult& cg = sol.cg;
   locus::Tree c;
   c["iterations"] = cg.iterations;
@@ -762,15 +799,17 @@ Solution solve(const Context& ctx, const Settings& s, Operator& op, locus::Timer
   const bool show = ctx.show_progress();
   Solution sol;
   sol.y.resize(static_cast<std::size_t>(op.rows()));
+  sol.y_space = Vector("spmv::y", sol.y.size());
   {
     auto t = timers.scope("check");
-    check_kernels(op, s, sol.y, results);
+    check_kernels(op, s, sol.y_space, results);
   }
   op.reset_times();
   if (!s.cg)
     time_products(ctx.comm(), op, s, timers, sol);
   else
     solve_cg(ctx.comm(), op, s, show, timers, sol, results, validation, pass);
+  copy_to_host(sol.y.data(), sol.y_space.data(), op.rows());
   return sol;
 }
 

@@ -74,7 +74,10 @@ struct Operator::TaskThread {
 // The split storage, built once from the rows: the local part (all rows,
 // columns < rows) and the remote part (only rows with halo entries; its
 // columns index x after the owned part), the thread ranges by nonzeros
-// over both, and what the rma plan is built from.
+// over both, and what the rma plan is built from. The arrays are host
+// vectors (the reference kernels and the traffic model read them); the
+// kernels read them through `space`, views of the memory space: on a
+// host build the same memory, on a device build copies.
 struct Operator::Matrix {
   std::vector<gidx> lptr;
   std::vector<std::int32_t> lcol;
@@ -85,7 +88,60 @@ struct Operator::Matrix {
   std::vector<gidx> lsplit, rsplit;
   std::vector<gidx> halo;    // the global columns of the halo, ascending
   std::vector<gidx> starts;  // the partition: first row of every rank
+  template <class T>
+  using SpaceView = Kokkos::View<const T*, locus::MemSpace>;
+  struct {
+    SpaceView<gidx> lptr, rrow, rptr;
+    SpaceView<std::int32_t> lcol, rcol;
+    SpaceView<double> lval, rval;
+  } space;
+  void to_space();
 };
+
+namespace {
+
+// A host vector as seen by the kernels: the vector itself where the
+// memory space is the host's, else a copy in the memory space.
+template <class T>
+Kokkos::View<const T*, locus::MemSpace> in_space(const std::vector<T>& v, const char* label) {
+  if constexpr (!locus::kDeviceBuild) {
+    return Kokkos::View<const T*, locus::MemSpace>(v.data(), v.size());
+  } else {
+    Kokkos::View<T*, locus::MemSpace> d(Kokkos::view_alloc(Kokkos::WithoutInitializing, label), v.size());
+    Kokkos::deep_copy(d, Kokkos::View<const T*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
+                             v.data(), v.size()));
+    return d;
+  }
+}
+
+template <class T>
+using HostUnmanaged = Kokkos::View<T*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+template <class T>
+using SpaceUnmanaged = Kokkos::View<T*, locus::MemSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+
+}  // namespace
+
+void Operator::Matrix::to_space() {
+  space.lptr = in_space(lptr, "spmv::lptr");
+  space.lcol = in_space(lcol, "spmv::lcol");
+  space.lval = in_space(lval, "spmv::lval");
+  space.rrow = in_space(rrow, "spmv::rrow");
+  space.rptr = in_space(rptr, "spmv::rptr");
+  space.rcol = in_space(rcol, "spmv::rcol");
+  space.rval = in_space(rval, "spmv::rval");
+}
+
+void copy_to_space(double* space, const double* host, gidx n) {
+  const auto count = static_cast<std::size_t>(n);
+  if (count > 0 && space != host)
+    Kokkos::deep_copy(SpaceUnmanaged<double>(space, count), HostUnmanaged<const double>(host, count));
+}
+
+void copy_to_host(double* host, const double* space, gidx n) {
+  const auto count = static_cast<std::size_t>(n);
+  if (count > 0 && space != host)
+    Kokkos::deep_copy(HostUnmanaged<double>(host, count), SpaceUnmanaged<const double>(space, count));
+}
 
 namespace {
 
@@ -251,6 +307,7 @@ void Operator::split_storage(const RowBlock& rows, std::vector<gidx> halo, const
   a->rsplit = split_by_nonzeros(a->rptr, static_cast<gidx>(a->rrow.size()), threads_);
   a->halo = std::move(halo);
   a->starts = starts;
+  a->to_space();
   a_ = std::move(a);
 }
 
@@ -258,14 +315,14 @@ void Operator::split_storage(const RowBlock& rows, std::vector<gidx> halo, const
 // it lives in the memory space instead, out of the core's reach: its
 // entries travel packed, through host segments.
 void Operator::allocate_x(gidx nhalo) {
-  staged_ = locus::staging_active<locus::HostMemSpace>();
+  staged_ = locus::staging_active<locus::MemSpace>();
   const auto xsize = static_cast<std::size_t>(nrows_ + nhalo);
   if (staged_) {
-    xview_ = Kokkos::View<double*, locus::HostMemSpace>("spmv::x", xsize);  // zeroed
+    xview_ = Vector("spmv::x", xsize);  // zeroed
     xext_ = xview_.data();
-    stage_send_ =
-        locus::StagingBuffer<double, locus::HostMemSpace>(team_, send_idx_.size(), "spmv::stage_send");
+    stage_send_ = locus::StagingBuffer<double, locus::MemSpace>(team_, send_idx_.size(), "spmv::stage_send");
     stage_recv_ = locus::Array<double>(team_, static_cast<std::size_t>(nhalo));
+    send_idx_space_ = in_space(send_idx_, "spmv::send_idx");
   } else {
     xseg_ = locus::Array<double>(team_, xsize);
     xext_ = xseg_.data();
@@ -352,8 +409,11 @@ double* Operator::x() {
   return xext_;
 }
 
-void Operator::local_rows(double* y, gidx r0, gidx r1) const {
-  const double* x = xext_;
+void Operator::set_x(const double* host) {
+  copy_to_space(x(), host, nrows_);
+}
+
+void Operator::local_rows(const double* x, double* y, gidx r0, gidx r1) const {
   const gidx* ptr = a_->lptr.data();
   const std::int32_t* col = a_->lcol.data();
   const double* val = a_->lval.data();
@@ -375,8 +435,7 @@ void Operator::local_rows(double* y, gidx r0, gidx r1) const {
   }
 }
 
-void Operator::remote_rows(double* y, gidx k0, gidx k1) const {
-  const double* x = xext_;
+void Operator::remote_rows(const double* x, double* y, gidx k0, gidx k1) const {
   for (gidx kk = k0; kk < k1; ++kk) {
     double s = 0;
     for (gidx k = a_->rptr[kk]; k < a_->rptr[kk + 1]; ++k) s += a_->rval[k] * x[a_->rcol[k]];
@@ -482,19 +541,19 @@ struct Pack {
 
 }  // namespace
 
-// The products run as Kokkos kernels in locus::HostExecSpace: ExecSpace on
-// a host build; on a device build the host space, since x, y and the
-// matrix are host data the app reads and writes in place. A Kokkos whose
-// execution space has one thread (Debian's Serial) cannot thread them, so
-// spmv.threads > 1 then keeps OpenMP over row ranges of equal nonzeros
-// (the same kernels, called per range).
+// The products run as Kokkos kernels in locus::ExecSpace on the matrix,
+// x and y in locus::MemSpace (the device's on a device build). A host
+// Kokkos whose execution space has one thread (Debian's Serial) cannot
+// thread them, so spmv.threads > 1 then keeps OpenMP over row ranges of
+// equal nonzeros (the same kernels, called per range).
 bool Operator::openmp_threads() const {
-  return threads_ > 1 && locus::HostExecSpace().concurrency() == 1;
+  return locus::kHostExec && threads_ > 1 && locus::ExecSpace().concurrency() == 1;
 }
 
 void Operator::compute_local(double* y) {
-  const LocalProduct f{a_->lptr.data(), a_->lcol.data(),   a_->lval.data(), xext_, y,
-                       nrows_,          locus::host_avx2()};
+  const auto& m = a_->space;
+  const LocalProduct f{
+      m.lptr.data(), m.lcol.data(), m.lval.data(), xext_, y, nrows_, locus::kHostExec && locus::host_avx2()};
   if (openmp_threads()) {
 #pragma omp parallel num_threads(threads_)
     {
@@ -503,12 +562,13 @@ void Operator::compute_local(double* y) {
     }
     return;
   }
-  Kokkos::parallel_for("spmv::local", locus::HostRange<gidx>(0, f.chunks()), f);
+  Kokkos::parallel_for("spmv::local", locus::Range<gidx>(0, f.chunks()), f);
   Kokkos::fence();
 }
 
 void Operator::compute_remote(double* y) {
-  const RemoteProduct f{a_->rrow.data(), a_->rptr.data(), a_->rcol.data(), a_->rval.data(), xext_, y};
+  const auto& m = a_->space;
+  const RemoteProduct f{m.rrow.data(), m.rptr.data(), m.rcol.data(), m.rval.data(), xext_, y};
   const gidx nr = static_cast<gidx>(a_->rrow.size());
   if (openmp_threads()) {
 #pragma omp parallel num_threads(threads_)
@@ -518,20 +578,32 @@ void Operator::compute_remote(double* y) {
     }
     return;
   }
-  if (nr > 0) Kokkos::parallel_for("spmv::remote", locus::HostRange<gidx>(0, nr), f);
+  if (nr > 0) Kokkos::parallel_for("spmv::remote", locus::Range<gidx>(0, nr), f);
   Kokkos::fence();
 }
 
 std::string Operator::kernel_space() const {
-  return openmp_threads() ? "OpenMP" : locus::HostExecSpace::name();
+  return openmp_threads() ? "OpenMP" : locus::ExecSpace::name();
 }
 
-void Operator::check_against_reference(const double* y) {
-  std::vector<double> ref(static_cast<std::size_t>(nrows_));
+// The reference kernels run on the host, on host copies of x and y where
+// these live in a device's memory.
+void Operator::check_against_reference(const double* y_space) {
+  const gidx nx = nrows_ + static_cast<gidx>(a_->halo.size());
+  std::vector<double> ref(static_cast<std::size_t>(nrows_)), xh, yh;
+  const double *x = xext_, *y = y_space;
+  if constexpr (locus::kDeviceBuild) {
+    xh.resize(static_cast<std::size_t>(nx));
+    yh.resize(static_cast<std::size_t>(nrows_));
+    copy_to_host(xh.data(), xext_, nx);
+    copy_to_host(yh.data(), y_space, nrows_);
+    x = xh.data();
+    y = yh.data();
+  }
   {
     locus::Region region("spmv::reference");
-    local_rows(ref.data(), 0, nrows_);
-    remote_rows(ref.data(), 0, static_cast<gidx>(a_->rrow.size()));
+    local_rows(x, ref.data(), 0, nrows_);
+    remote_rows(x, ref.data(), 0, static_cast<gidx>(a_->rrow.size()));
   }
   gidx differ = 0;
   for (gidx i = 0; i < nrows_; ++i) differ += std::memcmp(&ref[i], &y[i], sizeof(double)) != 0;
@@ -549,8 +621,8 @@ void Operator::check_against_reference(const double* y) {
 void Operator::stage_pack() {
   const auto n = static_cast<gidx>(send_idx_.size());
   if (n > 0)
-    Kokkos::parallel_for("spmv::stage_pack", locus::HostRange<gidx>(0, n),
-                         Pack{send_idx_.data(), xext_, stage_send_.device()});
+    Kokkos::parallel_for("spmv::stage_pack", locus::Range<gidx>(0, n),
+                         Pack{send_idx_space_.data(), xext_, stage_send_.device()});
   Kokkos::fence();
   stage_send_.to_host();
 }

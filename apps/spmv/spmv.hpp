@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "locus/app.hpp"
+#include "locus/kokkos.hpp"
 #include "locus/profile.hpp"
 #include "locus/segment.hpp"
 #include "locus/staging.hpp"
@@ -26,6 +27,16 @@
 namespace spmv {
 
 using gidx = std::int64_t;
+
+// Vectors the products read and write live in the apps' memory space
+// (locus::MemSpace: the host's on a host build, the device's on a device
+// build); the products and CG's vector kernels run in locus::ExecSpace.
+// Pointers named "in the memory space" below point there.
+using Vector = Kokkos::View<double*, locus::MemSpace>;
+// n doubles from host memory into the memory space, and back (on a host
+// build, plain copies). Both complete on return.
+void copy_to_space(double* space, const double* host, gidx n);
+void copy_to_host(double* host, const double* space, gidx n);
 
 locus::AppInfo app_info();
 int run(locus::Context& ctx);
@@ -140,17 +151,20 @@ class Operator {
   // max_i sum_j |a_ij| over this rank's rows
   double row_abs_max() const { return row_abs_max_; }
 
-  // The owned part of x (rows() values). Write x here before apply(); in
-  // rma mode the call first waits until every reader has fetched the
-  // previous x.
+  // The owned part of x (rows() values, in the memory space). Write x
+  // here before apply(); in rma mode the call first waits until every
+  // reader has fetched the previous x.
   double* x();
-  // y = A x (y holds rows() values). Collective in the sense that every
-  // rank must call it the same number of times.
+  // x() filled from rows() values in host memory.
+  void set_x(const double* host);
+  // y = A x (y: rows() values in the memory space). Collective in the
+  // sense that every rank must call it the same number of times.
   void apply(double* y);
 
   // The local part alone (y = A_local x_owned), for the bandwidth
   // measurement of the benchmark; and its traffic by the same model.
-  // local_rows and remote_rows are the plain reference kernels.
+  // local_rows and remote_rows are the plain reference kernels (host
+  // code on host copies).
   void apply_local(double* y) { compute_local(y); }
   double local_model_bytes() const;
 
@@ -167,8 +181,8 @@ class Operator {
   void build_rma_plan();
   void set_up_mode();  // x and the mode's state (both constructors end here)
 
-  void local_rows(double* y, gidx r0, gidx r1) const;
-  void remote_rows(double* y, gidx k0, gidx k1) const;
+  void local_rows(const double* x, double* y, gidx r0, gidx r1) const;
+  void remote_rows(const double* x, double* y, gidx k0, gidx k1) const;
   void compute_local(double* y);
   void compute_remote(double* y);
   bool openmp_threads() const;
@@ -188,16 +202,18 @@ class Operator {
   struct Matrix;
   std::shared_ptr<const Matrix> a_;
   // x: owned part then halo, in a locus segment (rma reads it in place);
-  // on the staging path (comm.staging) in a View of the memory space
-  // (HostMemSpace: the host's on a device build) instead, which only
-  // kernels and copies touch
+  // on the staging path (comm.staging, and always on a device build) in
+  // a View of the memory space instead, which only kernels and copies
+  // touch
   locus::Array<double> xseg_;
-  Kokkos::View<double*, locus::HostMemSpace> xview_;
+  Vector xview_;
   double* xext_ = nullptr;
   // staging: send_idx_'s entries packed, in the app's space and a host
-  // segment; the halo part as received, in a host segment
+  // segment; the halo part as received, in a host segment; send_idx_ in
+  // the memory space for the pack kernel
   bool staged_ = false;
-  locus::StagingBuffer<double, locus::HostMemSpace> stage_send_;
+  locus::StagingBuffer<double, locus::MemSpace> stage_send_;
+  Kokkos::View<const std::int32_t*, locus::MemSpace> send_idx_space_;
   locus::Array<double> stage_recv_;
   void stage_pack();
   void stage_unpack();
@@ -221,7 +237,7 @@ class Operator {
   // True once the first product matched the reference kernels bitwise.
   bool kernel_checked() const { return checked_; }
   // Where the products run: the Kokkos execution space, or "OpenMP" (a
-  // one-thread Kokkos with spmv.threads > 1).
+  // one-thread host Kokkos with spmv.threads > 1).
   std::string kernel_space() const;
 };
 
