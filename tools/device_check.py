@@ -33,10 +33,6 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 APPS = ["heat3d", "poisson5pt", "spmv", "tensor_contract"]
 # The mangled name of each app's namespace: kernels of its own carry it.
-# Apps whose kernels are device code on a device build; spmv's run in the
-# host execution space there (its data is host memory: docs/building.md,
-# "CUDA and HIP builds").
-DEVICE_KERNELS = {"heat3d", "poisson5pt", "tensor_contract"}
 APP_NAMESPACE = {"heat3d": "6heat3d", "poisson5pt": "10poisson5pt", "spmv": "4spmv",
                  "tensor_contract": "15tensor_contract"}
 
@@ -178,11 +174,9 @@ def device_code(a, devices, app):
     ns = APP_NAMESPACE[app]
     own = sorted({m for m in re.findall(r"\b(_Z\S+)", s.stdout) if ns in m})
     text = "%d ELF files (%s), %d kernels of %s" % (len(elves), ", ".join(archs), len(own), app)
-    if app not in DEVICE_KERNELS:
-        text += " (its kernels run on the host by design)"
     if a.arch and a.arch not in archs:
         return False, text + "; none for %s" % a.arch
-    if app in DEVICE_KERNELS and not own:
+    if not own:
         return False, text + "; expected its kernels as device code"
     return True, text
 

@@ -107,7 +107,8 @@ Kokkos::View<const T*, locus::MemSpace> in_space(const std::vector<T>& v, const 
   if constexpr (!locus::kDeviceBuild) {
     return Kokkos::View<const T*, locus::MemSpace>(v.data(), v.size());
   } else {
-    Kokkos::View<T*, locus::MemSpace> d(Kokkos::view_alloc(Kokkos::WithoutInitializing, label), v.size());
+    Kokkos::View<T*, locus::MemSpace> d(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)),
+                                        v.size());
     Kokkos::deep_copy(d, Kokkos::View<const T*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
                              v.data(), v.size()));
     return d;
