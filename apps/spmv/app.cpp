@@ -376,14 +376,8 @@ class Dot {
     double s = local(a, b, n), t = 0;
     if (!checked_) {
       std::vector<double> ah, bh;  // host copies where a and b are device data
-      if constexpr (locus::kDeviceBuild) {
-        ah.resize(static_cast<std::size_t>(n));
-        bh.resize(static_cast<std::size_t>(n));
-        copy_to_host(ah.data(), a, n);
-        copy_to_host(bh.data(), b, n);
-        a = ah.data();
-        b = bh.data();
-      }
+      a = host_readable(a, n, ah);
+      b = host_readable(b, n, bh);
       const double r = dot_reference(a, b, n);
       if (std::memcmp(&r, &s, sizeof r) != 0)
         throw locus::Error("spmv: the dot-product kernel differs from the reference (" + std::to_string(s) +

@@ -144,6 +144,13 @@ void copy_to_host(double* host, const double* space, gidx n) {
     Kokkos::deep_copy(HostUnmanaged<double>(host, count), SpaceUnmanaged<const double>(space, count));
 }
 
+const double* host_readable(const double* space, gidx n, std::vector<double>& keep) {
+  if constexpr (!locus::kDeviceBuild) return space;
+  keep.resize(static_cast<std::size_t>(n));
+  copy_to_host(keep.data(), space, n);
+  return keep.data();
+}
+
 namespace {
 
 constexpr int kTag = 7301;
@@ -592,15 +599,8 @@ std::string Operator::kernel_space() const {
 void Operator::check_against_reference(const double* y_space) {
   const gidx nx = nrows_ + static_cast<gidx>(a_->halo.size());
   std::vector<double> ref(static_cast<std::size_t>(nrows_)), xh, yh;
-  const double *x = xext_, *y = y_space;
-  if constexpr (locus::kDeviceBuild) {
-    xh.resize(static_cast<std::size_t>(nx));
-    yh.resize(static_cast<std::size_t>(nrows_));
-    copy_to_host(xh.data(), xext_, nx);
-    copy_to_host(yh.data(), y_space, nrows_);
-    x = xh.data();
-    y = yh.data();
-  }
+  const double* x = host_readable(xext_, nx, xh);
+  const double* y = host_readable(y_space, nrows_, yh);
   {
     locus::Region region("spmv::reference");
     local_rows(x, ref.data(), 0, nrows_);
