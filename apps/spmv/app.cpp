@@ -73,7 +73,7 @@ locus::AppInfo app_info() {
       .integer(
           "spmv.threads", 1, 1, 1024,
           "compute threads (OpenMP) per rank, at most the node's cores; task mode adds one communication "
-          "thread")
+          "thread; a device build runs the products on the device and ignores it")
       .choice("spmv.solver", "none", {"none", "cg"},
               "none: spmv.repetitions products y = A x; cg: unpreconditioned conjugate gradients for A x = b "
               "with b = A x* for a known x*")
