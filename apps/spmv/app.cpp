@@ -463,12 +463,6 @@ void add_mode_times(locus::Timers& timers, const ModeTimes& before, const ModeTi
   timers.add("wait", after.wait - before.wait);
 }
 
-// n values from `from` to `to`, both in the memory space.
-void copy_in_space(double* to, const double* from, gidx n) {
-  using Unmanaged = Kokkos::View<double*, locus::MemSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
-  if (n > 0) Kokkos::deep_copy(Unmanaged(to, n), Unmanaged(const_cast<double*>(from), n));
-}
-
 // Unpreconditioned CG for A x = b, b = A x*, x0 = 0, on vectors in the
 // memory space; x and x* (host vectors) are what the run writes. With
 // `timers` (the app's): b and the first residual in `setup`, the

@@ -144,6 +144,12 @@ void copy_to_host(double* host, const double* space, gidx n) {
     Kokkos::deep_copy(HostUnmanaged<double>(host, count), SpaceUnmanaged<const double>(space, count));
 }
 
+void copy_in_space(double* to, const double* from, gidx n) {
+  const auto count = static_cast<std::size_t>(n);
+  if (count > 0 && to != from)
+    Kokkos::deep_copy(SpaceUnmanaged<double>(to, count), SpaceUnmanaged<const double>(from, count));
+}
+
 const double* host_readable(const double* space, gidx n, std::vector<double>& keep) {
   if constexpr (!locus::kDeviceBuild) return space;
   keep.resize(static_cast<std::size_t>(n));

@@ -37,6 +37,8 @@ using Vector = Kokkos::View<double*, locus::MemSpace>;
 // build, plain copies). Both complete on return.
 void copy_to_space(double* space, const double* host, gidx n);
 void copy_to_host(double* host, const double* space, gidx n);
+// n values from `from` to `to`, both in the memory space.
+void copy_in_space(double* to, const double* from, gidx n);
 // n values of the memory space readable on the host: `space` itself on a
 // host build, else a copy kept in `keep`.
 const double* host_readable(const double* space, gidx n, std::vector<double>& keep);
