@@ -10,6 +10,7 @@
 #include "locus/io.hpp"
 #include "locus/kokkos.hpp"
 #include "locus/report.hpp"
+#include "locus/wait.hpp"
 
 namespace heat3d {
 
@@ -168,7 +169,7 @@ Outcome integrate(const Context& ctx, Solver& solver, const Settings& s, History
   Outcome out;
   double res = h.residuals.empty() ? HUGE_VAL : h.residuals.back();
   out.converged = s.tolerance > 0 && res < s.tolerance;
-  MPI_Barrier(ctx.comm());
+  locus::yielding::barrier(ctx.comm());
   timers.start("solve");
   while (!out.converged && h.step < s.max_steps) {
     const double t0 = MPI_Wtime();
@@ -340,7 +341,7 @@ void report_run(const Context& ctx, const Solver& solver, const locus::Timers& t
   const double cells = double(p.n[0]) * double(p.n[1]) * double(p.n[2]);
   const double updates = cells * double(outcome.history.step - first_step);
   double compute = timers.seconds("compute");
-  MPI_Allreduce(MPI_IN_PLACE, &compute, 1, MPI_DOUBLE, MPI_MAX, ctx.comm());
+  locus::yielding::allreduce(MPI_IN_PLACE, &compute, 1, MPI_DOUBLE, MPI_MAX, ctx.comm());
   results["figure_of_merit"] = locus::figure_of_merit(
       "cell updates per second", updates / 1e6, "Mcell_updates/s", timers, "solve",
       "the whole time loop of the slowest rank: compute, halo exchange and residual reductions "

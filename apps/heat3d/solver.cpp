@@ -508,7 +508,7 @@ double reduce_interior(const HostField3D& u, const locus::CartDecomp& dc, double
 double Solver::global_min() const {
   double v = reduce_interior(locus::host_copy(u_), decomp_, std::numeric_limits<double>::infinity(),
                              [](double m, double x, long, long, long) { return std::min(m, x); });
-  MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_DOUBLE, MPI_MIN, comm_);
+  locus::yielding::allreduce(MPI_IN_PLACE, &v, 1, MPI_DOUBLE, MPI_MIN, comm_);
   return v;
 }
 
@@ -516,14 +516,14 @@ bool Solver::all_finite() const {
   double bad = reduce_interior(locus::host_copy(u_), decomp_, 0.0, [](double m, double x, long, long, long) {
     return std::isfinite(x) ? m : m + 1;
   });
-  MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_DOUBLE, MPI_SUM, comm_);
+  locus::yielding::allreduce(MPI_IN_PLACE, &bad, 1, MPI_DOUBLE, MPI_SUM, comm_);
   return bad == 0;
 }
 
 double Solver::global_max() const {
   double v = reduce_interior(locus::host_copy(u_), decomp_, -std::numeric_limits<double>::infinity(),
                              [](double m, double x, long, long, long) { return std::max(m, x); });
-  MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_DOUBLE, MPI_MAX, comm_);
+  locus::yielding::allreduce(MPI_IN_PLACE, &v, 1, MPI_DOUBLE, MPI_MAX, comm_);
   return v;
 }
 
@@ -538,7 +538,7 @@ double Solver::centre_value() const {
     mine = mine && c[d] >= 1 && c[d] <= n[d];
   }
   if (mine) Kokkos::deep_copy(v, Kokkos::subview(u_.view(), c[2], c[1], c[0]));
-  MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_DOUBLE, MPI_MAX, comm_);
+  locus::yielding::allreduce(MPI_IN_PLACE, &v, 1, MPI_DOUBLE, MPI_MAX, comm_);
   return v;
 }
 
@@ -549,7 +549,7 @@ double Solver::sine_relative_error(double amplitude) const {
         double expect = amplitude * initial_value(o[0] + i - 1, o[1] + j - 1, o[2] + k - 1);
         return std::max(m, std::fabs(x - expect));
       });
-  MPI_Allreduce(MPI_IN_PLACE, &err, 1, MPI_DOUBLE, MPI_MAX, comm_);
+  locus::yielding::allreduce(MPI_IN_PLACE, &err, 1, MPI_DOUBLE, MPI_MAX, comm_);
   // The largest |u0| on the grid: the product of the largest sine per axis.
   double peak = 1.0;
   for (int d = 0; d < 3; ++d) {

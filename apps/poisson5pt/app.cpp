@@ -6,6 +6,7 @@
 
 #include "locus/io.hpp"
 #include "locus/report.hpp"
+#include "locus/wait.hpp"
 #include "poisson5pt.hpp"
 
 namespace poisson5pt {
@@ -317,7 +318,7 @@ void report_solve(const Context& ctx, const Settings& s, SolverBase& solver, con
   results["time_per_iteration"] = per_it;
   const double updates = double(p.n) * double(p.n) * double(r.iterations);
   double compute = timers.seconds("compute");
-  MPI_Allreduce(MPI_IN_PLACE, &compute, 1, MPI_DOUBLE, MPI_MAX, ctx.comm());
+  locus::yielding::allreduce(MPI_IN_PLACE, &compute, 1, MPI_DOUBLE, MPI_MAX, ctx.comm());
   results["figure_of_merit"] = locus::figure_of_merit(
       "point updates per second", updates / 1e6, "Mpoint_updates/s", timers, "solve",
       "the whole iteration loop of the slowest rank: sweeps, halo exchanges and residual checks", ctx.comm(),

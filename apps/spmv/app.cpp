@@ -19,6 +19,7 @@
 #include "locus/limits.hpp"
 #include "locus/report.hpp"
 #include "locus/rma.hpp"
+#include "locus/wait.hpp"
 #include "spmv.hpp"
 
 namespace spmv {
@@ -248,7 +249,7 @@ void check_export_space(MPI_Comm comm, const RowBlock& rows, const std::string& 
       bytes +=
           std::snprintf(line, sizeof line, "%lld %lld %.17g\n", static_cast<long long>(rows.first + i + 1),
                         static_cast<long long>(rows.col[k] + 1), rows.val[k]);
-  MPI_Allreduce(MPI_IN_PLACE, &bytes, 1, MPI_DOUBLE, MPI_SUM, comm);
+  locus::yielding::allreduce(MPI_IN_PLACE, &bytes, 1, MPI_DOUBLE, MPI_SUM, comm);
   double avail = -1;
   if (rank == 0) {
     const std::string dir = std::filesystem::path(tmp).parent_path().string();
@@ -256,7 +257,7 @@ void check_export_space(MPI_Comm comm, const RowBlock& rows, const std::string& 
     if (::statvfs(dir.empty() ? "." : dir.c_str(), &fs) == 0)
       avail = static_cast<double>(fs.f_bavail) * static_cast<double>(fs.f_frsize);
   }
-  MPI_Bcast(&avail, 1, MPI_DOUBLE, 0, comm);
+  locus::yielding::bcast(&avail, 1, MPI_DOUBLE, 0, comm);
   const double need = bytes + 64.0 * 1024;  // the header and the file system's blocks
   char text[160];
   std::snprintf(text, sizeof text, "needs %.1f MiB more, the file system has %.1f MiB free", need / 1048576.0,
@@ -275,7 +276,7 @@ void export_matrix(MPI_Comm comm, const RowBlock& rows, const std::string& path)
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
   long long nnz = rows.nnz(), total = 0;
-  MPI_Allreduce(&nnz, &total, 1, MPI_LONG_LONG, MPI_SUM, comm);
+  locus::yielding::allreduce(&nnz, &total, 1, MPI_LONG_LONG, MPI_SUM, comm);
   const std::string tmp = path + ".tmp";
   std::string problem;
   if (rank == 0) {
@@ -318,11 +319,11 @@ void export_matrix(MPI_Comm comm, const RowBlock& rows, const std::string& path)
       }
     }
     int bad = problem.empty() ? 0 : 1, any = 0;
-    MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, comm);
+    locus::yielding::allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, comm);
     if (any) break;
   }
   int bad = problem.empty() ? 0 : 1, any = 0;
-  MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, comm);
+  locus::yielding::allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, comm);
   if (rank == 0) {
     if (any) {
       std::remove(tmp.c_str());
@@ -486,7 +487,7 @@ CgResult conjugate_gradients(MPI_Comm comm, Operator& op, const Settings& s, std
   const double bnorm = std::sqrt(dot(b.data(), b.data(), n));
   double rr = dot(r.data(), r.data(), n);
   if (timers) timers->stop("setup");
-  MPI_Barrier(comm);
+  locus::yielding::barrier(comm);
   const ModeTimes modes_before = op.times();
   const double before = timers ? timers->seconds("cg") : 0.0;
   if (timers) timers->start("cg");
@@ -522,7 +523,7 @@ CgResult conjugate_gradients(MPI_Comm comm, Operator& op, const Settings& s, std
     mine = timers->seconds("cg") - before;
     timers->start("check");
   }
-  MPI_Allreduce(&mine, &res.seconds, 1, MPI_DOUBLE, MPI_MAX, comm);
+  locus::yielding::allreduce(&mine, &res.seconds, 1, MPI_DOUBLE, MPI_MAX, comm);
   res.relative_residual = res.history.back();
   res.converged = res.relative_residual <= s.tolerance;
   // The true residual and the error.
@@ -535,7 +536,7 @@ CgResult conjugate_gradients(MPI_Comm comm, Operator& op, const Settings& s, std
   copy_to_host(x.data(), xs.data(), n);
   double err = 0;
   for (gidx i = 0; i < n; ++i) err = std::max(err, std::fabs(x[i] - xstar[i]));
-  MPI_Allreduce(&err, &res.max_error, 1, MPI_DOUBLE, MPI_MAX, comm);
+  locus::yielding::allreduce(&err, &res.max_error, 1, MPI_DOUBLE, MPI_MAX, comm);
   if (timers) timers->stop("check");
   return res;
 }
@@ -564,7 +565,7 @@ locus::Tree symmetry_test(MPI_Comm comm, Operator& op, long long row_nnz, bool& 
   op.apply(z.data());
   const double ytax = dot(yv.data(), z.data(), n);
   double anorm = 0, mine = op.row_abs_max();
-  MPI_Allreduce(&mine, &anorm, 1, MPI_DOUBLE, MPI_MAX, comm);
+  locus::yielding::allreduce(&mine, &anorm, 1, MPI_DOUBLE, MPI_MAX, comm);
   const double scale = std::max(xx * yy, double(row_nnz + 1) * std::sqrt(xx) * std::sqrt(yy));
   const double departure = std::fabs(static_cast<long double>(xtay - ytax)) /
                            (2.0 * anorm * scale * std::numeric_limits<double>::epsilon());
@@ -644,7 +645,7 @@ long long max_row_nonzeros(MPI_Comm comm, const RowBlock& rows) {
   long long row_nnz = 0;
   for (gidx i = 0; i < rows.rows(); ++i)
     row_nnz = std::max<long long>(row_nnz, rows.ptr[i + 1] - rows.ptr[i]);
-  MPI_Allreduce(MPI_IN_PLACE, &row_nnz, 1, MPI_LONG_LONG, MPI_MAX, comm);
+  locus::yielding::allreduce(MPI_IN_PLACE, &row_nnz, 1, MPI_LONG_LONG, MPI_MAX, comm);
   return row_nnz;
 }
 
@@ -656,8 +657,8 @@ struct NonzeroCounts {
 NonzeroCounts count_nonzeros(MPI_Comm comm, gidx mine) {
   NonzeroCounts c;
   long long m = mine;
-  MPI_Allreduce(&m, &c.total, 1, MPI_LONG_LONG, MPI_SUM, comm);
-  MPI_Allreduce(&m, &c.max, 1, MPI_LONG_LONG, MPI_MAX, comm);
+  locus::yielding::allreduce(&m, &c.total, 1, MPI_LONG_LONG, MPI_SUM, comm);
+  locus::yielding::allreduce(&m, &c.max, 1, MPI_LONG_LONG, MPI_MAX, comm);
   return c;
 }
 
@@ -685,8 +686,8 @@ locus::Tree halo_summary(MPI_Comm comm, const Operator& op) {
   const HaloStats& h = op.halo();
   int nb_max = 0;
   long long halo_total = 0, halo_mine = h.halo_entries;
-  MPI_Allreduce(&h.neighbours, &nb_max, 1, MPI_INT, MPI_MAX, comm);
-  MPI_Allreduce(&halo_mine, &halo_total, 1, MPI_LONG_LONG, MPI_SUM, comm);
+  locus::yielding::allreduce(&h.neighbours, &nb_max, 1, MPI_INT, MPI_MAX, comm);
+  locus::yielding::allreduce(&halo_mine, &halo_total, 1, MPI_LONG_LONG, MPI_SUM, comm);
   locus::Tree hn;
   hn["max_neighbours"] = nb_max;
   hn["halo_entries"] = halo_total;
@@ -747,7 +748,7 @@ void check_kernels(Operator& op, const Settings& s, Vector& y, locus::Tree& resu
 void time_products(MPI_Comm comm, Operator& op, const Settings& s, locus::Timers& timers, Solution& sol) {
   sol.xin.resize(static_cast<std::size_t>(op.rows()));
   fill_vector(sol.xin.data(), op.first(), op.rows(), 7, s.ones);
-  MPI_Barrier(comm);
+  locus::yielding::barrier(comm);
   const ModeTimes before = op.times();
   timers.start("products");
   for (long rep = 0; rep < s.repetitions; ++rep) {
@@ -828,10 +829,10 @@ void report_products(MPI_Comm comm, const Settings& s, const Operator& op, const
                      const Solution& sol, long long nnz_total, locus::Tree& results) {
   const ModeTimes& t = op.times();
   double v[5] = {t.total, t.local, t.remote, t.post, t.wait}, mx[5];
-  MPI_Allreduce(v, mx, 5, MPI_DOUBLE, MPI_MAX, comm);
+  locus::yielding::allreduce(v, mx, 5, MPI_DOUBLE, MPI_MAX, comm);
   const double per = t.products > 0 ? mx[0] / double(t.products) : 0.0;
   double bytes = op.model_bytes(), bytes_total = 0;
-  MPI_Allreduce(&bytes, &bytes_total, 1, MPI_DOUBLE, MPI_SUM, comm);
+  locus::yielding::allreduce(&bytes, &bytes_total, 1, MPI_DOUBLE, MPI_SUM, comm);
   locus::Tree pn;
   pn["products"] = t.products;
   pn["seconds_per_product"] = per;
@@ -843,7 +844,7 @@ void report_products(MPI_Comm comm, const Settings& s, const Operator& op, const
   pn["gflop_per_s"] = per > 0 ? std::round(2.0 * double(nnz_total) / per / 1e6) / 1e3 : 0.0;
   results["figure_of_merit"] = loop_figure_of_merit(comm, s, op, timers, sol, nnz_total);
   double mult[2] = {t.local + t.remote, 0.0};
-  MPI_Allreduce(&mult[0], &mult[1], 1, MPI_DOUBLE, MPI_MAX, comm);
+  locus::yielding::allreduce(&mult[0], &mult[1], 1, MPI_DOUBLE, MPI_MAX, comm);
   results["compute_only_gflop_per_s"] =
       locus::rate(2.0 * double(nnz_total) * double(t.products) / 1e9, mult[1]);
   pn["model_gb_per_s"] = per > 0 ? std::round(bytes_total / per / 1e6) / 1e3 : 0.0;

@@ -16,6 +16,7 @@
 #include "locus/datatype.hpp"
 #include "locus/error.hpp"
 #include "locus/hash.hpp"
+#include "locus/wait.hpp"
 #include "spmv.hpp"
 
 namespace spmv {
@@ -63,7 +64,7 @@ std::vector<T> exchange(MPI_Comm comm, const std::vector<T>& send, const std::ve
     sd[d] = checked_count(off, what);
     off += counts[d];
   }
-  MPI_Alltoall(sc.data(), 1, MPI_INT, rc.data(), 1, MPI_INT, comm);
+  locus::yielding::alltoall(sc.data(), 1, MPI_INT, rc.data(), 1, MPI_INT, comm);
   std::size_t total = 0;
   for (int d = 0; d < p; ++d) {
     rd[d] = checked_count(total, what);
@@ -365,15 +366,15 @@ struct FirstError {
 
 void raise_first(MPI_Comm comm, const FirstError& e) {
   long long mine = e.line < 0 ? LLONG_MAX : e.line, least = 0;
-  MPI_Allreduce(&mine, &least, 1, MPI_LONG_LONG, MPI_MIN, comm);
+  locus::yielding::allreduce(&mine, &least, 1, MPI_LONG_LONG, MPI_MIN, comm);
   if (least == LLONG_MAX) return;
   int cand = mine == least ? comm_rank(comm) : INT_MAX, who = 0;
-  MPI_Allreduce(&cand, &who, 1, MPI_INT, MPI_MIN, comm);
+  locus::yielding::allreduce(&cand, &who, 1, MPI_INT, MPI_MIN, comm);
   std::string text = e.text;
   int len = static_cast<int>(text.size());
-  MPI_Bcast(&len, 1, MPI_INT, who, comm);
+  locus::yielding::bcast(&len, 1, MPI_INT, who, comm);
   text.resize(static_cast<std::size_t>(len));
-  MPI_Bcast(text.data(), len, MPI_CHAR, who, comm);
+  locus::yielding::bcast(text.data(), len, MPI_CHAR, who, comm);
   throw locus::CollectiveError(text);
 }
 
@@ -437,7 +438,7 @@ Header broadcast_header(MPI_Comm comm, const std::string& path) {
     raise_first(comm, e);
   }
   long long hv[5] = {h.m, h.nnz, h.data_begin, h.file_size, h.lines};
-  MPI_Bcast(hv, 5, MPI_LONG_LONG, 0, comm);
+  locus::yielding::bcast(hv, 5, MPI_LONG_LONG, 0, comm);
   h.n = h.m = hv[0];
   h.nnz = hv[1];
   h.data_begin = hv[2];
@@ -449,7 +450,7 @@ Header broadcast_header(MPI_Comm comm, const std::string& path) {
     std::snprintf(kinds[1], 16, "%s", h.field.c_str());
     std::snprintf(kinds[2], 16, "%s", h.symmetry.c_str());
   }
-  MPI_Bcast(kinds, sizeof kinds, MPI_CHAR, 0, comm);
+  locus::yielding::bcast(kinds, sizeof kinds, MPI_CHAR, 0, comm);
   h.format = kinds[0];
   h.field = kinds[1];
   h.symmetry = kinds[2];
@@ -551,7 +552,7 @@ LineCounts count_lines(MPI_Comm comm, std::FILE* f, long long begin, long long e
   c.data_mine = ndata;
   long long counts[2] = {nlines, ndata};
   locus::exscan_sum(comm, counts, c.before, 2);
-  MPI_Allreduce(counts, c.total, 2, MPI_LONG_LONG, MPI_SUM, comm);
+  locus::yielding::allreduce(counts, c.total, 2, MPI_LONG_LONG, MPI_SUM, comm);
   return c;
 }
 
@@ -618,7 +619,7 @@ RowBlock read_matrix_market(MPI_Comm comm, const std::string& path, const ReadOp
   info.entries = h.nnz;
   info.symmetric = h.symmetry == "symmetric";
   info.file_bytes = static_cast<double>(h.file_size);
-  MPI_Barrier(comm);
+  locus::yielding::barrier(comm);
   info.load_seconds = MPI_Wtime() - t0;
   return rows;
 }
@@ -738,9 +739,9 @@ RowBlock generate(MPI_Comm comm, const GeneratorSpec& g, MatrixInfo& info) {
   info.symmetry = g.kind == "banded" ? "general" : "symmetric";
   info.symmetric = g.kind != "banded";
   long long local = b.nnz(), total = 0;
-  MPI_Allreduce(&local, &total, 1, MPI_LONG_LONG, MPI_SUM, comm);
+  locus::yielding::allreduce(&local, &total, 1, MPI_LONG_LONG, MPI_SUM, comm);
   info.entries = total;
-  MPI_Barrier(comm);
+  locus::yielding::barrier(comm);
   info.load_seconds = MPI_Wtime() - t0;
   return b;
 }
@@ -756,7 +757,7 @@ std::vector<gidx> partition(MPI_Comm comm, const RowBlock& rows, bool by_nonzero
   if (!by_nonzeros) return equal_rows(rows.n, p);
   long long local = rows.nnz(), before = 0, total = 0;
   locus::exscan_sum(comm, &local, &before, 1);
-  MPI_Allreduce(&local, &total, 1, MPI_LONG_LONG, MPI_SUM, comm);
+  locus::yielding::allreduce(&local, &total, 1, MPI_LONG_LONG, MPI_SUM, comm);
   // start of rank k: the first row whose preceding nonzeros reach k*total/p
   std::vector<long long> cand(static_cast<std::size_t>(p) + 1, rows.n), starts(cand.size());
   for (int k = 1; k < p; ++k) {
@@ -766,7 +767,7 @@ std::vector<gidx> partition(MPI_Comm comm, const RowBlock& rows, bool by_nonzero
     auto it = std::lower_bound(rows.ptr.begin(), rows.ptr.end() - 1, target - before);
     cand[k] = rows.first + (it - rows.ptr.begin());
   }
-  MPI_Allreduce(cand.data(), starts.data(), p + 1, MPI_LONG_LONG, MPI_MIN, comm);
+  locus::yielding::allreduce(cand.data(), starts.data(), p + 1, MPI_LONG_LONG, MPI_MIN, comm);
   starts[0] = 0;
   starts[p] = rows.n;
   for (int k = 1; k <= p; ++k) starts[k] = std::max(starts[k], starts[k - 1]);

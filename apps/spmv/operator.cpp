@@ -251,7 +251,7 @@ void Operator::exchange_wish_lists(const std::vector<gidx>& halo, const std::vec
   const int p = team_.size();
   std::vector<int> want(p, 0), give(p, 0);
   for (gidx c : halo) ++want[owner_of(starts, c)];
-  MPI_Alltoall(want.data(), 1, MPI_INT, give.data(), 1, MPI_INT, comm);
+  locus::yielding::alltoall(want.data(), 1, MPI_INT, give.data(), 1, MPI_INT, comm);
   std::vector<int> sdisp(p, 0), rdisp(p, 0);
   for (int q = 1; q < p; ++q) {
     sdisp[q] = sdisp[q - 1] + want[q - 1];
@@ -358,7 +358,7 @@ void Operator::build_rma_plan() {
   std::vector<gidx> offer(static_cast<std::size_t>(p), -1), packed_at(static_cast<std::size_t>(p), -1);
   if (staged_) {
     for (std::size_t i = 0; i < send_rank_.size(); ++i) offer[send_rank_[i]] = send_off_[i];
-    MPI_Alltoall(offer.data(), 1, MPI_INT64_T, packed_at.data(), 1, MPI_INT64_T, comm);
+    locus::yielding::alltoall(offer.data(), 1, MPI_INT64_T, packed_at.data(), 1, MPI_INT64_T, comm);
   }
   std::vector<locus::PlanEntry> entries;
   for (std::size_t i = 0; i < recv_rank_.size(); ++i) {

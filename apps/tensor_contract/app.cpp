@@ -16,6 +16,7 @@
 #include "locus/limits.hpp"
 #include "locus/report.hpp"
 #include "locus/rma.hpp"
+#include "locus/wait.hpp"
 #include "tensor.hpp"
 
 extern "C" void openblas_set_num_threads(int);
@@ -325,9 +326,9 @@ locus::Tree compare_reference(MPI_Comm comm, bool root, const Problem& p, const 
       if (diff > bound) verdict = 0;
     }
   }
-  MPI_Bcast(&verdict, 1, MPI_INT, 0, comm);
-  MPI_Bcast(&maxdiff, 1, MPI_DOUBLE, 0, comm);
-  MPI_Bcast(&maxbound, 1, MPI_DOUBLE, 0, comm);
+  locus::yielding::bcast(&verdict, 1, MPI_INT, 0, comm);
+  locus::yielding::bcast(&maxdiff, 1, MPI_DOUBLE, 0, comm);
+  locus::yielding::bcast(&maxbound, 1, MPI_DOUBLE, 0, comm);
   locus::Tree rf;
   rf["max_abs_difference"] = maxdiff;
   rf["bound"] = p.values == Values::integer ? std::string("exact (integer values)")
@@ -360,7 +361,7 @@ locus::Tree phase_entry(const Context& ctx, const PhaseSpec& spec, std::size_t i
   ph["gflop_per_s"] = std::round(gflops * 1000) / 1000;
   ph["communication_ratio"] = tot > 0 ? std::round(comm_t / tot * 1000) / 1000 : 0.0;
   long long acc = r.stats.accumulates, all = 0;
-  MPI_Allreduce(&acc, &all, 1, MPI_LONG_LONG, MPI_SUM, ctx.comm());
+  locus::yielding::allreduce(&acc, &all, 1, MPI_LONG_LONG, MPI_SUM, ctx.comm());
   ph["accumulates"] = all;
   ph["every_task_once"] = r.every_task_once;
   return ph;
@@ -394,9 +395,9 @@ void run_phase(Context& ctx, const Schedule& sched, const PhaseSpec& spec, std::
   add_stats(run.sum, st);
   double flops = 0, comm_t = 0, tot = 0;
   const double mine_comm = st.get + st.wait + st.accumulate + st.nxtask;
-  MPI_Allreduce(&st.flops, &flops, 1, MPI_DOUBLE, MPI_SUM, comm);
-  MPI_Allreduce(&mine_comm, &comm_t, 1, MPI_DOUBLE, MPI_SUM, comm);
-  MPI_Allreduce(&st.total, &tot, 1, MPI_DOUBLE, MPI_SUM, comm);
+  locus::yielding::allreduce(&st.flops, &flops, 1, MPI_DOUBLE, MPI_SUM, comm);
+  locus::yielding::allreduce(&mine_comm, &comm_t, 1, MPI_DOUBLE, MPI_SUM, comm);
+  locus::yielding::allreduce(&st.total, &tot, 1, MPI_DOUBLE, MPI_SUM, comm);
   const double gflops = r.seconds > 0 ? flops / r.seconds / 1e9 : 0.0;
   locus::Tree ph = phase_entry(ctx, spec, i, run, r, gflops, comm_t, tot);
   if (sched.scheduling == Scheduling::nxtask) {
@@ -436,13 +437,13 @@ locus::Tree results_of(const Context& ctx, const Schedule& sched, const Run& run
   MPI_Comm comm = ctx.comm();
   locus::Tree results = locus::Tree::map();
   double flops = 0, tasks = 0, tmin = 0, tmax = 0, t = double(run.sum.tasks);
-  MPI_Allreduce(&run.sum.flops, &flops, 1, MPI_DOUBLE, MPI_SUM, comm);
-  MPI_Allreduce(&t, &tasks, 1, MPI_DOUBLE, MPI_SUM, comm);
-  MPI_Allreduce(&t, &tmin, 1, MPI_DOUBLE, MPI_MIN, comm);
-  MPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, comm);
+  locus::yielding::allreduce(&run.sum.flops, &flops, 1, MPI_DOUBLE, MPI_SUM, comm);
+  locus::yielding::allreduce(&t, &tasks, 1, MPI_DOUBLE, MPI_SUM, comm);
+  locus::yielding::allreduce(&t, &tmin, 1, MPI_DOUBLE, MPI_MIN, comm);
+  locus::yielding::allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, comm);
   // every phase's task loop, summed on each rank: the slowest rank's sum
   double secs = timers.seconds("contract");
-  MPI_Allreduce(MPI_IN_PLACE, &secs, 1, MPI_DOUBLE, MPI_MAX, comm);
+  locus::yielding::allreduce(MPI_IN_PLACE, &secs, 1, MPI_DOUBLE, MPI_MAX, comm);
   results["scheduling"] = cfg.string("tensor_contract.scheduling");
   if (sched.scheduling == Scheduling::nxtask) {
     results["counter_owner"] = cfg.string("tensor_contract.counter.owner");
@@ -461,7 +462,7 @@ locus::Tree results_of(const Context& ctx, const Schedule& sched, const Run& run
   {
     // sorts done and operand sorts saved by the kept blocks, all ranks
     long long counts[2] = {static_cast<long long>(run.sum.sorts), static_cast<long long>(run.sum.sorts_kept)};
-    MPI_Allreduce(MPI_IN_PLACE, counts, 2, MPI_LONG_LONG, MPI_SUM, comm);
+    locus::yielding::allreduce(MPI_IN_PLACE, counts, 2, MPI_LONG_LONG, MPI_SUM, comm);
     locus::Tree sorts;
     sorts["cache_mb_per_rank"] = cfg.integer("tensor_contract.sort_cache_mb");
     sorts["done"] = counts[0];
@@ -481,7 +482,7 @@ locus::Tree results_of(const Context& ctx, const Schedule& sched, const Run& run
   results["gflop_per_s_per_rank"] = secs > 0 ? std::round(flops / secs / ctx.size() / 1e6) / 1e3 : 0.0;
   // Beside it, the DGEMMs alone (slowest rank's dgemm time).
   double dgemm = run.sum.dgemm;
-  MPI_Allreduce(MPI_IN_PLACE, &dgemm, 1, MPI_DOUBLE, MPI_MAX, comm);
+  locus::yielding::allreduce(MPI_IN_PLACE, &dgemm, 1, MPI_DOUBLE, MPI_MAX, comm);
   results["compute_only_gflop_per_s"] = locus::rate(flops / 1e9, dgemm);
   return results;
 }
@@ -492,7 +493,7 @@ void write_c_blocks(const Context& ctx, locus::H5Output& out, const TiledTensor&
   MPI_Comm comm = ctx.comm();
   long long mine = C.local_size(), before = 0, total = 0;
   locus::exscan_sum(comm, &mine, &before, 1);
-  MPI_Allreduce(&mine, &total, 1, MPI_LONG_LONG, MPI_SUM, comm);
+  locus::yielding::allreduce(&mine, &total, 1, MPI_LONG_LONG, MPI_SUM, comm);
   out.write_distributed("C_blocks", C.local(), static_cast<std::uint64_t>(mine),
                         static_cast<std::uint64_t>(before), static_cast<std::uint64_t>(total));
   std::vector<std::int64_t> table;  // per block: owner, offset in the owner's part, then its tile indices

@@ -1027,10 +1027,10 @@ void check_phase(locus::Team& team, const Schedule& s, locus::Array<std::int64_t
     const gidx k = i * units + me;
     if (k < n && done.data()[i] != 1) ++bad;
   }
-  MPI_Allreduce(&bad, &res.task_errors, 1, MPI_INT64_T, MPI_SUM, team.comm());
+  locus::yielding::allreduce(&bad, &res.task_errors, 1, MPI_INT64_T, MPI_SUM, team.comm());
   res.every_task_once = res.task_errors == 0;
   std::uint64_t fin = me == owner ? counter.data()[0] : 0;
-  MPI_Allreduce(MPI_IN_PLACE, &fin, 1, MPI_UINT64_T, MPI_MAX, team.comm());
+  locus::yielding::allreduce(MPI_IN_PLACE, &fin, 1, MPI_UINT64_T, MPI_MAX, team.comm());
   res.counter_final = fin;
   res.counter_expected =
       s.scheduling == Scheduling::nxtask ? expected_counter(n, units, s.chunk, s.skip_first) : init;
@@ -1073,7 +1073,7 @@ PhaseResult contract(locus::Team& team, const Problem& p, const Schedule& s, Til
     return static_cast<gidx>(v);
   };
   if (timers) timers->stop("setup");
-  MPI_Barrier(team.comm());
+  locus::yielding::barrier(team.comm());
   const double before = timers ? timers->seconds("contract") : 0.0;
   if (timers) timers->start("contract");
   const double t0 = MPI_Wtime();
@@ -1104,7 +1104,7 @@ PhaseResult contract(locus::Team& team, const Problem& p, const Schedule& s, Til
     span = timers->seconds("contract") - before;
     timers->start("check");
   }
-  MPI_Allreduce(&span, &res.seconds, 1, MPI_DOUBLE, MPI_MAX, team.comm());
+  locus::yielding::allreduce(&span, &res.seconds, 1, MPI_DOUBLE, MPI_MAX, team.comm());
   check_phase(team, s, done, counter, owner, init, res);
   if (timers) timers->stop("check");
   return res;

@@ -7,6 +7,7 @@
 
 #include "app/run_parts.hpp"
 #include "locus/collective.hpp"
+#include "locus/wait.hpp"
 
 namespace locus::detail {
 
@@ -25,9 +26,9 @@ Config load_everywhere(MPI_Comm comm, const AppInfo& app, const CommandLine& cl)
   }
   collective_require(comm, read_error.empty(), read_error);
   long len = static_cast<long>(text.size());
-  MPI_Bcast(&len, 1, MPI_LONG, 0, comm);
+  locus::yielding::bcast(&len, 1, MPI_LONG, 0, comm);
   text.resize(static_cast<std::size_t>(len));
-  MPI_Bcast(text.data(), static_cast<int>(len), MPI_CHAR, 0, comm);
+  locus::yielding::bcast(text.data(), static_cast<int>(len), MPI_CHAR, 0, comm);
   try {
     return parse_config(app.schema, text, cl.deck, cl.overrides);
   } catch (const ConfigError& e) {

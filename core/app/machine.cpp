@@ -27,6 +27,7 @@
 #include "locus/cpu.hpp"
 #include "locus/kokkos.hpp"
 #include "locus/version.hpp"
+#include "locus/wait.hpp"
 
 namespace locus {
 
@@ -181,11 +182,11 @@ double best_stream_pass(long n, int repeats, MPI_Comm comm, Kernel kernel) {
   }
   double best = 1e300;
   for (int r = 0; r < repeats; ++r) {
-    if (comm != MPI_COMM_NULL) MPI_Barrier(comm);
+    if (comm != MPI_COMM_NULL) locus::yielding::barrier(comm);
     auto t0 = std::chrono::steady_clock::now();
     kernel(a.get(), b.get(), c.get(), n);
     double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (comm != MPI_COMM_NULL) MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, comm);
+    if (comm != MPI_COMM_NULL) locus::yielding::allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, comm);
     best = std::min(best, t);
   }
   // keep the result alive
@@ -238,15 +239,15 @@ namespace detail {
 // measured by every rank at once (32 MiB per array: out of cache), and in
 // cache (the three arrays in half of L2), as YAML.
 void print_machine(const AppInfo& app, int rank, int size) {
-  MPI_Barrier(MPI_COMM_WORLD);
+  locus::yielding::barrier(MPI_COMM_WORLD);
   double mine = stream_triad_gbs(4L << 20, 5);
   std::vector<double> all(static_cast<std::size_t>(size));
-  MPI_Gather(&mine, 1, MPI_DOUBLE, all.data(), 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  locus::yielding::gather(&mine, 1, MPI_DOUBLE, all.data(), 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
   const std::size_t l2 = cpu::features().l2 ? cpu::features().l2 : (std::size_t{256} << 10);
   const long in_cache = static_cast<long>(l2 / 2 / (3 * sizeof(double)));
-  MPI_Barrier(MPI_COMM_WORLD);
+  locus::yielding::barrier(MPI_COMM_WORLD);
   double cached = stream_triad_gbs(in_cache, 2000), cached_min = 0;
-  MPI_Reduce(&cached, &cached_min, 1, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD);
+  locus::yielding::reduce(&cached, &cached_min, 1, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD);
   if (rank != 0) return;
   YAML::Emitter out;
   out << YAML::BeginMap << YAML::Key << "locus_machine" << YAML::Value << YAML::BeginMap;

@@ -18,6 +18,7 @@
 #include "locus/limits.hpp"
 #include "locus/machine.hpp"
 #include "locus/version.hpp"
+#include "locus/wait.hpp"
 
 namespace fs = std::filesystem;
 
@@ -61,9 +62,9 @@ void write_provenance(H5Output& out, const Context& ctx) {
   std::string machine;
   for (const auto& [k, v] : machine_description()) machine += k + ": " + YAML::Dump(YAML::Node(v)) + "\n";
   int mlen = static_cast<int>(machine.size());
-  MPI_Bcast(&mlen, 1, MPI_INT, 0, ctx.comm());
+  locus::yielding::bcast(&mlen, 1, MPI_INT, 0, ctx.comm());
   machine.resize(static_cast<std::size_t>(mlen));
-  MPI_Bcast(machine.data(), mlen, MPI_CHAR, 0, ctx.comm());
+  locus::yielding::bcast(machine.data(), mlen, MPI_CHAR, 0, ctx.comm());
   out.attribute("", "machine", machine);
   out.attribute("", "ranks", static_cast<long>(ctx.size()));
   out.attribute("", "node_map", ctx.runtime().node_map().describe());
@@ -72,9 +73,9 @@ void write_provenance(H5Output& out, const Context& ctx) {
   // Same date on every rank: attribute values must agree.
   std::string date = iso_date_now();
   int len = static_cast<int>(date.size());
-  MPI_Bcast(&len, 1, MPI_INT, 0, ctx.comm());
+  locus::yielding::bcast(&len, 1, MPI_INT, 0, ctx.comm());
   date.resize(static_cast<std::size_t>(len));
-  MPI_Bcast(date.data(), len, MPI_CHAR, 0, ctx.comm());
+  locus::yielding::bcast(date.data(), len, MPI_CHAR, 0, ctx.comm());
   out.attribute("", "date", date);
   out.attribute("", "command_line", ctx.command_line());
 }

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "locus/counts.hpp"
+#include "locus/wait.hpp"
 
 namespace locus::detail {
 
@@ -22,8 +23,8 @@ void reduce(const std::vector<std::uint64_t>& mine, std::vector<std::uint64_t>& 
   sum.assign(mine.size(), 0);
   max.assign(mine.size(), 0);
   const int n = static_cast<int>(mine.size());
-  MPI_Allreduce(mine.data(), sum.data(), n, MPI_UINT64_T, MPI_SUM, comm);
-  MPI_Allreduce(mine.data(), max.data(), n, MPI_UINT64_T, MPI_MAX, comm);
+  locus::yielding::allreduce(mine.data(), sum.data(), n, MPI_UINT64_T, MPI_SUM, comm);
+  locus::yielding::allreduce(mine.data(), max.data(), n, MPI_UINT64_T, MPI_MAX, comm);
 }
 
 YAML::Node sum_max(std::uint64_t sum, std::uint64_t max) {
@@ -42,12 +43,13 @@ std::vector<std::pair<std::string, std::string>> all_formulas(MPI_Comm comm) {
   MPI_Comm_size(comm, &size);
   int len = static_cast<int>(mine.size());
   std::vector<int> lens(static_cast<std::size_t>(size)), displs(static_cast<std::size_t>(size));
-  MPI_Allgather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, comm);
+  locus::yielding::allgather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, comm);
   int total = 0;
   for (int r = 0; r < size; ++r)
     displs[static_cast<std::size_t>(r)] = total, total += lens[static_cast<std::size_t>(r)];
   std::string all(static_cast<std::size_t>(total), '\0');
-  MPI_Allgatherv(mine.data(), len, MPI_CHAR, all.data(), lens.data(), displs.data(), MPI_CHAR, comm);
+  locus::yielding::allgatherv(mine.data(), len, MPI_CHAR, all.data(), lens.data(), displs.data(), MPI_CHAR,
+                              comm);
   std::vector<std::pair<std::string, std::string>> out;
   for (std::size_t at = 0; at < all.size();) {
     const std::size_t tab = all.find('\t', at), end = all.find('\n', at);

@@ -21,6 +21,7 @@
 #include "locus/io.hpp"
 #include "locus/kokkos.hpp"
 #include "locus/version.hpp"
+#include "locus/wait.hpp"
 
 namespace locus {
 
@@ -135,10 +136,10 @@ int run(int argc, char** argv, const AppInfo& app, const std::function<int(Conte
   {
     const std::string& cpu_error = cpu::features().error;
     int bad = cpu_error.empty() ? 0 : 1, any = 0;
-    MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    locus::yielding::allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     if (any) {
       int first = bad ? rank : size, who = 0;
-      MPI_Allreduce(&first, &who, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+      locus::yielding::allreduce(&first, &who, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
       if (rank == who) std::fprintf(stderr, "%s: error: %s\n", app.name.c_str(), cpu_error.c_str());
       MPI_Finalize();
       return 2;

@@ -9,6 +9,7 @@
 #include "locus/counts.hpp"
 #include "locus/error.hpp"
 #include "locus/profile.hpp"
+#include "locus/wait.hpp"
 
 namespace locus {
 
@@ -110,14 +111,14 @@ Tree figure_of_merit(const std::string& name, double work, const std::string& un
                      const std::string& timer, const std::string& divides_by, MPI_Comm comm,
                      const RepeatTimes& repeats, const std::string& each) {
   double seconds = timers.seconds(timer);
-  MPI_Allreduce(MPI_IN_PLACE, &seconds, 1, MPI_DOUBLE, MPI_MAX, comm);
+  locus::yielding::allreduce(MPI_IN_PLACE, &seconds, 1, MPI_DOUBLE, MPI_MAX, comm);
   Tree f = figure_of_merit(name, work, unit, seconds, divides_by);
   f["timer"] = timer;
   // every rank takes part (the reductions), whether it counted repeats or not
   long count[2] = {repeats.count, -repeats.count};
   double ext[2] = {repeats.count > 0 ? repeats.min : HUGE_VAL, repeats.count > 0 ? -repeats.max : HUGE_VAL};
-  MPI_Allreduce(MPI_IN_PLACE, count, 2, MPI_LONG, MPI_MIN, comm);
-  MPI_Allreduce(MPI_IN_PLACE, ext, 2, MPI_DOUBLE, MPI_MIN, comm);
+  locus::yielding::allreduce(MPI_IN_PLACE, count, 2, MPI_LONG, MPI_MIN, comm);
+  locus::yielding::allreduce(MPI_IN_PLACE, ext, 2, MPI_DOUBLE, MPI_MIN, comm);
   if (!each.empty() && count[0] > 0 && count[0] == -count[1]) {
     Tree r = Tree::map();
     r["count"] = count[0];
@@ -136,9 +137,9 @@ std::vector<TimerStats> reduce_timers(const Timers& t, MPI_Comm comm) {
   const auto& v = t.values();
   int n = static_cast<int>(v.size());
   std::vector<double> mn(v.size()), mx(v.size()), sum(v.size());
-  MPI_Allreduce(v.data(), mn.data(), n, MPI_DOUBLE, MPI_MIN, comm);
-  MPI_Allreduce(v.data(), mx.data(), n, MPI_DOUBLE, MPI_MAX, comm);
-  MPI_Allreduce(v.data(), sum.data(), n, MPI_DOUBLE, MPI_SUM, comm);
+  locus::yielding::allreduce(v.data(), mn.data(), n, MPI_DOUBLE, MPI_MIN, comm);
+  locus::yielding::allreduce(v.data(), mx.data(), n, MPI_DOUBLE, MPI_MAX, comm);
+  locus::yielding::allreduce(v.data(), sum.data(), n, MPI_DOUBLE, MPI_SUM, comm);
   std::vector<TimerStats> out;
   for (std::size_t i = 0; i < v.size(); ++i)
     out.push_back({t.names()[i], mn[i], sum[i] / size, mx[i], t.within(t.names()[i])});
@@ -150,8 +151,8 @@ std::vector<double> gather_timers(const Timers& t, MPI_Comm comm) {
   MPI_Comm_size(comm, &size);
   const auto& v = t.values();
   std::vector<double> all(v.size() * static_cast<std::size_t>(size));
-  MPI_Allgather(v.data(), static_cast<int>(v.size()), MPI_DOUBLE, all.data(), static_cast<int>(v.size()),
-                MPI_DOUBLE, comm);
+  locus::yielding::allgather(v.data(), static_cast<int>(v.size()), MPI_DOUBLE, all.data(),
+                             static_cast<int>(v.size()), MPI_DOUBLE, comm);
   return all;
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "locus/error.hpp"
+#include "locus/wait.hpp"
 
 namespace locus {
 
@@ -31,7 +32,7 @@ void exscan_sum(MPI_Comm comm, const long long* in, long long* out, int n) {
     out[i] = sum;
   }
 #else
-  MPI_Exscan(in, out, n, MPI_LONG_LONG, MPI_SUM, comm);
+  locus::yielding::exscan(in, out, n, MPI_LONG_LONG, MPI_SUM, comm);
   if (rank == 0)
     for (int i = 0; i < n; ++i) out[i] = 0;
 #endif
@@ -59,7 +60,7 @@ void alltoallv(const void* send, const int* scount, const int* sdispl, void* rec
     }
   MPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE);
 #else
-  MPI_Alltoallv(send, scount, sdispl, type, recv, rcount, rdispl, type, comm);
+  locus::yielding::alltoallv(send, scount, sdispl, type, recv, rcount, rdispl, type, comm);
 #endif
 }
 
@@ -71,12 +72,12 @@ void collective_require(MPI_Comm comm, bool ok, const std::string& msg) {
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
   int first_bad = ok ? INT32_MAX : rank;
-  MPI_Allreduce(MPI_IN_PLACE, &first_bad, 1, MPI_INT, MPI_MIN, comm);
+  locus::yielding::allreduce(MPI_IN_PLACE, &first_bad, 1, MPI_INT, MPI_MIN, comm);
   if (first_bad == INT32_MAX) return;
   int len = rank == first_bad ? static_cast<int>(msg.size()) : 0;
-  MPI_Bcast(&len, 1, MPI_INT, first_bad, comm);
+  locus::yielding::bcast(&len, 1, MPI_INT, first_bad, comm);
   std::string text = rank == first_bad ? msg : std::string(len, '\0');
-  MPI_Bcast(text.data(), len, MPI_CHAR, first_bad, comm);
+  locus::yielding::bcast(text.data(), len, MPI_CHAR, first_bad, comm);
   throw CollectiveError(text);
 }
 

@@ -47,6 +47,44 @@ void allreduce_yielding(const void* send, void* recv, int count, MPI_Datatype ty
                         MPI_Comm comm) {
   MPI_Allreduce(send, recv, count, type, op, comm);
 }
+
+namespace yielding {
+void barrier(MPI_Comm comm) {
+  MPI_Barrier(comm);
+}
+void allreduce(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
+  MPI_Allreduce(send, recv, count, type, op, comm);
+}
+void reduce(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm) {
+  MPI_Reduce(send, recv, count, type, op, root, comm);
+}
+void bcast(void* buf, int count, MPI_Datatype type, int root, MPI_Comm comm) {
+  MPI_Bcast(buf, count, type, root, comm);
+}
+void gather(const void* send, int scount, MPI_Datatype stype, void* recv, int rcount, MPI_Datatype rtype,
+            int root, MPI_Comm comm) {
+  MPI_Gather(send, scount, stype, recv, rcount, rtype, root, comm);
+}
+void allgather(const void* send, int scount, MPI_Datatype stype, void* recv, int rcount, MPI_Datatype rtype,
+               MPI_Comm comm) {
+  MPI_Allgather(send, scount, stype, recv, rcount, rtype, comm);
+}
+void allgatherv(const void* send, int scount, MPI_Datatype stype, void* recv, const int* rcounts,
+                const int* displs, MPI_Datatype rtype, MPI_Comm comm) {
+  MPI_Allgatherv(send, scount, stype, recv, rcounts, displs, rtype, comm);
+}
+void alltoall(const void* send, int scount, MPI_Datatype stype, void* recv, int rcount, MPI_Datatype rtype,
+              MPI_Comm comm) {
+  MPI_Alltoall(send, scount, stype, recv, rcount, rtype, comm);
+}
+void alltoallv(const void* send, const int* scounts, const int* sdispls, MPI_Datatype stype, void* recv,
+               const int* rcounts, const int* rdispls, MPI_Datatype rtype, MPI_Comm comm) {
+  MPI_Alltoallv(send, scounts, sdispls, stype, recv, rcounts, rdispls, rtype, comm);
+}
+void exscan(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
+  MPI_Exscan(send, recv, count, type, op, comm);
+}
+}  // namespace yielding
 #else
 namespace {
 // Polls one request by MPI_Test until it completes; `spins` carries over
@@ -85,18 +123,65 @@ void wait_each_yielding(std::vector<MPI_Request>& reqs) {
 
 void barrier_yielding(MPI_Comm comm) {
   count(Count::collectives, 1);
-  MPI_Request req;
-  MPI_Ibarrier(comm, &req);
-  wait_yielding(req);
+  yielding::barrier(comm);
 }
 
 void allreduce_yielding(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op,
                         MPI_Comm comm) {
   locus::count(Count::collectives, 1);
-  MPI_Request req;
-  MPI_Iallreduce(send, recv, count, type, op, comm, &req);
+  yielding::allreduce(send, recv, count, type, op, comm);
+}
+
+namespace yielding {
+namespace {
+// Starts a non-blocking collective by start(&request) and waits for it,
+// yielding.
+template <class Start>
+void run(Start&& start) {
+  MPI_Request req = MPI_REQUEST_NULL;
+  start(&req);
   wait_yielding(req);
 }
+}  // namespace
+
+void barrier(MPI_Comm comm) {
+  run([&](MPI_Request* r) { MPI_Ibarrier(comm, r); });
+}
+void allreduce(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
+  run([&](MPI_Request* r) { MPI_Iallreduce(send, recv, count, type, op, comm, r); });
+}
+void reduce(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm) {
+  run([&](MPI_Request* r) { MPI_Ireduce(send, recv, count, type, op, root, comm, r); });
+}
+void bcast(void* buf, int count, MPI_Datatype type, int root, MPI_Comm comm) {
+  run([&](MPI_Request* r) { MPI_Ibcast(buf, count, type, root, comm, r); });
+}
+void gather(const void* send, int scount, MPI_Datatype stype, void* recv, int rcount, MPI_Datatype rtype,
+            int root, MPI_Comm comm) {
+  run([&](MPI_Request* r) { MPI_Igather(send, scount, stype, recv, rcount, rtype, root, comm, r); });
+}
+void allgather(const void* send, int scount, MPI_Datatype stype, void* recv, int rcount, MPI_Datatype rtype,
+               MPI_Comm comm) {
+  run([&](MPI_Request* r) { MPI_Iallgather(send, scount, stype, recv, rcount, rtype, comm, r); });
+}
+void allgatherv(const void* send, int scount, MPI_Datatype stype, void* recv, const int* rcounts,
+                const int* displs, MPI_Datatype rtype, MPI_Comm comm) {
+  run([&](MPI_Request* r) { MPI_Iallgatherv(send, scount, stype, recv, rcounts, displs, rtype, comm, r); });
+}
+void alltoall(const void* send, int scount, MPI_Datatype stype, void* recv, int rcount, MPI_Datatype rtype,
+              MPI_Comm comm) {
+  run([&](MPI_Request* r) { MPI_Ialltoall(send, scount, stype, recv, rcount, rtype, comm, r); });
+}
+void alltoallv(const void* send, const int* scounts, const int* sdispls, MPI_Datatype stype, void* recv,
+               const int* rcounts, const int* rdispls, MPI_Datatype rtype, MPI_Comm comm) {
+  run([&](MPI_Request* r) {
+    MPI_Ialltoallv(send, scounts, sdispls, stype, recv, rcounts, rdispls, rtype, comm, r);
+  });
+}
+void exscan(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
+  run([&](MPI_Request* r) { MPI_Iexscan(send, recv, count, type, op, comm, r); });
+}
+}  // namespace yielding
 #endif
 
 }  // namespace locus

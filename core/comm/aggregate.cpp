@@ -138,7 +138,7 @@ void Aggregator::shutdown() {
   for (MPI_Request& r : ack_send_req_)
     if (r != MPI_REQUEST_NULL) MPI_Request_free(&r);
   if (by_server_) return;  // the engine's communicator: it frees it
-  MPI_Barrier(comm_);
+  locus::yielding::barrier(comm_);
   MPI_Comm_free(&comm_);
 }
 

@@ -9,6 +9,7 @@
 
 #include "comm/comm_state.hpp"
 #include "locus/rma.hpp"
+#include "locus/wait.hpp"
 #include "progress/progress_engine.hpp"
 #include "xfer/transfer.hpp"
 
@@ -143,13 +144,13 @@ void phase_point(Team& team, const std::string& phase, double forced_cr) {
   // every unit (it goes into the output file's metadata, which parallel
   // HDF5 needs identical everywhere) and every unit decides alike.
   double clock[2] = {now - a.start, mine_elapsed};
-  MPI_Bcast(clock, 2, MPI_DOUBLE, 0, team.comm());
+  locus::yielding::bcast(clock, 2, MPI_DOUBLE, 0, team.comm());
   const double elapsed = clock[1];
   AsyncDecision d;
   d.time = clock[0];
   d.phase = phase;
   d.cr.resize(static_cast<std::size_t>(team.size()));
-  MPI_Allgather(&mine, 1, MPI_DOUBLE, d.cr.data(), 1, MPI_DOUBLE, team.comm());
+  locus::yielding::allgather(&mine, 1, MPI_DOUBLE, d.cr.data(), 1, MPI_DOUBLE, team.comm());
   for (double c : d.cr) d.mean_cr += c;
   d.mean_cr /= static_cast<double>(d.cr.size());
   bool on = a.on;

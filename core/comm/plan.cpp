@@ -196,7 +196,7 @@ void count_pair(bool message, double bytes) {
 void require_same_routes(MPI_Comm tc, RemoteMode mode, const RemoteSettings& rs) {
   long long mine[2] = {route_fingerprint(mode, rs), 0}, lo[2], hi[2];
   mine[1] = -mine[0];
-  MPI_Allreduce(mine, lo, 2, MPI_LONG_LONG, MPI_MIN, tc);
+  locus::yielding::allreduce(mine, lo, 2, MPI_LONG_LONG, MPI_MIN, tc);
   hi[0] = -lo[1];
   if (lo[0] != hi[0])
     throw Error(
@@ -228,7 +228,7 @@ std::vector<std::vector<Runs>> exchange_runs(const PlanImpl& p, MPI_Comm tc, int
     scount[static_cast<std::size_t>(u)] = static_cast<int>(out[static_cast<std::size_t>(u)].size());
     sbuf.insert(sbuf.end(), out[static_cast<std::size_t>(u)].begin(), out[static_cast<std::size_t>(u)].end());
   }
-  MPI_Alltoall(scount.data(), 1, MPI_INT, rcount.data(), 1, MPI_INT, tc);
+  locus::yielding::alltoall(scount.data(), 1, MPI_INT, rcount.data(), 1, MPI_INT, tc);
   int total = 0;
   for (int u = 0; u < n; ++u) {
     rdispl[static_cast<std::size_t>(u)] = total;

@@ -15,6 +15,7 @@
 #include "locus/async.hpp"
 #include "locus/collective.hpp"
 #include "locus/counts.hpp"
+#include "locus/wait.hpp"
 #include "mem/core_state.hpp"
 #include "mem/node_memory.hpp"
 #include "mem/shared_pages.hpp"
@@ -34,7 +35,7 @@ void check_allocation(Team& team, std::size_t count, std::size_t elem_size, std:
   bytes = overflow ? 0 : count * elem_size;
   double mine = overflow ? 0.0 : static_cast<double>(page_round(bytes));
   double node_total = 0.0;
-  MPI_Allreduce(&mine, &node_total, 1, MPI_DOUBLE, MPI_SUM, team.node_comm());
+  locus::yielding::allreduce(&mine, &node_total, 1, MPI_DOUBLE, MPI_SUM, team.node_comm());
   std::string msg;
   if (overflow) {
     msg = "allocate: " + std::to_string(count) + " elements of " + std::to_string(elem_size) +
@@ -164,9 +165,11 @@ int allocate_segment(Team& team, std::size_t count, std::size_t elem_size, Async
   Claim mine{static_cast<long long>(disp), static_cast<long long>(bytes), node_offset, seg->id,
              static_cast<int>(elem_size)};
   std::vector<Claim> all(static_cast<std::size_t>(team.size()));
-  MPI_Allgather(&mine, sizeof(Claim), MPI_BYTE, all.data(), sizeof(Claim), MPI_BYTE, team.comm());
+  locus::yielding::allgather(&mine, sizeof(Claim), MPI_BYTE, all.data(), sizeof(Claim), MPI_BYTE,
+                             team.comm());
   if (team.served())
-    MPI_Bcast(all.data(), static_cast<int>(all.size() * sizeof(Claim)), MPI_BYTE, 0, team.shm_comm());
+    locus::yielding::bcast(all.data(), static_cast<int>(all.size() * sizeof(Claim)), MPI_BYTE, 0,
+                           team.shm_comm());
   const std::string mismatch = record_claims(team, *seg, all, mine);
   choose_atomics_and_window(team, *seg, bytes, own, hint, atomics);
   int id = seg->id;
@@ -189,7 +192,7 @@ void free_segment(int team_id, int segment) {
   Team& team = detail::team(team_id);
   if (st.settings->check) {
     int ids[2] = {segment, -segment};
-    MPI_Allreduce(MPI_IN_PLACE, ids, 2, MPI_INT, MPI_MAX, team.comm());
+    locus::yielding::allreduce(MPI_IN_PLACE, ids, 2, MPI_INT, MPI_MAX, team.comm());
     if (ids[0] != -ids[1])
       throw CollectiveError("free: mismatched collective call on team " + std::to_string(team_id) +
                             ": units free different segments (ids " + std::to_string(-ids[1]) + " to " +
@@ -204,7 +207,7 @@ void free_segment(int team_id, int segment) {
   if (Aggregator* agg = aggregator_of(team); agg && live->aggregate)
     agg->barrier();
   else
-    MPI_Barrier(team.comm());
+    locus::yielding::barrier(team.comm());
   auto seg = st.segments.take(team_id, segment);
   note_segment_bytes(-static_cast<std::int64_t>(seg->bytes[static_cast<std::size_t>(team.rank())]));
   if (team.served()) core().engine->notify_servers(Control::free, team_id, segment);

@@ -10,6 +10,7 @@
 #include "io/h5_common.hpp"
 #include "locus/collective.hpp"
 #include "locus/io.hpp"
+#include "locus/wait.hpp"
 
 namespace locus {
 
@@ -257,9 +258,9 @@ void H5Input::verify_attributes() {
   MPI_Comm_rank(comm_, &rank);
   std::string problem = rank == 0 ? attribute_problem(file_, path_) : std::string();
   long long len = static_cast<long long>(problem.size());
-  MPI_Bcast(&len, 1, MPI_LONG_LONG, 0, comm_);
+  locus::yielding::bcast(&len, 1, MPI_LONG_LONG, 0, comm_);
   problem.resize(static_cast<std::size_t>(len));
-  MPI_Bcast(problem.data(), static_cast<int>(len), MPI_CHAR, 0, comm_);
+  locus::yielding::bcast(problem.data(), static_cast<int>(len), MPI_CHAR, 0, comm_);
   collective_require(comm_, problem.empty(), problem);
 }
 

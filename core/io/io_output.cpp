@@ -19,6 +19,7 @@
 #include "locus/collective.hpp"
 #include "locus/io.hpp"
 #include "locus/version.hpp"
+#include "locus/wait.hpp"
 
 namespace fs = std::filesystem;
 
@@ -253,7 +254,7 @@ void H5Output::ensure_space(double bytes, const std::string& name) {
     if (::statvfs(dir.empty() ? "." : dir.c_str(), &fs) == 0)
       avail = static_cast<double>(fs.f_bavail) * static_cast<double>(fs.f_frsize);
   }
-  MPI_Bcast(&avail, 1, MPI_DOUBLE, 0, comm_);
+  locus::yielding::bcast(&avail, 1, MPI_DOUBLE, 0, comm_);
   const double need = bytes + 256.0 * 1024;  // the data and room for metadata
   char text[160];
   std::snprintf(text, sizeof text, "needs %.1f MiB more, the file system has %.1f MiB free", need / 1048576.0,
@@ -267,7 +268,7 @@ void H5Output::written(herr_t status, const std::string& name) {
   const int err = errno;
   std::string why = status < 0 ? std::string(std::strerror(err)) : std::string();
   int bad = status < 0 ? 1 : 0, any = 0;
-  MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, comm_);
+  locus::yielding::allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, comm_);
   // After a failed write HDF5's close runs different collectives on
   // different ranks (one flushes metadata, another truncates) and hangs:
   // such a file is abandoned, not closed.
@@ -282,7 +283,7 @@ hid_t H5Output::created(hid_t dset, const std::string& name) {
   // filled meanwhile) is one collective error, and the file is abandoned
   const int err = errno;
   int bad = dset < 0 ? 1 : 0, any = 0;
-  MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, comm_);
+  locus::yielding::allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, comm_);
   if (any) {
     broken_ = true;
     if (dset >= 0) H5Dclose(dset);
@@ -305,9 +306,9 @@ hid_t H5Output::object(const std::string& name) const {
 void H5Output::attribute(const std::string& obj, const std::string& name, const std::string& given) {
   std::string value = given;
   long long len = static_cast<long long>(value.size());
-  MPI_Bcast(&len, 1, MPI_LONG_LONG, 0, comm_);
+  locus::yielding::bcast(&len, 1, MPI_LONG_LONG, 0, comm_);
   value.resize(static_cast<std::size_t>(len));
-  MPI_Bcast(value.data(), static_cast<int>(len), MPI_CHAR, 0, comm_);
+  locus::yielding::bcast(value.data(), static_cast<int>(len), MPI_CHAR, 0, comm_);
   Id o(object(obj), H5Oclose, "opening " + obj);
   Id type(H5Tcopy(H5T_C_S1), H5Tclose, "H5Tcopy");
   check(H5Tset_size(type, H5T_VARIABLE), "H5Tset_size");
@@ -327,7 +328,7 @@ namespace {
 template <class T>
 void scalar_attribute(hid_t obj, const std::string& name, T& value, MPI_Datatype mpi, hid_t h5,
                       MPI_Comm comm) {
-  MPI_Bcast(&value, 1, mpi, 0, comm);
+  locus::yielding::bcast(&value, 1, mpi, 0, comm);
   Id space(H5Screate(H5S_SCALAR), H5Sclose, "H5Screate");
   write_attr(obj, name, h5, space, &value);
 }
@@ -349,9 +350,9 @@ void H5Output::attribute(const std::string& obj, const std::string& name, long v
 void H5Output::attribute(const std::string& obj, const std::string& name, const std::vector<double>& given) {
   std::vector<double> v = given;
   long long len = static_cast<long long>(v.size());
-  MPI_Bcast(&len, 1, MPI_LONG_LONG, 0, comm_);
+  locus::yielding::bcast(&len, 1, MPI_LONG_LONG, 0, comm_);
   v.resize(static_cast<std::size_t>(len));
-  MPI_Bcast(v.data(), static_cast<int>(len), MPI_DOUBLE, 0, comm_);
+  locus::yielding::bcast(v.data(), static_cast<int>(len), MPI_DOUBLE, 0, comm_);
   Id o(object(obj), H5Oclose, "opening " + obj);
   hsize_t n = v.size();
   Id space(H5Screate_simple(1, &n, nullptr), H5Sclose, "H5Screate_simple");
@@ -408,13 +409,13 @@ std::int64_t H5Output::create_doubles(const std::string& name, const std::vector
 
 void H5Output::write_root_vector(const std::string& name, const std::vector<double>& v) {
   unsigned long long n = v.size();
-  MPI_Bcast(&n, 1, MPI_UNSIGNED_LONG_LONG, 0, comm_);
+  locus::yielding::bcast(&n, 1, MPI_UNSIGNED_LONG_LONG, 0, comm_);
   write_root_array(name, v, {static_cast<std::uint64_t>(n)});
 }
 
 void H5Output::write_root_vector(const std::string& name, const std::vector<std::int64_t>& v) {
   unsigned long long n = v.size();
-  MPI_Bcast(&n, 1, MPI_UNSIGNED_LONG_LONG, 0, comm_);
+  locus::yielding::bcast(&n, 1, MPI_UNSIGNED_LONG_LONG, 0, comm_);
   Id dset(create_dataset(name, {static_cast<std::uint64_t>(n)}, H5T_STD_I64LE), H5Dclose,
           "creating dataset " + name);
   write_root_data(dset, name, H5T_NATIVE_INT64, v.data(), {static_cast<std::uint64_t>(n)});

@@ -13,6 +13,7 @@
 
 #include "locus/collective.hpp"
 #include "locus/counts.hpp"
+#include "locus/wait.hpp"
 #include "mem/node_memory.hpp"
 #include "mem/shared_pages.hpp"
 
@@ -222,7 +223,7 @@ void require_memory(Team& team, double shared, double private_bytes, const std::
   using detail::gib;
   note_private_bytes(private_bytes);  // the footprint (counts.hpp): the largest declaration
   double mine[2] = {shared, private_bytes}, node[2] = {0, 0};
-  MPI_Allreduce(mine, node, 2, MPI_DOUBLE, MPI_SUM, team.node_comm());
+  locus::yielding::allreduce(mine, node, 2, MPI_DOUBLE, MPI_SUM, team.node_comm());
   int units = 1, node_rank = 0;
   MPI_Comm_size(team.node_comm(), &units);
   MPI_Comm_rank(team.node_comm(), &node_rank);

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "locus/wait.hpp"
+
 namespace locus {
 
 std::vector<std::string> processor_names(MPI_Comm comm) {
@@ -18,7 +20,8 @@ std::vector<std::string> processor_names(MPI_Comm comm) {
   int len = 0;
   MPI_Get_processor_name(name, &len);
   std::vector<char> all(static_cast<std::size_t>(size) * MPI_MAX_PROCESSOR_NAME);
-  MPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR, comm);
+  locus::yielding::allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), MPI_MAX_PROCESSOR_NAME,
+                             MPI_CHAR, comm);
   std::vector<std::string> out;
   for (int r = 0; r < size; ++r) out.emplace_back(&all[static_cast<std::size_t>(r) * MPI_MAX_PROCESSOR_NAME]);
   return out;
@@ -33,11 +36,11 @@ std::vector<int> detect_nodes(MPI_Comm comm, int emulated) {
   int local = 0;
   MPI_Comm_rank(shared, &local);
   int leader = rank;  // lowest world rank of my real node
-  MPI_Allreduce(MPI_IN_PLACE, &leader, 1, MPI_INT, MPI_MIN, shared);
+  locus::yielding::allreduce(MPI_IN_PLACE, &leader, 1, MPI_INT, MPI_MIN, shared);
   MPI_Comm_free(&shared);
   int key[2] = {leader, emulated > 0 ? local / emulated : 0};
   std::vector<int> all(2 * static_cast<std::size_t>(size));
-  MPI_Allgather(key, 2, MPI_INT, all.data(), 2, MPI_INT, comm);
+  locus::yielding::allgather(key, 2, MPI_INT, all.data(), 2, MPI_INT, comm);
   // Number the distinct (leader, group) pairs in order of first appearance.
   std::vector<std::pair<int, int>> seen;
   std::vector<int> node_of(static_cast<std::size_t>(size));

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "locus/collective.hpp"
+#include "locus/wait.hpp"
 #include "mem/core_state.hpp"
 #include "mem/shared_pages.hpp"
 
@@ -44,7 +45,7 @@ Team::Team(MPI_Comm comm, int id, int world_rank, const std::vector<int>& node_o
   MPI_Comm_size(comm_, &size_);
   node_of_world_ = &node_of_world;
   world_unit_.resize(static_cast<std::size_t>(size_));
-  MPI_Allgather(&world_rank, 1, MPI_INT, world_unit_.data(), 1, MPI_INT, comm_);
+  locus::yielding::allgather(&world_rank, 1, MPI_INT, world_unit_.data(), 1, MPI_INT, comm_);
   int my_node = node_of_world[static_cast<std::size_t>(world_rank)];
   MPI_Comm_split(comm_, my_node, rank_, &node_comm_);
   // Rank in node_comm_ of every same-node unit: split keeps team order.
@@ -86,7 +87,7 @@ std::unique_ptr<Team> Team::split(int color) const {
   int id = core.max_team_id + 1;
   // Every member of this team agrees on the new id; disjoint new teams may
   // share it, which is fine: a unit belongs to only one of them.
-  MPI_Allreduce(MPI_IN_PLACE, &id, 1, MPI_INT, MPI_MAX, comm_);
+  locus::yielding::allreduce(MPI_IN_PLACE, &id, 1, MPI_INT, MPI_MAX, comm_);
   MPI_Comm sub;
   MPI_Comm_split(comm_, color, rank_, &sub);
   return std::unique_ptr<Team>(new Team(sub, id, core.world->rank(), *node_of_world_));

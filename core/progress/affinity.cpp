@@ -8,6 +8,7 @@
 #include <cstring>
 #include <string>
 
+#include "locus/wait.hpp"
 #include "progress/progress_layout.hpp"
 
 namespace locus::detail {
@@ -74,14 +75,14 @@ HostMasks host_masks(MPI_Comm comm, int rank) {
   int hsize = 0;
   MPI_Comm_size(host, &hsize);
   h.members.resize(static_cast<std::size_t>(hsize));
-  MPI_Allgather(&rank, 1, MPI_INT, h.members.data(), 1, MPI_INT, host);
+  locus::yielding::allgather(&rank, 1, MPI_INT, h.members.data(), 1, MPI_INT, host);
 
   CPU_ZERO(&h.mine);
   const bool have = sched_getaffinity(0, sizeof h.mine, &h.mine) == 0;
   h.masks.resize(static_cast<std::size_t>(hsize));
-  MPI_Allgather(&h.mine, sizeof h.mine, MPI_BYTE, h.masks.data(), sizeof h.mine, MPI_BYTE, host);
+  locus::yielding::allgather(&h.mine, sizeof h.mine, MPI_BYTE, h.masks.data(), sizeof h.mine, MPI_BYTE, host);
   int ok = have ? 1 : 0, all_ok = 0;
-  MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, host);
+  locus::yielding::allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, host);
   MPI_Comm_free(&host);
   h.all_ok = all_ok != 0;
   return h;
@@ -127,11 +128,11 @@ std::vector<HostRank> host_roles(const ProgressLayout& layout, const std::vector
 Binding gather_binding(MPI_Comm comm, int size, int cpu, const std::string& why, bool all_bound) {
   Binding b;
   b.cpu.resize(static_cast<std::size_t>(size));
-  MPI_Allgather(&cpu, 1, MPI_INT, b.cpu.data(), 1, MPI_INT, comm);
+  locus::yielding::allgather(&cpu, 1, MPI_INT, b.cpu.data(), 1, MPI_INT, comm);
   char text[200] = {};
   if (!why.empty()) std::snprintf(text, sizeof text, "%s", why.c_str());
   std::vector<char> all(static_cast<std::size_t>(size) * sizeof text);
-  MPI_Allgather(text, sizeof text, MPI_CHAR, all.data(), sizeof text, MPI_CHAR, comm);
+  locus::yielding::allgather(text, sizeof text, MPI_CHAR, all.data(), sizeof text, MPI_CHAR, comm);
   b.how = "auto";
   for (int r = 0; r < size && !all_bound; ++r) {
     const char* t = all.data() + static_cast<std::size_t>(r) * sizeof text;
@@ -178,7 +179,7 @@ Binding bind_progress_layout(MPI_Comm comm, const ProgressLayout& layout) {
   // All or nothing: where any rank could not be bound, every rank goes back
   // to the mask it started with and the summary says why.
   int bound = why.empty() ? 1 : 0, all_bound = 0;
-  MPI_Allreduce(&bound, &all_bound, 1, MPI_INT, MPI_MIN, comm);
+  locus::yielding::allreduce(&bound, &all_bound, 1, MPI_INT, MPI_MIN, comm);
   if (!all_bound && cpu >= 0) {
     sched_setaffinity(0, sizeof h.mine, &h.mine);
     cpu = -1;

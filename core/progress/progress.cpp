@@ -109,7 +109,7 @@ ProgressEngine::ProgressEngine(const ProgressLayout& layout, const ProgressSetti
     // before mapping (an oversized runtime.progress.staging otherwise makes
     // MPICH loop in msync on a sparse /dev/shm file).
     double need = static_cast<double>(mine), node_need = 0.0;
-    MPI_Allreduce(&need, &node_need, 1, MPI_DOUBLE, MPI_SUM, layout_.node_full);
+    locus::yielding::allreduce(&need, &node_need, 1, MPI_DOUBLE, MPI_SUM, layout_.node_full);
     std::string what, msg;
     const double cap = layout_.node_index == 0 ? node_capacity(what) : -1.0;
     if (cap >= 0 && node_need > cap)
@@ -144,7 +144,7 @@ ProgressEngine::ProgressEngine(const ProgressLayout& layout, const ProgressSetti
     node_app_ = layout_.node_index;
     for (std::uint32_t s = kCompletion; s-- > 0;) free_slots_.push_back(s);
   }
-  MPI_Barrier(layout_.node_full);  // every area initialised before anyone uses it
+  locus::yielding::barrier(layout_.node_full);  // every area initialised before anyone uses it
 
   MPI_Win_create_dynamic(MPI_INFO_NULL, layout_.full_comm, &win_);
   MPI_Win_lock_all(MPI_MODE_NOCHECK, win_);
@@ -566,7 +566,7 @@ void ProgressEngine::server_alloc(int segment) {
   MPI_Win_lock_all(MPI_MODE_NOCHECK, s.shm);
   const std::size_t apps = layout_.app_ranks.size();
   std::vector<Claim> all(apps);
-  MPI_Bcast(all.data(), static_cast<int>(apps * sizeof(Claim)), MPI_BYTE, 0, layout_.node_full);
+  locus::yielding::bcast(all.data(), static_cast<int>(apps * sizeof(Claim)), MPI_BYTE, 0, layout_.node_full);
   s.peer.assign(apps, nullptr);
   s.disp.resize(apps);
   s.bytes.resize(apps);

@@ -31,8 +31,33 @@ void wait_all_yielding(std::vector<MPI_Request>& reqs);
 void wait_each_yielding(std::vector<MPI_Request>& reqs);
 
 // MPI_Barrier and MPI_Allreduce done with their non-blocking forms and a
-// yielding wait.
+// yielding wait, each counted as one of the phase's collectives
+// (Count::collectives: the apps' reductions in their timed loops).
 void barrier_yielding(MPI_Comm comm);
 void allreduce_yielding(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm);
+
+// The blocking collectives of set-up, checks and reports (every one locus
+// calls outside a counted reduction), done with their non-blocking forms
+// and a yielding wait, not counted. Same arguments as the MPI calls. On 4
+// ranks over 2 cores a blocking collective cost a scheduler slice (7-9
+// ms each, MPICH 4.0.2): 73 allreduces alone took 0.4-0.5 s of a heat3d
+// start-up. The SMPI build calls the blocking forms (see wait.cpp).
+namespace yielding {
+void barrier(MPI_Comm comm);
+void allreduce(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm);
+void reduce(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm);
+void bcast(void* buf, int count, MPI_Datatype type, int root, MPI_Comm comm);
+void gather(const void* send, int scount, MPI_Datatype stype, void* recv, int rcount, MPI_Datatype rtype,
+            int root, MPI_Comm comm);
+void allgather(const void* send, int scount, MPI_Datatype stype, void* recv, int rcount, MPI_Datatype rtype,
+               MPI_Comm comm);
+void allgatherv(const void* send, int scount, MPI_Datatype stype, void* recv, const int* rcounts,
+                const int* displs, MPI_Datatype rtype, MPI_Comm comm);
+void alltoall(const void* send, int scount, MPI_Datatype stype, void* recv, int rcount, MPI_Datatype rtype,
+              MPI_Comm comm);
+void alltoallv(const void* send, const int* scounts, const int* sdispls, MPI_Datatype stype, void* recv,
+               const int* rcounts, const int* rdispls, MPI_Datatype rtype, MPI_Comm comm);
+void exscan(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm);
+}  // namespace yielding
 
 }  // namespace locus
