@@ -103,9 +103,16 @@ gidx product(const std::vector<gidx>& v) {
 // combination and returns true, or wraps it back to all zeros after the
 // last one and returns false. moved(d, delta) hears of every change of
 // c[d] (+1, or 1 - ext[d] when it wraps), for offsets kept alongside.
-template <class Counter, class Extents, class Moved>
-TENSOR_HOST_FUNCTION bool odometer_next(Counter& c, const Extents& ext, std::size_t n, Moved&& moved) {
-  for (std::size_t d = n; d-- > 0;) {
+// One source for the host's walks (over std::vector counters) and the
+// kernels' (over Kokkos::Array, every execution space): nvcc is told not
+// to check the host instantiations' calls (std::vector's operator[] is a
+// host function), which no device code makes.
+#if defined(__NVCC__)
+#pragma nv_exec_check_disable
+#endif
+template <class Counter, class Extents, class Size, class Moved>
+KOKKOS_INLINE_FUNCTION bool odometer_next(Counter& c, const Extents& ext, Size n, Moved&& moved) {
+  for (Size d = n; d-- > 0;) {
     if (++c[d] < ext[d]) {
       moved(d, gidx{1});
       return true;
@@ -161,21 +168,6 @@ namespace {
 constexpr std::size_t kMaxRank = 8;
 using Extents = Kokkos::Array<gidx, kMaxRank>;
 
-// The odometer of the kernels (odometer_next's, over an Extents counter),
-// compiled for every execution space.
-template <class Moved>
-KOKKOS_INLINE_FUNCTION bool kernel_odometer_next(Extents& c, const Extents& ext, int n, Moved&& moved) {
-  for (int d = n; d-- > 0;) {
-    if (++c[d] < ext[d]) {
-      moved(d, gidx{1});
-      return true;
-    }
-    moved(d, gidx{1} - ext[d]);
-    c[d] = 0;
-  }
-  return false;
-}
-
 // A row of n doubles: libc's copy on the host (one unrolled run of the
 // widest vectors the CPU has for a row of 8-32 doubles; the loop it
 // replaced was 16 B a turn), a plain loop in device code.
@@ -220,7 +212,7 @@ struct PermuteRows {
     }
     for (gidx row = r0; row < r1; ++row) {
       copy_row(dst + doff, src + soff, inner);
-      kernel_odometer_next(ctr, odims, outer, [&](int d, gidx delta) {
+      odometer_next(ctr, odims, outer, [&](int d, gidx delta) {
         soff += delta * osstep[d];
         doff += delta * odstep[d];
       });
