@@ -17,6 +17,7 @@
 #include "locus/rma.hpp"
 #include "locus/runtime.hpp"
 #include "locus/segment.hpp"
+#include "locus/wait.hpp"
 
 using locus::Count;
 using locus::count;
@@ -166,4 +167,86 @@ TEST(Counts, TheRunsRequirementsAreSumsAndMaxima) {
   const locus::detail::Requirements r2 = locus::detail::gather_requirements(t, world().comm());
   EXPECT_GE(r2.summary["segment_peak_bytes"]["max"].as<std::uint64_t>(), 8000u);
   EXPECT_EQ(r2.row.back(), r2.row[r2.row.size() - 3] + r2.row[r2.row.size() - 2]);
+}
+
+// The yielding collectives (wait.hpp) give what the blocking MPI calls
+// give, on every rank; locus::yielding's set-up collectives are not
+// counted, the apps' loop reductions (allreduce_yielding,
+// barrier_yielding) one collective each.
+TEST(Counts, YieldingCollectivesMatchMpiAndOnlyLoopReductionsCount) {
+  locus::reset_counts();
+  const MPI_Comm comm = world().comm();
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  const long long r = rank, n = size;
+
+  long long sum = 0, mx = 0, red = -1;
+  locus::yielding::allreduce(&r, &sum, 1, MPI_LONG_LONG, MPI_SUM, comm);
+  locus::yielding::allreduce(&r, &mx, 1, MPI_LONG_LONG, MPI_MAX, comm);
+  locus::yielding::reduce(&r, &red, 1, MPI_LONG_LONG, MPI_SUM, 0, comm);
+  EXPECT_EQ(sum, n * (n - 1) / 2);
+  EXPECT_EQ(mx, n - 1);
+  if (rank == 0) {
+    EXPECT_EQ(red, n * (n - 1) / 2);
+  }
+
+  long long word = rank == 0 ? 4242 : -1;
+  locus::yielding::bcast(&word, 1, MPI_LONG_LONG, 0, comm);
+  EXPECT_EQ(word, 4242);
+
+  std::vector<long long> all(static_cast<std::size_t>(size), -1), gathered(all);
+  locus::yielding::allgather(&r, 1, MPI_LONG_LONG, all.data(), 1, MPI_LONG_LONG, comm);
+  locus::yielding::gather(&r, 1, MPI_LONG_LONG, gathered.data(), 1, MPI_LONG_LONG, 0, comm);
+  for (int u = 0; u < size; ++u) {
+    EXPECT_EQ(all[static_cast<std::size_t>(u)], u);
+    if (rank == 0) {
+      EXPECT_EQ(gathered[static_cast<std::size_t>(u)], u);
+    }
+  }
+
+  // alltoall: unit u sends 100 * u + d to unit d
+  std::vector<int> one(static_cast<std::size_t>(size)), got(one);
+  for (int d = 0; d < size; ++d) one[static_cast<std::size_t>(d)] = 100 * rank + d;
+  locus::yielding::alltoall(one.data(), 1, MPI_INT, got.data(), 1, MPI_INT, comm);
+  for (int u = 0; u < size; ++u) EXPECT_EQ(got[static_cast<std::size_t>(u)], 100 * u + rank);
+
+  std::vector<int> counts(static_cast<std::size_t>(size)), displs(counts);
+  for (int u = 0; u < size; ++u) counts[static_cast<std::size_t>(u)] = u + 1;
+  for (int u = 1; u < size; ++u)
+    displs[static_cast<std::size_t>(u)] = displs[static_cast<std::size_t>(u) - 1] + u;
+  const int total = size * (size + 1) / 2;
+  std::vector<int> mine(static_cast<std::size_t>(rank) + 1, 7 * rank),
+      everyone(static_cast<std::size_t>(total));
+  locus::yielding::allgatherv(mine.data(), rank + 1, MPI_INT, everyone.data(), counts.data(), displs.data(),
+                              MPI_INT, comm);
+  for (int u = 0; u < size; ++u)
+    for (int k = 0; k <= u; ++k) EXPECT_EQ(everyone[static_cast<std::size_t>(displs[u] + k)], 7 * u);
+
+  // alltoallv: unit u sends u + 1 copies of 1000 * u + d to unit d
+  std::vector<int> scount(static_cast<std::size_t>(size), rank + 1), sdispl(static_cast<std::size_t>(size));
+  for (int d = 0; d < size; ++d) sdispl[static_cast<std::size_t>(d)] = d * (rank + 1);
+  std::vector<int> out(static_cast<std::size_t>(size * (rank + 1)));
+  for (int d = 0; d < size; ++d)
+    for (int k = 0; k <= rank; ++k) out[static_cast<std::size_t>(d * (rank + 1) + k)] = 1000 * rank + d;
+  std::vector<int> in(static_cast<std::size_t>(total), -1);
+  locus::yielding::alltoallv(out.data(), scount.data(), sdispl.data(), MPI_INT, in.data(), counts.data(),
+                             displs.data(), MPI_INT, comm);
+  for (int u = 0; u < size; ++u)
+    for (int k = 0; k <= u; ++k) EXPECT_EQ(in[static_cast<std::size_t>(displs[u] + k)], 1000 * u + rank);
+
+  long long before = -1;
+  locus::yielding::exscan(&r, &before, 1, MPI_LONG_LONG, MPI_SUM, comm);
+  if (rank > 0) {  // rank 0's result is undefined
+    EXPECT_EQ(before, r * (r - 1) / 2);
+  }
+
+  locus::yielding::barrier(comm);
+  EXPECT_EQ(of("outside", Count::collectives), 0u);
+
+  long long loop = 0;
+  locus::allreduce_yielding(&r, &loop, 1, MPI_LONG_LONG, MPI_SUM, comm);
+  locus::barrier_yielding(comm);
+  EXPECT_EQ(loop, n * (n - 1) / 2);
+  EXPECT_EQ(of("outside", Count::collectives), 2u);
 }
