@@ -32,7 +32,9 @@ void exscan_sum(MPI_Comm comm, const long long* in, long long* out, int n) {
     out[i] = sum;
   }
 #else
-  locus::yielding::exscan(in, out, n, MPI_LONG_LONG, MPI_SUM, comm);
+  MPI_Request req;
+  MPI_Iexscan(in, out, n, MPI_LONG_LONG, MPI_SUM, comm, &req);
+  wait_yielding(req);
   if (rank == 0)
     for (int i = 0; i < n; ++i) out[i] = 0;
 #endif
@@ -60,7 +62,9 @@ void alltoallv(const void* send, const int* scount, const int* sdispl, void* rec
     }
   MPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE);
 #else
-  locus::yielding::alltoallv(send, scount, sdispl, type, recv, rcount, rdispl, type, comm);
+  MPI_Request req;
+  MPI_Ialltoallv(send, scount, sdispl, type, recv, rcount, rdispl, type, comm, &req);
+  wait_yielding(req);
 #endif
 }
 

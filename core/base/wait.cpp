@@ -77,13 +77,6 @@ void alltoall(const void* send, int scount, MPI_Datatype stype, void* recv, int 
               MPI_Comm comm) {
   MPI_Alltoall(send, scount, stype, recv, rcount, rtype, comm);
 }
-void alltoallv(const void* send, const int* scounts, const int* sdispls, MPI_Datatype stype, void* recv,
-               const int* rcounts, const int* rdispls, MPI_Datatype rtype, MPI_Comm comm) {
-  MPI_Alltoallv(send, scounts, sdispls, stype, recv, rcounts, rdispls, rtype, comm);
-}
-void exscan(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
-  MPI_Exscan(send, recv, count, type, op, comm);
-}
 }  // namespace yielding
 #else
 namespace {
@@ -171,15 +164,6 @@ void allgatherv(const void* send, int scount, MPI_Datatype stype, void* recv, co
 void alltoall(const void* send, int scount, MPI_Datatype stype, void* recv, int rcount, MPI_Datatype rtype,
               MPI_Comm comm) {
   run([&](MPI_Request* r) { MPI_Ialltoall(send, scount, stype, recv, rcount, rtype, comm, r); });
-}
-void alltoallv(const void* send, const int* scounts, const int* sdispls, MPI_Datatype stype, void* recv,
-               const int* rcounts, const int* rdispls, MPI_Datatype rtype, MPI_Comm comm) {
-  run([&](MPI_Request* r) {
-    MPI_Ialltoallv(send, scounts, sdispls, stype, recv, rcounts, rdispls, rtype, comm, r);
-  });
-}
-void exscan(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
-  run([&](MPI_Request* r) { MPI_Iexscan(send, recv, count, type, op, comm, r); });
 }
 }  // namespace yielding
 #endif

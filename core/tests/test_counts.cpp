@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "app/requirements.hpp"
+#include "locus/collective.hpp"
 #include "locus/counts.hpp"
 #include "locus/profile.hpp"
 #include "locus/rma.hpp"
@@ -169,7 +170,8 @@ TEST(Counts, TheRunsRequirementsAreSumsAndMaxima) {
   EXPECT_EQ(r2.row.back(), r2.row[r2.row.size() - 3] + r2.row[r2.row.size() - 2]);
 }
 
-// The yielding collectives (wait.hpp) give what the blocking MPI calls
+// The yielding collectives (wait.hpp; alltoallv and exscan_sum in
+// collective.hpp) give what the blocking MPI calls
 // give, on every rank; locus::yielding's set-up collectives are not
 // counted, the apps' loop reductions (allreduce_yielding,
 // barrier_yielding) one collective each.
@@ -230,16 +232,14 @@ TEST(Counts, YieldingCollectivesMatchMpiAndOnlyLoopReductionsCount) {
   for (int d = 0; d < size; ++d)
     for (int k = 0; k <= rank; ++k) out[static_cast<std::size_t>(d * (rank + 1) + k)] = 1000 * rank + d;
   std::vector<int> in(static_cast<std::size_t>(total), -1);
-  locus::yielding::alltoallv(out.data(), scount.data(), sdispl.data(), MPI_INT, in.data(), counts.data(),
-                             displs.data(), MPI_INT, comm);
+  locus::alltoallv(out.data(), scount.data(), sdispl.data(), in.data(), counts.data(), displs.data(), MPI_INT,
+                   comm);
   for (int u = 0; u < size; ++u)
     for (int k = 0; k <= u; ++k) EXPECT_EQ(in[static_cast<std::size_t>(displs[u] + k)], 1000 * u + rank);
 
   long long before = -1;
-  locus::yielding::exscan(&r, &before, 1, MPI_LONG_LONG, MPI_SUM, comm);
-  if (rank > 0) {  // rank 0's result is undefined
-    EXPECT_EQ(before, r * (r - 1) / 2);
-  }
+  locus::exscan_sum(comm, &r, &before, 1);
+  EXPECT_EQ(before, r * (r - 1) / 2);  // 0 on rank 0
 
   locus::yielding::barrier(comm);
   EXPECT_EQ(of("outside", Count::collectives), 0u);

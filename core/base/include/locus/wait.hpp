@@ -55,9 +55,8 @@ void allgatherv(const void* send, int scount, MPI_Datatype stype, void* recv, co
                 const int* displs, MPI_Datatype rtype, MPI_Comm comm);
 void alltoall(const void* send, int scount, MPI_Datatype stype, void* recv, int rcount, MPI_Datatype rtype,
               MPI_Comm comm);
-void alltoallv(const void* send, const int* scounts, const int* sdispls, MPI_Datatype stype, void* recv,
-               const int* rcounts, const int* rdispls, MPI_Datatype rtype, MPI_Comm comm);
-void exscan(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm);
 }  // namespace yielding
+// (alltoallv and exscan: locus::alltoallv and locus::exscan_sum,
+// collective.hpp, which yield too.)
 
 }  // namespace locus
