@@ -84,14 +84,14 @@ namespace {
 // order-independent, so the vectorised reduction equals the reference's
 // running maximum.
 //
-// row_cells is the kernel of every execution space: plain C++ over the
-// row, vectorised by the compiler (LOCUS_SIMD_MAX), no intrinsic, no
+// row_span is the loop of every execution space: plain C++ over the
+// cells, vectorised by the compiler (LOCUS_SIMD_MAX), no intrinsic, no
 // function pointer. Reads reach c[i0 - 1] and c[i1 + 1]: ghost cells, all
 // inside the field.
-KOKKOS_FORCEINLINE_FUNCTION double row_cells(const double* __restrict c, const double* __restrict s,
-                                             const double* __restrict n, const double* __restrict b,
-                                             const double* __restrict t, double* __restrict o, long i0,
-                                             long i1, const StencilCoefficients& k, double m) {
+KOKKOS_FORCEINLINE_FUNCTION double row_span(const double* __restrict c, const double* __restrict s,
+                                            const double* __restrict n, const double* __restrict b,
+                                            const double* __restrict t, double* __restrict o, long i0,
+                                            long i1, const StencilCoefficients& k, double m) {
   LOCUS_SIMD_MAX(m)
   for (long i = i0; i <= i1; ++i) {
     const double cc = c[i];
@@ -100,6 +100,34 @@ KOKKOS_FORCEINLINE_FUNCTION double row_cells(const double* __restrict c, const d
     o[i] = v;
     const double d = std::fabs(v - cc);
     m = d > m ? d : m;
+  }
+  return m;
+}
+
+// row_cells, the row kernel: row_span over chunks of kChunk cells. On host
+// compilers (LOCUS_PREFETCH; nothing in device code) each chunk first
+// prefetches, kAhead cells ahead, the lines of the two streams a blocked
+// sweep takes from memory: the plane above (t, read) and the output row
+// (o, for writing: its read for ownership starts early). The hardware
+// prefetcher alone keeps too few lines in flight for one core. Intel Xeon
+// (2 MiB L2), 1 rank, of the triad roofline: the AVX2 compile 0.72 ->
+// 0.82-0.87 at 256^3 and 0.70 -> 0.82-0.90 at 400^3 (the write-allocate
+// ceiling is 0.889); the SSE2 baseline 0.65 -> 0.74-0.77 at 256^3. The
+// plane above alone gave 0.77-0.81 at 400^3; 2-3 KiB ahead as 4 KiB.
+constexpr long kChunk = 64;                    // cells per chunk: 8 cache lines
+[[maybe_unused]] constexpr long kAhead = 512;  // cells ahead: 4 KiB (device code does not prefetch)
+
+KOKKOS_FORCEINLINE_FUNCTION double row_cells(const double* __restrict c, const double* __restrict s,
+                                             const double* __restrict n, const double* __restrict b,
+                                             const double* __restrict t, double* __restrict o, long i0,
+                                             long i1, const StencilCoefficients& k, double m) {
+  for (long i = i0; i <= i1; i += kChunk) {
+    const long e = i + kChunk - 1 < i1 ? i + kChunk - 1 : i1;
+    for (long q = i; q <= e; q += 8) {  // (a prefetch never faults, past the field's end too)
+      LOCUS_PREFETCH(t + q + kAhead, 0);
+      LOCUS_PREFETCH(o + q + kAhead, 1);
+    }
+    m = row_span(c, s, n, b, t, o, i, e, k, m);
   }
   return m;
 }
@@ -162,7 +190,7 @@ struct StreamingRow {
                                                       double m) {
     long i = i0;
     while (i <= i1 && (reinterpret_cast<std::uintptr_t>(o + i) & 63) != 0) ++i;  // to the first whole line
-    m = row_cells(c, s, n, b, t, o, i0, std::min(i, i1 + 1) - 1, k, m);
+    m = row_span(c, s, n, b, t, o, i0, std::min(i, i1 + 1) - 1, k, m);
     const __m256d mask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffLL));
     __m256d m0 = _mm256_set1_pd(m), m1 = m0;
     for (; i + 7 <= i1; i += 8) {
@@ -177,7 +205,7 @@ struct StreamingRow {
     alignas(32) double lanes[4];
     _mm256_store_pd(lanes, _mm256_max_pd(m0, m1));
     for (double x : lanes) m = x > m ? x : m;
-    return row_cells(c, s, n, b, t, o, i, i1, k, m);
+    return row_span(c, s, n, b, t, o, i, i1, k, m);
   }
 };
 #endif
