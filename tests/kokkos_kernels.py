@@ -3,7 +3,9 @@
 ranks, and the Kokkos runtime as users drive it:
 
   * heat3d (both halo paths: exchange, then the fused step and residual;
-    locus-nb's overlap: inner cells while faces travel, then the shell),
+    locus-nb's overlap: inner cells while faces travel, then the shell;
+    also rows of several of the row kernel's 64-cell chunks, the last
+    partial),
     poisson5pt (red-black split and natural, SOR, Jacobi, float32; rows
     and 2D blocks), spmv (vector, task and rma modes, CG) and
     tensor_contract (the sort kinds of the CCSD-like and triples terms)
@@ -60,6 +62,11 @@ def kernels_checked(app, sets, extra=(), env=None):
 
 H = ["heat3d.grid.nx=20", "heat3d.grid.ny=18", "heat3d.grid.nz=17", "heat3d.time.max_steps=4", "heat3d.validation.mode=none"]
 heat3d_summaries = [kernels_checked("heat3d", H + ["comm.halo=" + halo]) for halo in ["p2p", "locus-nb"]]
+# rows longer than the row kernel's chunk of 64 cells (prefetched chunk by
+# chunk): 150 cells, 75 where the ranks split x, the last chunk partial
+for halo in ["p2p", "locus-nb"]:
+    kernels_checked("heat3d", ["heat3d.grid.nx=150", "heat3d.grid.ny=7", "heat3d.grid.nz=6", "heat3d.time.max_steps=2",
+                               "heat3d.validation.mode=none", "comm.halo=" + halo])
 
 # heat3d's stores (heat3d.kernel.streaming_stores): streaming (checked on
 # step 1 beside the cached kernel), cached, and auto (steps 2-9 time both,
