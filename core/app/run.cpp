@@ -65,7 +65,7 @@ int finish(int status) {
 
 Context::Context(const AppInfo& app, int argc, char** argv, bool quiet, bool summary_json)
     : app_(&app), quiet_(quiet), summary_json_(summary_json) {
-  MPI_Comm_dup(MPI_COMM_WORLD, &comm_);
+  yielding::comm_dup(MPI_COMM_WORLD, &comm_);
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &size_);
   for (int i = 0; i < argc; ++i) {

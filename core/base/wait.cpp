@@ -77,6 +77,9 @@ void alltoall(const void* send, int scount, MPI_Datatype stype, void* recv, int 
               MPI_Comm comm) {
   MPI_Alltoall(send, scount, stype, recv, rcount, rtype, comm);
 }
+void comm_dup(MPI_Comm comm, MPI_Comm* out) {
+  MPI_Comm_dup(comm, out);
+}
 }  // namespace yielding
 #else
 namespace {
@@ -164,6 +167,9 @@ void allgatherv(const void* send, int scount, MPI_Datatype stype, void* recv, co
 void alltoall(const void* send, int scount, MPI_Datatype stype, void* recv, int rcount, MPI_Datatype rtype,
               MPI_Comm comm) {
   run([&](MPI_Request* r) { MPI_Ialltoall(send, scount, stype, recv, rcount, rtype, comm, r); });
+}
+void comm_dup(MPI_Comm comm, MPI_Comm* out) {
+  run([&](MPI_Request* r) { MPI_Comm_idup(comm, out, r); });
 }
 }  // namespace yielding
 #endif

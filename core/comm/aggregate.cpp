@@ -91,7 +91,7 @@ Aggregator::Aggregator(Team& team, const AggregateSettings& s)
     if (by_server_)
       comm_ = engine->aggregate_comm();
     else
-      MPI_Comm_dup(team.comm(), &comm_);
+      yielding::comm_dup(team.comm(), &comm_);
     const std::size_t posted = static_cast<std::size_t>(std::max(4, 2 * slots_));
     recv_buf_.assign(posted, std::vector<char>(slot_bytes_));
     recv_req_.assign(posted, MPI_REQUEST_NULL);

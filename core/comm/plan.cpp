@@ -306,7 +306,7 @@ void setup_messages(PlanImpl& p, Team& team, RemoteMode mode, const std::vector<
         if (!theirs[static_cast<std::size_t>(u)][k].empty())
           p.serves.push_back(PlanImpl::Serve{u, static_cast<int>(k),
                                              wire_type(theirs[static_cast<std::size_t>(u)][k], p.esize)});
-  MPI_Comm_dup(tc, &p.comm);
+  yielding::comm_dup(tc, &p.comm);
 }
 
 }  // namespace

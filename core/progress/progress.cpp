@@ -149,7 +149,7 @@ ProgressEngine::ProgressEngine(const ProgressLayout& layout, const ProgressSetti
   MPI_Win_create_dynamic(MPI_INFO_NULL, layout_.full_comm, &win_);
   MPI_Win_lock_all(MPI_MODE_NOCHECK, win_);
   if (layout_.server) MPI_Win_set_errhandler(win_, MPI_ERRORS_RETURN);
-  MPI_Comm_dup(layout_.full_comm, &agg_comm_);
+  yielding::comm_dup(layout_.full_comm, &agg_comm_);
   if (layout_.server && service)
     applier_ = service(agg_comm_, [this](int segment, int unit, std::size_t* bytes) {
       auto it = segs_.find(segment);

@@ -20,7 +20,7 @@ ProgressThread::ProgressThread(int interval_us, MPI_Comm comm) : interval_us_(in
   // duplicate of MPI_COMM_SELF is not enough: MPICH serves it by its self
   // path, and one-sided operations from other processes wait for UCX's
   // 1 ms timer instead.) Collective over the units.
-  MPI_Comm_dup(comm, &probe_comm_);
+  yielding::comm_dup(comm, &probe_comm_);
   thread_ = std::thread([this] { loop(); });
 }
 

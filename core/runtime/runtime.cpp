@@ -12,6 +12,7 @@
 #include "locus/async.hpp"
 #include "locus/collective.hpp"
 #include "locus/mpi_env.hpp"
+#include "locus/wait.hpp"
 #include "runtime/runtime_state.hpp"
 
 namespace locus {
@@ -54,7 +55,7 @@ Runtime::Runtime(MPI_Comm comm, const CommSettings& settings) : settings_(settin
     app_comm_ = comm;
   }
   MPI_Comm dup;
-  MPI_Comm_dup(app_comm_, &dup);
+  yielding::comm_dup(app_comm_, &dup);
   int unit = 0;
   MPI_Comm_rank(app_comm_, &unit);
   if (const detail::ProgressEngine* engine = state_->engine.get()) {
