@@ -6,11 +6,14 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <sstream>
 
 #include "locus/async.hpp"
 #include "locus/collective.hpp"
+#include "locus/cpu.hpp"
 #include "locus/io.hpp"
 #include "locus/kokkos.hpp"
 #include "locus/limits.hpp"
@@ -20,6 +23,7 @@
 #include "tensor.hpp"
 
 extern "C" void openblas_set_num_threads(int);
+extern "C" char* openblas_get_corename(void);
 
 namespace tensor_contract {
 
@@ -431,6 +435,38 @@ void run_phase(Context& ctx, const Schedule& sched, const PhaseSpec& spec, std::
 }
 
 // The run's results: the schedule, the kernels, tasks, rates.
+// OpenBLAS chooses its kernels once, when the library loads, from the CPU
+// model, or from OPENBLAS_CORETYPE. An OpenBLAS older than the CPU does not
+// know its model and falls back to generic kernels: Debian 12's 0.3.21
+// takes an Intel Xeon of family 6 model 207 (AVX-512) for Prescott (SSE3),
+// 12-21 GFLOP/s per core in DGEMM 1536^3 against 56-66 with
+// OPENBLAS_CORETYPE=SkylakeX or Cooperlake. The kernel set it chose, and,
+// when that set is older than what this CPU offers (locus::cpu), the
+// kernel set to name instead. ./locus sets OPENBLAS_CORETYPE itself in that
+// case (its blas_coretype); a run started by mpiexec directly says so.
+struct BlasCore {
+  std::string core, suggest;
+};
+BlasCore blas_core() {
+  BlasCore b;
+  const char* name = openblas_get_corename();
+  b.core = name ? name : "";
+  // OpenBLAS's x86 kernel sets without AVX2 (its corename strings)
+  static const char* const kOld[] = {"Katmai",    "Coppermine",  "Northwood",     "Prescott",   "Banias",
+                                     "Atom",      "Core2",       "Penryn",        "Dunnington", "Nehalem",
+                                     "Athlon",    "Opteron",     "Opteron(SSE3)", "Barcelona",  "Nano",
+                                     "Bobcat",    "Sandybridge", "Bulldozer",     "Piledriver", "Steamroller",
+                                     "Excavator", "Unknown"};
+  bool old = false;
+  for (const char* k : kOld) old = old || b.core == k;
+  const auto& f = locus::cpu::features();
+  if (old && f.avx512f)
+    b.suggest = "SkylakeX";
+  else if (old && f.avx2)
+    b.suggest = "Haswell";
+  return b;
+}
+
 locus::Tree results_of(const Context& ctx, const Schedule& sched, const Run& run, const locus::Timers& timers,
                        std::size_t phases) {
   const Config& cfg = ctx.config();
@@ -454,6 +490,16 @@ locus::Tree results_of(const Context& ctx, const Schedule& sched, const Run& run
   locus::Tree k = locus::kernels_summary(false);  // the sorts and the portable product: locus::ExecSpace
   k["memory_space"] = locus::MemSpace::name();    // of the staged and sorted tiles and the products
   k["gemm"] = sched.gemm == GemmKind::portable ? "portable" : "blas";
+  if (sched.gemm == GemmKind::blas) {
+    const BlasCore b = blas_core();
+    const char* env = std::getenv("OPENBLAS_CORETYPE");
+    k["blas_core"] =
+        b.core + (env ? std::string(" (OPENBLAS_CORETYPE=") + env + ")" : " (OpenBLAS's own choice)");
+    if (!b.suggest.empty())
+      k["blas_warning"] = "OpenBLAS runs its " + b.core + " kernels on a CPU with " +
+                          (b.suggest == "SkylakeX" ? "AVX-512" : "AVX2") +
+                          ": set OPENBLAS_CORETYPE=" + b.suggest + " (./locus does when it is unset)";
+  }
   std::string kinds;
   for (const auto& key : run.sorts_checked) kinds += (kinds.empty() ? "" : ", ") + key;
   k["check"] = "every sort kind bitwise equal to the reference kernel on first use (" +
@@ -568,6 +614,15 @@ int run(Context& ctx) {
   const Config& cfg = ctx.config();
   const Schedule sched = read_schedule(ctx);
   openblas_set_num_threads(sched.blas_threads);
+  if (sched.gemm == GemmKind::blas && ctx.rank() == 0 && !std::getenv("OPENBLAS_CORETYPE")) {
+    const BlasCore b = blas_core();
+    if (!b.suggest.empty())
+      std::fprintf(
+          stderr,
+          "tensor_contract: warning: OpenBLAS chose its %s kernels on a CPU with %s; DGEMM runs several "
+          "times slower than it could. Set OPENBLAS_CORETYPE=%s (./locus does when it is unset).\n",
+          b.core.c_str(), b.suggest == "SkylakeX" ? "AVX-512" : "AVX2", b.suggest.c_str());
+  }
   const std::vector<PhaseSpec> phases = read_phases(ctx);
   const std::string mode = cfg.string("tensor_contract.validation.mode");
   if (mode == "reference")
