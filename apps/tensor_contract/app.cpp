@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <limits>
 #include <sstream>
 
@@ -434,7 +433,6 @@ void run_phase(Context& ctx, const Schedule& sched, const PhaseSpec& spec, std::
   }
 }
 
-// The run's results: the schedule, the kernels, tasks, rates.
 // OpenBLAS chooses its kernels once, when the library loads, from the CPU
 // model, or from OPENBLAS_CORETYPE. An OpenBLAS older than the CPU does not
 // know its model and falls back to generic kernels: Debian 12's 0.3.21
@@ -467,6 +465,7 @@ BlasCore blas_core() {
   return b;
 }
 
+// The run's results: the schedule, the kernels, tasks, rates.
 locus::Tree results_of(const Context& ctx, const Schedule& sched, const Run& run, const locus::Timers& timers,
                        std::size_t phases) {
   const Config& cfg = ctx.config();
