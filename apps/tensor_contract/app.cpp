@@ -465,6 +465,16 @@ BlasCore blas_core() {
   return b;
 }
 
+// The summary's blas_warning and the run's stderr line: empty when
+// OpenBLAS's kernels match the CPU.
+std::string blas_warning(const BlasCore& b) {
+  if (b.suggest.empty()) return "";
+  return "OpenBLAS chose its " + b.core + " kernels on a CPU with " +
+         (b.suggest == "SkylakeX" ? "AVX-512" : "AVX2") +
+         "; DGEMM runs several times slower than it could. Set OPENBLAS_CORETYPE=" + b.suggest +
+         " (./locus does when it is unset).";
+}
+
 // The run's results: the schedule, the kernels, tasks, rates.
 locus::Tree results_of(const Context& ctx, const Schedule& sched, const Run& run, const locus::Timers& timers,
                        std::size_t phases) {
@@ -494,10 +504,7 @@ locus::Tree results_of(const Context& ctx, const Schedule& sched, const Run& run
     const char* env = std::getenv("OPENBLAS_CORETYPE");
     k["blas_core"] =
         b.core + (env ? std::string(" (OPENBLAS_CORETYPE=") + env + ")" : " (OpenBLAS's own choice)");
-    if (!b.suggest.empty())
-      k["blas_warning"] = "OpenBLAS runs its " + b.core + " kernels on a CPU with " +
-                          (b.suggest == "SkylakeX" ? "AVX-512" : "AVX2") +
-                          ": set OPENBLAS_CORETYPE=" + b.suggest + " (./locus does when it is unset)";
+    if (const std::string w = blas_warning(b); !w.empty()) k["blas_warning"] = w;
   }
   std::string kinds;
   for (const auto& key : run.sorts_checked) kinds += (kinds.empty() ? "" : ", ") + key;
@@ -613,15 +620,9 @@ int run(Context& ctx) {
   const Config& cfg = ctx.config();
   const Schedule sched = read_schedule(ctx);
   openblas_set_num_threads(sched.blas_threads);
-  if (sched.gemm == GemmKind::blas && ctx.rank() == 0 && !std::getenv("OPENBLAS_CORETYPE")) {
-    const BlasCore b = blas_core();
-    if (!b.suggest.empty())
-      std::fprintf(
-          stderr,
-          "tensor_contract: warning: OpenBLAS chose its %s kernels on a CPU with %s; DGEMM runs several "
-          "times slower than it could. Set OPENBLAS_CORETYPE=%s (./locus does when it is unset).\n",
-          b.core.c_str(), b.suggest == "SkylakeX" ? "AVX-512" : "AVX2", b.suggest.c_str());
-  }
+  if (sched.gemm == GemmKind::blas && ctx.rank() == 0 && !std::getenv("OPENBLAS_CORETYPE"))
+    if (const std::string w = blas_warning(blas_core()); !w.empty())
+      std::fprintf(stderr, "tensor_contract: warning: %s\n", w.c_str());
   const std::vector<PhaseSpec> phases = read_phases(ctx);
   const std::string mode = cfg.string("tensor_contract.validation.mode");
   if (mode == "reference")
