@@ -120,6 +120,25 @@ S = ["spmv.matrix.generator=hpcg27", "spmv.matrix.nx=12", "spmv.matrix.ny=10", "
 for mode in ["vector", "task", "rma"]:
     kernels_checked("spmv", S + ["spmv.mode=" + mode])
 kernels_checked("spmv", S + ["spmv.solver=cg"])
+# spmv's local product: the host's AVX2 refinement where the CPU has AVX2,
+# the portable kernel with every feature hidden; y bitwise the same (rows
+# of 27 entries and the banded generator's rows of odd lengths, so whole
+# quads, tails and an odd last row of a rank).
+for gen in (S, ["spmv.matrix.generator=banded", "spmv.matrix.rows=301", "spmv.matrix.bandwidth=9",
+                "spmv.matrix.per_row=7"]):
+    ys = []
+    for hide in (None, "all"):
+        env = dict(os.environ, LOCUS_CPU_HIDE=hide) if hide else None
+        s = kernels_checked("spmv", gen, env=env)
+        has_avx2 = "avx2" in str(s["machine"]["cpu_features"]).split()
+        want = "AVX2 vectors" if has_avx2 else "portable"
+        got = s["results"]["kernels"]["local"]
+        check(got.startswith(want), "spmv %s (hidden: %s): local kernel %r, expected %s" % (gen[0], hide, got, want))
+        with h5py.File(s["output"], "r") as f:
+            ys.append(np.array(f["y"]))
+    check(np.array_equal(ys[0].view(np.uint64), ys[1].view(np.uint64)),
+          "spmv %s: the AVX2 refinement's y differs from the portable kernel's" % gen[0])
+    print("spmv %-28s local kernels (default, all hidden): bitwise the same y" % gen[0])
 
 kernels_checked("tensor_contract", [])
 kernels_checked("tensor_contract", ["tensor_contract.contraction=triples", "tensor_contract.extent=6",

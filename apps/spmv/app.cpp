@@ -741,6 +741,7 @@ void check_kernels(Operator& op, const Settings& s, Vector& y, locus::Tree& resu
   }
   locus::Tree k = locus::kernels_summary(false, op.kernel_space());
   k["check"] = "product bitwise equal to the reference kernels";
+  k["local"] = Operator::local_kernel();
   results["kernels"] = k;
 }
 

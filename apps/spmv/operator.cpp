@@ -14,6 +14,9 @@
 #include <mutex>
 #include <stdexcept>
 #include <thread>
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(__CUDA_ARCH__)
+#include <immintrin.h>  // the AVX2 host refinement (LOCUS_HOST_AVX2)
+#endif
 
 #include "locus/collective.hpp"
 #include "locus/counts.hpp"
@@ -492,11 +495,58 @@ KOKKOS_FORCEINLINE_FUNCTION void local_range_body(const gidx* __restrict ptr,
 }
 
 #if LOCUS_HOST_AVX2
-// The same source compiled for AVX2, chosen at run time where the CPU has
-// it (locus::cpu; LOCUS_CPU_HIDE=avx2 hides it): a host specialisation.
-LOCUS_TARGET_AVX2 void local_range_avx2(const gidx* ptr, const std::int32_t* col, const double* val,
-                                        const double* x, double* y, gidx r0, gidx r1) {
-  local_range_body(ptr, col, val, x, y, r0, r1);
+// The host refinement, chosen at run time where the CPU has AVX2
+// (locus::cpu; LOCUS_CPU_HIDE=avx2 hides it) and the kernels run on the
+// host. A row's four partial sums are the four lanes of one vector: lane
+// l takes entries ptr[i] + l, + 4, ... (multiply, then add; x gathered by
+// four scalar loads, not vgatherdpd, which microcode makes slow on some
+// Intel parts), the tail goes to lane 0, the fold is (s0 + s1) + (s2 +
+// s3): local_range_body's arithmetic, so the same bits. Two rows advance
+// together, two independent vector chains of adds. Intel Xeon (model 207,
+// no RTM), one core, HPCG 27-point rows: 1.47-1.75 -> 1.92-2.28 G entries
+// per second in cache (20^3 rows), 1.17-1.30 -> 1.22-1.40 out of cache
+// (128^3), against local_range_body compiled for AVX2.
+LOCUS_TARGET_AVX2 inline __m256d quad_product(const std::int32_t* col, const double* val, const double* x,
+                                              gidx k) {
+  return _mm256_mul_pd(_mm256_loadu_pd(val + k),
+                       _mm256_set_pd(x[col[k + 3]], x[col[k + 2]], x[col[k + 1]], x[col[k]]));
+}
+
+// Lane 0 plus the row's tail, folded with lanes 1-3.
+LOCUS_TARGET_AVX2 inline double fold_row(__m256d s, const std::int32_t* col, const double* val,
+                                         const double* x, gidx k, gidx e) {
+  alignas(32) double lane[4];
+  _mm256_store_pd(lane, s);
+  for (; k < e; ++k) lane[0] += val[k] * x[col[k]];
+  return (lane[0] + lane[1]) + (lane[2] + lane[3]);
+}
+
+LOCUS_TARGET_AVX2 void local_range_avx2(const gidx* __restrict ptr, const std::int32_t* __restrict col,
+                                        const double* __restrict val, const double* __restrict x,
+                                        double* __restrict y, gidx r0, gidx r1) {
+  gidx i = r0;
+  for (; i + 1 < r1; i += 2) {
+    gidx ka = ptr[i], kb = ptr[i + 1];
+    const gidx ea = kb, eb = ptr[i + 2];
+    for (gidx q = ka; q < eb; q += 8) LOCUS_PREFETCH(val + q + kPrefetch, 0);
+    for (gidx q = ka; q < eb; q += 16) LOCUS_PREFETCH(col + q + kPrefetch, 0);
+    __m256d a = _mm256_setzero_pd(), b = _mm256_setzero_pd();
+    for (; ka + 3 < ea && kb + 3 < eb; ka += 4, kb += 4) {
+      a = _mm256_add_pd(a, quad_product(col, val, x, ka));
+      b = _mm256_add_pd(b, quad_product(col, val, x, kb));
+    }
+    for (; ka + 3 < ea; ka += 4) a = _mm256_add_pd(a, quad_product(col, val, x, ka));
+    for (; kb + 3 < eb; kb += 4) b = _mm256_add_pd(b, quad_product(col, val, x, kb));
+    y[i] = fold_row(a, col, val, x, ka, ea);
+    y[i + 1] = fold_row(b, col, val, x, kb, eb);
+  }
+  if (i < r1) {
+    gidx k = ptr[i];
+    const gidx e = ptr[i + 1];
+    __m256d a = _mm256_setzero_pd();
+    for (; k + 3 < e; k += 4) a = _mm256_add_pd(a, quad_product(col, val, x, k));
+    y[i] = fold_row(a, col, val, x, k, e);
+  }
 }
 #endif
 
@@ -594,6 +644,12 @@ void Operator::compute_remote(double* y) {
   }
   if (nr > 0) Kokkos::parallel_for("spmv::remote", locus::Range<gidx>(0, nr), f);
   Kokkos::fence();
+}
+
+std::string Operator::local_kernel() {
+  if (locus::kHostExec && locus::host_avx2())
+    return "AVX2 vectors, two rows at a time (host refinement, chosen at run time)";
+  return "portable (the one source, the build's baseline ISA)";
 }
 
 std::string Operator::kernel_space() const {

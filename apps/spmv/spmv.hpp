@@ -244,6 +244,9 @@ class Operator {
   // Where the products run: the Kokkos execution space, or "OpenMP" (a
   // one-thread host Kokkos with spmv.threads > 1).
   std::string kernel_space() const;
+  // Which local-product kernel runs: the portable one or the host's AVX2
+  // refinement (chosen at run time).
+  static std::string local_kernel();
 };
 
 // Deterministic pseudo-random value in [0, 1) from (seed, index): vectors
