@@ -9,8 +9,8 @@ SSE3 "Prescott" kernels on an Intel Xeon of family 6 model 207). Checked:
   * OPENBLAS_CORETYPE=Prescott, set by the user: the summary's
     results.kernels.blas_core names Prescott and the variable; a
     blas_warning naming the kernel set to use exactly when this CPU has
-    AVX2 (SkylakeX with AVX-512, else Haswell); nothing on stderr (the
-    user chose);
+    AVX2 and FMA (SkylakeX with AVX-512 F, BW, DQ and VL, else Haswell);
+    nothing on stderr (the user chose);
   * OPENBLAS_CORETYPE unset, the app started by mpiexec: the summary names
     OpenBLAS's own choice; one warning line on stderr exactly when that
     choice is a set without AVX2 on a CPU with it;
@@ -72,7 +72,8 @@ def main():
     flags = cpu_flags()
     avx2 = "avx2" in flags
     avx512 = {"avx512f", "avx512bw", "avx512dq", "avx512vl"} <= flags
-    suggest = "SkylakeX" if "avx512f" in flags else "Haswell" if avx2 else ""
+    # one rule for the app's suggestion and the driver's choice
+    suggest = "SkylakeX" if avx512 else "Haswell" if avx2 and "fma" in flags else ""
     own = own_choice()
     behind = own in OLD and bool(suggest)
     print("OpenBLAS's own choice: %s; CPU: avx2 %s, avx512 %s; behind: %s" % (own, avx2, avx512, behind))
@@ -101,7 +102,7 @@ def main():
     q = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env_without_coretype())
     check(q.returncode == 0, "./locus run: exit %d\n%s" % (q.returncode, q.stderr))
     k = kernels(q.stdout)
-    want = "SkylakeX" if avx512 else "Haswell" if avx2 and "fma" in flags else ""
+    want = suggest
     if own in OLD and want:
         check(k["blas_core"] == "%s (OPENBLAS_CORETYPE=%s)" % (want, want), "driver: blas_core %r" % k["blas_core"])
         check("OpenBLAS chose its %s kernels on this CPU; OPENBLAS_CORETYPE=%s" % (own, want) in q.stderr,

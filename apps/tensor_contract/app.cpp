@@ -440,8 +440,11 @@ void run_phase(Context& ctx, const Schedule& sched, const PhaseSpec& spec, std::
 // 12-21 GFLOP/s per core in DGEMM 1536^3 against 56-66 with
 // OPENBLAS_CORETYPE=SkylakeX or Cooperlake. The kernel set it chose, and,
 // when that set is older than what this CPU offers (locus::cpu), the
-// kernel set to name instead. ./locus sets OPENBLAS_CORETYPE itself in that
-// case (its blas_coretype); a run started by mpiexec directly says so.
+// kernel set to name instead: SkylakeX on a CPU with AVX-512 F, BW, DQ and
+// VL, Haswell on one with AVX2 and FMA (the CPU as it is: LOCUS_CPU_HIDE
+// hides features from locus's paths, not from OpenBLAS). ./locus sets
+// OPENBLAS_CORETYPE itself in that case, by the same rule (its
+// blas_coretype); a run started by mpiexec directly says so.
 struct BlasCore {
   std::string core, suggest;
 };
@@ -457,10 +460,10 @@ BlasCore blas_core() {
                                      "Excavator", "Unknown"};
   bool old = false;
   for (const char* k : kOld) old = old || b.core == k;
-  const auto& f = locus::cpu::features();
-  if (old && f.avx512f)
+  const locus::cpu::HardwareIsa isa = locus::cpu::hardware_isa();
+  if (old && isa.avx512_skx)
     b.suggest = "SkylakeX";
-  else if (old && f.avx2)
+  else if (old && isa.avx2_fma)
     b.suggest = "Haswell";
   return b;
 }

@@ -227,6 +227,17 @@ std::string feature_list() {
   return s;
 }
 
+HardwareIsa hardware_isa() {
+  HardwareIsa h;
+#if LOCUS_CPU_X86
+  __builtin_cpu_init();
+  h.avx2_fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  h.avx512_skx = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                 __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+#endif
+  return h;
+}
+
 std::string cache_list() {
   const Features& f = features();
   return "l1d " + size_text(f.l1d) + ", l2 " + size_text(f.l2) + ", l3 " + size_text(f.l3) + " (" +

@@ -1,9 +1,11 @@
 // CPU features and cache sizes (locus/cpu.hpp): the parsing of sysfs sizes
-// and of the two test switches, hiding a feature, and the cache blocking
-// rule that heat3d's sweep takes from L2.
+// and of the two test switches, hiding a feature, the CPU as it is (for
+// OpenBLAS's kernels), and the cache blocking rule that heat3d's sweep
+// takes from L2.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <fstream>
 #include <string>
 
 #include "base/cpu_parse.hpp"
@@ -104,6 +106,31 @@ TEST(Cpu, ProcessReadingHonoursTheSwitches) {
   }
   std::printf("this CPU: vendor %s; %s; %s\n", g.vendor.c_str(), cpu::feature_list().c_str(),
               cpu::cache_list().c_str());
+}
+
+// The CPU as it is (for a library's kernels): the flags the kernel reports
+// in /proc/cpuinfo, whatever LOCUS_CPU_HIDE hides from locus's own paths.
+TEST(Cpu, HardwareIsaMatchesProcCpuinfoAndIgnoresHiding) {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line, flags;
+  while (std::getline(in, line))
+    if (line.rfind("flags", 0) == 0) {
+      flags = " " + line.substr(line.find(':') + 1) + " ";
+      break;
+    }
+  if (flags.empty()) GTEST_SKIP() << "no flags line in /proc/cpuinfo (not x86 Linux)";
+  auto has = [&](const char* f) {
+    std::string word(" ");
+    word.append(f).push_back(' ');
+    return flags.find(word) != std::string::npos;
+  };
+  setenv("LOCUS_CPU_HIDE", "all", 1);
+  cpu::reset_for_tests();
+  const cpu::HardwareIsa h = cpu::hardware_isa();
+  unsetenv("LOCUS_CPU_HIDE");
+  cpu::reset_for_tests();
+  EXPECT_EQ(h.avx2_fma, has("avx2") && has("fma"));
+  EXPECT_EQ(h.avx512_skx, has("avx512f") && has("avx512bw") && has("avx512dq") && has("avx512vl"));
 }
 
 // heat3d's blocking: a quarter of L2 over three planes' rows, clamped.

@@ -40,6 +40,15 @@ std::string feature_list();
 // "l1d 48 KiB, l2 2 MiB, l3 260 MiB (sysfs)".
 std::string cache_list();
 
+// The CPU as it is, LOCUS_CPU_HIDE not applied: what a library's own
+// kernels may use (tensor_contract names the OpenBLAS kernels to run with
+// it; ./locus's blas_coretype applies the same rule to /proc/cpuinfo).
+struct HardwareIsa {
+  bool avx2_fma = false;    // AVX2 and FMA: OpenBLAS's Haswell kernels
+  bool avx512_skx = false;  // AVX-512 F, BW, DQ and VL: OpenBLAS's SkylakeX kernels
+};
+HardwareIsa hardware_isa();
+
 // Rows of a 3-plane stencil block (rows of `row_bytes` bytes, three planes
 // reread) that fit a share of L2: the cache blocking of heat3d's sweep.
 // Never below 4 or above `rows`.
