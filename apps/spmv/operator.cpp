@@ -503,9 +503,10 @@ KOKKOS_FORCEINLINE_FUNCTION void local_range_body(const gidx* __restrict ptr,
 // Intel parts), the tail goes to lane 0, the fold is (s0 + s1) + (s2 +
 // s3): local_range_body's arithmetic, so the same bits. Two rows advance
 // together, two independent vector chains of adds. Intel Xeon (model 207,
-// no RTM), one core, HPCG 27-point rows: 1.47-1.75 -> 1.92-2.28 G entries
-// per second in cache (20^3 rows), 1.17-1.30 -> 1.22-1.40 out of cache
-// (128^3), against local_range_body compiled for AVX2.
+// no RTM), one rank, ./locus bench spmv's local part alone, 3 interleaved
+// runs against local_range_body compiled for AVX2: HPCG 27-point 20^3
+// rows 124-181 -> 96-104 us (in cache); at 128^3 (out of cache, bound by
+// the lines one core keeps in flight) no gain beyond the noise.
 LOCUS_TARGET_AVX2 inline __m256d quad_product(const std::int32_t* col, const double* val, const double* x,
                                               gidx k) {
   return _mm256_mul_pd(_mm256_loadu_pd(val + k),
