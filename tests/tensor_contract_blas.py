@@ -13,7 +13,7 @@ SSE3 "Prescott" kernels on an Intel Xeon of family 6 model 207). Checked:
     nothing on stderr (the user chose);
   * OPENBLAS_CORETYPE unset, the app started by mpiexec: the summary names
     OpenBLAS's own choice; one warning line on stderr exactly when that
-    choice is a set without AVX2 on a CPU with it;
+    choice is a set without AVX2 on a CPU with AVX2 and FMA;
   * the same deck through ./locus run with the variable unset: where
     OpenBLAS's own choice is behind the CPU the driver says so and the app
     runs SkylakeX's (AVX-512 F, BW, DQ, VL) or Haswell's kernels (AVX2,
