@@ -19,6 +19,7 @@
 #include "locus/report.hpp"
 #include "locus/rma.hpp"
 #include "locus/wait.hpp"
+#include "openblas_old_cores.hpp"  // generated from openblas_cores_without_avx2.txt
 #include "tensor.hpp"
 
 extern "C" void openblas_set_num_threads(int);
@@ -452,14 +453,8 @@ BlasCore blas_core() {
   BlasCore b;
   const char* name = openblas_get_corename();
   b.core = name ? name : "";
-  // OpenBLAS's x86 kernel sets without AVX2 (its corename strings)
-  static const char* const kOld[] = {"Katmai",    "Coppermine",  "Northwood",     "Prescott",   "Banias",
-                                     "Atom",      "Core2",       "Penryn",        "Dunnington", "Nehalem",
-                                     "Athlon",    "Opteron",     "Opteron(SSE3)", "Barcelona",  "Nano",
-                                     "Bobcat",    "Sandybridge", "Bulldozer",     "Piledriver", "Steamroller",
-                                     "Excavator", "Unknown"};
-  bool old = false;
-  for (const char* k : kOld) old = old || b.core == k;
+  bool old = false;  // a kernel set without AVX2 (openblas_cores_without_avx2.txt)
+  for (const char* k : kOpenblasCoresWithoutAvx2) old = old || b.core == k;
   const locus::cpu::HardwareIsa isa = locus::cpu::hardware_isa();
   if (old && isa.avx512_skx)
     b.suggest = "SkylakeX";
