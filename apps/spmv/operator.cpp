@@ -574,7 +574,7 @@ struct LocalProduct {
   const double* x;
   double* y;
   gidx rows;
-  bool avx2;  // the host AVX2 compilation (locus::host_avx2())
+  bool avx2;  // the host AVX2 refinement (locus::host_avx2(): host kernels, AVX2 not hidden)
   KOKKOS_INLINE_FUNCTION void operator()(gidx chunk) const {
     const gidx r0 = chunk * kRows;
     local_range(ptr, col, val, x, y, r0, r0 + kRows < rows ? r0 + kRows : rows, avx2);
@@ -617,8 +617,7 @@ bool Operator::openmp_threads() const {
 
 void Operator::compute_local(double* y) {
   const auto& m = a_->space;
-  const LocalProduct f{
-      m.lptr.data(), m.lcol.data(), m.lval.data(), xext_, y, nrows_, locus::kHostExec && locus::host_avx2()};
+  const LocalProduct f{m.lptr.data(), m.lcol.data(), m.lval.data(), xext_, y, nrows_, locus::host_avx2()};
   if (openmp_threads()) {
 #pragma omp parallel num_threads(threads_)
     {
@@ -648,7 +647,7 @@ void Operator::compute_remote(double* y) {
 }
 
 std::string Operator::local_kernel() {
-  if (locus::kHostExec && locus::host_avx2())
+  if (locus::host_avx2())  // as compute_local (host_avx2 already asks kHostExec)
     return "AVX2 vectors, two rows at a time (host refinement, chosen at run time)";
   return "portable (the one source, the build's baseline ISA)";
 }
