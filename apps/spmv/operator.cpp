@@ -649,6 +649,7 @@ void Operator::compute_remote(double* y) {
 std::string Operator::local_kernel() {
   if (locus::host_avx2())  // as compute_local (host_avx2 already asks kHostExec)
     return "AVX2 vectors, two rows at a time (host refinement, chosen at run time)";
+  if constexpr (!locus::kHostExec) return "portable (the one source, compiled for the device)";
   return "portable (the one source, the build's baseline ISA)";
 }
 

@@ -13,6 +13,7 @@
 #include "locus/wait.hpp"
 #include "mem/htm.hpp"
 #include "mem/shared_pages.hpp"
+#include "mem/stripe_locks.hpp"
 #include "progress/progress_engine.hpp"
 
 // Counted requirements (counts.hpp): a record is counted where it is
@@ -375,9 +376,12 @@ struct Ahead {
   }
 };
 
-// Updates or fetches of element type T, the operation chosen once per run.
+// Updates or fetches of element type T, the operation chosen once per run;
+// floating-point ones under the part's stripe locks at `area` where it has
+// them (comm.fp_locks: mem/stripe_locks.hpp).
 template <class T, class Check, class Emit>
-void apply_ops(const RunHeader& h, const char* p, char* base, const Ahead& ahead, Check& check, Emit& emit) {
+void apply_ops(const RunHeader& h, const char* p, char* base, char* area, const Ahead& ahead, Check& check,
+               Emit& emit) {
   const auto op = static_cast<Op>(h.op);
   auto each = [&](auto&& one) {
     for (std::size_t i = 0; i < h.count; ++i) {
@@ -390,6 +394,29 @@ void apply_ops(const RunHeader& h, const char* p, char* base, const Ahead& ahead
       one(reinterpret_cast<T*>(base + off), v);
     }
   };
+  if constexpr (stripe_locked<T>())
+    if (area) {
+      const bool fetch = static_cast<RecordKind>(h.kind) == RecordKind::fetch;
+      return plain_update<T>(op, [&](auto plain) {
+        for (std::size_t i = 0; i < h.count; ++i) {
+          ahead.before(i);
+          const char* r = p + i * ahead.stride;
+          const std::uint64_t off = field(r);
+          check(off, sizeof(T));
+          T v;
+          std::memcpy(&v, r + 8, sizeof v);
+          T* a = reinterpret_cast<T*>(base + off);
+          StripeGuard hold(area, off);
+          const T old = *a;
+          plain(*a, v);
+          if (fetch) {
+            std::uint64_t bits = 0;
+            std::memcpy(&bits, &old, sizeof old);
+            emit(bits);
+          }
+        }
+      });
+    }
   if (static_cast<RecordKind>(h.kind) == RecordKind::fetch)
     return each([&](T* a, T v) {
       const T old = cpu_apply(a, v, op);
@@ -400,37 +427,48 @@ void apply_ops(const RunHeader& h, const char* p, char* base, const Ahead& ahead
   relaxed_update<T>(op, each);
 }
 
+// Compare-and-swaps, each under its stripe's lock where the part has them
+// (`area`: comm.fp_locks).
 template <class T, class Check, class Emit>
-void apply_cas(const RunHeader& h, const char* p, char* base, Check& check, Emit& emit) {
+void apply_cas(const RunHeader& h, const char* p, char* base, char* area, Check& check, Emit& emit) {
   for (std::size_t i = 0; i < h.count; ++i) {
     const char* r = p + i * record_bytes(h.kind);
     const std::uint64_t off = field(r);
     check(off, sizeof(T));
     T expected = static_cast<T>(field(r + 8));
-    std::atomic_ref<T>(*reinterpret_cast<T*>(base + off))
-        .compare_exchange_strong(expected, static_cast<T>(field(r + 16)), std::memory_order_acq_rel);
+    auto swap = [&] {
+      std::atomic_ref<T>(*reinterpret_cast<T*>(base + off))
+          .compare_exchange_strong(expected, static_cast<T>(field(r + 16)), std::memory_order_acq_rel);
+    };
+    if (area) {
+      StripeGuard hold(area, off);
+      swap();
+    } else {
+      swap();
+    }
     emit(static_cast<std::uint64_t>(expected));
   }
 }
 
-// Applies the requests of run h (records at p) to the part at `base`:
+// Applies the requests of run h (records at p) to the part at `base`
+// (its stripe locks at `area`, or nullptr: comm.fp_locks):
 // check(offset, bytes) throws when a record is out of bounds; emit(bits)
 // takes each answer (fetches, compare-and-swaps, gets) in order.
 template <class Check, class Emit>
-void apply_run(const RunHeader& h, const char* p, char* base, Check&& check, Emit&& emit) {
+void apply_run(const RunHeader& h, const char* p, char* base, char* area, Check&& check, Emit&& emit) {
   const auto kind = static_cast<RecordKind>(h.kind);
   const Ahead ahead{p, base, record_bytes(h.kind), h.count, kind != RecordKind::get};
   switch (kind) {
     case RecordKind::update:
     case RecordKind::fetch:
       ahead.start();
-      with_type(h.type, [&](auto zero) { apply_ops<decltype(zero)>(h, p, base, ahead, check, emit); });
+      with_type(h.type, [&](auto zero) { apply_ops<decltype(zero)>(h, p, base, area, ahead, check, emit); });
       return;
     case RecordKind::cas:
       if (type_size(h.type) == 4)
-        apply_cas<std::uint32_t>(h, p, base, check, emit);
+        apply_cas<std::uint32_t>(h, p, base, area, check, emit);
       else
-        apply_cas<std::uint64_t>(h, p, base, check, emit);
+        apply_cas<std::uint64_t>(h, p, base, area, check, emit);
       return;
     case RecordKind::get:
       if (h.size == 0 || h.size > 8)
@@ -466,8 +504,10 @@ void Aggregator::apply_batch(int source, const char* body, const char* end, std:
     const SegmentInfo* seg = core().segments.find(team, h.segment);
     if (!seg) throw Error(record_error(source, h.segment, "not allocated here (freed before a flush?)"));
     answers_.clear();
+    char* area = seg->fp_locks ? seg->base + page_round(seg->bytes[static_cast<std::size_t>(team_.rank())])
+                               : nullptr;
     apply_run(
-        h, p, seg->base, [](std::uint64_t, std::size_t) {},
+        h, p, seg->base, area, [](std::uint64_t, std::size_t) {},
         [&](std::uint64_t bits) { answers_.push_back(bits); });
     if (answers_.empty()) return;
     Out& back = out_[static_cast<std::size_t>(source)];
@@ -1000,6 +1040,7 @@ bool update_bulk(int team, int segment, std::uint64_t offset, const void* values
   const std::uint8_t code = type_code(type);
   if (!s || !s->cpu_atomics || (op == Op::bxor && (code == 4 || code == 5)))
     return false;  // the general route (and its error for bxor on a floating type)
+  if (s->fp_locks && (code == 4 || code == 5)) return false;  // under stripe locks: element by element
   check_table("update_nbi", team, segment, offset, type_size(code), per_unit, index, n);
   complete_lookahead();  // this thread's queued updates come first
   const char* v = static_cast<const char*>(values);
@@ -1092,7 +1133,8 @@ void ServerApplier::apply(int origin, const BatchHeader& h, const char* body, co
           !problem.empty())
         throw Error(problem);
     };
-    apply_run(run, p, base, check, [&](std::uint64_t bits) { replies_.push_back(bits); });
+    // (no stripe locks: comm.fp_locks is off with progress processes)
+    apply_run(run, p, base, nullptr, check, [&](std::uint64_t bits) { replies_.push_back(bits); });
   });
   ++batches_;
   std::uint64_t& applied = ++applied_[{origin, h.unit}];

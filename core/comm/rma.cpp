@@ -9,6 +9,7 @@
 #include <mutex>
 #include <set>
 #include <tuple>
+#include <vector>
 
 #include "comm/aggregate.hpp"
 #include "comm/calls.hpp"
@@ -17,6 +18,8 @@
 #include "locus/datatype.hpp"
 #include "locus/wait.hpp"
 #include "mem/htm.hpp"
+#include "mem/shared_pages.hpp"
+#include "mem/stripe_locks.hpp"
 #include "progress/progress_engine.hpp"
 #include "progress/progress_thread.hpp"
 #include "xfer/transfer.hpp"
@@ -247,6 +250,30 @@ void cpu_accumulate_run(T* dst, const T* v, std::size_t n, const One& one) {
     one(dst + k, v[k]);
   }
 }
+
+// The stripe locks of t's part (comm.fp_locks: mem/stripe_locks.hpp), or
+// nullptr where the segment has none.
+char* stripe_area(const Target& t) {
+  if (!t.seg->fp_locks) return nullptr;
+  const auto u = static_cast<std::size_t>(t.unit);
+  return t.seg->peer[u] + page_round(t.seg->bytes[u]);
+}
+
+// A run of n elements from byte `offset` of a part (dst its first element)
+// by plain operations under the stripe locks at `area`; the operands at
+// `in`, in any alignment.
+template <class T>
+void locked_run(char* area, std::uint64_t offset, T* dst, const char* in, std::size_t n, Op op) {
+  plain_update<T>(op, [&](auto plain) {
+    locked_pieces(area, offset, sizeof(T), n, [&](std::size_t k, std::size_t m) {
+      for (std::size_t i = k; i < k + m; ++i) {
+        T v;
+        std::memcpy(&v, in + i * sizeof(T), sizeof v);
+        plain(dst[i], v);
+      }
+    });
+  });
+}
 }  // namespace
 
 Handle accumulate_async(const Target& t, const Layout& remote, const void* src, const Layout& local,
@@ -276,8 +303,19 @@ Handle accumulate_async(const Target& t, const Layout& remote, const void* src, 
     char* base = detail::cpu_address(t);
     const char* in = static_cast<const char*>(src);
     const bool htm = (*detail::core().settings).htm && local.block >= kHtmMinRun;
+    char* area = stripe_area(t);
     dispatch(type, [&](auto zero) {
       using T = decltype(zero);
+      if constexpr (stripe_locked<T>())
+        if (area) {  // comm.fp_locks: each run under its stripes' locks
+          for (std::size_t r = 0; r < local.rows; ++r)
+            for (std::size_t c = 0; c < local.count; ++c) {
+              const std::size_t at = r * remote.row_stride + c * remote.stride;
+              locked_run(area, t.offset + at * sizeof(T), reinterpret_cast<T*>(base) + at,
+                         in + (r * local.row_stride + c * local.stride) * sizeof(T), local.block, op);
+            }
+          return;
+        }
       relaxed_update<T>(op, [&](auto one) {
         auto runs = [&](auto&& run) {
           for (std::size_t r = 0; r < local.rows; ++r)
@@ -332,7 +370,16 @@ void fetch_and_op(const Target& t, const void* operand, void* result, MPI_Dataty
       using T = decltype(zero);
       T v;
       std::memcpy(&v, operand, sizeof v);
-      T old = cpu_apply(reinterpret_cast<T*>(detail::cpu_address(t)), v, op);
+      T* p = reinterpret_cast<T*>(detail::cpu_address(t));
+      T old;
+      char* area = stripe_locked<T>() ? stripe_area(t) : nullptr;
+      if (area) {  // comm.fp_locks
+        StripeGuard hold(area, t.offset);
+        old = *p;
+        plain_update<T>(op, [&](auto plain) { plain(*p, v); });
+      } else {
+        old = cpu_apply(p, v, op);
+      }
       std::memcpy(result, &old, sizeof old);
     });
     locus::count(Count::atomic_fetches, 1);
@@ -365,8 +412,16 @@ void compare_and_swap(const Target& t, const void* compare, const void* value, v
       T expected, desired;
       std::memcpy(&expected, compare, sizeof expected);
       std::memcpy(&desired, value, sizeof desired);
-      std::atomic_ref<T>(*reinterpret_cast<T*>(detail::cpu_address(t)))
-          .compare_exchange_strong(expected, desired, std::memory_order_acq_rel);
+      auto swap = [&] {
+        std::atomic_ref<T>(*reinterpret_cast<T*>(detail::cpu_address(t)))
+            .compare_exchange_strong(expected, desired, std::memory_order_acq_rel);
+      };
+      if (char* area = stripe_area(t)) {  // comm.fp_locks: under the lock (stripe_locks.hpp)
+        StripeGuard hold(area, t.offset);
+        swap();
+      } else {
+        swap();
+      }
       std::memcpy(result, &expected, sizeof expected);
     };
     if (type == MPI_INT32_T)
@@ -478,6 +533,11 @@ void accumulate_nbi(const Target& t, const void* values, std::size_t count, MPI_
       dispatch(type, [&](auto zero) {
         using T = decltype(zero);
         T* dst = reinterpret_cast<T*>(detail::cpu_address(t));
+        if constexpr (stripe_locked<T>())
+          if (char* area = stripe_area(t)) {  // comm.fp_locks
+            locked_run(area, t.offset, dst, in, count, op);
+            return;
+          }
         for (std::size_t k = 0; k < count; ++k) {
           T v;
           std::memcpy(&v, in + k * sizeof(T), sizeof v);

@@ -19,6 +19,7 @@
 #include "mem/core_state.hpp"
 #include "mem/node_memory.hpp"
 #include "mem/shared_pages.hpp"
+#include "mem/stripe_locks.hpp"
 #include "progress/progress_engine.hpp"
 #include "xfer/transfer.hpp"
 
@@ -149,7 +150,11 @@ int allocate_segment(Team& team, std::size_t count, std::size_t elem_size, Async
   // first unit) and so map every part.
   if (team.served()) core().engine->notify_servers(Control::alloc, team.id(), seg->id);
   void* base = nullptr;
-  seg->shm = allocate_shared_pages(bytes, team.shm_comm(), &base);
+  // comm.fp_locks: the part's stripe locks after its data (never with
+  // progress processes: decide_fp_locks)
+  seg->fp_locks = st.settings->fp_locks && !team.served();
+  seg->shm = allocate_shared_pages(seg->fp_locks ? page_round(bytes) + kStripeArea : bytes, team.shm_comm(),
+                                   &base);
   // An epoch for MPI_Win_sync and the unified memory model; never closed
   // before the window is freed.
   MPI_Win_lock_all(MPI_MODE_NOCHECK, seg->shm);
@@ -234,7 +239,7 @@ void release_team(Team& team) {
 
 SegmentState segment_state(int team, int segment) {
   const SegmentInfo& s = detail::segment(team, segment);
-  return SegmentState{s.cpu_atomics, s.aggregate, s.redirect};
+  return SegmentState{s.cpu_atomics, s.aggregate, s.redirect, s.fp_locks};
 }
 
 }  // namespace locus

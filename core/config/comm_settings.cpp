@@ -221,6 +221,29 @@ void decide_htm(const Config& c, CommSettings& s) {
                        : "off (auto: the CPU has no RTM)";
 }
 
+// comm.fp_locks: auto takes stripe locks for same-node floating-point
+// atomics where they are CPU atomics without transactions. Not with
+// progress processes: they map the parts but not the lock words, and may
+// apply batches themselves.
+void decide_fp_locks(const Config& c, CommSettings& s) {
+  if (c.string("comm.fp_locks") == "off") {
+    s.fp_locks = false;
+    s.fp_locks_why = "off (comm.fp_locks): a compare-and-swap loop per floating-point element";
+    return;
+  }
+  s.fp_locks = false;
+  if (!s.locality)
+    s.fp_locks_why = "off (auto: comm.locality off, atomics are MPI's)";
+  else if (s.htm)
+    s.fp_locks_why = "off (auto: comm.htm applies runs in transactions)";
+  else if (s.progress.processes_per_node > 0)
+    s.fp_locks_why = "off (auto: progress processes do not map the lock words)";
+  else {
+    s.fp_locks = true;
+    s.fp_locks_why = "on (auto: no transactions; floating-point runs under 4 KiB stripe locks)";
+  }
+}
+
 #ifdef LOCUS_SMPI
 // The SMPI build (SimGrid 3.32's MPI): MPI_Init_thread gives
 // MPI_THREAD_SINGLE and MPI_Win_allocate_shared gives every rank of a
@@ -259,6 +282,7 @@ CommSettings comm_settings(const Config& c) {
   async_specials(c, s);
   find_calibration(c, s.remote);
   decide_htm(c, s);
+  decide_fp_locks(c, s);
 #ifdef LOCUS_SMPI
   smpi_limits(c, s);
 #endif

@@ -234,6 +234,15 @@ std::vector<Setting> transfer_settings() {
                    "per element")
           .then("auto: on where the CPU has RTM (decide_htm); htm_why says what was decided and why")
           .printed("htm", {}, [](const CommSettings& s) -> Printed { return s.htm_why; }),
+      read_by_code("comm.fp_locks", SettingKind::choice, "auto", {"auto", "off"},
+                   "same-node floating-point atomics (sum, min, max, replace, their fetching forms) where "
+                   "comm.htm takes no transactions: auto applies runs of them as plain operations under "
+                   "4 KiB stripe locks in the segment's shared memory (one lock per stripe, atomic per "
+                   "element as before; compare-and-swap takes the lock too, integer atomics do not); off: "
+                   "one compare-and-swap loop per element")
+          .then("auto: on where comm.locality is on, comm.htm is off or the CPU has no RTM, and there are "
+                "no progress processes (decide_fp_locks); fp_locks_why says what was decided and why")
+          .printed("fp_locks", {}, [](const CommSettings& s) -> Printed { return s.fp_locks_why; }),
   };
 }
 

@@ -113,6 +113,7 @@ void SegmentTable::mirror(const SegmentInfo& s) {
   d.units = static_cast<std::uint32_t>(s.peer.size());
   d.cpu_atomics = s.cpu_atomics && !s.redirect;
   d.aggregate = s.aggregate && s.cpu_atomics && !s.redirect;
+  d.fp_locks = s.fp_locks;
 }
 
 // Points the index at the rows (a row's storage moves when it grows) and,

@@ -47,6 +47,10 @@ struct SegmentInfo {
   // Atomics on other nodes' units travel in batches that the target applies
   // with CPU atomics (aggregate.hpp); never redirected.
   bool aggregate = false;
+  // Every part is followed by its stripe locks (comm.fp_locks,
+  // mem/stripe_locks.hpp) at part + page_round(its bytes); fixed at
+  // allocation.
+  bool fp_locks = false;
   char* base = nullptr;            // my part
   std::vector<char*> peer;         // team unit -> address of its part if on my node, else nullptr
   std::vector<MPI_Aint> disp;      // team unit -> displacement of its part in `rma` (0 for `own`)

@@ -15,6 +15,8 @@
 //                             progress needs progress processes)
 //   --staging=auto|always     comm.staging (always: fields outside segments,
 //                             halos through staging buffers)
+//   --fp-locks                same-node floating-point atomics under stripe
+//                             locks (comm.fp_locks on; the default is off here)
 //   --fail-on-rank=R          Harness.FailureOnOneRankIsPrinted fails on rank R
 //   --expect-launcher-binding the launcher bound the ranks (mpiexec -bind-to core)
 #include <cstdlib>
@@ -92,6 +94,8 @@ inline const TestOptions& parse_test_options(int argc, char** argv, const CommSe
       if (std::string(st) != "auto" && std::string(st) != "always")
         throw std::invalid_argument(arg + ": must be auto or always");
       o.settings.staging = std::string(st) == "always" ? Staging::always : Staging::automatic;
+    } else if (arg == "--fp-locks") {
+      o.settings.fp_locks = true;
     } else if (const char* r = detail::option_value(arg, "--fail-on-rank")) {
       o.fail_on_rank = detail::option_int(r, arg, 0);
     } else if (arg == "--expect-launcher-binding") {

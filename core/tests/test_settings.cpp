@@ -217,6 +217,21 @@ TEST_F(Settings, SpecialCases) {
   CommSettings s = parse({"comm.htm=off"});
   EXPECT_FALSE(s.htm);
   EXPECT_EQ(s.htm_why, "off (comm.htm)");
+  // comm.fp_locks: auto takes them exactly where nothing else applies
+  // same-node floating-point runs better or needs them off.
+  EXPECT_TRUE(s.fp_locks) << s.fp_locks_why;
+  EXPECT_EQ(s.fp_locks_why, "on (auto: no transactions; floating-point runs under 4 KiB stripe locks)");
+  s = parse({"comm.htm=off", "comm.fp_locks=off"});
+  EXPECT_FALSE(s.fp_locks);
+  EXPECT_EQ(s.fp_locks_why.rfind("off (comm.fp_locks)", 0), 0u) << s.fp_locks_why;
+  s = parse({"comm.htm=off", "comm.locality=off"});
+  EXPECT_FALSE(s.fp_locks);
+  EXPECT_EQ(s.fp_locks_why, "off (auto: comm.locality off, atomics are MPI's)");
+  s = parse({"comm.htm=off", "runtime.progress.processes_per_node=1"});
+  EXPECT_FALSE(s.fp_locks);
+  EXPECT_EQ(s.fp_locks_why, "off (auto: progress processes do not map the lock words)");
+  s = parse({});  // auto: off exactly where comm.htm took the CPU's RTM
+  EXPECT_EQ(s.fp_locks, !s.htm) << s.htm_why << "; " << s.fp_locks_why;
   const std::string cal = calibration();
   s = parse({"comm.remote_calibration=" + cal});
   EXPECT_EQ(s.remote.calibration, std::filesystem::absolute(cal).lexically_normal().string());
@@ -279,7 +294,7 @@ TEST_F(Settings, SummaryPrintsEveryPrintedEntry) {
   }
   // What tools/study.py and the app tests read.
   for (const char* path : {"node_map.emulated_node_size", "progress.thread", "remote.mode", "remote.faces",
-                           "remote.requests", "htm", "async.mode"})
+                           "remote.requests", "htm", "fp_locks", "async.mode"})
     EXPECT_TRUE(printed.count(path)) << path;
   // Redirection off: no async section.
   EXPECT_FALSE(locus::settings_summary(parse({}))["async"].IsDefined());

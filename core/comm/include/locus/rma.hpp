@@ -196,7 +196,8 @@ Handle accumulate_async(GlobalPtr<T> dst, const Layout& remote, const T* values,
 template <class T>
 T fetch_and_op(GlobalPtr<T> dst, T operand, Op op) {
   if (std::is_integral_v<T> || op != Op::bxor)
-    if (char* a = detail::direct_atomic_address(dst.team, dst.segment, dst.unit, dst.offset, sizeof(T))) {
+    if (char* a = detail::direct_atomic_address(dst.team, dst.segment, dst.unit, dst.offset, sizeof(T),
+                                                !std::is_integral_v<T>)) {
       detail::complete_lookahead_if_any();
       locus::count(Count::atomic_fetches, 1);
       return detail::cpu_apply(reinterpret_cast<T*>(a), operand, op);
@@ -208,7 +209,7 @@ T fetch_and_op(GlobalPtr<T> dst, T operand, Op op) {
 
 template <class T>
 T compare_and_swap(GlobalPtr<T> dst, T compare, T value) {
-  if (char* a = detail::direct_atomic_address(dst.team, dst.segment, dst.unit, dst.offset, sizeof(T))) {
+  if (char* a = detail::direct_atomic_address(dst.team, dst.segment, dst.unit, dst.offset, sizeof(T), true)) {
     detail::complete_lookahead_if_any();
     locus::count(Count::atomic_fetches, 1);
     // Floating-point values are compared bit for bit (as MPI does).
@@ -308,7 +309,8 @@ void accumulate_nbi(GlobalPtr<T> dst, const T* values, std::size_t count, Op op)
 template <class T>
 void atomic_update(GlobalPtr<T> dst, T value, Op op) {
   if (std::is_integral_v<T> || op != Op::bxor) {
-    if (char* a = detail::direct_atomic_address(dst.team, dst.segment, dst.unit, dst.offset, sizeof(T))) {
+    if (char* a = detail::direct_atomic_address(dst.team, dst.segment, dst.unit, dst.offset, sizeof(T),
+                                                !std::is_integral_v<T>)) {
       detail::lookahead_update(a, value, op);  // done within kLookahead calls or at flush
       locus::count(Count::bytes_on_node, sizeof(T), Count::atomic_updates, 1);
       return;

@@ -44,6 +44,9 @@ struct SegmentState {
   bool aggregated = false;
   // Redirection (async.hpp) sends its operations to progress processes now.
   bool redirected = false;
+  // Same-node floating-point atomics and compare-and-swaps take stripe
+  // locks (comm.fp_locks; fixed at allocation).
+  bool fp_locks = false;
 };
 // Error when the segment is not allocated.
 SegmentState segment_state(int team, int segment);

@@ -194,6 +194,10 @@ struct CommSettings {
   Staging staging = Staging::automatic;     // comm.staging
   bool htm = false;     // comm.htm: same-node accumulate runs as RTM transactions (htm.hpp)
   std::string htm_why;  // what comm.htm decided and why (the summary)
+  // comm.fp_locks: same-node floating-point atomics under stripe locks
+  // (mem/stripe_locks.hpp) instead of a compare-and-swap per element
+  bool fp_locks = false;
+  std::string fp_locks_why;  // what comm.fp_locks decided and why (the summary)
 };
 
 // The node size to use: the deck's value when > 0, else LOCUS_NODE_SIZE,

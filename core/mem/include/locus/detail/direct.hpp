@@ -36,6 +36,9 @@ struct DirectSegment {
   // Atomics and one-element gets to other nodes' units travel in batches
   // now (comm.atomics: aggregate, not redirected).
   bool aggregate = false;
+  // Floating-point atomics and compare-and-swaps take stripe locks
+  // (comm.fp_locks): not inline, the general route applies them.
+  bool fp_locks = false;
 };
 
 class Aggregator;
@@ -108,12 +111,15 @@ inline char* direct_address(int team, int segment, int unit, std::uint64_t offse
 }
 
 // The same for an atomic: only where the segment's atomics are CPU atomics
-// on this node now.
-inline char* direct_atomic_address(int team, int segment, int unit, std::uint64_t offset,
-                                   std::size_t bytes) noexcept {
+// on this node now, and not for an atomic that takes a stripe lock there
+// (`locked`: a floating-point operation or a compare-and-swap, on a segment
+// with comm.fp_locks).
+inline char* direct_atomic_address(int team, int segment, int unit, std::uint64_t offset, std::size_t bytes,
+                                   bool locked) noexcept {
   const Direct& d = g_direct;
   const DirectSegment* s = d.find(team, segment);
   if (!s || !s->cpu_atomics || static_cast<unsigned>(unit) >= s->units) return nullptr;
+  if (locked && s->fp_locks) return nullptr;
   char* part = s->peer[unit];
   if (!part) return nullptr;
   if (d.check && !fits_part(*s, unit, offset, bytes)) return nullptr;
