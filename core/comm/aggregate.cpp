@@ -504,8 +504,8 @@ void Aggregator::apply_batch(int source, const char* body, const char* end, std:
     const SegmentInfo* seg = core().segments.find(team, h.segment);
     if (!seg) throw Error(record_error(source, h.segment, "not allocated here (freed before a flush?)"));
     answers_.clear();
-    char* area = seg->fp_locks ? seg->base + page_round(seg->bytes[static_cast<std::size_t>(team_.rank())])
-                               : nullptr;
+    char* area =
+        seg->fp_locks ? seg->base + page_round(seg->bytes[static_cast<std::size_t>(team_.rank())]) : nullptr;
     apply_run(
         h, p, seg->base, area, [](std::uint64_t, std::size_t) {},
         [&](std::uint64_t bits) { answers_.push_back(bits); });

@@ -153,8 +153,8 @@ int allocate_segment(Team& team, std::size_t count, std::size_t elem_size, Async
   // comm.fp_locks: the part's stripe locks after its data (never with
   // progress processes: decide_fp_locks)
   seg->fp_locks = st.settings->fp_locks && !team.served();
-  seg->shm = allocate_shared_pages(seg->fp_locks ? page_round(bytes) + kStripeArea : bytes, team.shm_comm(),
-                                   &base);
+  seg->shm =
+      allocate_shared_pages(seg->fp_locks ? page_round(bytes) + kStripeArea : bytes, team.shm_comm(), &base);
   // An epoch for MPI_Win_sync and the unified memory model; never closed
   // before the window is freed.
   MPI_Win_lock_all(MPI_MODE_NOCHECK, seg->shm);

@@ -95,8 +95,8 @@ void check_table(const char* what, int team, int segment, std::uint64_t offset, 
 template <class T>
 bool direct_accumulate(GlobalPtr<T> dst, const T* values, std::size_t count, Op op) {
   if (!std::is_integral_v<T> && op == Op::bxor) return false;  // the general route names the error
-  char* a =
-      direct_atomic_address(dst.team, dst.segment, dst.unit, dst.offset, count * sizeof(T), !std::is_integral_v<T>);
+  char* a = direct_atomic_address(dst.team, dst.segment, dst.unit, dst.offset, count * sizeof(T),
+                                  !std::is_integral_v<T>);
   if (!a) return false;
   complete_lookahead_if_any();  // queued updates first: atomics keep the thread's order
   T* p = reinterpret_cast<T*>(a);
