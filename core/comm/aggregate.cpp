@@ -394,36 +394,23 @@ void apply_ops(const RunHeader& h, const char* p, char* base, char* area, const 
       one(reinterpret_cast<T*>(base + off), v);
     }
   };
+  auto answer = [&](T old) {
+    std::uint64_t bits = 0;
+    std::memcpy(&bits, &old, sizeof old);
+    emit(bits);
+  };
+  const bool fetch = static_cast<RecordKind>(h.kind) == RecordKind::fetch;
   if constexpr (stripe_locked<T>())
-    if (area) {
-      const bool fetch = static_cast<RecordKind>(h.kind) == RecordKind::fetch;
+    if (area)
       return plain_update<T>(op, [&](auto plain) {
-        for (std::size_t i = 0; i < h.count; ++i) {
-          ahead.before(i);
-          const char* r = p + i * ahead.stride;
-          const std::uint64_t off = field(r);
-          check(off, sizeof(T));
-          T v;
-          std::memcpy(&v, r + 8, sizeof v);
-          T* a = reinterpret_cast<T*>(base + off);
-          StripeGuard hold(area, off);
+        each([&](T* a, T v) {
+          StripeGuard hold(area, static_cast<std::uint64_t>(reinterpret_cast<char*>(a) - base));
           const T old = *a;
           plain(*a, v);
-          if (fetch) {
-            std::uint64_t bits = 0;
-            std::memcpy(&bits, &old, sizeof old);
-            emit(bits);
-          }
-        }
+          if (fetch) answer(old);
+        });
       });
-    }
-  if (static_cast<RecordKind>(h.kind) == RecordKind::fetch)
-    return each([&](T* a, T v) {
-      const T old = cpu_apply(a, v, op);
-      std::uint64_t bits = 0;
-      std::memcpy(&bits, &old, sizeof old);
-      emit(bits);
-    });
+  if (fetch) return each([&](T* a, T v) { answer(cpu_apply(a, v, op)); });
   relaxed_update<T>(op, each);
 }
 
