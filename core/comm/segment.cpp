@@ -7,6 +7,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <string>
 
@@ -155,6 +156,10 @@ int allocate_segment(Team& team, std::size_t count, std::size_t elem_size, Async
   seg->fp_locks = st.settings->fp_locks && !team.served();
   seg->shm =
       allocate_shared_pages(seg->fp_locks ? page_round(bytes) + kStripeArea : bytes, team.shm_comm(), &base);
+  // My lock words start free: MPI need not zero a window's memory (MPICH
+  // hands out reused pages). The claims' allgather below orders this
+  // before any unit's first use.
+  if (seg->fp_locks) std::memset(static_cast<char*>(base) + page_round(bytes), 0, kStripeArea);
   // An epoch for MPI_Win_sync and the unified memory model; never closed
   // before the window is freed.
   MPI_Win_lock_all(MPI_MODE_NOCHECK, seg->shm);
