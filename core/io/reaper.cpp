@@ -196,7 +196,13 @@ class ShmWatch {
     const std::string path = "/dev/shm/" + name;
     struct stat st {};
     if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::getuid()) return;
-    if (launcher_ > 1 ? in_use(path, launcher_, rank0_) : in_use(path, rank0_, rank0_)) mine_.insert(name);
+    // Rank 0 first (one look at its fds and maps): MPICH's node root, rank 0
+    // on the first node, creates the file, and a kill right after the
+    // creation leaves no holder for a later look (shm_orphans once lost
+    // that race in CI while this process scanned /proc).
+    if (holds(std::to_string(rank0_), path) ||
+        (launcher_ > 1 ? in_use(path, launcher_, rank0_) : in_use(path, rank0_, rank0_)))
+      mine_.insert(name);
   }
 
   pid_t rank0_, launcher_;
