@@ -365,6 +365,13 @@ void balance_part(Run& run) {
   if (run.units > 1) run.goals.push_back({"nxtask_beats_static_block_sparse", a < b});
 }
 
+// What the acc column measures: how same-node accumulates were applied
+// (comm.htm, comm.fp_locks), with why.
+std::string accumulates_line(Context& ctx) {
+  const locus::CommSettings& cs = ctx.runtime().settings();
+  return "comm.htm " + cs.htm_why + "; comm.fp_locks " + cs.fp_locks_why;
+}
+
 int bench_run(Context& ctx) {
   const Config& c = ctx.config();
   openblas_set_num_threads(1);
@@ -383,9 +390,11 @@ int bench_run(Context& ctx) {
   for (const char* k : {"placement", "ranks", "part", "case", "figure", "value"}) run.figures.data_column(k);
   const std::vector<std::string> parts = split_list(c.string("bench.parts"));
   auto wants = [&](const char* p) { return std::find(parts.begin(), parts.end(), p) != parts.end(); };
-  if (run.root)
+  if (run.root) {
     std::printf("# tensor_contract benchmark, %d ranks, %s%s\n", run.units, run.label.c_str(),
                 bench::oversubscription_note().c_str());
+    std::printf("# same-node accumulates: %s\n", accumulates_line(ctx).c_str());
+  }
   bench::Table dgemm;
   if (wants("dgemm")) dgemm = dgemm_part(run);
   if (wants("nxtask")) nxtask_part(run);
@@ -395,6 +404,7 @@ int bench_run(Context& ctx) {
   r.table(run.figures, true);  // appended: the driver's runs go into one CSV
   r.data("dgemm", dgemm);
   r.text("placement", run.label);
+  r.text("accumulates", accumulates_line(ctx));
   r.paths();
   if (!run.goals.empty()) {
     r.goals();
