@@ -423,16 +423,10 @@ void apply_cas(const RunHeader& h, const char* p, char* base, char* area, Check&
     const std::uint64_t off = field(r);
     check(off, sizeof(T));
     T expected = static_cast<T>(field(r + 8));
-    auto swap = [&] {
+    maybe_locked(area, off, [&] {
       std::atomic_ref<T>(*reinterpret_cast<T*>(base + off))
           .compare_exchange_strong(expected, static_cast<T>(field(r + 16)), std::memory_order_acq_rel);
-    };
-    if (area) {
-      StripeGuard hold(area, off);
-      swap();
-    } else {
-      swap();
-    }
+    });
     emit(static_cast<std::uint64_t>(expected));
   }
 }
@@ -492,7 +486,7 @@ void Aggregator::apply_batch(int source, const char* body, const char* end, std:
     if (!seg) throw Error(record_error(source, h.segment, "not allocated here (freed before a flush?)"));
     answers_.clear();
     char* area =
-        seg->fp_locks ? seg->base + page_round(seg->bytes[static_cast<std::size_t>(team_.rank())]) : nullptr;
+        seg->fp_locks ? stripe_area(seg->base, seg->bytes[static_cast<std::size_t>(team_.rank())]) : nullptr;
     apply_run(
         h, p, seg->base, area, [](std::uint64_t, std::size_t) {},
         [&](std::uint64_t bits) { answers_.push_back(bits); });

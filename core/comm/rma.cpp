@@ -256,7 +256,7 @@ void cpu_accumulate_run(T* dst, const T* v, std::size_t n, const One& one) {
 char* stripe_area(const Target& t) {
   if (!t.seg->fp_locks) return nullptr;
   const auto u = static_cast<std::size_t>(t.unit);
-  return t.seg->peer[u] + page_round(t.seg->bytes[u]);
+  return detail::stripe_area(t.seg->peer[u], t.seg->bytes[u]);
 }
 
 // A run of n elements from byte `offset` of a part (dst its first element)
@@ -372,8 +372,7 @@ void fetch_and_op(const Target& t, const void* operand, void* result, MPI_Dataty
       std::memcpy(&v, operand, sizeof v);
       T* p = reinterpret_cast<T*>(detail::cpu_address(t));
       T old;
-      char* area = stripe_locked<T>() ? stripe_area(t) : nullptr;
-      if (area) {  // comm.fp_locks
+      if (char* area = stripe_locked<T>() ? stripe_area(t) : nullptr) {  // comm.fp_locks
         StripeGuard hold(area, t.offset);
         old = *p;
         plain_update<T>(op, [&](auto plain) { plain(*p, v); });
@@ -412,16 +411,10 @@ void compare_and_swap(const Target& t, const void* compare, const void* value, v
       T expected, desired;
       std::memcpy(&expected, compare, sizeof expected);
       std::memcpy(&desired, value, sizeof desired);
-      auto swap = [&] {
+      maybe_locked(stripe_area(t), t.offset, [&] {  // comm.fp_locks: under the lock
         std::atomic_ref<T>(*reinterpret_cast<T*>(detail::cpu_address(t)))
             .compare_exchange_strong(expected, desired, std::memory_order_acq_rel);
-      };
-      if (char* area = stripe_area(t)) {  // comm.fp_locks: under the lock (stripe_locks.hpp)
-        StripeGuard hold(area, t.offset);
-        swap();
-      } else {
-        swap();
-      }
+      });
       std::memcpy(result, &expected, sizeof expected);
     };
     if (type == MPI_INT32_T)

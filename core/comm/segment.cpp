@@ -159,7 +159,7 @@ int allocate_segment(Team& team, std::size_t count, std::size_t elem_size, Async
   // My lock words start free: MPI need not zero a window's memory (MPICH
   // hands out reused pages). The claims' allgather below orders this
   // before any unit's first use.
-  if (seg->fp_locks) std::memset(static_cast<char*>(base) + page_round(bytes), 0, kStripeArea);
+  if (seg->fp_locks) std::memset(stripe_area(static_cast<char*>(base), bytes), 0, kStripeArea);
   // An epoch for MPI_Win_sync and the unified memory model; never closed
   // before the window is freed.
   MPI_Win_lock_all(MPI_MODE_NOCHECK, seg->shm);

@@ -30,6 +30,7 @@
 #include <type_traits>
 
 #include "locus/wait.hpp"
+#include "mem/shared_pages.hpp"
 
 namespace locus::detail {
 
@@ -43,6 +44,12 @@ constexpr std::size_t kStripeArea = kStripeLocks * kStripeLockBytes;
 template <class T>
 constexpr bool stripe_locked() noexcept {
   return std::is_floating_point_v<T>;
+}
+
+// The lock words of a part of `bytes` bytes at `part`: the one place that
+// says where they lie (allocate_segment asks for them there).
+inline char* stripe_area(char* part, std::size_t bytes) noexcept {
+  return part + page_round(bytes);
 }
 
 // Holds the lock of byte `offset` of the part whose lock words start at
@@ -64,6 +71,15 @@ class StripeGuard {
  private:
   std::uint32_t* word_;
 };
+
+// f() under the lock of byte `offset` where the part has lock words
+// (`area`), else f() alone.
+template <class F>
+void maybe_locked(char* area, std::uint64_t offset, F&& f) {
+  if (!area) return f();
+  StripeGuard hold(area, offset);
+  f();
+}
 
 // body(k, m) for consecutive pieces [k, k + m) of a run of n elements of
 // `esize` bytes from byte `offset` of a part, each under the lock of its
