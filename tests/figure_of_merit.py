@@ -94,6 +94,12 @@ p, _ = run_app("heat3d", deck("heat3d"), NP, ["output.dir=" + OUT, "output.name=
 m = summary(p.stdout)["machine"]
 check("OMP_PROC_BIND=false" in m["environment"] and m["launch_line"] == "mpiexec -n 2 heat3d x",
       "environment / launch line: %s" % m)
+# a preloaded library (the suite's MPI idle yield, cmake/LocusTesting.cmake) is recorded
+preload = os.environ.get("LD_PRELOAD")
+if preload:
+    check("LD_PRELOAD=" + preload in m["environment"].split(), "LD_PRELOAD not recorded: %s" % m["environment"])
+else:
+    check("LD_PRELOAD" not in m["environment"], "LD_PRELOAD recorded without one: %s" % m["environment"])
 # replacing an output is said (shipped decks set output.overwrite: true)
 check("note: this run replaces" in p.stderr and "h_json.h5" in p.stderr, "replacement not announced: %r" % p.stderr)
 

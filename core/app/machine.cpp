@@ -82,12 +82,13 @@ std::string numa_nodes() {
   return n ? std::to_string(n) : "unknown";
 }
 
-// The variables that change how MPI, OpenMP and Kokkos behave, sorted.
+// The variables that change how MPI, OpenMP and Kokkos behave, sorted
+// (LD_PRELOAD too: a preloaded library can change how MPI waits).
 std::string relevant_environment() {
   std::vector<std::string> v;
   for (char** e = environ; e && *e; ++e) {
     const char* s = *e;
-    for (const char* p : {"MPIR_CVAR_", "OMPI_MCA_", "OMP_", "KOKKOS_"})
+    for (const char* p : {"MPIR_CVAR_", "OMPI_MCA_", "OMP_", "KOKKOS_", "LD_PRELOAD="})
       if (std::strncmp(s, p, std::strlen(p)) == 0) v.emplace_back(s);
   }
   std::sort(v.begin(), v.end());
