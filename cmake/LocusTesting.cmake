@@ -7,11 +7,11 @@ if(LOCUS_SANITIZE)
   set(LOCUS_TEST_ENV "ASAN_OPTIONS=detect_leaks=0:abort_on_error=1")
 endif()
 # Over-subscribed runs (4 ranks on 2 cores) would wait a scheduler time slice
-# per step of every MPI collective: tests/mpi_idle_yield.cpp makes MPICH's busy
+# per step of every MPI collective: tools/idle_yield.cpp makes MPICH's busy
 # poll yield, preloaded into every test (not with the sanitizers, whose runtime
-# must be the first library loaded).
-if(NOT LOCUS_SANITIZE)
-  list(APPEND LOCUS_TEST_ENV "LD_PRELOAD=$<TARGET_FILE:locus_mpi_idle_yield>")
+# must be the first library loaded, so that build has no such library).
+if(TARGET locus_idle_yield)
+  list(APPEND LOCUS_TEST_ENV "LD_PRELOAD=$<TARGET_FILE:locus_idle_yield>")
 endif()
 # Open MPI refuses root and more ranks than cores unless told (the tests
 # run 4 ranks on 2 cores; CI runs as root).

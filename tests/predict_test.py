@@ -79,11 +79,43 @@ def predict(args, work, expect=0):
     return p
 
 
+LAST = {}  # the last result()'s stderr
+
+
 def result(args, work, d, name):
     out = os.path.join(d, name + ".json")
     p = predict(args + ["--json", out], work)
+    LAST["stderr"] = p.stderr
     with open(out) as f:
         return json.load(f), p.stdout
+
+
+def idle_yield(stderr):
+    """Counting runs of more ranks than cores preload tools/idle_yield.cpp's
+    library (locuslib.idle_yield_env), and say so; others do not."""
+    import locuslib
+    cores = len(os.sched_getaffinity(0))
+    said = [x for x in stderr.splitlines() if x.startswith("locus predict: counting run")]
+    for line in said:
+        ranks = int(line.split(",")[1].split()[0])
+        check(("over-subscribed: MPICH's waits yield" in line) == (ranks > cores),
+              "%d ranks on %d cores: %s" % (ranks, cores, line))
+    check(len(said) >= 4, "the counting runs are announced: %s" % stderr)
+    lib = os.path.join(locuslib.build_dir(), "tools", "liblocus_idle_yield.so")
+    check(os.path.exists(lib), "the build has %s" % lib)
+    base = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+    env, on = locuslib.idle_yield_env(cores + 1, base)
+    check(on and env["LD_PRELOAD"] == lib, "over-subscribed: LD_PRELOAD %s" % env.get("LD_PRELOAD"))
+    env, on = locuslib.idle_yield_env(cores + 1, dict(base, LD_PRELOAD="/x/other.so:" + lib))
+    check(on and env["LD_PRELOAD"] == lib + ":/x/other.so", "a user's preload kept: %s" % env["LD_PRELOAD"])
+    env, on = locuslib.idle_yield_env(cores, base)
+    check(not on and "LD_PRELOAD" not in env, "one rank per core: no preload")
+    os.environ["LOCUS_LAUNCHER"] = "srun"
+    try:
+        env, on = locuslib.idle_yield_env(cores + 1, base)
+    finally:
+        del os.environ["LOCUS_LAUNCHER"]
+    check(not on and "LD_PRELOAD" not in env, "a launcher of Slurm or a site: no preload")
 
 
 def main():
@@ -167,6 +199,7 @@ def main():
         check(x["counted"] > 0 and abs(x["error"]) <= 1e-9,
               "8 ranks, %s.%s: model %s, counted %s" % (x["phase"], x["kind"], x["modelled"], x["counted"]))
     check("worst |error| 0.00 %" in out, "the check's verdict line:\n" + out)
+    idle_yield(LAST["stderr"])
 
     # 4. errors: every problem of a machine file at once, options, decks
     bad = copy.deepcopy(FINITE)

@@ -577,6 +577,24 @@ def run_app(app, deck, ranks, sets, timeout, log_prefix=None, env=None, ppn=None
     return rc, out, err, secs
 
 
+def idle_yield_env(ranks, env=None):
+    """(environment, preloaded) for a run of `ranks` ranks that the
+    default launcher starts on this host: with more ranks than the cores
+    this process may use, the build's tools/liblocus_idle_yield.so is
+    preloaded (tools/idle_yield.cpp: MPICH's busy wait then yields the
+    core; a rank's results are unchanged, its times are not the machine's
+    either way). Otherwise, and for a launcher of a site or of Slurm, the
+    environment unchanged."""
+    env = dict(env if env is not None else os.environ)
+    lib = os.path.join(build_dir(), "tools", "liblocus_idle_yield.so")
+    local = launcher_spec()[1] in ("default", "LOCUS_MPIEXEC")
+    if not local or ranks <= len(os.sched_getaffinity(0)) or not os.path.exists(lib):
+        return env, False
+    have = [x for x in env.get("LD_PRELOAD", "").split(":") if x]
+    env["LD_PRELOAD"] = ":".join([lib] + [x for x in have if x != lib])
+    return env, True
+
+
 def app_error(stderr, rc):
     """The line that says why a run failed: the app's own error line, not
     the launcher's epilogue (srun's 'task 0: Exited', Hydra's banner)."""

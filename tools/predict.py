@@ -14,8 +14,11 @@ How (docs/co-design.md, "Predictions"):
    3) with a few loop iterations (--count-steps), emulated nodes of
    min(R, 2) ranks, and every count of every phase is read from their
    summaries (docs/outputs.md, "The counted requirements"). Counts do not
-   depend on time, so over-subscription does not change them. The runs are
-   kept in output/predict/ (--work) and reused.
+   depend on time, so over-subscription does not change them; a run of
+   more ranks than cores, started here by mpiexec, preloads
+   tools/idle_yield.cpp's library so that MPICH's waits yield the core
+   (27 ranks on 2 cores would otherwise spin out a time slice per wait). The
+   runs are kept in output/predict/ (--work) and reused.
 2. Requirement models. For every phase and kind, the busiest rank's count
    per loop iteration: for heat3d and poisson5pt from their decomposition
    (every rank's count linear in its block's points and its faces' points
@@ -60,8 +63,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import model as pmnf  # noqa: E402
-from locuslib import (ROOT, UserError, app_error, deck_sections, dig, effective_config, parse_summary,  # noqa: E402
-                      run_app, tool_exit, write_file)
+from locuslib import (ROOT, UserError, app_error, deck_sections, dig, effective_config, idle_yield_env,  # noqa: E402
+                      parse_summary, run_app, tool_exit, write_file)
 from machine import all_keys, load_machine  # noqa: E402
 
 KINDS = ["bytes_on_node", "bytes_off_node", "messages", "rma_ops", "atomic_updates", "atomic_fetches",
@@ -160,9 +163,12 @@ def counting_run(app, deck, ranks, node_size, sets, timeout, cache):
     # studies may run the same deck at the same time)
     all_sets = list(sets) + [("runtime.node_size", str(node_size)), ("output.dir", os.path.join(cache, "runs")),
                              ("output.name", os.path.basename(path)[:-5]), ("output.overwrite", "true")]
-    print("locus predict: counting run, %d rank(s), nodes of %d: %s" % (
-        ranks, node_size, " ".join("%s=%s" % kv for kv in sets)), file=sys.stderr, flush=True)
-    rc, out, err, _ = run_app(app, deck, ranks, all_sets, timeout)
+    # counts do not depend on time: over-subscribed, MPICH's waits yield
+    env, yielding = idle_yield_env(ranks)
+    print("locus predict: counting run, %d rank(s)%s, nodes of %d: %s" % (
+        ranks, " (over-subscribed: MPICH's waits yield, tools/idle_yield.cpp)" if yielding else "", node_size,
+        " ".join("%s=%s" % kv for kv in sets)), file=sys.stderr, flush=True)
+    rc, out, err, _ = run_app(app, deck, ranks, all_sets, timeout, env=env)
     s = parse_summary(out)
     if rc != 0 or s is None:
         raise RuntimeError("counting run on %d rank(s) failed: %s" % (ranks, app_error(err, rc)))

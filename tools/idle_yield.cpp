@@ -1,5 +1,7 @@
-// A test-suite aid for over-subscribed runs (more ranks than cores), preloaded
-// into every test process (LD_PRELOAD, cmake/LocusTesting.cmake).
+// An aid for over-subscribed runs (more ranks than cores), preloaded with
+// LD_PRELOAD into every test process (cmake/LocusTesting.cmake) and into the
+// counting runs of ./locus predict that over-subscribe this host
+// (tools/locuslib.py, idle_yield_env): counts do not depend on time.
 //
 // MPICH's ch4 device busy-polls in every blocking call and never gives the
 // core away (its MPIR_CVAR_POLLS_BEFORE_YIELD belongs to ch3). Four ranks on
@@ -12,9 +14,9 @@
 //
 // It changes when a waiting rank runs, never what it computes. Where nothing
 // else is runnable, sched_yield returns at once. Processes that do not use
-// UCX never call it. The sanitizer build does not preload it (AddressSanitizer
-// must come first among the preloaded libraries), and the apps record
-// LD_PRELOAD in their summary's environment line.
+// UCX never call it. The sanitizer build has no such library
+// (AddressSanitizer must come first among the preloaded libraries), and the
+// apps record LD_PRELOAD in their summary's environment line.
 #include <dlfcn.h>
 #include <sched.h>
 
