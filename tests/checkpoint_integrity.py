@@ -24,7 +24,7 @@ import time
 import h5py
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from locus_testlib import MPIEXEC, SOURCE, app_path, check, run_app, scratch  # noqa: E402
+from locus_testlib import MPIEXEC, SOURCE, app_path, check, full_coverage, run_app, scratch  # noqa: E402
 
 NP = int(sys.argv[1])
 OUT = scratch("checkpoint_integrity_np%d" % NP)
@@ -42,7 +42,7 @@ for path, name in ((ck, "temperature"), (os.path.join(OUT, "src", "heat3d.h5"), 
                                                                                         d.fletcher32))
 od = os.path.join(OUT, "poisson")
 fields = ["(not at 4 ranks)"]
-if NP <= 2:  # 4 ranks: heat3d alone (over-subscribed launches are slow)
+if full_coverage(NP):  # else heat3d alone (over-subscribed launches are slow)
     run_app("poisson5pt", os.path.join(SOURCE, "inputs", "poisson5pt", "default.yaml"), NP,
             ["poisson5pt.grid.n=31", "output.dir=" + od], extra=["--quiet"])
     with h5py.File(os.path.join(od, "default.h5"), "r") as f:
@@ -75,13 +75,13 @@ def expect_refused(label, bad, needle):
 
 # flip one byte at several places in the data of the first, a middle and
 # the last chunk (one damaged file each)
-# (at 4 ranks, over-subscribed on 2 cores and slow to launch: two files)
+# (two files where over-subscribed launches are slow, full_coverage)
 cases = []
 for ci in sorted({0, len(chunks) // 2, len(chunks) - 1}):
     info = chunks[ci]
-    for frac in (0.0, 0.5, 0.99) if NP <= 2 else (0.5,):
+    for frac in (0.0, 0.5, 0.99) if full_coverage(NP) else (0.5,):
         cases.append((ci, info.byte_offset + int(frac * (info.size - 5))))
-if NP > 2:
+if not full_coverage(NP):
     cases = [cases[0], cases[-1]]
 for n, (ci, at) in enumerate(cases):
     bad = os.path.join(OUT, "flip%d.restart.h5" % n)

@@ -23,7 +23,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from locus_testlib import MPIEXEC, SOURCE, app_path, check, run_app, scratch  # noqa: E402
+from locus_testlib import MPIEXEC, SOURCE, app_path, check, full_coverage, run_app, scratch  # noqa: E402
 
 NP = int(sys.argv[1])
 # a run killed half way may have left its tmpfs mounts behind
@@ -37,12 +37,13 @@ APPS = {
     "spmv": os.path.join(SOURCE, "inputs", "spmv", "default.yaml"),
     "tensor_contract": os.path.join(SOURCE, "inputs", "tensor_contract", "default.yaml"),
 }
-# Above 2 ranks (over-subscribed on a 2-core host) the input classes that
-# do not depend on the rank count (deck files, output names, restart
-# files, file systems: read and refused on every rank alike, checked at 1
-# and 2 ranks) run for heat3d only, the restart files and file systems not
-# at all; signals and kills run for every app.
-FULL = NP <= 2
+# Where over-subscribed launches are slow (locus_testlib.full_coverage: the
+# sanitizer build), above 2 ranks the input classes that do not depend on
+# the rank count (deck files, output names, restart files, file systems:
+# read and refused on every rank alike, checked at 1 and 2 ranks) run for
+# heat3d only, the restart files and file systems not at all; signals and
+# kills run for every app.
+FULL = full_coverage(NP)
 BAD = ("Traceback", "Assertion", "MPI_Abort", "BAD TERMINATION", "backtrace", "terminate called")
 
 

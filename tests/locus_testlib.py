@@ -15,6 +15,17 @@ SOURCE = os.environ.get("LOCUS_SOURCE_DIR", os.path.join(os.path.dirname(__file_
 MPIEXEC = os.environ.get("LOCUS_MPIEXEC", "mpiexec")
 
 
+def full_coverage(ranks):
+    """Whether a test runs its every case at this rank count. The drivers
+    trim the cases that do not depend on the rank count above 2 ranks (4
+    ranks over-subscribe a 2-core host) only where such launches are slow:
+    without the suite's idle-yield library (tools/idle_yield.cpp, preloaded
+    by cmake/LocusTesting.cmake; not in the sanitizer build), where a
+    4-rank launch waits a scheduler time slice per MPI collective."""
+    preloaded = os.environ.get("LD_PRELOAD", "").split(":")
+    return ranks <= 2 or any(os.path.basename(x) == "liblocus_idle_yield.so" for x in preloaded)
+
+
 def fail(msg):
     print("FAIL: " + msg, file=sys.stderr)
     sys.exit(1)

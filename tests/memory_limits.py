@@ -16,7 +16,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from locus_testlib import MPIEXEC, SOURCE, app_path, check, scratch, shm_orphans  # noqa: E402
+from locus_testlib import MPIEXEC, SOURCE, app_path, check, full_coverage, scratch, shm_orphans  # noqa: E402
 import subprocess  # noqa: E402
 
 NP = int(sys.argv[1])
@@ -118,13 +118,13 @@ refused("heat3d", DECK["heat3d"], ["heat3d.grid.nx=400", "heat3d.grid.ny=400", "
         "heat3d_cgroup_staged", ["a 400x400x400 grid: needs 1.0 GiB of memory (0.", "GiB shared, 1.0 GiB private), "
                                  "but the node has"], env=dict(os.environ, LOCUS_CGROUP_ROOT=cg))
 
-# what fits runs under the same limit (at 4 ranks, over-subscribed on 2
-# cores, tensor_contract alone: the others take 15 s there)
+# what fits runs under the same limit (at 4 ranks where over-subscribed
+# launches are slow, locus_testlib.full_coverage: tensor_contract alone)
 FITS = (("heat3d", ["heat3d.grid.nx=16", "heat3d.grid.ny=16", "heat3d.grid.nz=16"]),
         ("poisson5pt", ["poisson5pt.grid.n=31"]),
         ("spmv", ["spmv.matrix.nx=8", "spmv.matrix.ny=8", "spmv.matrix.nz=8"]),
         ("tensor_contract", ["tensor_contract.extent=8", "tensor_contract.tile=4"]))
-for app, sets in FITS if NP <= 2 else FITS[3:]:
+for app, sets in FITS if full_coverage(NP) else FITS[3:]:
     p, dt, left, shm = run(app, DECK[app], sets, app + "_fits")
     check(p.returncode == 0 and ("verdict: pass" in p.stdout or "verdict: not checked" in p.stdout),
           "%s under ulimit -v: exit %d\n%s\n%s" % (app, p.returncode, p.stdout[-1500:], p.stderr[-3000:]))

@@ -11,7 +11,7 @@ import h5py
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from locus_testlib import SOURCE, check, run_app, scratch, summary  # noqa: E402
+from locus_testlib import SOURCE, check, full_coverage, run_app, scratch, summary  # noqa: E402
 
 DECK = os.path.join(SOURCE, "inputs", "poisson5pt", "default.yaml")
 # 21 points over 2 or 4 ranks: blocks of 11/10 or 6/5 rows and columns.
@@ -92,7 +92,7 @@ def main():
             runs = [(1, [])]
             if kernel == "split":
                 runs += [(ranks, ["poisson5pt.decomposition=blocks", "poisson5pt.procs=" + blocks])]
-                if ranks <= 2:
+                if full_coverage(ranks):
                     runs.insert(1, (ranks, []))
             for r_, dsets in runs:
                 name = "wide_%s_%s_np%d_%s" % (variant, kernel, r_, "blocks" if dsets else "rows")
@@ -103,9 +103,10 @@ def main():
                     continue
                 same(r, base, name)
     checked = 0
-    # Above 2 ranks (over-subscribed on a 2-core host) only the 2D blocks,
-    # which 2 ranks do not have: rows are checked at 2 ranks.
-    for decomposition in ("rows", "blocks") if ranks <= 2 else ("blocks",):
+    # Rows and 2D blocks; where over-subscribed launches are slow
+    # (locus_testlib.full_coverage), above 2 ranks only the blocks, which 2
+    # ranks do not have.
+    for decomposition in ("rows", "blocks") if full_coverage(ranks) else ("blocks",):
         dsets = ["poisson5pt.decomposition=" + decomposition]
         if decomposition == "blocks":
             dsets.append("poisson5pt.procs=" + blocks)

@@ -22,7 +22,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from locus_testlib import SOURCE, check, run_app, scratch, summary  # noqa: E402
+from locus_testlib import SOURCE, check, full_coverage, run_app, scratch, summary  # noqa: E402
 
 NP = int(sys.argv[1])
 # a run killed half way may have left its tmpfs mount behind
@@ -110,7 +110,7 @@ tiny = [("laplace3d_1", ["spmv.matrix.generator=laplace3d", "spmv.matrix.nx=1", 
                              "spmv.matrix.nz=1"], 4),
         ("hpcg27_2x2x2", ["spmv.matrix.generator=hpcg27", "spmv.matrix.nx=2", "spmv.matrix.ny=2",
                           "spmv.matrix.nz=2"], 8)]
-for label, sets, rows in tiny if NP <= 2 else [tiny[0], tiny[-1]]:
+for label, sets, rows in tiny if full_coverage(NP) else [tiny[0], tiny[-1]]:
     for mode in (("vector", "rma") if NP == 1 else ("rma",)):
         s = ran("spmv", "sym_%s_%s" % (label, mode), sets + ["spmv.mode=" + mode], ranks=min(NP, rows))
         sym = s["validation"]["symmetry"]
