@@ -13,6 +13,9 @@ import yaml
 BUILD = os.environ.get("LOCUS_BUILD_DIR", os.path.join(os.path.dirname(__file__), "..", "build"))
 SOURCE = os.environ.get("LOCUS_SOURCE_DIR", os.path.join(os.path.dirname(__file__), ".."))
 MPIEXEC = os.environ.get("LOCUS_MPIEXEC", "mpiexec")
+# The sanitizer build's tests run with ASAN_OPTIONS, which
+# cmake/LocusTesting.cmake sets there and only there.
+SANITIZER_BUILD = "ASAN_OPTIONS" in os.environ
 
 
 def full_coverage(ranks):

@@ -16,11 +16,12 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from locus_testlib import MPIEXEC, SOURCE, app_path, check, full_coverage, scratch, shm_orphans  # noqa: E402
+from locus_testlib import (MPIEXEC, SANITIZER_BUILD, SOURCE, app_path, check, full_coverage, scratch,  # noqa: E402
+                           shm_orphans)
 import subprocess  # noqa: E402
 
 NP = int(sys.argv[1])
-if "ASAN_OPTIONS" in os.environ:  # set by cmake/LocusTesting.cmake in the sanitizer build only
+if SANITIZER_BUILD:
     print("SKIP: AddressSanitizer reserves terabytes of address space at start, which an address-space limit "
           "(ulimit -v) forbids: every run would die before main")
     sys.exit(77)

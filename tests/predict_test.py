@@ -28,7 +28,7 @@ import sys
 import yaml
 
 sys.path.insert(0, os.path.dirname(__file__))
-from locus_testlib import SOURCE, check, scratch  # noqa: E402
+from locus_testlib import SANITIZER_BUILD, SOURCE, check, scratch  # noqa: E402
 
 sys.path.insert(0, os.path.join(SOURCE, "tools"))
 from machine import all_keys, is_time  # noqa: E402
@@ -95,9 +95,9 @@ def idle_yield(stderr):
     library (locuslib.idle_yield_env), and say so; others do not."""
     import locuslib
     cores = len(os.sched_getaffinity(0))
-    # the sanitizer build has no such library (ASAN_OPTIONS: cmake/LocusTesting.cmake)
+    # the sanitizer build has no such library
     lib = os.path.join(locuslib.build_dir(), "tools", "liblocus_idle_yield.so")
-    built = "ASAN_OPTIONS" not in os.environ
+    built = not SANITIZER_BUILD
     check(os.path.exists(lib) == built, "%s exists: %s" % (lib, os.path.exists(lib)))
     said = [x for x in stderr.splitlines() if x.startswith("locus predict: counting run")]
     for line in said:
