@@ -291,6 +291,7 @@ struct Run {
   std::vector<std::int64_t> ph_tasks;
   locus::RepeatTimes phase_times;  // each phase's task loop on this rank (timer contract)
   std::vector<double> last_c, last_a, last_b;
+  std::vector<std::int64_t> last_task_unit;  // the last phase's schedule (rank 0)
   std::unique_ptr<TiledTensor> A, B, C;
   const Problem* last = nullptr;
   LoopStats sum;
@@ -426,6 +427,7 @@ void run_phase(Context& ctx, const Schedule& sched, const PhaseSpec& spec, std::
   run.ph_tasks.push_back(std::int64_t(r.tasks));
   if (final_phase) {
     run.last_c = std::move(cd);
+    run.last_task_unit = std::move(r.task_unit);
     run.last = &p;
     if (cfg.boolean("tensor_contract.output.inputs")) {
       if (dense_elements(p, p.con.a) <= max_dense) run.last_a = gather_dense(world, p, *run.A);
@@ -595,11 +597,14 @@ void write_output(const Context& ctx, locus::H5Output& out, const Run& run) {
   out.write_root_vector("phase_gflop_per_s", run.ph_gflops);
   out.write_root_vector("phase_communication_ratio", run.ph_comm_ratio);
   out.write_root_vector("phase_tasks", run.ph_tasks);
+  out.write_root_vector("task_unit", run.last_task_unit);
   const char* phase_units[][3] = {
       {"phase_seconds", "s", "wall time of each phase's timed loop (max over units)"},
       {"phase_gflop_per_s", "GFLOP/s", "the phase's contraction flops over its seconds"},
       {"phase_communication_ratio", "1", "get, wait, accumulate and nxtask time over the loop's, all units"},
-      {"phase_tasks", "tasks", "tasks (block contractions) done in each phase, all units"}};
+      {"phase_tasks", "tasks", "tasks (block contractions) done in each phase, all units"},
+      {"task_unit", "unit",
+       "the last phase's schedule: the unit (team rank) that ran each task, in task order"}};
   for (const auto& u : phase_units) {
     out.attribute(u[0], "units", std::string(u[1]));
     out.attribute(u[0], "meaning", std::string(u[2]));

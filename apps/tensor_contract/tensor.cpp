@@ -1031,6 +1031,18 @@ void check_phase(locus::Team& team, const Schedule& s, locus::Array<std::int64_t
 
 }  // namespace
 
+// Collective, after the task loop: which unit ran each task (the tasks
+// in `ran`, this unit's), into team rank 0's res.task_unit; -1 for a task
+// no unit ran (check_phase counts those).
+void record_schedule(locus::Team& team, const std::vector<std::int64_t>& ran, PhaseResult& res) {
+  std::vector<std::int64_t> mine(static_cast<std::size_t>(res.tasks), -1);
+  for (std::int64_t k : ran)
+    if (k >= 0 && k < res.tasks) mine[static_cast<std::size_t>(k)] = team.rank();
+  if (team.rank() == 0) res.task_unit.assign(mine.size(), -1);
+  locus::yielding::reduce(mine.data(), team.rank() == 0 ? res.task_unit.data() : nullptr,
+                          static_cast<int>(mine.size()), MPI_INT64_T, MPI_MAX, 0, team.comm());
+}
+
 PhaseResult contract(locus::Team& team, const Problem& p, const Schedule& s, TiledTensor& A, TiledTensor& B,
                      TiledTensor& C, SortChecks& checked, locus::Timers* timers) {
   if (timers) timers->start("setup");
@@ -1050,9 +1062,11 @@ PhaseResult contract(locus::Team& team, const Problem& p, const Schedule& s, Til
   LoopStats& st = res.stats;
   Loop loop(team, p, s, A, B, C, st, checked);
   std::vector<locus::Handle> marks;
+  std::vector<std::int64_t> ran;  // the tasks this unit ran (for the schedule record)
   const std::int64_t one = 1;
   auto run_task = [&](gidx k) {
     loop.task(k);
+    ran.push_back(static_cast<std::int64_t>(k));
     marks.push_back(locus::accumulate_async(done.gptr(static_cast<int>(k % units)) + (k / units), &one, 1,
                                             locus::Op::sum));
   };
@@ -1098,6 +1112,7 @@ PhaseResult contract(locus::Team& team, const Problem& p, const Schedule& s, Til
   }
   locus::yielding::allreduce(&span, &res.seconds, 1, MPI_DOUBLE, MPI_MAX, team.comm());
   check_phase(team, s, done, counter, owner, init, res);
+  record_schedule(team, ran, res);
   if (timers) timers->stop("check");
   return res;
 }

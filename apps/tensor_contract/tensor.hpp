@@ -141,6 +141,9 @@ struct PhaseResult {
   bool every_task_once = false;
   gidx task_errors = 0;  // tasks done 0 or > 1 times
   double seconds = 0;    // the loop to its closing barrier, max over ranks
+  // The schedule: task_unit[k] is the unit that ran task k (team rank 0's;
+  // empty elsewhere). The requirement models of ./locus predict read it.
+  std::vector<std::int64_t> task_unit;
 };
 
 // The permutations ("sidx>didx") checked against the reference so far: a
