@@ -15,6 +15,11 @@ errors.
 - heat3d's counts modelled from its decomposition (each rank's block and
   faces on and off its node, checked by hand) and fitted on 1, 2 and 4
   ranks give the busiest rank's counts of 8 ranks exactly (--check-counts).
+- tensor_contract's counts modelled from its task structure: the features
+  of a 2 x 2-tile contraction on 2 units by hand; fitted on 1, 2 and 4
+  ranks, the busiest rank's counts of 8 ranks exactly from the schedule
+  the run recorded (NXTASK) or from the static schedule known in advance,
+  and the mean rank's flops and fetches exactly without a schedule.
 - Bad machine files (every problem at once, with file:line and key), bad
   options and a deck without an app: exit 2 and one clear error.
 """
@@ -206,6 +211,8 @@ def main():
     check("worst |error| 0.00 %" in out, "the check's verdict line:\n" + out)
     idle_yield(LAST["stderr"])
 
+    tasks(m_fin, work, d)
+
     # 4. errors: every problem of a machine file at once, options, decks
     bad = copy.deepcopy(FINITE)
     bad["cores_per_node"] = "two"
@@ -232,6 +239,67 @@ def main():
         check(text in p.stderr and "Traceback" not in p.stderr and p.stderr.count("\n") <= 3,
               "%s: one clear error with '%s'\n%s" % (" ".join(args[1:]), text, p.stderr))
     print("predict: roofline limit, what-if directions, counts from the decomposition, errors: ok")
+
+
+def tasks(m_fin, work, d):
+    """tensor_contract's task model: features by hand, then the counts of 8
+    ranks from models fitted on 1, 2 and 4."""
+    import numpy as np
+    from task_model import COL, TaskPlan
+    # C_ij = sum_k A_ki B_kj, 4 x 4 in tiles of 2: C blocks (i, j) = (0,0),
+    # (0,1), (1,0), (1,1) are tasks 0-3; A's block (k, i) and B's (k, j) are
+    # owned by unit i and unit j (round-robin over 2 units); nodes of one
+    # unit. Static: unit 0 runs tasks 0 and 2 (i = 0 and 1, j = 0). Task
+    # (0,0) reads its two A and two B blocks in place; task (1,0) fetches A's
+    # two blocks (k, 1) from unit 1 (4 elements each) and reads B's in place.
+    # A sorts into (i, k): the fetched blocks every time (8 elements), the
+    # two kept ones once (8); B and C are in matrix layout already. On two
+    # nodes every atomic call goes through MPI (comm.atomics mpi).
+    cfg = {"tensor_contract": {"contraction": "ij = ki * kj", "extent": 4, "tile": 2, "extents": "", "tiles": "",
+                               "symmetry": {"irreps": "1"}, "distribution": "round-robin", "cyclic_block": 4,
+                               "scheduling": "static", "counter": {"chunk": 1, "skip_first": False, "owner": "last"},
+                               "accumulate": "sorted", "sort_cache_mb": 128},
+           "comm": {"locality": True}}
+    plan = TaskPlan(cfg, [], 2, 1)
+    f = plan.features(plan.static_schedule())
+    want = {"tasks": 2, "pairs": 4, "flops": 4 * 2 * 8, "product_bytes": 4 * 8 * (4 + 4 + 8), "gets_off": 2,
+            "get_elements_off": 8, "gets_on": 0, "sorted_elements": 16, "acc_own": 2, "acc_elements_own": 8,
+            "acc_off": 0, "marks_own": 2, "acc_mpi": 2, "marks_mpi": 2, "fetches": 0}
+    got = {k: f[0, COL[k]] for k in want}
+    check(got == {k: float(v) for k, v in want.items()}, "task features of unit 0 by hand: %s" % got)
+    check(np.array_equal(f[0], f[1]), "units 0 and 1 mirror each other: %s / %s" % (f[0].tolist(), f[1].tolist()))
+    # NXTASK: the schedule the run recorded; the counter on the last unit,
+    # one fetch per task and the closing one
+    cfg["tensor_contract"]["scheduling"] = "nxtask"
+    plan = TaskPlan(cfg, [], 2, 1)
+    f = plan.features(np.array([1, 1, 1, 0]))
+    check(f[0, COL["fetches"]] == 2 and f[1, COL["fetches"]] == 4 and f[0, COL["fetches_mpi"]] == 2
+          and f[1, COL["fetches_mpi"]] == 4, "NXTASK fetches by hand: %s" % f[:, COL["fetches"]].tolist())
+    mean = plan.expected_mean()
+    check(mean[COL["tasks"]] == 2 and mean[COL["flops"]] == 64 and mean[COL["fetches"]] == 3,
+          "the mean unit without a schedule: %s" % mean.tolist())
+
+    deck = os.path.join(SOURCE, "inputs", "tensor_contract", "default.yaml")
+    small = ["--set", "tensor_contract.extent=12", "--set", "tensor_contract.tile=4", "--nodes", "4",
+             "--count-ranks", "1,2,4", "--check-counts", "8"]
+    for sched in ("nxtask", "static"):
+        cc, out = result([deck, "--machine", m_fin, "--set", "tensor_contract.scheduling=" + sched] + small,
+                         work, d, "tasks_" + sched)
+        rows = cc["count_check"]
+        exact = [x for x in rows if x["measure"] != "mean, no schedule"]
+        check({x["kind"] for x in exact} >= {"flops", "memory_bytes", "rma_ops", "bytes_off_node", "atomic_updates"},
+              "%s: kinds checked %s" % (sched, sorted({x["kind"] for x in exact})))
+        for x in exact:
+            check(x["counted"] > 0 and abs(x["error"]) <= 1e-9, "%s, 8 ranks, %s (%s): model %s, counted %s\n%s" % (
+                sched, x["kind"], x["measure"], x["modelled"], x["counted"], out))
+        for x in rows:
+            if x["measure"] == "mean, no schedule" and x["kind"] in ("flops", "atomic_fetches", "atomic_updates"):
+                check(abs(x["error"]) <= 1e-9, "nxtask, the mean rank's %s: model %s, counted %s" % (
+                    x["kind"], x["modelled"], x["counted"]))
+        check(any("task structure" in m["how"] for m in cc["models"]), "%s: task models\n%s" % (sched, out))
+        check((sched == "nxtask") == any(x["measure"] == "mean, no schedule" for x in rows),
+              "%s: the mean rank checked for NXTASK only" % sched)
+    print("predict: tensor_contract's task model, by hand and at 8 ranks: ok")
 
 
 if __name__ == "__main__":

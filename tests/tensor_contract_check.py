@@ -8,7 +8,9 @@
     size, skip-first, counter owner first or last, other tile sizes and
     block-cyclic distribution (and so for every rank count: einsum is the
     same everywhere);
-  * every task is done exactly once and the counter ends at
+  * every task is done exactly once (and the recorded schedule,
+    task_unit, gives each unit the tasks it counted; static: task k on
+    unit k mod units) and the counter ends at
     chunk * (ceil(tasks / chunk) + units), or with skip-first
     chunk * (max(ceil(tasks / chunk), units) + units) (checked here from
     the formula, independently of the app);
@@ -121,6 +123,15 @@ for v in variants if NP <= 2 else [v for v in variants if not any(x in LOCAL for
         want = expected_counter(ph["tasks"], NP, r["chunk"], r["skip_first"])
         check(ph["counter_final"] == want, "%s: counter %d, formula %d" % (v, ph["counter_final"], want))
     check(ph["every_task_once"], "%s: tasks not done exactly once" % v)
+    # the schedule record: every task on one unit, as many per unit as the
+    # unit counted; static: task k on unit k mod units
+    sched = np.array(f["task_unit"])
+    per_unit = np.array(f["loop"])[:, 6]
+    check(len(sched) == ph["tasks"] and np.all((sched >= 0) & (sched < NP)) and
+          np.array_equal(np.bincount(sched, minlength=NP), per_unit),
+          "%s: task_unit %s against the units' task counts %s" % (v, sched.tolist(), per_unit.tolist()))
+    if r["scheduling"] == "static":
+        check(np.array_equal(sched, np.arange(len(sched)) % NP), "static: task_unit %s" % sched.tolist())
     print("%-60s C bitwise equal; counter %s" % (" ".join(v), ph.get("counter_final", "-")))
 
 # kept sorted blocks: C bitwise the same with none kept, with a budget of

@@ -23,13 +23,20 @@ How (docs/co-design.md, "Predictions"):
    per loop iteration: for heat3d and poisson5pt from their decomposition
    (every rank's count linear in its block's points and its faces' points
    and number, on and off its node, fitted on every rank of the counting
-   runs: GridRequirement); for spmv and tensor_contract in PMNF over the
-   rank count p (./locus model's fitter: c0 + c * p^i * log2(p)^j), spmv
-   weak-scaled constant from its interior count on. Each is fitted on all
+   runs: GridRequirement); for tensor_contract from its task structure
+   (every rank's count linear in the features of the tasks it ran, fitted
+   on the schedules the counting runs recorded; at the target a static
+   schedule's busiest rank, or NXTASK's mean rank: TaskRequirement,
+   tools/task_model.py); for spmv (and tensor_contract's multiphase runs,
+   progress processes or aggregated atomics) in PMNF over the rank count p
+   (./locus model's fitter: c0 + c * p^i * log2(p)^j), spmv weak-scaled
+   constant from its interior count on. Each is fitted on all
    counting runs but the largest and checked on it (the held-out error
    printed), then refitted on all. A target inside the counted range uses
    the count itself. --check-counts P,... counts the deck at those rank
-   counts too and prints every model's error there.
+   counts too and prints every model's error there (tensor_contract under
+   NXTASK: the busiest rank from the run's recorded schedule, and the mean
+   rank without one).
 3. Machine costs. Per phase of the busiest rank: the kernels' roofline
    max(flops / core rate, memory bytes / bandwidth per rank: its core's
    cache's when its footprint fits there, else its share of the node's
@@ -792,9 +799,22 @@ def predict(a):
             "phases": out_phases, "loop_seconds": loop_time, "figure_of_merit": fom,
             "dominant": max(out_phases, key=lambda ph: out_phases[ph]["seconds"]) if out_phases else None,
             "models": models, "worst_heldout_error": max(errs) if errs else None,
+            "schedule_note": schedule_note(reqs, ranks, rpn),
             "_reqs": reqs, "_count": (config, size, k_count, rpn),
             "footprint_bytes": footprint, "in_cache": bool(footprint and footprint <= m.get("memory.cache_bytes_core")),
             "bandwidth_Bps_per_rank": rank_bandwidth(m, rpn, footprint)}
+
+
+def schedule_note(reqs, ranks, rpn):
+    """What the counts of a dynamically scheduled task loop stand for."""
+    for r in reqs.values():
+        if isinstance(r, TaskRequirement) and not (ranks in r.ps and min(rpn, ranks) == r.nodes[ranks]):
+            if not r.target_plan(ranks, min(rpn, ranks)).static:
+                return ("NXTASK hands tasks out as ranks ask, so no schedule is known in advance: the counts are "
+                        "the mean rank's expected counts (a run's busiest rank does more, by what its timing "
+                        "gave it)")
+            return None
+    return None
 
 
 def fmt_s(x):
@@ -819,8 +839,9 @@ def report(r):
     lines.append("  memory: busiest rank's footprint %s, %s: %.3g GB/s per rank" % (
         "%.3g MB" % (r["footprint_bytes"] / 1e6) if r["footprint_bytes"] else "not counted",
         "fits its core's cache" if r["in_cache"] else "out of cache", r["bandwidth_Bps_per_rank"] / 1e9))
-    if r["loop_note"]:
-        lines.append("  note: " + r["loop_note"])
+    for note in (r["loop_note"], r["schedule_note"]):
+        if note:
+            lines.append("  note: " + note)
     lines.append("  %-10s %12s  %-28s %s" % ("phase", "time", "dominant term", "terms"))
     for ph, v in r["phases"].items():
         terms = ", ".join("%s %.3g" % kv for kv in sorted(v["terms"].items(), key=lambda kv: -kv[1])[:4])
