@@ -47,7 +47,7 @@ def fom_of(s, unit, work, label):
 
 
 # Datasets of counts and indices: stored as 64-bit integers.
-INTEGER = {"row_partition", "residual_iterations", "phase_tasks", "C_block_table", "async_on"}
+INTEGER = {"row_partition", "residual_iterations", "phase_tasks", "task_unit", "C_block_table", "async_on"}
 
 
 def h5_fom(name, f, label):
