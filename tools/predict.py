@@ -11,9 +11,10 @@ How (docs/co-design.md, "Predictions"):
 1. Counting runs. The deck runs here at a few small rank counts (default
    1, 2, 4, 8 and, for the stencil apps, the first count whose busiest rank
    has every neighbour a rank has at scale: heat3d 27, poisson5pt 9, spmv
-   3; tensor_contract 3) with a few loop iterations (--count-steps), emulated nodes of
-   min(R, 2) ranks, and every count of every phase is read from their
-   summaries (docs/outputs.md, "The counted requirements"). Counts do not
+   3; tensor_contract 3, an odd count) with a few loop iterations
+   (--count-steps), emulated nodes of min(R, 2) ranks, and every count of
+   every phase is read from their summaries (docs/outputs.md, "The
+   counted requirements"). Counts do not
    depend on time, so over-subscription does not change them; a run of
    more ranks than cores, started here by mpiexec, preloads
    tools/idle_yield.cpp's library so that MPICH's waits yield the core
@@ -95,8 +96,8 @@ APPS = {
     "tensor_contract": {"loop": None, "done": None, "phases": ["contract"], "interior": None,
                         "quiet": {"output.write_field": "false", "tensor_contract.validation.mode": "none"}},
 }
-CART = ("heat3d", "poisson5pt")
-DEFAULT_COUNT_RANKS = "1,2,4,8"  # Cartesian stencils: counts modelled from their decomposition
+CART = ("heat3d", "poisson5pt")  # Cartesian stencils: counts modelled from their decomposition
+DEFAULT_COUNT_RANKS = "1,2,4,8"
 
 
 # ---------------------------------------------------------------- the deck
@@ -543,8 +544,9 @@ def parse_args(argv):
                     help="weak (default): the deck's problem on every rank; strong: the deck's problem on all")
     ap.add_argument("--steps", type=int, help="loop iterations of the target (default: the deck's limit)")
     ap.add_argument("--count-steps", type=int, default=3, help="loop iterations of a counting run (default 3)")
-    ap.add_argument("--count-ranks", default=DEFAULT_COUNT_RANKS, help="rank counts of the counting runs (default 1,2,4,8 "
-                    "and the app's interior count)")
+    ap.add_argument("--count-ranks", default=DEFAULT_COUNT_RANKS,
+                    help="rank counts of the counting runs (default 1,2,4,8 and the app's interior count; "
+                    "tensor_contract: 3)")
     ap.add_argument("--what-if", action="append", default=[], metavar="KEY=FACTOR",
                     help="multiply a machine number, e.g. network.message.latency_s=0.5 (repeatable)")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="deck override (repeatable)")
@@ -663,21 +665,30 @@ def grid_models(app, a, config, size, k_count, runs, run_sets, run_nodes, per, p
     return out
 
 
+def scheduled_run(app, a, p, node, sets):
+    """(summary, schedule) of tensor_contract's counting run at P ranks:
+    the unit that ran each task (HDF5 task_unit). A kept run of a build that
+    did not record it is run again."""
+    import h5py
+    path = counting_path(app, a.deck, p, node, sets, a.work)
+    s = counting_run(app, a.deck, p, node, sets, a.timeout, a.work)
+    with h5py.File(run_h5(path), "r") as f:
+        stale = "task_unit" not in f
+    if stale:
+        os.remove(path)
+        s = counting_run(app, a.deck, p, node, sets, a.timeout, a.work)
+    with h5py.File(run_h5(path), "r") as f:
+        return s, np.array(f["task_unit"], dtype=np.int64)
+
+
 def task_models(app, a, config, size, k_count, runs, run_sets, run_nodes):
     """{("contract", kind): TaskRequirement} from the counting runs'
     per-rank counts and schedules (their HDF5 outputs)."""
-    import h5py
     ps = sorted(runs)
     feats, counts = {}, {}
     for p in ps:
         path = counting_path(app, a.deck, p, run_nodes[p], run_sets[p], a.work)
-        with h5py.File(run_h5(path), "r") as f:
-            stale = "task_unit" not in f  # kept by a build that did not record its schedule
-        if stale:
-            os.remove(path)
-            runs[p] = counting_run(app, a.deck, p, run_nodes[p], run_sets[p], a.timeout, a.work)
-        with h5py.File(run_h5(path), "r") as f:
-            sched = np.array(f["task_unit"], dtype=np.int64)
+        runs[p], sched = scheduled_run(app, a, p, run_nodes[p], run_sets[p])
         plan = task_model.TaskPlan(config, run_sets[p], p, run_nodes[p])
         feats[p] = plan.features(sched)
         k = iterations_run(app, runs[p], k_count)
@@ -907,18 +918,18 @@ def check_counts(a, r):
     for p in a.check_list:
         node = min(rpn, 2, p)
         sets = count_sets(app, a, config, size, k_count, p)
-        s = counting_run(app, a.deck, p, node, sets, a.timeout, a.work)
+        tasks = any(isinstance(req, TaskRequirement) for req in reqs.values())
+        if tasks:
+            s, sched = scheduled_run(app, a, p, node, sets)
+        else:
+            s = counting_run(app, a.deck, p, node, sets, a.timeout, a.work)
         mx, sm = counts_of(s, app)
         k = iterations_run(app, s, k_count)
-        sched, plan = None, None
+        plan = None
         for (ph, kd), req in sorted(reqs.items()):
             want = mx.get(ph, {}).get(kd, 0.0) / k
             if isinstance(req, TaskRequirement):
-                if sched is None:
-                    import h5py
-                    with h5py.File(run_h5(counting_path(app, a.deck, p, node, sets, a.work)), "r") as f:
-                        sched = np.array(f["task_unit"], dtype=np.int64)
-                    plan = req.target_plan(p, node)
+                plan = plan or req.target_plan(p, node)
                 if plan.static:  # known in advance: task k on unit k mod p
                     row(p, node, ph, kd, req.busiest(plan, plan.static_schedule()), want, "busiest")
                     continue
