@@ -201,8 +201,11 @@ class TaskPlan:
         self.slots_budget = self.cache_bytes // slot if slot else 0
 
     def _cache_holds(self, unit):
-        """Whether UNIT's sort cache keeps every block it reads in place
-        (True), none (False); SortedBlocks' slot count."""
+        """Whether UNIT's sort cache has a slot for every block it reads in
+        place (SortedBlocks' slot count: the budget's, at most the node's
+        blocks, none below two). A cache that holds only some of them is
+        counted as none, every use sorted: an upper bound, as its least
+        recently used blocks leave and are sorted again."""
         if not self.locality:
             return False
         node = self.node_of(np.array([unit]))[0]
