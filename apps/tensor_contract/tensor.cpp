@@ -1029,8 +1029,6 @@ void check_phase(locus::Team& team, const Schedule& s, locus::Array<std::int64_t
   locus::barrier(team);
 }
 
-}  // namespace
-
 // Collective, after the task loop: which unit ran each task (the tasks
 // in `ran`, this unit's), into team rank 0's res.task_unit; -1 for a task
 // no unit ran (check_phase counts those).
@@ -1042,6 +1040,8 @@ void record_schedule(locus::Team& team, const std::vector<std::int64_t>& ran, Ph
   locus::yielding::reduce(mine.data(), team.rank() == 0 ? res.task_unit.data() : nullptr,
                           static_cast<int>(mine.size()), MPI_INT64_T, MPI_MAX, 0, team.comm());
 }
+
+}  // namespace
 
 PhaseResult contract(locus::Team& team, const Problem& p, const Schedule& s, TiledTensor& A, TiledTensor& B,
                      TiledTensor& C, SortChecks& checked, locus::Timers* timers) {
