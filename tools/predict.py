@@ -259,7 +259,9 @@ class Requirement:
         self.model, _ = pmnf.fit_single(ps.reshape(1, -1), ys, 0, ["p"], negative=True)
         self.how = "PMNF " + self.model.text()
 
-    def at(self, p):
+    def at(self, p, node_size=None):
+        """The count at P ranks (a model in p: the node size does not
+        enter)."""
         if p in self.ps:
             return self.ys[self.ps.index(p)]
         if self.model is None:
@@ -369,17 +371,38 @@ class TaskRequirement:
         return task_model.fit(self.kind, np.vstack([feats[p] for p in ps]),
                               np.concatenate([counts[p] for p in ps]))
 
-    def busiest(self, plan, schedule):
-        return max(0.0, float(np.max(plan.features(schedule) @ self.coef)))
+    def busiest(self, plan, schedule=None):
+        """The largest count of PLAN's units under SCHEDULE (the task_unit
+        array; None: the static schedule)."""
+        f = plan.static_features() if schedule is None else plan.features(schedule)
+        return max(0.0, float(np.max(f @ self.coef)))
 
     def mean(self, plan):
         return max(0.0, float(plan.expected_mean() @ self.coef))
 
+    def counted(self, p, node_size=None):
+        """Whether a counting run had P ranks on nodes of NODE_SIZE."""
+        return p in self.ps and node_size in (None, self.nodes[p])
+
     def at(self, p, node_size=None):
-        if p in self.ps and node_size in (None, self.nodes[p]):  # counted so: the count itself
+        if self.counted(p, node_size):  # the count itself
             return self.ys[self.ps.index(p)]
         plan = self.target_plan(p, node_size)
-        return self.busiest(plan, plan.static_schedule()) if plan.static else self.mean(plan)
+        return self.busiest(plan) if plan.static else self.mean(plan)
+
+
+class TaskFetchTotal:
+    """All ranks' fetches of tensor_contract's task loop (NXTASK's counter
+    contention): the counted sum where counted (SUMS, a Requirement), else
+    the task model's mean rank times the ranks."""
+
+    def __init__(self, sums, req):
+        self.sums, self.req = sums, req
+
+    def at(self, p, node_size=None):
+        if self.req.counted(p, node_size):
+            return self.sums.at(p)
+        return self.req.mean(self.req.target_plan(p, node_size)) * p
 
 
 def cart_layout(app, config, sets, ranks):
@@ -694,9 +717,13 @@ def task_models(app, a, config, size, k_count, runs, run_sets, run_nodes):
         k = iterations_run(app, runs[p], k_count)
         counts[p] = {c: v / k for c, v in rank_counts(path).items()}
 
-    def target(p, node_size):
-        return task_model.TaskPlan(config, count_sets(app, a, config, size, k_count, p), p,
-                                   node_size if node_size is not None else min(p, 2))
+    plans = {}
+
+    def target(p, node_size):  # one plan per target, shared by the kinds
+        key = (p, node_size if node_size is not None else min(p, 2))
+        if key not in plans:
+            plans[key] = task_model.TaskPlan(config, count_sets(app, a, config, size, k_count, p), p, key[1])
+        return plans[key]
     out = {}
     for kd in KINDS:
         col = "contract.%s" % kd
@@ -749,6 +776,8 @@ def requirement_models(app, a, config, size, k_count, runs, run_sets, run_nodes,
         ys = [per[p][1].get(ph, {}).get("atomic_fetches", 0.0) for p in ps]
         if any(ys):
             fetch_sum[ph] = Requirement(ps, ys, None)
+            if isinstance(reqs.get((ph, "atomic_fetches")), TaskRequirement):
+                fetch_sum[ph] = TaskFetchTotal(fetch_sum[ph], reqs[(ph, "atomic_fetches")])
     return reqs, fetch_sum
 
 
@@ -784,13 +813,8 @@ def predict(a):
     loop_time = 0.0
     for ph in phases:
         per_run = k_target * periodic_scale(app, config, ph, k_count, k_target)
-        c = {kd: (r.at(ranks, min(rpn, ranks)) if isinstance(r, (GridRequirement, TaskRequirement)) else
-                  r.at(ranks)) * per_run for (p2, kd), r in reqs.items() if p2 == ph}
-        ft = fetch_sum[ph].at(ranks) * k_target if ph in fetch_sum else 0.0
-        fr = reqs.get((ph, "atomic_fetches"))
-        if isinstance(fr, TaskRequirement) and not (ranks in fr.ps and min(rpn, ranks) == fr.nodes[ranks]):
-            # every rank's fetches: the mean rank's times the ranks
-            ft = fr.mean(fr.target_plan(ranks, min(rpn, ranks))) * ranks * k_target
+        c = {kd: r.at(ranks, min(rpn, ranks)) * per_run for (p2, kd), r in reqs.items() if p2 == ph}
+        ft = fetch_sum[ph].at(ranks, min(rpn, ranks)) * k_target if ph in fetch_sum else 0.0
         off_model = reqs.get((ph, "bytes_off_node"))
         sharing = off_model.node_share(ranks, min(rpn, ranks)) if isinstance(off_model, GridRequirement) else None
         terms = phase_time(m, c, ranks, rpn, k_target, ft, footprint, sharing)
@@ -827,7 +851,7 @@ def predict(a):
 def schedule_note(reqs, ranks, rpn):
     """What the counts of a dynamically scheduled task loop stand for."""
     for r in reqs.values():
-        if isinstance(r, TaskRequirement) and not (ranks in r.ps and min(rpn, ranks) == r.nodes[ranks]):
+        if isinstance(r, TaskRequirement) and not r.counted(ranks, min(rpn, ranks)):
             if not r.target_plan(ranks, min(rpn, ranks)).static:
                 return ("NXTASK hands tasks out as ranks ask, so no schedule is known in advance: the counts are "
                         "the mean rank's expected counts (a run's busiest rank does more, by what its timing "
@@ -910,6 +934,7 @@ def check_counts(a, r):
     app, reqs = r["app"], r["_reqs"]
     config, size, k_count, rpn = r["_count"]
     rows = []
+    tasks = any(isinstance(req, TaskRequirement) for req in reqs.values())
 
     def row(p, node, ph, kd, got, want, measure):
         err = (got - want) / want if want else (0.0 if abs(got) < 1e-9 else float("inf"))
@@ -918,7 +943,6 @@ def check_counts(a, r):
     for p in a.check_list:
         node = min(rpn, 2, p)
         sets = count_sets(app, a, config, size, k_count, p)
-        tasks = any(isinstance(req, TaskRequirement) for req in reqs.values())
         if tasks:
             s, sched = scheduled_run(app, a, p, node, sets)
         else:
@@ -931,13 +955,12 @@ def check_counts(a, r):
             if isinstance(req, TaskRequirement):
                 plan = plan or req.target_plan(p, node)
                 if plan.static:  # known in advance: task k on unit k mod p
-                    row(p, node, ph, kd, req.busiest(plan, plan.static_schedule()), want, "busiest")
+                    row(p, node, ph, kd, req.busiest(plan), want, "busiest")
                     continue
                 row(p, node, ph, kd, req.busiest(plan, sched), want, "busiest, its schedule")
                 row(p, node, ph, kd, req.mean(plan), sm.get(ph, {}).get(kd, 0.0) / k / p, "mean, no schedule")
                 continue
-            got = req.at(p, node) if isinstance(req, GridRequirement) else req.at(p)
-            row(p, node, ph, kd, got, want, "busiest")
+            row(p, node, ph, kd, req.at(p, node), want, "busiest")
     return rows
 
 

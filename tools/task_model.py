@@ -197,23 +197,25 @@ class TaskPlan:
             self.task_accs = outer
         else:
             self.task_accs = np.ones(self.tasks)
-        slot = 8 * max(int(self.A["size"].max(initial=0)), int(self.B["size"].max(initial=0)))
-        self.slots_budget = self.cache_bytes // slot if slot else 0
+        self.holds = self._cache_holds()
+        self._mean, self._static = None, None
 
-    def _cache_holds(self, unit):
-        """Whether UNIT's sort cache has a slot for every block it reads in
-        place (SortedBlocks' slot count: the budget's, at most the node's
-        blocks, none below two). A cache that holds only some of them is
-        counted as none, every use sorted: an upper bound, as its least
-        recently used blocks leave and are sorted again."""
+    def _cache_holds(self):
+        """Per unit, whether its sort cache has a slot for every block it
+        reads in place, its node's blocks of A and B (SortedBlocks' slot
+        count: the budget's, at most those blocks, none below two). A cache
+        that holds only some of them is counted as none, every use sorted:
+        an upper bound, as its least recently used blocks leave and are
+        sorted again."""
+        units = np.arange(self.units)
         if not self.locality:
-            return False
-        node = self.node_of(np.array([unit]))[0]
-        wanted = sum(int(np.sum(self.node_of(t["owner"]) == node)) for t in (self.A, self.B))
-        n = min(wanted, self.slots_budget)
-        if n < 2:
-            return False
-        return n >= wanted
+            return np.zeros(self.units, dtype=bool)
+        slot = 8 * max(int(self.A["size"].max(initial=0)), int(self.B["size"].max(initial=0)))
+        budget = self.cache_bytes // slot if slot else 0
+        nodes = int(self.node_of(units).max()) + 1
+        wanted = sum(np.bincount(self.node_of(t["owner"]), minlength=nodes) for t in (self.A, self.B))
+        n = np.minimum(wanted, budget)
+        return ((n >= 2) & (n >= wanted))[self.node_of(units)]
 
     # ------------------------------------------------------------ features
 
@@ -232,7 +234,7 @@ class TaskPlan:
         add("flops", e, self.task_flops)
         add("product_bytes", e, self.task_product_bytes)
         en = self.node_of(e)
-        holds = np.array([self._cache_holds(u) for u in range(U)])
+        holds = self.holds
         ee = np.broadcast_to(e[:, None], self.pa.shape)[self.valid]
         for t, ids, sort in ((self.A, self.pa, self.sort_a), (self.B, self.pb, self.sort_b)):
             ids = ids[self.valid]
@@ -287,9 +289,21 @@ class TaskPlan:
     def static_schedule(self):
         return np.arange(self.tasks) % self.units
 
+    def static_features(self):
+        """features() of the static schedule (kept: every kind asks)."""
+        if self._static is None:
+            self._static = self.features(self.static_schedule())
+        return self._static
+
     def expected_mean(self):
         """The mean unit's expected features when every task is equally
-        likely on every unit (NXTASK: no schedule known in advance)."""
+        likely on every unit (NXTASK: no schedule known in advance; kept:
+        every kind asks)."""
+        if self._mean is None:
+            self._mean = self._expected_mean()
+        return self._mean
+
+    def _expected_mean(self):
         U = self.units
         f = np.zeros(len(COLUMNS))
         f[COL["one"]] = 1.0
@@ -298,7 +312,7 @@ class TaskPlan:
         f[COL["flops"]] = self.task_flops.sum() / U
         f[COL["product_bytes"]] = self.task_product_bytes.sum() / U
         per = self.tasks / U  # tasks per unit
-        holds = np.mean([self._cache_holds(u) for u in range(U)])
+        holds = float(np.mean(self.holds))
         for t, ids, sort in ((self.A, self.pa, self.sort_a), (self.B, self.pb, self.sort_b)):
             ids = ids[self.valid]
             own = t["owner"][ids]
