@@ -299,6 +299,18 @@ def tasks(m_fin, work, d):
         check(any("task structure" in m["how"] for m in cc["models"]), "%s: task models\n%s" % (sched, out))
         check((sched == "nxtask") == any(x["measure"] == "mean, no schedule" for x in rows),
               "%s: the mean rank checked for NXTASK only" % sched)
+    # kept counting runs cut short (their HDF5 outputs truncated) run again
+    import glob
+    h5 = sorted(glob.glob(os.path.join(work, "runs", "tensor_contract-*.h5")))
+    check(h5, "kept tensor_contract counting runs under %s" % work)
+    for path in h5:
+        with open(path, "r+b") as f:
+            f.truncate(100)
+    cc, _ = result([deck, "--machine", m_fin, "--set", "tensor_contract.scheduling=static"] + small, work, d,
+                   "tasks_truncated")
+    check("counting run" in LAST["stderr"] and "Traceback" not in LAST["stderr"],
+          "a truncated kept run runs again:\n" + LAST["stderr"])
+    check(all(abs(x["error"]) <= 1e-9 for x in cc["count_check"]), "after the rerun: %s" % cc["count_check"])
     print("predict: tensor_contract's task model, by hand and at 8 ranks: ok")
 
 

@@ -163,12 +163,15 @@ def problem_sets(app, config, user_sets, scaling, size, ranks):
 
 # ---------------------------------------------------------------- counting runs
 
-def counting_run(app, deck, ranks, node_size, sets, timeout, cache):
-    """The summary of one counting run (kept in output/predict/<hash>.json)."""
+def counting_run(app, deck, ranks, node_size, sets, timeout, cache, datasets=("requirements",)):
+    """The summary of one counting run (kept in output/predict/<hash>.json).
+    A kept run is used when its summary reads and its HDF5 output opens
+    with DATASETS in it; else (cut short, or a build that did not write
+    them) it runs again."""
     path = counting_path(app, deck, ranks, node_size, sets, cache)
-    if os.path.exists(path) and os.path.exists(run_h5(path)):
-        with open(path) as f:
-            return json.load(f)
+    kept = kept_run(path, datasets)
+    if kept is not None:
+        return kept
     # its own output file and status (never another run's: tests and
     # studies may run the same deck at the same time)
     all_sets = list(sets) + [("runtime.node_size", str(node_size)), ("output.dir", os.path.join(cache, "runs")),
@@ -185,6 +188,19 @@ def counting_run(app, deck, ranks, node_size, sets, timeout, cache):
     os.makedirs(cache, exist_ok=True)
     write_file(path, json.dumps(s))
     return s
+
+
+def kept_run(path, datasets):
+    """The summary kept at PATH, or None when it or its HDF5 output (with
+    DATASETS) cannot be read."""
+    import h5py
+    try:
+        with open(path) as f:
+            summary = json.load(f)
+        with h5py.File(run_h5(path), "r") as f:
+            return summary if all(d in f for d in datasets) else None
+    except (OSError, ValueError):
+        return None
 
 
 def counting_path(app, deck, ranks, node_size, sets, cache):
@@ -690,17 +706,11 @@ def grid_models(app, a, config, size, k_count, runs, run_sets, run_nodes, per, p
 
 def scheduled_run(app, a, p, node, sets):
     """(summary, schedule) of tensor_contract's counting run at P ranks:
-    the unit that ran each task (HDF5 task_unit). A kept run of a build that
-    did not record it is run again."""
+    the unit that ran each task (HDF5 task_unit; a kept run of a build that
+    did not record it runs again)."""
     import h5py
-    path = counting_path(app, a.deck, p, node, sets, a.work)
-    s = counting_run(app, a.deck, p, node, sets, a.timeout, a.work)
-    with h5py.File(run_h5(path), "r") as f:
-        stale = "task_unit" not in f
-    if stale:
-        os.remove(path)
-        s = counting_run(app, a.deck, p, node, sets, a.timeout, a.work)
-    with h5py.File(run_h5(path), "r") as f:
+    s = counting_run(app, a.deck, p, node, sets, a.timeout, a.work, ("requirements", "task_unit"))
+    with h5py.File(run_h5(counting_path(app, a.deck, p, node, sets, a.work)), "r") as f:
         return s, np.array(f["task_unit"], dtype=np.int64)
 
 
