@@ -108,6 +108,19 @@ def main():
                                 LOCUS_BUILD_DIR=os.path.join(scratch, "nobuild")))
     check(q.returncode != 0 and "- cmake" in q.stderr and "an MPI" in q.stderr and "Traceback" not in q.stderr,
           "LOCUS_NO_SETUP without cmake: %r" % q.stderr)
+    # A build that fails says so and exits non-zero, also when the last
+    # build in the directory succeeded (its status file says 0): a macro
+    # named like the core's namespace breaks every core source, after a
+    # configure that passes.
+    broken = os.path.join(scratch, "broken-build")
+    benv = dict(os.environ, LOCUS_BUILD_DIR=broken, CXXFLAGS="-Dlocus=1")
+    benv.pop("LOCUS_TEST_KEEP_BUILD", None)
+    for attempt in ("first", "after a successful one"):
+        q = subprocess.run([LOCUS, "build"], capture_output=True, text=True, timeout=300, env=benv)
+        check(q.returncode != 0 and "locus: error: build failed" in q.stderr and "build done" not in q.stderr,
+              "a failed build (%s): rc %d, %r" % (attempt, q.returncode, q.stderr[-600:]))
+        with open(os.path.join(broken, ".locus-build-status"), "w") as f:
+            f.write("0\n")
     # The line a study or validate names as a failed run's cause, under
     # each launcher: the app's error, else the launcher's own reason.
     sys.path.insert(0, os.path.join(SOURCE, "tools"))
@@ -122,7 +135,7 @@ def main():
     check(app_error(box, 1) == "Your job has requested more processes than the ppr for this topology can support:",
           "app_error, Open MPI's box: %r" % app_error(box, 1))
     print("driver: help, errors, quiet setup, --version, launchers, symlink, -n1, --set key value, "
-          "LOCUS_NO_SETUP checks, failed-run causes verified")
+          "LOCUS_NO_SETUP checks, failed builds, failed-run causes verified")
 
 
 main()
