@@ -17,6 +17,7 @@
 #include <cstring>
 #include <numeric>
 #include <set>
+#include <unordered_map>
 
 #include "gemm.hpp"
 #include "locus/counts.hpp"
@@ -653,37 +654,67 @@ class SortedBlocks {
     if (n < 2) n = 0;
     slots_.resize(n);
     for (Slot& s : slots_) s.data.assign(slot_elements, 0.0);
+    // Least recently used first: slot 0, 1, ... as none has been used.
+    for (std::size_t i = 0; i < n; ++i) {
+      slots_[i].older = i == 0 ? kNone : i - 1;
+      slots_[i].newer = i + 1 == n ? kNone : i + 1;
+    }
+    oldest_ = n ? 0 : kNone;
+    newest_ = n ? n - 1 : kNone;
+    where_.reserve(n);
   }
-  // The sorted block (tensor `which`, block id), or nullptr.
+  // The sorted block (tensor `which`, block id), or nullptr. A hash lookup
+  // and a move to the most recently used end: O(1), as the node's blocks
+  // number in the tens of thousands at large extents (a scan of the slots
+  // per operand made the sorts quadratic in the block count).
   const double* find(int which, gidx block) {
-    for (Slot& s : slots_)
-      if (s.block == block && s.which == which) {
-        s.used = ++clock_;
-        return s.data.data();
-      }
-    return nullptr;
+    const auto it = where_.find(key(which, block));
+    if (it == where_.end()) return nullptr;
+    touch(it->second);
+    return slots_[it->second].data.data();
   }
   // The slot to sort block (which, block) into (the least recently used),
   // kept afterwards; nullptr when there are no slots or n does not fit.
   double* make(int which, gidx block, std::size_t n) {
     if (slots_.empty() || n > slots_.front().data.size()) return nullptr;
-    Slot& s = *std::min_element(slots_.begin(), slots_.end(),
-                                [](const Slot& x, const Slot& y) { return x.used < y.used; });
+    const std::size_t i = oldest_;
+    Slot& s = slots_[i];
+    if (s.block >= 0) where_.erase(key(s.which, s.block));
     s.which = which;
     s.block = block;
-    s.used = ++clock_;
+    where_[key(which, block)] = i;
+    touch(i);
     return s.data.data();
   }
 
  private:
+  static constexpr std::size_t kNone = static_cast<std::size_t>(-1);
   struct Slot {
     int which = -1;
     gidx block = -1;
-    std::uint64_t used = 0;
+    std::size_t older = kNone, newer = kNone;  // the recency list's neighbours
     Block data;
   };
-  std::uint64_t clock_ = 0;
+  static std::uint64_t key(int which, gidx block) {
+    return (static_cast<std::uint64_t>(block) << 1) | static_cast<std::uint64_t>(which & 1);
+  }
+  // Slot i becomes the most recently used.
+  void touch(std::size_t i) {
+    if (i == newest_) return;
+    Slot& s = slots_[i];
+    if (s.older != kNone)
+      slots_[s.older].newer = s.newer;
+    else
+      oldest_ = s.newer;
+    slots_[s.newer].older = s.older;  // s.newer exists: i is not the newest
+    s.older = newest_;
+    s.newer = kNone;
+    slots_[newest_].newer = i;
+    newest_ = i;
+  }
   std::vector<Slot> slots_;
+  std::unordered_map<std::uint64_t, std::size_t> where_;  // (which, block) -> slot
+  std::size_t oldest_ = kNone, newest_ = kNone;
 };
 
 // The counted requirements of the task loop's kernels (counts.hpp), in the
