@@ -411,10 +411,12 @@ void run_phase(Context& ctx, const Schedule& sched, const PhaseSpec& spec, std::
   }
   bool ok = r.every_task_once && r.counter_final == r.counter_expected;
   if (!r.every_task_once) ph["task_errors"] = r.task_errors;
-  // The dense C, gathered only for its users: the reference, and the
-  // output of the last phase (a sweep without either gathered 0.3 s and a
-  // tensor's memory at extent 64 for nothing).
-  const bool dense_used = mode == "reference" || (final_phase && cfg.boolean("output.write_field"));
+  // The dense tensors are gathered only for their users: C for the
+  // reference and, like A and B, for the output of the last phase (a sweep
+  // without either gathered 0.3 s and a tensor's memory at extent 64 for
+  // nothing; write_output writes A and B only with output.write_field).
+  const bool writes = final_phase && cfg.boolean("output.write_field");
+  const bool dense_used = mode == "reference" || writes;
   std::vector<double> cd;
   if (dense_used && dense_elements(p, p.con.c) <= max_dense) cd = gather_dense(world, p, *run.C);
   if (mode == "reference") {
@@ -432,7 +434,7 @@ void run_phase(Context& ctx, const Schedule& sched, const PhaseSpec& spec, std::
     run.last_c = std::move(cd);
     run.last_task_unit = std::move(r.task_unit);
     run.last = &p;
-    if (cfg.boolean("tensor_contract.output.inputs")) {
+    if (writes && cfg.boolean("tensor_contract.output.inputs")) {
       if (dense_elements(p, p.con.a) <= max_dense) run.last_a = gather_dense(world, p, *run.A);
       if (dense_elements(p, p.con.b) <= max_dense) run.last_b = gather_dense(world, p, *run.B);
     }
