@@ -16,6 +16,8 @@ MPIEXEC = os.environ.get("LOCUS_MPIEXEC", "mpiexec")
 # The sanitizer build's tests run with ASAN_OPTIONS, which
 # cmake/LocusTesting.cmake sets there and only there.
 SANITIZER_BUILD = "ASAN_OPTIONS" in os.environ
+sys.path.insert(0, os.path.join(SOURCE, "tools"))
+from locuslib import IDLE_YIELD_LIB  # noqa: E402
 
 
 def full_coverage(ranks):
@@ -26,7 +28,7 @@ def full_coverage(ranks):
     by cmake/LocusTesting.cmake; not in the sanitizer build), where a
     4-rank launch waits a scheduler time slice per MPI collective."""
     preloaded = os.environ.get("LD_PRELOAD", "").split(":")
-    return ranks <= 2 or any(os.path.basename(x) == "liblocus_idle_yield.so" for x in preloaded)
+    return ranks <= 2 or any(os.path.basename(x) == IDLE_YIELD_LIB for x in preloaded)
 
 
 def fail(msg):

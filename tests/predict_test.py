@@ -101,7 +101,7 @@ def idle_yield(stderr):
     import locuslib
     cores = len(os.sched_getaffinity(0))
     # the sanitizer build has no such library
-    lib = os.path.join(locuslib.build_dir(), "tools", "liblocus_idle_yield.so")
+    lib = os.path.join(locuslib.build_dir(), "tools", locuslib.IDLE_YIELD_LIB)
     built = not SANITIZER_BUILD
     check(os.path.exists(lib) == built, "%s exists: %s" % (lib, os.path.exists(lib)))
     said = [x for x in stderr.splitlines() if x.startswith("locus predict: counting run")]
@@ -278,13 +278,35 @@ def tasks(m_fin, work, d):
     mean = plan.expected_mean()
     check(mean[COL["tasks"]] == 2 and mean[COL["flops"]] == 64 and mean[COL["fetches"]] == 3,
           "the mean unit without a schedule: %s" % mean.tolist())
+    # A sort cache that keeps some blocks, not all: tiles of 200 (blocks of
+    # 40,000 elements, 320,000 B), 1 MiB: 3 slots for the 18 blocks of A and
+    # B. Only A sorts. A task (i, j) reads A's blocks (k, i), k = 0..2, so
+    # the tasks of one i sort those three once between them and the next i
+    # evicts them: 3 i x 3 blocks sorted on one unit (the 9 tasks) and on
+    # each of two (static: unit 0 runs (0,0) (0,2) (1,1) (2,0) (2,2), unit 1
+    # (0,1) (1,0) (1,2) (2,1)), against 27 (every use) if every use sorted.
+    cfg["tensor_contract"].update({"extent": 600, "tile": 200, "sort_cache_mb": 1, "scheduling": "static"})
+    for units in (1, 2):
+        plan = TaskPlan(cfg, [], units, 0)
+        got = plan.features(plan.static_schedule())[:, COL["sorted_elements"]]
+        check(plan.slots.tolist() == [3] * units and got.tolist() == [9 * 40000.0] * units,
+              "a partly holding sort cache, %d unit(s): slots %s, sorted %s" % (units, plan.slots, got.tolist()))
+    # 2 units; tasks 0-2 (i = 0) on unit 1: 3 sorted; 3-8 (i = 1, 2) on unit 0: 6
+    got = plan.features(np.array([1, 1, 1, 0, 0, 0, 0, 0, 0]))[:, COL["sorted_elements"]]
+    check(got.tolist() == [6 * 40000.0, 3 * 40000.0], "a partly holding cache, a schedule: %s" % got.tolist())
 
     deck = os.path.join(SOURCE, "inputs", "tensor_contract", "default.yaml")
     small = ["--set", "tensor_contract.extent=12", "--set", "tensor_contract.tile=4", "--nodes", "4",
              "--count-ranks", "1,2,4", "--check-counts", "8"]
-    for sched in ("nxtask", "static"):
-        cc, out = result([deck, "--machine", m_fin, "--set", "tensor_contract.scheduling=" + sched] + small,
-                         work, d, "tasks_" + sched)
+    # static_cache: extent 24 in tiles of 8 (blocks of 32 KiB) with a 1 MiB
+    # sort cache: 32 slots for 162 blocks on one rank, about 40 on a node of
+    # two, so every counting run and the 8 ranks keep some blocks, not all
+    partial = ["--set", "tensor_contract.sort_cache_mb=1", "--set", "tensor_contract.extent=24", "--set",
+               "tensor_contract.tile=8", "--scaling", "strong", "--nodes", "4", "--count-ranks", "1,2,3,4",
+               "--check-counts", "8"]
+    for sched, args in (("nxtask", small), ("static", small), ("static_cache", partial)):
+        cc, out = result([deck, "--machine", m_fin, "--set",
+                          "tensor_contract.scheduling=" + sched.split("_")[0]] + args, work, d, "tasks_" + sched)
         rows = cc["count_check"]
         exact = [x for x in rows if x["measure"] != "mean, no schedule"]
         check({x["kind"] for x in exact} >= {"flops", "memory_bytes", "rma_ops", "bytes_off_node", "atomic_updates"},

@@ -577,6 +577,11 @@ def run_app(app, deck, ranks, sets, timeout, log_prefix=None, env=None, ppn=None
     return rc, out, err, secs
 
 
+# The file CMake builds from tools/idle_yield.cpp (target locus_idle_yield)
+# into the build's tools/.
+IDLE_YIELD_LIB = "liblocus_idle_yield.so"
+
+
 def idle_yield_env(ranks, env=None):
     """(environment, preloaded) for a run of `ranks` ranks that the
     default launcher starts on this host: with more ranks than the cores
@@ -586,7 +591,7 @@ def idle_yield_env(ranks, env=None):
     either way). Otherwise, and for a launcher of a site or of Slurm, the
     environment unchanged."""
     env = dict(env if env is not None else os.environ)
-    lib = os.path.join(build_dir(), "tools", "liblocus_idle_yield.so")
+    lib = os.path.join(build_dir(), "tools", IDLE_YIELD_LIB)
     local = launcher_spec()[1] in ("default", "LOCUS_MPIEXEC")
     if not local or ranks <= len(os.sched_getaffinity(0)) or not os.path.exists(lib):
         return env, False

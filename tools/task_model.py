@@ -6,8 +6,10 @@ A and B blocks of a task is one tile product (flops, memory bytes), each
 operand block is read in place when it is on the rank's node (comm.locality
 on) and fetched by a get otherwise, sorted into matrix layout unless it
 already is (a block read in place is sorted once and kept while the sort
-cache holds it), and the task's C block is sorted and accumulated into its
-owner, with one 8-byte mark of the task's completion. TaskPlan enumerates
+cache holds it; a cache too small for all of them is replayed block by
+block, its least recently used block leaving first), and the task's C
+block is sorted and accumulated into its owner, with one 8-byte mark of
+the task's completion. TaskPlan enumerates
 the tasks, pairs and block owners of a deck's problem at any rank count
 and node size the way apps/tensor_contract/tensor.cpp builds them (tiles,
 block sparsity by irreps, round-robin or block-cyclic owners, the task
@@ -197,25 +199,56 @@ class TaskPlan:
             self.task_accs = outer
         else:
             self.task_accs = np.ones(self.tasks)
-        self.holds = self._cache_holds()
+        self.slots, self.holds = self._cache_slots()
+        # caches that keep some of the blocks, not all: replayed (_replay)
+        self.partial = (self.slots > 0) & ~self.holds
         self._mean, self._static = None, None
 
-    def _cache_holds(self):
-        """Per unit, whether its sort cache has a slot for every block it
-        reads in place, its node's blocks of A and B (SortedBlocks' slot
-        count: the budget's, at most those blocks, none below two). A cache
-        that holds only some of them is counted as none, every use sorted:
-        an upper bound, as its least recently used blocks leave and are
-        sorted again."""
+    def _cache_slots(self):
+        """Per unit, the slots of its sort cache (SortedBlocks: as many as
+        the budget holds, at most its node's blocks of A and B, the ones it
+        reads in place; none below two) and whether they hold every such
+        block."""
         units = np.arange(self.units)
         if not self.locality:
-            return np.zeros(self.units, dtype=bool)
+            zero = np.zeros(self.units, dtype=np.int64)
+            return zero, zero.astype(bool)
         slot = 8 * max(int(self.A["size"].max(initial=0)), int(self.B["size"].max(initial=0)))
         budget = self.cache_bytes // slot if slot else 0
         nodes = int(self.node_of(units).max()) + 1
         wanted = sum(np.bincount(self.node_of(t["owner"]), minlength=nodes) for t in (self.A, self.B))
         n = np.minimum(wanted, budget)
-        return ((n >= 2) & (n >= wanted))[self.node_of(units)]
+        n = np.where(n >= 2, n, 0)
+        return n[self.node_of(units)], ((n >= 2) & (n >= wanted))[self.node_of(units)]
+
+    def _replay(self, unit, tasks):
+        """Elements UNIT sorts from the blocks it reads in place when it runs
+        TASKS (increasing ids) with a sort cache that holds only some of
+        them: SortedBlocks replayed, the same accesses in the same order (a
+        task's pairs in odometer order, A's block then B's) against a cache
+        of the same slots that evicts the least recently used block."""
+        from collections import OrderedDict
+        node = self.node_of(np.array([unit]))[0]
+        keys = []
+        for which, t, ids, sort in ((0, self.A, self.pa, self.sort_a), (1, self.B, self.pb, self.sort_b)):
+            ids = ids[tasks]
+            use = self.valid[tasks] & sort
+            if use.any():
+                use &= self.node_of(t["owner"][np.where(ids >= 0, ids, 0)]) == node
+            keys.append(np.where(use, 2 * ids + which, -1))
+        order = np.stack(keys, axis=-1).ravel()  # task, pair, then A before B
+        order = order[order >= 0]
+        size = (self.A["size"], self.B["size"])
+        cache, slots, sorted_elements = OrderedDict(), int(self.slots[unit]), 0
+        for k in order.tolist():
+            if k in cache:
+                cache.move_to_end(k)
+                continue
+            sorted_elements += int(size[k & 1][k >> 1])
+            if len(cache) == slots:
+                cache.popitem(last=False)
+            cache[k] = None
+        return float(sorted_elements)
 
     # ------------------------------------------------------------ features
 
@@ -251,11 +284,13 @@ class TaskPlan:
             if sort:
                 add("sorted_elements", ee[~inplace], size[~inplace])
                 kept = inplace & holds[ee]
-                once = inplace & ~holds[ee]
+                once = inplace & ~holds[ee] & ~self.partial[ee]
                 add("sorted_elements", ee[once], size[once])
                 if np.any(kept):
                     key = np.unique(ee[kept] * len(t["size"]) + ids[kept])
                     add("sorted_elements", key // len(t["size"]), t["size"][key % len(t["size"])].astype(float))
+        for u in np.flatnonzero(self.partial):
+            f[u, COL["sorted_elements"]] += self._replay(u, np.flatnonzero(e == u))
         csize = self.C["size"].astype(float)
         if self.sort_c:
             add("sorted_elements", e, csize)
@@ -313,6 +348,7 @@ class TaskPlan:
         f[COL["product_bytes"]] = self.task_product_bytes.sum() / U
         per = self.tasks / U  # tasks per unit
         holds = float(np.mean(self.holds))
+        partial = float(np.mean(self.partial))
         for t, ids, sort in ((self.A, self.pa, self.sort_a), (self.B, self.pb, self.sort_b)):
             ids = ids[self.valid]
             own = t["owner"][ids]
@@ -325,7 +361,7 @@ class TaskPlan:
             f[COL["get_elements_on"]] += np.sum(size * (pn - p_in)) / U
             if sort:
                 f[COL["sorted_elements"]] += np.sum(size * (1 - p_in)) / U
-                f[COL["sorted_elements"]] += (1 - holds) * np.sum(size * p_in) / U
+                f[COL["sorted_elements"]] += (1 - holds - partial) * np.sum(size * p_in) / U
                 if holds and self.locality:
                     # a block used by u of the T tasks is used at least once by a
                     # unit of its node that ran `per` of them with probability
@@ -334,6 +370,13 @@ class TaskPlan:
                     nu = self.node_units(t["owner"]).astype(float)
                     seen = 1 - (1 - uses / self.tasks) ** per
                     f[COL["sorted_elements"]] += holds * np.sum(nu * seen * t["size"]) / U
+        if partial:
+            # caches that keep some blocks: replayed on one schedule drawn
+            # the way the mean assumes (every task equally likely on every
+            # unit; a fixed seed), averaged over those units
+            draw = np.random.default_rng(0).integers(0, U, self.tasks)
+            kept = [self._replay(u, np.flatnonzero(draw == u)) for u in np.flatnonzero(self.partial)]
+            f[COL["sorted_elements"]] += partial * float(np.mean(kept))
         csize = self.C["size"].astype(float)
         if self.sort_c:
             f[COL["sorted_elements"]] += csize.sum() / U
