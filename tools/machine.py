@@ -331,7 +331,8 @@ def measure(args):
     totn = stream_triad(cores)["stream_triad_gbs_total"] if cores > 1 else one["stream_triad_gbs_total"]
     d = {"name": args.name, "cores_per_node": cores, "core_gflops": round(core_gflops(), 3),
          # triad's real traffic: 32 B an element, the store's read for
-         # ownership included (the kernels' formulas count real traffic)
+         # ownership included (docs/co-design.md, "How far to trust it":
+         # the kernels' formulas leave that read out)
          "memory": {"bandwidth_Bps_core": one["stream_triad_gbs_total"] * 1e9 * REAL_TRIAD,
                     "bandwidth_Bps_node": totn * 1e9 * REAL_TRIAD,
                     # the arrays filled half of L2: the cache is twice that
@@ -371,8 +372,10 @@ def measure(args):
 
 
 # STREAM counts 24 B per triad element; a cached store also reads its line
-# first (read for ownership): 32 B move. The kernels' memory bytes are the
-# real traffic (docs/outputs.md), so the bandwidth is triad's real one.
+# first (read for ownership): 32 B move. The bandwidth is triad's real one;
+# the kernels' formulas (docs/outputs.md) count each array once, without
+# that read, which makes the memory term of a kernel that writes a
+# separate array with cached stores optimistic (docs/co-design.md).
 REAL_TRIAD = 32.0 / 24.0
 
 MEASURE_NOTES = [

@@ -9,9 +9,9 @@ machine file, from its counted requirements and the machine's costs.
 
 How (docs/co-design.md, "Predictions"):
 1. Counting runs. The deck runs here at a few small rank counts (default
-   1, 2, 4, 8 and, for the stencil apps, the first count whose busiest rank
-   has every neighbour a rank has at scale: heat3d 27, poisson5pt 9, spmv
-   3; tensor_contract 3, an odd count) with a few loop iterations
+   1, 2, 4, 8 and, for weak-scaled spmv, 3, the first count whose busiest
+   rank has every neighbour a rank has at scale; tensor_contract 3, an odd
+   count) with a few loop iterations
    (--count-steps), emulated nodes of min(R, 2) ranks, and every count of
    every phase is read from their summaries (docs/outputs.md, "The
    counted requirements"). Counts do not
@@ -584,8 +584,8 @@ def parse_args(argv):
     ap.add_argument("--steps", type=int, help="loop iterations of the target (default: the deck's limit)")
     ap.add_argument("--count-steps", type=int, default=3, help="loop iterations of a counting run (default 3)")
     ap.add_argument("--count-ranks", default=DEFAULT_COUNT_RANKS,
-                    help="rank counts of the counting runs (default 1,2,4,8 and the app's interior count; "
-                    "tensor_contract: 3)")
+                    help="rank counts of the counting runs (default 1,2,4,8, and the target when it is no "
+                    "larger; for a larger target weak-scaled spmv and tensor_contract also count at 3)")
     ap.add_argument("--what-if", action="append", default=[], metavar="KEY=FACTOR",
                     help="multiply a machine number, e.g. network.message.latency_s=0.5 (repeatable)")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="deck override (repeatable)")
