@@ -96,6 +96,13 @@ p = subprocess.run([LOCUS, "run", "-n", "1", "--quiet", "--set", "output.dir=" +
                    capture_output=True, text=True, env=ENV, timeout=120)
 check(p.returncode == 0 and "outcome: completed\nexit_status: 0" in status_of(od),
       "completed run: exit %d, status %r\n%s" % (p.returncode, status_of(od), p.stderr[-1500:]))
+# the same run again, refused (its output exists): the completed run's
+# status file stays as it was
+before = status_of(od)
+p = subprocess.run(p.args + ["--set", "output.overwrite=false"], capture_output=True, text=True, env=ENV, timeout=120)
+check(p.returncode != 0 and "exists" in p.stderr and status_of(od) == before,
+      "a refused run: exit %d, the other run's status %r became %r\n%s" % (
+          p.returncode, before, status_of(od), p.stderr[-1500:]))
 od = os.path.join(OUT, "bad")
 p = subprocess.run([LOCUS, "run", "-n", "1", "--quiet", "--set", "output.dir=" + od, "--set", "heat3d.procs=[3,1,1]",
                     "--set", "heat3d.grid.nx=12"], capture_output=True, text=True, env=ENV, timeout=120)

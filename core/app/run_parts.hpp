@@ -58,8 +58,10 @@ class RunSignals {
   void start_status(const Config& c);
   // Rank 0: the app returned `status`.
   void complete_status(int status);
-  // Rank 0, after a collective error: no status file (nor the directory
-  // this run created for it, when empty): an error leaves no file behind.
+  // Rank 0, after a collective error: the status file as it was before
+  // this run (another run's, whose output this run may have been refused
+  // for), or none (nor the directory this run created for it, when empty):
+  // an error leaves no file behind and takes none away.
   void drop_status();
   // The handler's part (async-signal-safe): the status file and the message.
   void on_signal(int sig) const noexcept;
@@ -71,6 +73,7 @@ class RunSignals {
   char status_path_[4096]{}, sig_tmp_[4096]{}, sig_text_[2][128]{};
   volatile std::sig_atomic_t active_ = 0;  // a signal is recorded only while the run runs
   std::string path_;                       // empty: none (not rank 0, or no run)
+  std::string before_, mine_;              // the status file before this run, and what it wrote
   std::string created_dir_;                // output.dir, when this run created it
 };
 

@@ -11,6 +11,8 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "app/run_parts.hpp"
@@ -39,6 +41,16 @@ bool write_file_atomically(const char* path, const char* tmp, const char* text) 
     return false;
   }
   return true;
+}
+
+// The contents of a status file (a few lines), or "" when there is none.
+std::string read_small_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return {};
+  std::ostringstream text;
+  text << in.rdbuf();
+  std::string s = text.str();
+  return s.size() <= 4096 ? s : std::string();
 }
 
 // SIGTERM / SIGINT (also forwarded by mpiexec): remove the unfinished
@@ -99,6 +111,8 @@ void RunSignals::start_status(const Config& c) {
   std::snprintf(sig_text_[1], sizeof sig_text_[1],
                 "outcome: terminated by signal %d (SIGINT)\nexit_status: %d\n", SIGINT, 128 + SIGINT);
   const std::string text = "outcome: running\npid: " + std::to_string(::getpid()) + "\n";
+  before_ = read_small_file(path);
+  mine_ = text;
   // a stale "completed" must not survive: without a status the run counts as not completed
   if (!write_file_atomically(path.c_str(), (path + ".tmp").c_str(), text.c_str())) ::unlink(path.c_str());
   active_ = 1;
@@ -116,7 +130,12 @@ void RunSignals::complete_status(int status) {
 void RunSignals::drop_status() {
   if (path_.empty()) return;
   active_ = 0;
-  ::unlink(path_.c_str());
+  // Another run's status is left as it is now (it wrote since), or put
+  // back as it was; this run's own goes.
+  if (read_small_file(path_) == mine_) {
+    if (before_.empty() || !write_file_atomically(path_.c_str(), (path_ + ".tmp").c_str(), before_.c_str()))
+      ::unlink(path_.c_str());
+  }
   if (!created_dir_.empty()) {
     std::error_code ec;
     std::filesystem::remove(created_dir_, ec);  // only when empty
