@@ -229,6 +229,19 @@ def main():
         check(text in p.stderr, "bad machine file names '%s'\n%s" % (text, p.stderr))
     p = predict([heat, "--machine", path, "--nodes", "2"], work, 2)
     check("cores_per_node" in p.stderr, "predict with a bad machine file says why\n" + p.stderr)
+    # a key given twice (YAML would keep the last), a name that is a list
+    good = write_machine(os.path.join(d, "twice.yaml"), FINITE)
+    with open(good) as f:
+        text = f.read()
+    for name, extra, want in (("twice", "core_gflops: 3.0\n", "core_gflops: given twice (first on line"),
+                              ("listname", "name: [a, b]\n", "name: ['a', 'b'] is not a text")):
+        path = os.path.join(d, name + ".yaml")
+        with open(path, "w") as f:
+            f.write("".join(x for x in text.splitlines(True) if not x.startswith("name:")))
+            f.write(extra)
+        p = subprocess.run([PY, MACHINE, "--check", path], capture_output=True, text=True)
+        check(p.returncode == 2 and want in p.stderr and "Traceback" not in p.stderr,
+              "%s: exit %d, want '%s'\n%s" % (name, p.returncode, want, p.stderr))
     for args, text in (([heat, "--machine", m_fin, "--nodes", "0"], "--nodes"),
                        ([heat, "--machine", m_fin, "--nodes", "2", "--what-if", "network.latency=2"], "--what-if"),
                        ([heat, "--machine", m_fin, "--nodes", "2", "--what-if", "core_gflops=-1"], "> 0"),

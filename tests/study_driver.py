@@ -99,6 +99,10 @@ def main():
             (STUDY.replace("ranks: [1, 2]", "ranks: []"), "tiny_bad.yaml:4: ranks: must be a non-empty list"),
             (STUDY.replace("baseline: {comm.halo: p2p}", "baseline: {comm.halo: rma}"), "tiny_bad.yaml:17: baseline: comm.halo=rma is not one of the swept values"),
             (STUDY.replace("scaling: strong", "scaling: weak"), "weak scaling needs weak_size"),
+            (STUDY + "timeout: -3\n", "tiny_bad.yaml:18: timeout: must be a positive number of seconds (got -3)"),
+            (STUDY.replace("repeats: 1", "repeats: 1\nrepeats: 2"), "tiny_bad.yaml:6: repeats: given twice (first on line 5)"),
+            # a timer the app does not have: found by the first run, before any record
+            (STUDY + "metric: bogus\n", "tiny_bad.yaml:18: metric: no timer 'bogus' in the summary; the timers of heat3d: total,"),
             # several problems: all of them at once, each with its line
             (STUDY.replace("repeats: 1", "repeats: 0").replace("comm.halo: [p2p, locus]", "comm.hallo: [p2p]")
              .replace("scaling: strong", "scaling: sideways"),

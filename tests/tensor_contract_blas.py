@@ -120,6 +120,10 @@ def main():
     check(kernels(q.stdout)["blas_core"] == "%s (OPENBLAS_CORETYPE=%s)" % (mine, mine),
           "the user's OPENBLAS_CORETYPE did not stand: %r" % kernels(q.stdout)["blas_core"])
     check("OpenBLAS chose its" not in q.stderr, "driver note although the user chose: %s" % q.stderr)
+    # an app that calls no BLAS: no note (the variable is set all the same)
+    q = subprocess.run([locus, "run", os.path.join(SOURCE, "inputs", "heat3d", "default.yaml"), "--dry-run"],
+                       capture_output=True, text=True, timeout=300, env=env_without_coretype())
+    check(q.returncode == 0 and "OpenBLAS" not in q.stderr, "heat3d through the driver: %s" % q.stderr)
     print("tensor_contract.blas: OK")
 
 

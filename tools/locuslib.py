@@ -290,11 +290,22 @@ class Located:
             self._walk(node, "")
 
     def _walk(self, node, prefix):
+        """Every key's line; a key given twice in one mapping is an error
+        (YAML's loader would keep the last one without a word)."""
         if isinstance(node, yaml.MappingNode):
+            seen = {}
             for k, v in node.value:
                 key = prefix + str(k.value)
-                self.lines[key] = k.start_mark.line + 1
+                line = k.start_mark.line + 1
+                if key in seen:
+                    raise UserError("%s:%d: %s: given twice (first on line %d)" % (
+                        self.path, line, key.replace("/", "."), seen[key]))
+                seen[key] = line
+                self.lines[key] = line
                 self._walk(v, key + "/")
+        elif isinstance(node, yaml.SequenceNode):
+            for v in node.value:
+                self._walk(v, prefix)
 
     def check_keys(self, mapping, known, what, path_prefix="", name_prefix=""):
         """UserError at the first key of `mapping` not in `known`, with its

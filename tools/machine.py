@@ -155,6 +155,11 @@ def check_machine(data, loc=None):
                 errors.append("%s: %s: %r must be a finite time >= 0 s" % (where, key, v))
         elif v <= 0:
             errors.append("%s: %s: %r must be > 0 (.inf for an ideal part)" % (where, key, v))
+    for key in ("name", "description"):
+        if key in data and (isinstance(data[key], bool) or not isinstance(data[key], (str, int, float))):
+            errors.append("%s: %s: %r is not a text" % (_where(loc, key), key, data[key]))
+    if "measured" in data and not isinstance(data["measured"], dict):
+        errors.append("%s: measured: a mapping (by, date, cpu, notes)" % _where(loc, "measured"))
     # unknown keys (a typo would otherwise be ignored)
     def walk(tree, prefix):
         for k, v in tree.items():

@@ -42,7 +42,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from locuslib import ROOT, Located, UserError, dig, write_file  # noqa: E402
+from locuslib import ROOT, Located, UserError, closest, dig, write_file  # noqa: E402
 
 # (dotted key, alternative key or None, required, what it must be)
 KEYS = [
@@ -69,6 +69,7 @@ class MachineSpec:
                             % path)
         self.path = path
         self.name = str(doc.data.get("name") or os.path.splitext(os.path.basename(path))[0])
+        self._unknown_keys(doc)
         self.values = {}
         for key, alt, required, what in KEYS:
             used, value = key, dig(doc.data, key)
@@ -79,6 +80,26 @@ class MachineSpec:
                     raise UserError("%s: missing key '%s' (%s)" % (path, key, what))
                 continue
             self.values[key] = self._number(doc, used, value, what)
+
+    @staticmethod
+    def _unknown_keys(doc):
+        """A key neither this platform nor ./locus predict reads is a typo:
+        one error naming its line (and the nearest known key)."""
+        from machine import all_keys
+        known = {k for k, _, _ in all_keys()} | {k for k, _, _, _ in KEYS} | {a for _, a, _, _ in KEYS if a}
+
+        def walk(tree, prefix):
+            for k, v in tree.items():
+                key = prefix + str(k)
+                if key in ("name", "description", "measured", "costs"):
+                    continue
+                if isinstance(v, dict) and any(x.startswith(key + ".") for x in known):
+                    walk(v, key + ".")
+                elif key not in known:
+                    hint = closest(key, sorted(known))
+                    raise UserError("%s: %s: unknown key%s" % (doc.where(key.replace(".", "/")), key,
+                                                               " (did you mean %s?)" % hint if hint else ""))
+        walk(doc.data, "")
 
     @staticmethod
     def _number(doc, key, value, what):

@@ -255,7 +255,11 @@ class Study:
         if not isinstance(self.repeats, int) or isinstance(self.repeats, bool) or self.repeats < 1:
             errors.append("%s: repeats: must be a positive integer (got %s)" % (doc.where("repeats"), self.repeats))
         self.timeout = d.get("timeout", 900)
+        if isinstance(self.timeout, bool) or not isinstance(self.timeout, (int, float)) or not self.timeout > 0:
+            errors.append("%s: timeout: must be a positive number of seconds (got %s)" % (
+                doc.where("timeout"), self.timeout))
         self.metric = str(d.get("metric", TIMED_LOOP))
+        self.metric_where = doc.where("metric")
         if not self.metric.strip() or "." in self.metric:
             errors.append("%s: metric: %s or a timer's name such as total (got '%s')" % (
                 doc.where("metric"), TIMED_LOOP, self.metric))
@@ -520,6 +524,12 @@ def execute(study, results, item):
         error = app_error(err, rc)
         if summary is not None and dig(summary, "validation.verdict") == "FAIL":
             error = "verdict FAIL: " + error
+    if status == "ok" and run_time(study.metric, summary)[0] is None:
+        # the study file names a timer the app does not have: found at the
+        # first run, before any record says "ok"
+        raise UserError("%s: metric: %s; the timers of %s: %s (or %s, the default)" % (
+            study.metric_where, run_time(study.metric, summary)[1], study.app,
+            ", ".join(summary.get("timers_seconds") or {}), TIMED_LOOP))
     if summary is not None:
         write_file(os.path.join(rdir, "summary.yaml"), yaml.safe_dump(summary, sort_keys=False))
     # The run's HDF5 outputs against their checksums (every attribute's
