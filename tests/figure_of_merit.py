@@ -57,7 +57,7 @@ def h5_fom(name, f, label):
         for d in h:
             ds = h[d]
             check("units" in ds.attrs, "%s: dataset %s has no units attribute" % (label, d))
-            check(any(k in ds.attrs for k in ("meaning", "columns", "layout", "indices")),
+            check(any(k in ds.attrs for k in ("meaning", "columns")),
                   "%s: dataset %s says nothing of its content: %s" % (label, d, list(ds.attrs)))
             want = "int64" if d in INTEGER else ("float32", "float64")
             check(str(ds.dtype) in want, "%s: dataset %s is %s, expected %s" % (label, d, ds.dtype, want))

@@ -339,7 +339,11 @@ def effective_config(app, deck, sets):
         cmd += ["--set", "%s=%s" % (k, v)]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     if p.returncode != 0:
-        raise UserError(p.stderr.strip() or "%s: --print-config failed" % app)
+        # the app's own lines without their "APP: error: " (the tool that
+        # reports a UserError says "error" itself)
+        text = "\n".join(l[len(app) + 9:] if l.startswith(app + ": error: ") else l
+                         for l in p.stderr.strip().splitlines())
+        raise UserError(text or "%s: --print-config failed" % app)
     return yaml.safe_load(p.stdout)
 
 

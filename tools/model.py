@@ -574,10 +574,10 @@ def fit_study(args, results, study, rows, metrics):
         one, many = AXIS_NAMES[axes[0]]
         if len(ps) - len(held) < MIN_POINTS:
             notes.append("variant %s has %d %s (%s)%s; a model needs %d distinct %s to fit "
-                         "(a study with more %s, or a smaller --holdout)"
+                         "(a study with more %s%s)"
                          % (label, len(ps), one if len(ps) == 1 else many, ", ".join("%.10g" % v for v in ps),
                             "; --holdout %d leaves %d" % (args.holdout, len(ps) - len(held)) if held else "",
-                            MIN_POINTS, many, many))
+                            MIN_POINTS, many, many, ", or a smaller --holdout" if held else ""))
             continue
         for metric, kind in metrics:
             pts = collect(grows, metric, kind, size_col, axes, args.keep_oversubscribed)

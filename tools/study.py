@@ -236,7 +236,7 @@ class Study:
                 fn(*args)
                 return True
             except UserError as e:
-                errors.append(str(e))
+                errors.extend(getattr(e, "problems", [str(e)]))
                 return False
 
         part(doc.check_keys, d, STUDY_KEYS, "study")
@@ -316,11 +316,12 @@ class Study:
     def _read_keys(self, doc, d):
         """set (fixed deck keys) and sweep (keys with lists of values)."""
         keys = {k["path"]: k for k in app_keys(self.app)}
+        errors = []  # every bad key of both sections at once
 
         def check_key(section, key):
             if key not in keys:
                 hint = closest(key, list(keys))
-                raise UserError("%s: %s: %s is not a %s deck key%s" % (
+                errors.append("%s: %s: %s is not a %s deck key%s" % (
                     doc.where(section + "/" + key), section, key, self.app,
                     " (did you mean '%s'?)" % hint if hint else ""))
 
@@ -336,8 +337,12 @@ class Study:
         for k, v in sweep.items():
             check_key("sweep", k)
             if not isinstance(v, list) or not v:
-                raise UserError("%s: sweep: %s: must be a non-empty list of values (got %s)" %
-                                (doc.where("sweep/" + k), k, v))
+                errors.append("%s: sweep: %s: must be a non-empty list of values (got %s)" %
+                              (doc.where("sweep/" + k), k, v))
+        if errors:
+            e = UserError("\n".join(errors))
+            e.problems = errors
+            raise e
         self.sweep = {k: list(v) for k, v in sweep.items()}
 
     def _read_mpi(self, doc, d):

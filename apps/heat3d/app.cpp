@@ -399,6 +399,7 @@ void write_results(locus::H5Output& out, const Context& ctx, const Solver* solve
     out.attribute("temperature", "layout",
                   std::string("(z, y, x), x fastest; interior points only; spacing (hz, hy, hx)"));
     out.attribute("temperature", "units", std::string("1 (nondimensional: the deck's temperatures)"));
+    out.attribute("temperature", "meaning", std::string("the temperature T after the last step"));
   }
   out.write_root_vector("residual", outcome.history.residuals);
   out.attribute("residual", "meaning", std::string("max |T_new - T_old| after each step"));

@@ -400,6 +400,7 @@ void write_results(locus::H5Output& out, const Context& ctx, const Problem& p, S
     out.attribute("solution", "layout",
                   std::string("(y, x), x fastest; interior points only; spacing (h, h)"));
     out.attribute("solution", "units", std::string("1 (nondimensional)"));
+    out.attribute("solution", "meaning", std::string("the last iterate u of the solve"));
     if (p.has_exact()) {
       out.attribute("error", "meaning", std::string("solution - exact solution, at every interior point"));
       out.attribute("error", "layout", std::string("(y, x), as solution"));

@@ -591,11 +591,13 @@ void write_output(const Context& ctx, locus::H5Output& out, const Run& run) {
       out.write_root_array("A", run.last_a, h5dims(p, p.con.a));
       out.attribute("A", "indices", p.con.a);
       out.attribute("A", "units", std::string("1 (the generated elements)"));
+      out.attribute("A", "meaning", std::string("the contraction's first operand of the last phase, dense"));
     }
     if (inputs && dense_elements(p, p.con.b) <= max_dense) {
       out.write_root_array("B", run.last_b, h5dims(p, p.con.b));
       out.attribute("B", "indices", p.con.b);
       out.attribute("B", "units", std::string("1 (the generated elements)"));
+      out.attribute("B", "meaning", std::string("the contraction's second operand of the last phase, dense"));
     }
   }
   out.write_root_vector("phase_seconds", run.ph_seconds);

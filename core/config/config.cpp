@@ -145,7 +145,17 @@ std::string printable(const std::string& s) {
 std::string node_text(const YAML::Node& n) {
   if (!n.IsDefined() || n.IsNull()) return "nothing";
   if (n.IsScalar()) return printable(n.Scalar());
-  if (n.IsSequence()) return "a list";
+  if (n.IsSequence()) {
+    // a short list of scalars as written ([1, 1, 0]), so that the bad
+    // element shows; anything longer or nested by its kind
+    if (n.size() > 8) return "a list of " + std::to_string(n.size());
+    std::string s = "[";
+    for (std::size_t i = 0; i < n.size(); ++i) {
+      if (!n[i].IsScalar()) return "a list";
+      s += (i ? ", " : "") + printable(n[i].Scalar());
+    }
+    return s + "]";
+  }
   return "a mapping";
 }
 

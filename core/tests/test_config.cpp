@@ -78,7 +78,7 @@ TEST(Config, WrongType) {
             "deck.yaml:2:9: app.grid: must be a section (a mapping of keys: nx, ny)");
   EXPECT_EQ(error_of("app:\n  procs: [2, 0, 1]\n"),
             "deck.yaml:2:10: app.procs: must be auto or a list of three positive integers "
-            "[px, py, pz] (got a list)");
+            "[px, py, pz] (got [2, 0, 1])");
   EXPECT_EQ(error_of("app:\n  grid:\n    nx:\n"),
             "deck.yaml:3:5: app.grid.nx: must be a positive integer (got nothing)");
   // decimal only: hex integers and floats, negative zero
