@@ -40,6 +40,7 @@ CASES = [
      ["m.yaml", "memory.bandwidth_Bps_node", "missing"]),
     ("cores_per_node: [4\n", ["m.yaml:", "YAML"]),
     (GOOD + "bogus_key: 1\n", ["m.yaml:9", "bogus_key: unknown key"]),
+    (GOOD.replace("name: t", "name: [a, b]"), ["m.yaml:1", "name: ['a', 'b'] is not a text"]),
     (GOOD.replace("  latency_s: 2.0e-6", "  latncy_s: 2.0e-6"), ["m.yaml:7", "network.latncy_s: unknown key",
                                                               "did you mean network.latency_s"]),
     (GOOD.replace("core_gflops: 2.0", "core_gflops: 2.0\ncore_gflops: 3.0"), ["m.yaml:4", "core_gflops: given twice"]),

@@ -68,7 +68,10 @@ class MachineSpec:
             raise UserError("%s: a machine file is a mapping (cores_per_node, core_gflops, network, memory, ...)"
                             % path)
         self.path = path
-        self.name = str(doc.data.get("name") or os.path.splitext(os.path.basename(path))[0])
+        name = doc.data.get("name")
+        if name is not None and (isinstance(name, bool) or not isinstance(name, (str, int, float))):
+            raise UserError("%s: name: %r is not a text" % (doc.where("name"), name))
+        self.name = str(name or os.path.splitext(os.path.basename(path))[0])
         self._unknown_keys(doc)
         self.values = {}
         for key, alt, required, what in KEYS:
