@@ -3,6 +3,7 @@
 // through one process-wide pointer, and the record's plain arrays, set
 // before the run starts.
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -43,14 +44,17 @@ bool write_file_atomically(const char* path, const char* tmp, const char* text) 
   return true;
 }
 
-// The contents of a status file (a few lines), or "" when there is none.
+// The contents of a status file (a few lines), or "" when there is none:
+// stat first, as read_deck does, so that a FIFO in its place never blocks
+// and a large file is not read.
 std::string read_small_file(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > 4096) return {};
   std::ifstream in(path, std::ios::binary);
   if (!in) return {};
   std::ostringstream text;
   text << in.rdbuf();
-  std::string s = text.str();
-  return s.size() <= 4096 ? s : std::string();
+  return text.str();
 }
 
 // SIGTERM / SIGINT (also forwarded by mpiexec): remove the unfinished
