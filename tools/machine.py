@@ -155,12 +155,27 @@ def check_machine(data, loc=None):
                 errors.append("%s: %s: %r must be a finite time >= 0 s" % (where, key, v))
         elif v <= 0:
             errors.append("%s: %s: %r must be > 0 (.inf for an ideal part)" % (where, key, v))
+    errors += other_key_problems(data, known, loc)
+    costs = data.get("costs")
+    if costs is not None:
+        errors += check_costs(costs, loc)
+    if errors:
+        raise UserError("bad machine file (docs/co-design.md, \"Machine files\"):\n  " + "\n  ".join(errors))
+    return Machine(data, path)
+
+
+def other_key_problems(data, known, loc):
+    """The problems of a machine file's keys other than its numbers: name
+    and description not a text, measured not a mapping, and every key or
+    section that is not in KNOWN (dotted keys; a typo would otherwise be
+    ignored). Also the SMPI platform's check (tools/smpi_platform.py)."""
+    errors = []
     for key in ("name", "description"):
         if key in data and (isinstance(data[key], bool) or not isinstance(data[key], (str, int, float))):
             errors.append("%s: %s: %r is not a text" % (_where(loc, key), key, data[key]))
     if "measured" in data and not isinstance(data["measured"], dict):
         errors.append("%s: measured: a mapping (by, date, cpu, notes)" % _where(loc, "measured"))
-    # unknown keys (a typo would otherwise be ignored)
+
     def walk(tree, prefix):
         for k, v in tree.items():
             key = prefix + str(k)
@@ -176,12 +191,7 @@ def check_machine(data, loc=None):
                 errors.append("%s: %s: unknown key%s" % (_where(loc, key), key,
                                                          " (did you mean %s?)" % hint if hint else ""))
     walk(data, "")
-    costs = data.get("costs")
-    if costs is not None:
-        errors += check_costs(costs, loc)
-    if errors:
-        raise UserError("bad machine file (docs/co-design.md, \"Machine files\"):\n  " + "\n  ".join(errors))
-    return Machine(data, path)
+    return errors
 
 
 def check_costs(costs, loc):

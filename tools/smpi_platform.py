@@ -42,7 +42,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from locuslib import ROOT, Located, UserError, closest, dig, write_file  # noqa: E402
+from locuslib import ROOT, Located, UserError, dig, write_file  # noqa: E402
 
 # (dotted key, alternative key or None, required, what it must be)
 KEYS = [
@@ -68,11 +68,8 @@ class MachineSpec:
             raise UserError("%s: a machine file is a mapping (cores_per_node, core_gflops, network, memory, ...)"
                             % path)
         self.path = path
-        name = doc.data.get("name")
-        if name is not None and (isinstance(name, bool) or not isinstance(name, (str, int, float))):
-            raise UserError("%s: name: %r is not a text" % (doc.where("name"), name))
-        self.name = str(name or os.path.splitext(os.path.basename(path))[0])
-        self._unknown_keys(doc)
+        self._other_keys(doc)
+        self.name = str(doc.data.get("name") or os.path.splitext(os.path.basename(path))[0])
         self.values = {}
         for key, alt, required, what in KEYS:
             used, value = key, dig(doc.data, key)
@@ -85,24 +82,15 @@ class MachineSpec:
             self.values[key] = self._number(doc, used, value, what)
 
     @staticmethod
-    def _unknown_keys(doc):
-        """A key neither this platform nor ./locus predict reads is a typo:
-        one error naming its line (and the nearest known key)."""
-        from machine import all_keys
+    def _other_keys(doc):
+        """machine.py's check of the keys other than the numbers, against
+        the keys this platform or ./locus predict reads (a key neither
+        reads is a typo): its first problem, naming its line."""
+        from machine import all_keys, other_key_problems
         known = {k for k, _, _ in all_keys()} | {k for k, _, _, _ in KEYS} | {a for _, a, _, _ in KEYS if a}
-
-        def walk(tree, prefix):
-            for k, v in tree.items():
-                key = prefix + str(k)
-                if key in ("name", "description", "measured", "costs"):
-                    continue
-                if isinstance(v, dict) and any(x.startswith(key + ".") for x in known):
-                    walk(v, key + ".")
-                elif key not in known:
-                    hint = closest(key, sorted(known))
-                    raise UserError("%s: %s: unknown key%s" % (doc.where(key.replace(".", "/")), key,
-                                                               " (did you mean %s?)" % hint if hint else ""))
-        walk(doc.data, "")
+        problems = other_key_problems(doc.data, known, doc)
+        if problems:
+            raise UserError(problems[0])
 
     @staticmethod
     def _number(doc, key, value, what):

@@ -529,12 +529,12 @@ def execute(study, results, item):
         error = app_error(err, rc)
         if summary is not None and dig(summary, "validation.verdict") == "FAIL":
             error = "verdict FAIL: " + error
-    if status == "ok" and run_time(study.metric, summary)[0] is None:
+    seconds, why = run_time(study.metric, summary) if status == "ok" else (0.0, "")
+    if seconds is None:
         # the study file names a timer the app does not have: found at the
         # first run, before any record says "ok"
         raise UserError("%s: metric: %s; the timers of %s: %s (or %s, the default)" % (
-            study.metric_where, run_time(study.metric, summary)[1], study.app,
-            ", ".join(summary.get("timers_seconds") or {}), TIMED_LOOP))
+            study.metric_where, why, study.app, ", ".join(summary.get("timers_seconds") or {}), TIMED_LOOP))
     if summary is not None:
         write_file(os.path.join(rdir, "summary.yaml"), yaml.safe_dump(summary, sort_keys=False))
     # The run's HDF5 outputs against their checksums (every attribute's
