@@ -21,7 +21,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from locus_testlib import BUILD, SOURCE, check, scratch  # noqa: E402
+from locus_testlib import BUILD, SOURCE, check, run_app, scratch  # noqa: E402
 
 REPEAT = int(sys.argv[1]) if len(sys.argv) > 1 else 5
 OUT = scratch("run_outcome")
@@ -103,6 +103,17 @@ p = subprocess.run(p.args + ["--set", "output.overwrite=false"], capture_output=
 check(p.returncode != 0 and "exists" in p.stderr and status_of(od) == before,
       "a refused run: exit %d, the other run's status %r became %r\n%s" % (
           p.returncode, before, status_of(od), p.stderr[-1500:]))
+# the app alone (no driver to clear the way), a FIFO where its status goes:
+# it is not read (that would block), the run replaces it with its status
+od = os.path.join(OUT, "fifo")
+os.makedirs(od, exist_ok=True)
+if os.path.lexists(os.path.join(od, "heat3d.status")):
+    os.unlink(os.path.join(od, "heat3d.status"))
+os.mkfifo(os.path.join(od, "heat3d.status"))
+run_app("heat3d", os.path.join(SOURCE, "inputs", "heat3d", "default.yaml"), 1,
+        ["output.dir=" + od, "heat3d.grid.nx=12", "heat3d.grid.ny=12", "heat3d.grid.nz=12"], extra=["--quiet"],
+        timeout=60)
+check("outcome: completed\nexit_status: 0" in status_of(od), "a FIFO as the status file: %r" % status_of(od))
 od = os.path.join(OUT, "bad")
 p = subprocess.run([LOCUS, "run", "-n", "1", "--quiet", "--set", "output.dir=" + od, "--set", "heat3d.procs=[3,1,1]",
                     "--set", "heat3d.grid.nx=12"], capture_output=True, text=True, env=ENV, timeout=120)
